@@ -1,0 +1,90 @@
+# eager-SGD harness: top-level Makefile.
+# Always builds the CPU targets; detects nvcc/cuDNN/NCCL, PAPI and OpenMP and prints what it found.
+# Each folder adds its own targets through its *.mk fragment; tests are listed in tests/*.tests.
+#
+#   make            build everything this machine can build      make test    all tests
+#   make deps       install Debian packages (idempotent)          make asan    tests under ASan+UBSan
+#   make bench-collectives  (P=8 UNIT_MS=1)                       make tsan    tests under TSan
+
+B      ?= build
+SAN    ?=
+CC     := gcc
+NVCC   ?= nvcc
+MPICC  := $(shell command -v mpicc 2>/dev/null)
+CUDA_HOME ?= /usr/local/cuda
+
+WARN   := -Wall -Wextra -Werror -Wno-unused-parameter
+CSTD   := -std=gnu11
+OPT    ?= -O2 -g
+CFLAGS := $(CSTD) $(OPT) $(WARN) -pthread -I. -MMD -MP
+LDFLAGS := -pthread
+LDLIBS := -lm
+
+ifeq ($(SAN),asan)
+  CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+  LDFLAGS += -fsanitize=address,undefined
+endif
+ifeq ($(SAN),tsan)
+  CFLAGS  += -fsanitize=thread -fno-omit-frame-pointer
+  LDFLAGS += -fsanitize=thread
+endif
+
+# ---- required pieces -------------------------------------------------------
+ifeq ($(MPICC),)
+  $(error MPI not found: no mpicc on PATH. Run 'make deps' (installs openmpi-bin libopenmpi-dev))
+endif
+MPI_CFLAGS := $(shell mpicc --showme:compile)
+MPI_LIBS   := $(shell mpicc --showme:link)
+HAVE_JANSSON := $(shell test -f /usr/include/jansson.h && echo 1)
+ifneq ($(HAVE_JANSSON),1)
+  $(error jansson not found: /usr/include/jansson.h missing. Run 'make deps' (installs libjansson-dev))
+endif
+BLAS_INC := $(firstword $(wildcard /usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/openblas))
+HAVE_BLAS := $(if $(BLAS_INC),1,)
+
+# ---- optional pieces -------------------------------------------------------
+HAVE_OPENMP := $(shell echo 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo 1)
+HAVE_PAPI   := $(shell test -f /usr/include/papi.h && echo 1)
+HAVE_NVCC   := $(shell command -v $(NVCC) >/dev/null 2>&1 && echo 1)
+HAVE_CUDNN  := $(shell test -f $(CUDA_HOME)/include/cudnn.h -o -f /usr/include/cudnn.h && echo 1)
+HAVE_NCCL   := $(shell test -f $(CUDA_HOME)/include/nccl.h -o -f /usr/include/nccl.h && echo 1)
+HAVE_CUDA   := $(if $(and $(HAVE_NVCC),$(HAVE_CUDNN)),1,)
+ifeq ($(SAN),)
+else
+  HAVE_CUDA :=
+endif
+
+yn = $(if $(1),yes,no)
+$(info config: mpicc=$(MPICC) jansson=yes openblas=$(call yn,$(HAVE_BLAS)) openmp=$(call yn,$(HAVE_OPENMP)) papi=$(call yn,$(HAVE_PAPI)) nvcc=$(call yn,$(HAVE_NVCC)) cudnn=$(call yn,$(HAVE_CUDNN)) nccl=$(call yn,$(HAVE_NCCL)) san=$(if $(SAN),$(SAN),none) build=$(B))
+
+ALL_BINS :=
+TEST_BINS :=
+
+.PHONY: all deps test asan tsan clean bench-collectives
+all: build-all
+
+include collectives/collectives.mk
+-include controller/controller.mk
+-include trainer/trainer.mk
+-include results/results.mk
+-include jobs/jobs.mk
+
+build-all: $(ALL_BINS) $(TEST_BINS)
+
+deps:
+	@sh jobs/deps.sh core
+
+# make test: installs what is missing, builds, runs every tests/*.tests line; ends 'N passed, N failed'.
+test: deps
+	@$(MAKE) --no-print-directory build-all B=$(B) SAN=$(SAN)
+	@B=$(B) SAN=$(SAN) sh tests/run.sh
+
+asan:
+	@$(MAKE) --no-print-directory test B=build-asan SAN=asan
+tsan:
+	@$(MAKE) --no-print-directory test B=build-tsan SAN=tsan
+
+clean:
+	rm -rf build build-asan build-tsan
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -1,0 +1,207 @@
+/* bench_collectives.c -- the paper's Fig. 9 allreduce microbenchmark, nccl-tests style.
+ *
+ * P ranks; per iteration: MPI_Barrier, rank r sleeps r x unit ms (linear skew) or nothing,
+ * then deposit -> wait (or plain MPI_Allreduce); latency = deposit to completion, per rank.
+ * Reported: mean over ranks and iterations, min and max; #wrong counts rounds whose result is
+ * not the sum of what the fresh ranks deposited (each rank deposits all elements = rank + 1).
+ * Modes: mpi_allreduce, sync, solo, majority, quorum (Q = P/2).
+ * Wait semantics: sync waits until its own deposit's round completed. The partial modes use the
+ * original eager-SGD semantics: a late rank does not wait for a round of its own
+ * (PCOLL_WAIT_NEWER: it returns as soon as a round it has not applied yet is complete; its
+ * deposit goes into a later round, accumulating with the next one if need be). Waiting for
+ * consumption would deadlock majority and quorum against the per-iteration barrier: the next
+ * round's initiator, or the ranks that would complete the quorum, are at that barrier.
+ *
+ * usage: mpirun -np P bench_collectives [--unit-ms 1] [--iters 64] [--warmup 4]
+ *                 [--sizes 8,4194304] [--json build/bench/collectives.json]
+ */
+#include "collectives/pcoll.h"
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int P, me;
+static int g_poll_us = 0, g_spin_us = -1;
+static const char *g_only = NULL;
+
+static double now(void) { return MPI_Wtime(); }
+static void sleep_ms(double ms) {
+    if (ms <= 0) return;
+    struct timespec ts = {(time_t)(ms / 1e3), (long)(fmod(ms, 1e3) * 1e6)};
+    nanosleep(&ts, NULL);
+}
+
+typedef struct { double mean, min, max, fresh_frac; long wrong; } result_t;
+
+static long check_round(const float *res, size_t n, const pcoll_record_t *rec) {
+    double want = 0;
+    for (int p = 0; p < P; p++) want += rec->fresh[p] * (double)(p + 1);
+    for (size_t i = 0; i < n; i++) if (res[i] != (float)want) return 1;
+    return 0;
+}
+
+static result_t run(const char *mode, size_t n, int linear, double unit, int iters, int warm) {
+    result_t out = {0, 1e30, 0, 0, 0};
+    float *g = malloc(n * sizeof *g), *r = malloc(n * sizeof *r);
+    for (size_t i = 0; i < n; i++) g[i] = (float)(me + 1);
+    int plain = !strcmp(mode, "mpi_allreduce"), newer = strcmp(mode, "sync") != 0;
+    pcoll_t *h = NULL;
+    pcoll_record_t rec;
+    pcoll_record_init(&rec, P);
+    if (!plain) {
+        pcoll_config_t cfg;
+        pcoll_config_default(&cfg);
+        cfg.ring = 16;
+        cfg.records = 1024;
+        if (g_poll_us > 0) cfg.poll_max_us = g_poll_us;
+        if (g_spin_us >= 0) cfg.spin_us = g_spin_us;
+        char m[32];
+        if (!strcmp(mode, "quorum")) snprintf(m, sizeof m, "quorum:%d", P / 2 > 0 ? P / 2 : 1);
+        else snprintf(m, sizeof m, "%s", mode);
+        pcollCheck(pcoll_parse_mode(m, &cfg.rule));
+        pcollCheck(pcoll_create(MPI_COMM_WORLD, n, PCOLL_MEM_HOST, &cfg, &h));
+    }
+    double sum = 0;
+    long rounds = 0, fresh = 0;
+    for (int it = 0; it < warm + iters; it++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (linear) sleep_ms(me * unit);
+        double t0 = now();
+        if (plain) {
+            MPI_Allreduce(g, r, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+            double want = P * (P + 1) / 2.0;
+            for (size_t i = 0; i < n; i++) if (r[i] != (float)want) { out.wrong++; break; }
+        } else {
+            pcollCheck(pcoll_deposit(h, g, newer ? PCOLL_ACCUMULATE : 0));
+            pcollCheck(pcoll_wait(h, newer ? PCOLL_WAIT_NEWER : PCOLL_WAIT_CONSUMED, 120, NULL));
+        }
+        double lat = now() - t0;
+        if (!plain) {
+            const float *res;
+            while (pcoll_next(h, NULL, &res, &rec) == PCOLL_OK) {
+                out.wrong += check_round(res, n, &rec);
+                rounds++; fresh += rec.nfresh;
+            }
+        }
+        if (it >= warm) {
+            sum += lat;
+            if (lat < out.min) out.min = lat;
+            if (lat > out.max) out.max = lat;
+        }
+    }
+    if (!plain) {
+        pcollCheck(pcoll_join(h));
+        const float *res;
+        int rc;
+        while ((rc = pcoll_wait(h, PCOLL_WAIT_NEWER, 120, NULL)) == PCOLL_OK)
+            while (pcoll_next(h, NULL, &res, &rec) == PCOLL_OK) {
+                out.wrong += check_round(res, n, &rec);
+                rounds++; fresh += rec.nfresh;
+            }
+        if (rc != PCOLL_DONE) pcollCheck(rc);
+        pcollCheck(pcoll_finalize(&h, 120));
+    }
+    double m = sum / iters, gm, gmin, gmax;
+    long gw;
+    MPI_Allreduce(&m, &gm, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&out.min, &gmin, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&out.max, &gmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(&out.wrong, &gw, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    out.mean = gm / P * 1e6; out.min = gmin * 1e6; out.max = gmax * 1e6; out.wrong = gw;
+    out.fresh_frac = rounds ? (double)fresh / ((double)rounds * P) : 1.0;
+    pcoll_record_free(&rec);
+    free(g); free(r);
+    return out;
+}
+
+int main(int argc, char **argv) {
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    double unit = 1.0;
+    int iters = 64, warm = 4;
+    const char *json = "build/bench/collectives.json", *sizes = "8,4194304";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
+        if (!strcmp(a, "--unit-ms")) unit = atof(v), i++;
+        else if (!strcmp(a, "--iters")) iters = atoi(v), i++;
+        else if (!strcmp(a, "--warmup")) warm = atoi(v), i++;
+        else if (!strcmp(a, "--sizes")) sizes = v, i++;
+        else if (!strcmp(a, "--json")) json = v, i++;
+        else if (!strcmp(a, "--poll-us")) g_poll_us = atoi(v), i++;
+        else if (!strcmp(a, "--spin-us")) g_spin_us = atoi(v), i++;
+        else if (!strcmp(a, "--only")) g_only = v, i++;
+        else {
+            if (!me) fprintf(stderr, "bench_collectives: unknown option '%s' (options: --unit-ms "
+                             "--iters --warmup --sizes --json)\n", a);
+            MPI_Finalize();
+            return 2;
+        }
+    }
+    if (iters < 1 || unit < 0) {
+        if (!me) fprintf(stderr, "bench_collectives: --iters must be >= 1 and --unit-ms >= 0\n");
+        MPI_Finalize();
+        return 2;
+    }
+    const char *modes[] = {"mpi_allreduce", "sync", "solo", "majority", "quorum"};
+    json_t *root = json_object(), *arr = json_array();
+    if (!me) {
+        printf("# eager-SGD partial allreduce, %d ranks, rank r delayed r x %.3g ms (linear skew), "
+               "%d iterations (+%d warm-up), mean over ranks of deposit-to-completion latency\n",
+               P, unit, iters, warm);
+        printf("%12s %10s %6s %14s %6s %12s %12s %12s %7s %7s\n", "size(B)", "count", "type",
+               "mode", "skew", "mean(us)", "min(us)", "max(us)", "fresh", "#wrong");
+    }
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", sizes);
+    long wrong_all = 0;
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        size_t bytes = (size_t)atol(tok), n = bytes / 4 ? bytes / 4 : 1;
+        for (int sk = 0; sk < 2; sk++)
+            for (int m = 0; m < 5; m++) {
+                if (g_only && !strstr(g_only, modes[m])) continue;
+                result_t r = run(modes[m], n, sk, unit, iters, warm);
+                wrong_all += r.wrong;
+                if (me) continue;
+                printf("%12zu %10zu %6s %14s %6s %12.1f %12.1f %12.1f %7.2f %7ld\n", n * 4, n,
+                       "float", modes[m], sk ? "linear" : "none", r.mean, r.min, r.max,
+                       r.fresh_frac, r.wrong);
+                fflush(stdout);
+                json_t *o = json_object();
+                json_object_set_new(o, "mode", json_string(modes[m]));
+                json_object_set_new(o, "skew", json_string(sk ? "linear" : "none"));
+                json_object_set_new(o, "bytes", json_integer((json_int_t)(n * 4)));
+                json_object_set_new(o, "count", json_integer((json_int_t)n));
+                json_object_set_new(o, "mean_latency_us", json_real(r.mean));
+                json_object_set_new(o, "min_latency_us", json_real(r.min));
+                json_object_set_new(o, "max_latency_us", json_real(r.max));
+                json_object_set_new(o, "fresh_fraction", json_real(r.fresh_frac));
+                json_object_set_new(o, "wait", json_string(m >= 2 ? "newer" : m == 0 ? "blocking" : "consumed"));
+                json_object_set_new(o, "wrong", json_integer(r.wrong));
+                json_array_append_new(arr, o);
+            }
+    }
+    if (!me) {
+        json_object_set_new(root, "ranks", json_integer(P));
+        json_object_set_new(root, "unit_ms", json_real(unit));
+        json_object_set_new(root, "iterations", json_integer(iters));
+        json_object_set_new(root, "warmup", json_integer(warm));
+        int vlen = 0;
+        char ver[MPI_MAX_LIBRARY_VERSION_STRING];
+        MPI_Get_library_version(ver, &vlen);
+        char *nl = strchr(ver, '\n');
+        if (nl) *nl = 0;
+        json_object_set_new(root, "mpi", json_string(ver));
+        json_object_set_new(root, "results", arr);
+        if (json_dump_file(root, json, JSON_INDENT(1)) != 0)
+            fprintf(stderr, "bench_collectives: cannot write %s\n", json);
+        else printf("# wrote %s\n", json);
+    } else json_decref(arr);
+    json_decref(root);
+    MPI_Finalize();
+    return wrong_all ? 1 : 0;
+}

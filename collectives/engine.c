@@ -1,0 +1,262 @@
+/* engine.c -- the progress engine: one thread per rank that takes part in every round.
+ *
+ * Loop, for r = 0, 1, 2, ... until every rank has joined:
+ *   1. rule:       wait for the horizon (controller mode), fix the rule of r, plan it (trigger.c)
+ *   2. activation: PATH_SYNC: wait until ready; PATH_ANY: first ready rank broadcasts ACT(r);
+ *                  PATH_COORD: READY(r) -> coordinator -> ACT(r). Stale ACT/READY (< r) absorbed.
+ *   3. contribute: take the pending deposit (fresh) or zeros; write this rank's metadata slots
+ *   4. reduce:     MPI_Allreduce(sum) of n + META*P floats on the private data communicator into
+ *                  ring slot r % (K+1). Blocking is right here: the engine has nothing else to do
+ *                  until the round is complete, and it gets the MPI library's tuned algorithm.
+ *   5. publish:    decode F_r, flags, staleness; update streaks and the active set; divide;
+ *                  store the record; wake the application.
+ * Idle waits never spin for long: spin_us of polling with sched_yield, then sleeps that double
+ * up to poll_max_us (on a condition variable, so a local deposit wakes the engine at once).
+ */
+#include "collectives/pcoll_impl.h"
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void timed_wait(struct pcoll *h, double sec) {  /* caller holds mu */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long ns = ts.tv_nsec + (long)(sec * 1e9);
+    ts.tv_sec += ns / 1000000000L;
+    ts.tv_nsec = ns % 1000000000L;
+    pthread_cond_timedwait(&h->cv_eng, &h->mu, &ts);
+}
+
+static int mpi_fail(struct pcoll *h, int rc, const char *what) {
+    char s[MPI_MAX_ERROR_STRING]; int len = 0;
+    MPI_Error_string(rc, s, &len);
+    pthread_mutex_lock(&h->mu);
+    pcoll_set_error(h, PCOLL_ERR_MPI, "rank %d: %s failed: %s", h->me, what, s);
+    pthread_mutex_unlock(&h->mu);
+    return PCOLL_ERR_MPI;
+}
+
+/* Control messages are one uint64 (the round) and go eagerly: MPI_Send returns at once. */
+static int send_ctl(struct pcoll *h, int dst, int tag, uint64_t r) {
+    int rc = MPI_Send(&r, 1, MPI_UINT64_T, dst, tag, h->ctl);
+    if (rc != MPI_SUCCESS) return mpi_fail(h, rc, "MPI_Send (activation)");
+    h->sent_to[dst]++;
+    return PCOLL_OK;
+}
+
+/* Receives every control message that has arrived; sets *act if ACT(r) is among them. */
+static int drain_ctl(struct pcoll *h, uint64_t r, int *act) {
+    for (;;) {
+        int flag = 0; MPI_Status st;
+        int rc = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, h->ctl, &flag, &st);
+        if (rc != MPI_SUCCESS) return mpi_fail(h, rc, "MPI_Iprobe");
+        if (!flag) return PCOLL_OK;
+        uint64_t m = 0;
+        rc = MPI_Recv(&m, 1, MPI_UINT64_T, st.MPI_SOURCE, st.MPI_TAG, h->ctl, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) return mpi_fail(h, rc, "MPI_Recv (activation)");
+        h->recv_from[st.MPI_SOURCE]++;
+        if (st.MPI_TAG == TAG_ACT) {
+            if (m == r) *act = 1;
+            else if (m > r) {
+                pthread_mutex_lock(&h->mu);
+                pcoll_set_error(h, PCOLL_ERR_STATE, "rank %d: activation for round %llu from rank "
+                    "%d while at round %llu (protocol error)", h->me, (unsigned long long)m,
+                    st.MPI_SOURCE, (unsigned long long)r);
+                pthread_mutex_unlock(&h->mu);
+                return PCOLL_ERR_STATE;
+            }
+        } else if (st.MPI_TAG == TAG_READY) {
+            if (m + 1 > h->ready_round[st.MPI_SOURCE]) h->ready_round[st.MPI_SOURCE] = m + 1;
+        }
+    }
+}
+
+/* Step 2: returns PCOLL_OK once round r is activated at this rank. */
+static int activate(struct pcoll *h, uint64_t r) {
+    plan_t *pl = &h->plan;
+    int me_active = !h->joined[h->me];
+    int sent_ready = 0, act = 0;
+    double t0 = pcoll_now(), sleep_s = 10e-6;
+    for (;;) {
+        pthread_mutex_lock(&h->mu);
+        int ready = h->pending > 0 || h->join_req;
+        int err = h->err;
+        pthread_mutex_unlock(&h->mu);
+        if (err) ready = 1;  /* a failed rank only passes zeros along */
+        int rc;
+        if (pl->path == PATH_SYNC) {
+            if (!me_active || ready) return PCOLL_OK;
+        } else {
+            if ((rc = drain_ctl(h, r, &act))) return rc;
+            if (act) return PCOLL_OK;
+            if (pl->path == PATH_ANY && me_active && ready) {
+                for (int p = 0; p < h->P; p++)
+                    if (p != h->me && (rc = send_ctl(h, p, TAG_ACT, r))) return rc;
+                return PCOLL_OK;
+            }
+            if (pl->path == PATH_COORD) {
+                if (pl->coord == h->me && plan_satisfied(h, pl, r, me_active && ready)) {
+                    for (int p = 0; p < h->P; p++)
+                        if (p != h->me && (rc = send_ctl(h, p, TAG_ACT, r))) return rc;
+                    return PCOLL_OK;
+                }
+                if (pl->need_ready && ready && !sent_ready) {
+                    if ((rc = send_ctl(h, pl->coord, TAG_READY, r))) return rc;
+                    sent_ready = 1;
+                }
+            }
+        }
+        /* idle: spin a little, then sleep with exponential back-off (woken by local events) */
+        if (pcoll_now() - t0 < h->cfg.spin_us * 1e-6 && pl->path != PATH_SYNC) {
+            sched_yield();
+            continue;
+        }
+        pthread_mutex_lock(&h->mu);
+        int again = (h->pending > 0 || h->join_req) != ready;
+        if (!again) {
+            if (pl->path == PATH_SYNC) timed_wait(h, 0.05);
+            else timed_wait(h, sleep_s);
+        }
+        pthread_mutex_unlock(&h->mu);
+        if (!again && pl->path != PATH_SYNC) {
+            sleep_s *= 2;
+            if (sleep_s > h->cfg.poll_max_us * 1e-6) sleep_s = h->cfg.poll_max_us * 1e-6;
+        }
+    }
+}
+
+/* Steps 3-5 for round r. */
+static int run_round(struct pcoll *h, uint64_t r) {
+    int P = h->P;
+    size_t n = h->n;
+    float *send, *recv;
+    int fresh_cnt = 0, failed;
+    double t_dep = 0;
+    uint32_t stale = 0;
+
+    pthread_mutex_lock(&h->mu);
+    failed = h->err != 0;
+    int slot = (int)(r % (uint64_t)(h->K + 1));
+    if (!failed && r - h->handed >= (uint64_t)h->K) {
+        pcoll_set_error(h, PCOLL_ERR_RING, "rank %d fell more than K=%d rounds behind: round %llu "
+            "completes while only %llu were handed out by pcoll_next (the ring was not "
+            "overwritten; apply rounds sooner, raise cfg.ring, or set cfg.tau < K)", h->me, h->K,
+            (unsigned long long)r, (unsigned long long)h->handed);
+        failed = 1;
+    }
+    if (!failed && h->pending > 0) {
+        send = h->dep[h->dep_cur];
+        fresh_cnt = h->pending;
+        t_dep = h->t_dep;
+        uint64_t s = r - h->applied_at_dep;
+        stale = s > META_MAX ? META_MAX : (uint32_t)s;
+        h->dep_cur ^= 1;
+        h->consumed_seq = h->dep_seq;
+        h->consumed_round = r;
+        h->pending = 0;
+    } else {
+        send = h->zeros;
+    }
+    int flags = failed ? (PCOLL_F_FAILED | PCOLL_F_JOINED)
+                       : (h->join_req && h->pending == 0) ? PCOLL_F_JOINED : 0;
+    if (h->joined[h->me]) flags |= PCOLL_F_JOINED;
+    pthread_mutex_unlock(&h->mu);
+
+    recv = failed ? h->scratch : h->ring[slot];
+    float *meta = send + n;
+    memset(meta, 0, (size_t)META * (size_t)P * sizeof(float));
+    meta[META * h->me + 0] = (float)fresh_cnt;
+    meta[META * h->me + 1] = (float)flags;
+    meta[META * h->me + 2] = (float)stale;
+
+    double t_start = pcoll_now();
+    int rc = MPI_Allreduce(send, recv, (int)h->nbuf, MPI_FLOAT, MPI_SUM, h->data);
+    if (rc != MPI_SUCCESS) return mpi_fail(h, rc, "MPI_Allreduce (round data)");
+    double t_end = pcoll_now();
+
+    /* decode the agreed part */
+    const float *rm = recv + n;
+    plan_t *pl = &h->plan;
+    pthread_mutex_lock(&h->mu);
+    pcoll_record_t *rec = &h->recs[r % (uint64_t)h->R].r;
+    rec->round = r; rec->mode = pl->mode; rec->quorum = pl->quorum;
+    rec->initiator = pl->initiator; rec->nactive = h->nactive; rec->P = P;
+    rec->t_start = t_start; rec->t_end = t_end; rec->t_deposit = t_dep;
+    int nfresh = 0, ndep = 0;
+    for (int p = 0; p < P; p++) {
+        int f = (int)rm[META * p + 0], fl = (int)rm[META * p + 1];
+        uint32_t st = (uint32_t)rm[META * p + 2];
+        rec->fresh[p] = (uint8_t)(f > 255 ? 255 : f);
+        rec->flags[p] = (uint8_t)fl;
+        rec->waited[p] = pl->inwait[p];
+        rec->staleness[p] = f ? st : 0;
+        if (f) {
+            nfresh++; ndep += f;
+            h->fresh_total++; h->stale_count++; h->stale_sum += st;
+            if (st > h->max_staleness) h->max_staleness = st;
+            h->streak[p] = 0;
+        } else if (!h->joined[p] && !(fl & PCOLL_F_JOINED)) {
+            h->streak[p]++;
+        }
+        if (h->streak[p] > h->max_streak[p]) h->max_streak[p] = h->streak[p];
+        if (h->streak[p] > h->max_streak_all) h->max_streak_all = h->streak[p];
+        rec->streak[p] = h->streak[p];
+        if ((fl & PCOLL_F_FAILED) && p != h->me && h->peer_failed < 0) h->peer_failed = p;
+        if (fl & PCOLL_F_JOINED) h->joined[p] = 1;
+    }
+    rec->nfresh = nfresh;
+    h->nactive = 0;
+    for (int p = 0; p < P; p++) if (!h->joined[p]) h->active[h->nactive++] = p;
+    pthread_mutex_unlock(&h->mu);
+
+    if (!failed && ndep > 0 && h->cfg.div != PCOLL_DIV_NONE) {
+        float s = 1.0f / (float)(h->cfg.div == PCOLL_DIV_P ? P : ndep);
+        for (size_t i = 0; i < n; i++) recv[i] *= s;
+    }
+
+    pthread_mutex_lock(&h->mu);
+    h->completed = r + 1;
+    pthread_cond_broadcast(&h->cv_app);
+    pthread_mutex_unlock(&h->mu);
+    return PCOLL_OK;
+}
+
+/* After the last round: receive the control messages still in flight so the communicator is
+ * empty when it is freed (counts are exchanged, so nothing is left behind or waited for twice). */
+static void final_drain(struct pcoll *h) {
+    uint64_t *expect = calloc((size_t)h->P, sizeof *expect);
+    if (!expect) return;
+    MPI_Alltoall(h->sent_to, 1, MPI_UINT64_T, expect, 1, MPI_UINT64_T, h->ctl);
+    for (int p = 0; p < h->P; p++)
+        while (h->recv_from[p] < expect[p]) {
+            uint64_t m;
+            MPI_Recv(&m, 1, MPI_UINT64_T, p, MPI_ANY_TAG, h->ctl, MPI_STATUS_IGNORE);
+            h->recv_from[p]++;
+        }
+    free(expect);
+}
+
+void *pcoll_engine_main(void *arg) {
+    struct pcoll *h = arg;
+    uint64_t r = 0;
+    int rc = PCOLL_OK;
+    while (h->nactive > 0) {
+        pthread_mutex_lock(&h->mu);
+        while (h->cfg.horizon && h->horizon < r + 1 && !h->err)
+            timed_wait(h, 0.05);
+        plan_round(h, r, &h->plan);
+        h->resolved = r + 1;
+        pthread_mutex_unlock(&h->mu);
+        if ((rc = activate(h, r))) break;
+        if ((rc = run_round(h, r))) break;
+        r++;
+    }
+    if (rc == PCOLL_OK) final_drain(h);
+    pthread_mutex_lock(&h->mu);
+    h->done = 1;
+    pthread_cond_broadcast(&h->cv_app);
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}

@@ -1,0 +1,544 @@
+/* pcoll.c -- libpcoll application side: create (with cross-rank argument check), deposit,
+ * wait, next, rules, records, stats, finalize, error strings. The engine is in engine.c. */
+#include "collectives/pcoll_impl.h"
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+double pcoll_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void pcoll_set_error(struct pcoll *h, int code, const char *fmt, ...) {
+    if (h->err && code != PCOLL_ERR_MPI) return;  /* keep the first error */
+    h->err = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(h->errmsg, sizeof h->errmsg, fmt, ap);
+    va_end(ap);
+    pthread_cond_broadcast(&h->cv_app);
+}
+
+void pcoll_config_default(pcoll_config_t *c) {
+    memset(c, 0, sizeof *c);
+    c->rule.mode = PCOLL_SYNC;
+    c->rule.quorum = 1;
+    c->div = PCOLL_DIV_NONE;
+    c->seed = 0x5EED;
+    c->ring = 16;
+    c->records = 4096;
+    c->tau = 0;
+    c->horizon = 0;
+    c->poll_max_us = 200;
+    c->spin_us = 50;
+}
+
+static int rule_copy(rule_ent_t *e, uint64_t from, const pcoll_rule_t *r) {
+    e->from = from; e->mode = r->mode; e->quorum = r->quorum; e->nwait = 0; e->wait = NULL;
+    if (r->nwait > 0) {
+        e->wait = malloc((size_t)r->nwait * sizeof(int));
+        if (!e->wait) return PCOLL_ERR_NOMEM;
+        memcpy(e->wait, r->wait, (size_t)r->nwait * sizeof(int));
+        e->nwait = r->nwait;
+    }
+    return PCOLL_OK;
+}
+
+static int rule_check(const pcoll_rule_t *r, int P, char *msg, size_t len) {
+    if (r->mode < PCOLL_SYNC || r->mode > PCOLL_QUORUM)
+        return snprintf(msg, len, "rule.mode %d is not a pcoll_mode_t", (int)r->mode), 0;
+    if (r->mode == PCOLL_QUORUM && r->quorum < 1)
+        return snprintf(msg, len, "rule.quorum %d: quorum mode needs Q >= 1", r->quorum), 0;
+    if (r->nwait < 0 || (r->nwait > 0 && !r->wait))
+        return snprintf(msg, len, "rule.nwait %d with wait=%p", r->nwait, (void *)r->wait), 0;
+    for (int i = 0; i < r->nwait; i++)
+        if (r->wait[i] < 0 || r->wait[i] >= P)
+            return snprintf(msg, len, "rule.wait[%d] = %d is not a rank of a %d-rank communicator",
+                            i, r->wait[i], P), 0;
+    return 1;
+}
+
+/* The fields every rank must agree on, exchanged at creation. */
+typedef struct {
+    int64_t ok, n, mem, mode, quorum, div, ring, tau, horizon, nwait;
+    uint64_t seed, waithash;
+} agree_t;
+static const char *agree_names[] = {"(local arguments)", "n", "mem", "rule.mode", "rule.quorum",
+                                    "div", "ring", "tau", "horizon", "rule.nwait", "seed",
+                                    "rule.wait"};
+
+static void destroy(struct pcoll *h) {
+    if (!h) return;
+    if (h->ctl != MPI_COMM_NULL) MPI_Comm_free(&h->ctl);
+    if (h->data != MPI_COMM_NULL) MPI_Comm_free(&h->data);
+    free(h->dep[0]); free(h->dep[1]); free(h->zeros); free(h->scratch);
+    if (h->ring) for (int i = 0; i <= h->K; i++) free(h->ring[i]);
+    free(h->ring);
+    if (h->recs) for (int i = 0; i < h->R; i++) pcoll_record_free(&h->recs[i].r);
+    free(h->recs);
+    for (int i = 0; i < h->nrules; i++) free(h->rules[i].wait);
+    free(h->rules);
+    free(h->joined); free(h->streak); free(h->active); free(h->ready_round);
+    free(h->sent_to); free(h->recv_from); free(h->plan.inwait); free(h->max_streak);
+    pthread_mutex_destroy(&h->mu);
+    pthread_cond_destroy(&h->cv_app);
+    pthread_cond_destroy(&h->cv_eng);
+    free(h);
+}
+
+static char g_create_err[512];  /* message of a failed pcoll_create (no handle to hang it on) */
+
+int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t *cfg_in,
+                 pcoll_t **out) {
+    char msg[400] = "";
+    g_create_err[0] = 0;
+    if (!out) return PCOLL_ERR_ARG;
+    *out = NULL;
+    int inited = 0, level = 0, P = 0, me = 0;
+    MPI_Initialized(&inited);
+    if (!inited) {
+        snprintf(g_create_err, sizeof g_create_err, "pcoll_create: MPI is not initialised");
+        return PCOLL_ERR_STATE;
+    }
+    MPI_Query_thread(&level);
+    if (level < MPI_THREAD_MULTIPLE) {
+        snprintf(g_create_err, sizeof g_create_err, "pcoll_create: MPI thread level is %d, "
+                 "libpcoll needs MPI_THREAD_MULTIPLE (%d): initialise MPI with "
+                 "MPI_Init_thread(..., MPI_THREAD_MULTIPLE, &provided) and check provided",
+                 level, MPI_THREAD_MULTIPLE);
+        return PCOLL_ERR_THREAD_LEVEL;
+    }
+    MPI_Comm_size(comm, &P);
+    MPI_Comm_rank(comm, &me);
+    pcoll_config_t cfg;
+    if (cfg_in) cfg = *cfg_in; else pcoll_config_default(&cfg);
+
+    int ok = 1, local_code = PCOLL_ERR_ARG;
+    if (P > PCOLL_MAX_RANKS) ok = 0, snprintf(msg, sizeof msg, "%d ranks > PCOLL_MAX_RANKS", P);
+    else if (n == 0 || n > (size_t)INT32_MAX - (size_t)META * (size_t)P)
+        ok = 0, snprintf(msg, sizeof msg, "n = %zu floats is out of range (1 .. 2^31-1-%d)", n,
+                         META * P);
+    else if (mem == PCOLL_MEM_DEVICE)
+        ok = 0, local_code = PCOLL_ERR_UNSUPPORTED, snprintf(msg, sizeof msg, "mem = device "
+            "needs the CUDA/NCCL build of libpcoll (this build has host memory only)");
+    else if (mem != PCOLL_MEM_HOST) ok = 0, snprintf(msg, sizeof msg, "mem = %d", (int)mem);
+    else if (!rule_check(&cfg.rule, P, msg, sizeof msg)) ok = 0;
+    else if (cfg.div < PCOLL_DIV_NONE || cfg.div > PCOLL_DIV_FRESH)
+        ok = 0, snprintf(msg, sizeof msg, "div = %d", (int)cfg.div);
+    else if (cfg.ring < 1) ok = 0, snprintf(msg, sizeof msg, "ring = %d (need >= 1)", cfg.ring);
+    else if (cfg.records < 1) ok = 0, snprintf(msg, sizeof msg, "records = %d", cfg.records);
+    else if (cfg.tau < 0) ok = 0, snprintf(msg, sizeof msg, "tau = %d (need >= 0)", cfg.tau);
+    else if (cfg.tau > 0 && cfg.tau >= cfg.ring)
+        ok = 0, snprintf(msg, sizeof msg, "tau = %d must be < ring = %d (a rank may lag tau+1 "
+                         "rounds)", cfg.tau, cfg.ring);
+    if (cfg.poll_max_us < 1) cfg.poll_max_us = 1;
+    if (cfg.spin_us < 0) cfg.spin_us = 0;
+
+    agree_t a = {ok, (int64_t)n, mem, cfg.rule.mode, cfg.rule.mode == PCOLL_QUORUM ?
+                 cfg.rule.quorum : 0, cfg.div, cfg.ring, cfg.tau, cfg.horizon, cfg.rule.nwait,
+                 cfg.seed, 1469598103934665603ull};
+    for (int i = 0; ok && i < cfg.rule.nwait; i++)
+        a.waithash = (a.waithash ^ (uint64_t)cfg.rule.wait[i]) * 1099511628211ull;
+    agree_t *all = malloc((size_t)P * sizeof *all);
+    if (!all) return PCOLL_ERR_NOMEM;
+    int rc = MPI_Allgather(&a, (int)sizeof a, MPI_BYTE, all, (int)sizeof a, MPI_BYTE, comm);
+    if (rc != MPI_SUCCESS) { free(all); return PCOLL_ERR_MPI; }
+    /* every rank runs the same comparison on the same data: the same verdict everywhere */
+    int field = -1, bad = -1;
+    for (int p = 0; p < P && field < 0; p++)
+        if (!all[p].ok) field = 0, bad = p;
+    const int64_t *v0 = &all[0].n;
+    for (int p = 1; p < P && field < 0; p++) {
+        const int64_t *vp = &all[p].n;
+        for (int f = 0; f < 9 && field < 0; f++) if (vp[f] != v0[f]) field = f + 1, bad = p;
+        if (field < 0 && all[p].seed != all[0].seed) field = 10, bad = p;
+        if (field < 0 && all[p].waithash != all[0].waithash) field = 11, bad = p;
+    }
+    if (field == 0) {
+        if (bad == me) snprintf(g_create_err, sizeof g_create_err, "pcoll_create: rank %d: %s",
+                                me, msg);
+        else snprintf(g_create_err, sizeof g_create_err, "pcoll_create: rank %d rejected its "
+                      "arguments (see its message); no handle created on any rank", bad);
+        free(all);
+        return bad == me ? local_code : PCOLL_ERR_ARG;
+    }
+    if (field > 0) {
+        long long x0 = field <= 9 ? (long long)v0[field - 1] : field == 10 ?
+                       (long long)all[0].seed : 0;
+        long long xb = field <= 9 ? (long long)(&all[bad].n)[field - 1] : field == 10 ?
+                       (long long)all[bad].seed : 0;
+        if (field == 11)
+            snprintf(g_create_err, sizeof g_create_err, "pcoll_create: argument mismatch: "
+                     "rule.wait differs between rank 0 and rank %d", bad);
+        else
+            snprintf(g_create_err, sizeof g_create_err, "pcoll_create: argument mismatch: %s "
+                     "is %lld on rank 0 but %lld on rank %d (every rank must pass the same)",
+                     agree_names[field], x0, xb, bad);
+        free(all);
+        return PCOLL_ERR_MISMATCH;
+    }
+    free(all);
+
+    struct pcoll *h = calloc(1, sizeof *h);
+    if (!h) return PCOLL_ERR_NOMEM;  /* allocation failures below are local; see note */
+    h->ctl = h->data = MPI_COMM_NULL;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv_app, NULL);
+    pthread_cond_init(&h->cv_eng, NULL);
+    h->P = P; h->me = me; h->n = n; h->nbuf = n + (size_t)META * (size_t)P; h->mem = mem;
+    h->cfg = cfg; h->K = cfg.ring; h->R = cfg.records; h->peer_failed = -1;
+    h->cfg.rule.wait = NULL;
+    int nomem = 0;
+    size_t bytes = h->nbuf * sizeof(float);
+    nomem |= !(h->dep[0] = calloc(1, bytes)) || !(h->dep[1] = calloc(1, bytes));
+    nomem |= !(h->zeros = calloc(1, bytes)) || !(h->scratch = calloc(1, bytes));
+    nomem |= !(h->ring = calloc((size_t)h->K + 1, sizeof(float *)));
+    for (int i = 0; !nomem && i <= h->K; i++) nomem |= !(h->ring[i] = calloc(1, bytes));
+    nomem |= !(h->recs = calloc((size_t)h->R, sizeof *h->recs));
+    for (int i = 0; !nomem && i < h->R; i++) nomem |= pcoll_record_init(&h->recs[i].r, P) != 0;
+    nomem |= !(h->rules = calloc(4, sizeof *h->rules));
+    h->caprules = 4;
+    nomem |= !(h->joined = calloc((size_t)P, 1)) || !(h->streak = calloc((size_t)P, 4));
+    nomem |= !(h->active = calloc((size_t)P, sizeof(int)));
+    nomem |= !(h->ready_round = calloc((size_t)P, 8));
+    nomem |= !(h->sent_to = calloc((size_t)P, 8)) || !(h->recv_from = calloc((size_t)P, 8));
+    nomem |= !(h->plan.inwait = calloc((size_t)P, 1)) || !(h->max_streak = calloc((size_t)P, 4));
+    if (!nomem) { nomem |= rule_copy(&h->rules[0], 0, &cfg.rule) != 0; h->nrules = 1; }
+    int anynomem = nomem;  /* agree on memory failure too, so no rank is left alone */
+    MPI_Allreduce(&nomem, &anynomem, 1, MPI_INT, MPI_LOR, comm);
+    if (anynomem) {
+        snprintf(g_create_err, sizeof g_create_err, "pcoll_create: out of memory on %s "
+                 "(ring of %d x %zu floats)", nomem ? "this rank" : "another rank", h->K + 1,
+                 h->nbuf);
+        destroy(h);
+        return PCOLL_ERR_NOMEM;
+    }
+    for (int p = 0; p < P; p++) h->active[p] = p;
+    h->nactive = P;
+    if (MPI_Comm_dup(comm, &h->ctl) != MPI_SUCCESS || MPI_Comm_dup(comm, &h->data) != MPI_SUCCESS) {
+        destroy(h);
+        return PCOLL_ERR_MPI;
+    }
+    MPI_Comm_set_errhandler(h->ctl, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(h->data, MPI_ERRORS_RETURN);
+    if (pthread_create(&h->thread, NULL, pcoll_engine_main, h) != 0) {
+        snprintf(g_create_err, sizeof g_create_err, "pcoll_create: cannot start the engine thread");
+        destroy(h);  /* other ranks' engines then stall: reported by their watchdog */
+        return PCOLL_ERR_NOMEM;
+    }
+    h->thread_started = 1;
+    *out = h;
+    return PCOLL_OK;
+}
+
+int pcoll_deposit(pcoll_t *h, const float *g, int flags) {
+    if (!h || !g) return PCOLL_ERR_ARG;
+    pthread_mutex_lock(&h->mu);
+    int rc = PCOLL_OK;
+    if (h->err) rc = h->err;
+    else if (h->join_req) rc = PCOLL_ERR_STATE;
+    else if (h->pending && !(flags & PCOLL_ACCUMULATE)) {
+        rc = PCOLL_ERR_PENDING;
+        snprintf(h->errmsg, sizeof h->errmsg, "rank %d: deposit while the previous one is still "
+                 "pending (call pcoll_wait first, or pass PCOLL_ACCUMULATE)", h->me);
+    }
+    if (rc) { pthread_mutex_unlock(&h->mu); return rc; }
+    /* the engine reads dep[dep_cur] only after taking it under mu in run_round, and swaps
+     * dep_cur at that moment, so this buffer is ours until the engine takes it */
+    float *d = h->dep[h->dep_cur];
+    if (h->pending) {
+        for (size_t i = 0; i < h->n; i++) d[i] += g[i];
+        if (h->pending < 255) h->pending++;
+    } else {
+        memcpy(d, g, h->n * sizeof(float));
+        h->pending = 1;
+        h->t_dep = pcoll_now();
+        h->applied_at_dep = h->handed;
+    }
+    h->dep_seq++;
+    pthread_cond_signal(&h->cv_eng);
+    pthread_mutex_unlock(&h->mu);
+    return PCOLL_OK;
+}
+
+static int abs_deadline(double timeout_s, struct timespec *ts) {
+    if (timeout_s < 0) return 0;
+    clock_gettime(CLOCK_REALTIME, ts);
+    double t = (double)ts->tv_sec + 1e-9 * ts->tv_nsec + timeout_s;
+    ts->tv_sec = (time_t)t;
+    ts->tv_nsec = (long)((t - (double)ts->tv_sec) * 1e9);
+    return 1;
+}
+
+static int peer_error(struct pcoll *h) {
+    snprintf(h->errmsg, sizeof h->errmsg, "rank %d failed (its engine reported an error and "
+             "left the rounds); see its own message", h->peer_failed);
+    return PCOLL_ERR_PEER;
+}
+
+int pcoll_wait(pcoll_t *h, int how, double timeout_s, uint64_t *round) {
+    if (!h || (how != PCOLL_WAIT_CONSUMED && how != PCOLL_WAIT_NEWER)) return PCOLL_ERR_ARG;
+    struct timespec ts;
+    int timed = abs_deadline(timeout_s, &ts), rc = PCOLL_OK;
+    pthread_mutex_lock(&h->mu);
+    for (;;) {
+        if (h->err) { rc = h->err; break; }
+        if (h->peer_failed >= 0) { rc = peer_error(h); break; }
+        if (how == PCOLL_WAIT_CONSUMED) {
+            if (h->consumed_seq == h->dep_seq && h->completed > h->consumed_round) {
+                if (round) *round = h->consumed_round;
+                break;
+            }
+        } else if (h->completed > h->handed) {
+            if (round) *round = h->completed - 1;
+            break;
+        }
+        if (h->done) { rc = h->join_req ? PCOLL_DONE : PCOLL_ERR_STATE; break; }
+        if (timed) {
+            if (pthread_cond_timedwait(&h->cv_app, &h->mu, &ts) != 0) {
+                rc = PCOLL_ERR_TIMEOUT;
+                snprintf(h->errmsg, sizeof h->errmsg, "rank %d: pcoll_wait timed out after %.1f s "
+                         "(rounds completed: %llu)", h->me, timeout_s,
+                         (unsigned long long)h->completed);
+                break;
+            }
+        } else pthread_cond_wait(&h->cv_app, &h->mu);
+    }
+    pthread_mutex_unlock(&h->mu);
+    return rc;
+}
+
+static void record_copy(pcoll_record_t *d, const pcoll_record_t *s) {
+    uint8_t *f = d->fresh, *w = d->waited, *fl = d->flags;
+    uint32_t *st = d->staleness, *sk = d->streak;
+    int P = s->P < d->P ? s->P : d->P;
+    *d = *s;
+    d->fresh = f; d->waited = w; d->flags = fl; d->staleness = st; d->streak = sk;
+    memcpy(f, s->fresh, (size_t)P); memcpy(w, s->waited, (size_t)P); memcpy(fl, s->flags, (size_t)P);
+    memcpy(st, s->staleness, (size_t)P * 4); memcpy(sk, s->streak, (size_t)P * 4);
+}
+
+int pcoll_next(pcoll_t *h, uint64_t *round, const float **result, pcoll_record_t *rec) {
+    if (!h) return PCOLL_ERR_ARG;
+    pthread_mutex_lock(&h->mu);
+    int rc = PCOLL_OK;
+    if (h->err) rc = h->err;
+    else if (h->handed >= h->completed) rc = PCOLL_EMPTY;
+    else {
+        uint64_t r = h->handed;
+        if (round) *round = r;
+        if (result) *result = h->ring[r % (uint64_t)(h->K + 1)];
+        if (rec) record_copy(rec, &h->recs[r % (uint64_t)h->R].r);
+        h->handed = r + 1;
+    }
+    pthread_mutex_unlock(&h->mu);
+    return rc;
+}
+
+int pcoll_set_rule(pcoll_t *h, uint64_t from, const pcoll_rule_t *rule) {
+    if (!h || !rule) return PCOLL_ERR_ARG;
+    char msg[200];
+    if (!rule_check(rule, h->P, msg, sizeof msg)) {
+        pthread_mutex_lock(&h->mu);
+        snprintf(h->errmsg, sizeof h->errmsg, "pcoll_set_rule: %s", msg);
+        pthread_mutex_unlock(&h->mu);
+        return PCOLL_ERR_ARG;
+    }
+    pthread_mutex_lock(&h->mu);
+    int rc = PCOLL_OK;
+    if (from < h->resolved) {
+        rc = PCOLL_ERR_LATE;
+        snprintf(h->errmsg, sizeof h->errmsg, "pcoll_set_rule: round %llu already started on rank "
+                 "%d (next unstarted round: %llu)", (unsigned long long)from, h->me,
+                 (unsigned long long)h->resolved);
+    } else {
+        while (h->nrules > 1 && h->rules[h->nrules - 1].from >= from)
+            free(h->rules[--h->nrules].wait);
+        /* drop entries fully in the past: keep the last one in force at `resolved` */
+        int keep = 0;
+        for (int i = 0; i < h->nrules; i++) if (h->rules[i].from <= h->resolved) keep = i;
+        if (keep > 0) {
+            for (int i = 0; i < keep; i++) free(h->rules[i].wait);
+            memmove(h->rules, h->rules + keep, (size_t)(h->nrules - keep) * sizeof *h->rules);
+            h->nrules -= keep;
+        }
+        if (h->nrules == 1 && from == 0) { free(h->rules[0].wait); h->nrules = 0; }
+        if (h->nrules == h->caprules) {
+            rule_ent_t *q = realloc(h->rules, (size_t)h->caprules * 2 * sizeof *q);
+            if (!q) rc = PCOLL_ERR_NOMEM; else { h->rules = q; h->caprules *= 2; }
+        }
+        if (!rc) rc = rule_copy(&h->rules[h->nrules], from, rule);
+        if (!rc) h->nrules++;
+    }
+    pthread_mutex_unlock(&h->mu);
+    return rc;
+}
+
+int pcoll_set_horizon(pcoll_t *h, uint64_t through) {
+    if (!h) return PCOLL_ERR_ARG;
+    pthread_mutex_lock(&h->mu);
+    if (through + 1 > h->horizon) h->horizon = through + 1;
+    pthread_cond_signal(&h->cv_eng);
+    pthread_mutex_unlock(&h->mu);
+    return PCOLL_OK;
+}
+
+int pcoll_record_init(pcoll_record_t *rec, int P) {
+    memset(rec, 0, sizeof *rec);
+    rec->P = P;
+    rec->fresh = calloc((size_t)P, 1); rec->waited = calloc((size_t)P, 1);
+    rec->flags = calloc((size_t)P, 1);
+    rec->staleness = calloc((size_t)P, 4); rec->streak = calloc((size_t)P, 4);
+    if (!rec->fresh || !rec->waited || !rec->flags || !rec->staleness || !rec->streak) {
+        pcoll_record_free(rec);
+        return PCOLL_ERR_NOMEM;
+    }
+    return PCOLL_OK;
+}
+
+void pcoll_record_free(pcoll_record_t *rec) {
+    free(rec->fresh); free(rec->waited); free(rec->flags); free(rec->staleness); free(rec->streak);
+    rec->fresh = rec->waited = rec->flags = NULL; rec->staleness = rec->streak = NULL;
+}
+
+int pcoll_record_get(pcoll_t *h, uint64_t round, pcoll_record_t *rec, double timeout_s) {
+    if (!h || !rec || rec->P < h->P) return PCOLL_ERR_ARG;
+    struct timespec ts;
+    int timed = abs_deadline(timeout_s, &ts), rc = PCOLL_OK;
+    pthread_mutex_lock(&h->mu);
+    while (h->completed <= round) {
+        if (h->done || h->err) { rc = h->err ? h->err : PCOLL_ERR_STATE; break; }
+        if (timed) {
+            if (pthread_cond_timedwait(&h->cv_app, &h->mu, &ts) != 0) { rc = PCOLL_ERR_TIMEOUT; break; }
+        } else pthread_cond_wait(&h->cv_app, &h->mu);
+    }
+    if (!rc && round + (uint64_t)h->R < h->completed) rc = PCOLL_ERR_EVICTED;
+    if (!rc) record_copy(rec, &h->recs[round % (uint64_t)h->R].r);
+    pthread_mutex_unlock(&h->mu);
+    return rc;
+}
+
+int pcoll_stats(pcoll_t *h, pcoll_stats_t *st) {
+    if (!h || !st) return PCOLL_ERR_ARG;
+    pthread_mutex_lock(&h->mu);
+    st->rounds = h->completed; st->applied = h->handed; st->deposits = h->dep_seq;
+    st->fresh_total = h->fresh_total; st->max_streak_all = h->max_streak_all;
+    st->max_staleness = h->max_staleness;
+    st->mean_staleness = h->stale_count ? h->stale_sum / (double)h->stale_count : 0.0;
+    if (st->max_streak) memcpy(st->max_streak, h->max_streak, (size_t)h->P * 4);
+    pthread_mutex_unlock(&h->mu);
+    return PCOLL_OK;
+}
+
+int pcoll_size(const pcoll_t *h) { return h ? h->P : 0; }
+int pcoll_rank(const pcoll_t *h) { return h ? h->me : -1; }
+uint64_t pcoll_rounds(pcoll_t *h) {
+    pthread_mutex_lock(&h->mu);
+    uint64_t r = h->completed;
+    pthread_mutex_unlock(&h->mu);
+    return r;
+}
+
+int pcoll_join(pcoll_t *h) {
+    if (!h) return PCOLL_ERR_ARG;
+    pthread_mutex_lock(&h->mu);
+    h->join_req = 1;
+    pthread_cond_signal(&h->cv_eng);
+    pthread_mutex_unlock(&h->mu);
+    return PCOLL_OK;
+}
+
+int pcoll_finalize(pcoll_t **hp, double timeout_s) {
+    if (!hp || !*hp) return PCOLL_ERR_ARG;
+    struct pcoll *h = *hp;
+    struct timespec ts;
+    int timed = abs_deadline(timeout_s, &ts), rc = PCOLL_OK;
+    pthread_mutex_lock(&h->mu);
+    h->join_req = 1;
+    pthread_cond_signal(&h->cv_eng);
+    while (!h->done) {
+        if (timed) {
+            if (pthread_cond_timedwait(&h->cv_app, &h->mu, &ts) != 0) { rc = PCOLL_ERR_TIMEOUT; break; }
+        } else pthread_cond_wait(&h->cv_app, &h->mu);
+    }
+    if (rc == PCOLL_ERR_TIMEOUT)
+        snprintf(h->errmsg, sizeof h->errmsg, "rank %d: pcoll_finalize timed out after %.1f s "
+                 "waiting for the other ranks to join (round %llu)", h->me, timeout_s,
+                 (unsigned long long)h->completed);
+    int err = h->err;
+    pthread_mutex_unlock(&h->mu);
+    if (rc) return rc;
+    pthread_join(h->thread, NULL);
+    destroy(h);
+    *hp = NULL;
+    return err ? err : PCOLL_OK;
+}
+
+const char *pcoll_strerror(int code) {
+    switch (code) {
+    case PCOLL_OK: return "success";
+    case PCOLL_EMPTY: return "no completed round to hand out";
+    case PCOLL_DONE: return "every rank has joined; all rounds handed out";
+    case PCOLL_ERR_ARG: return "invalid argument";
+    case PCOLL_ERR_MISMATCH: return "arguments differ across ranks";
+    case PCOLL_ERR_THREAD_LEVEL: return "MPI thread level below MPI_THREAD_MULTIPLE";
+    case PCOLL_ERR_MPI: return "MPI call failed";
+    case PCOLL_ERR_NOMEM: return "out of memory";
+    case PCOLL_ERR_PENDING: return "a deposit is already pending";
+    case PCOLL_ERR_RING: return "rank fell more than K rounds behind (results ring full)";
+    case PCOLL_ERR_LATE: return "rule change for a round already started";
+    case PCOLL_ERR_TIMEOUT: return "timed out";
+    case PCOLL_ERR_EVICTED: return "round record no longer kept";
+    case PCOLL_ERR_PEER: return "another rank failed";
+    case PCOLL_ERR_STATE: return "call not allowed in this state";
+    case PCOLL_ERR_UNSUPPORTED: return "not supported by this build";
+    default: return "unknown pcoll error";
+    }
+}
+
+const char *pcoll_hint(int code) {
+    switch (code) {
+    case PCOLL_ERR_THREAD_LEVEL: return "call MPI_Init_thread with MPI_THREAD_MULTIPLE";
+    case PCOLL_ERR_MISMATCH: return "pass the same n, mode, seed, ring, tau on every rank";
+    case PCOLL_ERR_PENDING: return "call pcoll_wait between deposits";
+    case PCOLL_ERR_RING: return "apply rounds with pcoll_next sooner, raise cfg.ring or set cfg.tau";
+    case PCOLL_ERR_LATE: return "post rules ahead (cfg.horizon) so no rank has started the round";
+    case PCOLL_ERR_PEER: return "read the failed rank's own error message";
+    case PCOLL_ERR_UNSUPPORTED: return "rebuild with CUDA and NCCL, or use host memory";
+    default: return "see pcoll_last_error() for the details";
+    }
+}
+
+const char *pcoll_last_error(pcoll_t *h) {
+    if (!h) return g_create_err;
+    return h->errmsg;  /* written under mu; stable once the call that failed has returned */
+}
+
+const char *pcoll_mode_name(pcoll_mode_t m) {
+    switch (m) {
+    case PCOLL_SYNC: return "sync";
+    case PCOLL_SOLO: return "solo";
+    case PCOLL_MAJORITY: return "majority";
+    case PCOLL_QUORUM: return "quorum";
+    default: return "?";
+    }
+}
+
+int pcoll_parse_mode(const char *s, pcoll_rule_t *r) {
+    memset(r, 0, sizeof *r);
+    r->quorum = 1;
+    if (!s) return PCOLL_ERR_ARG;
+    if (!strcmp(s, "sync")) r->mode = PCOLL_SYNC;
+    else if (!strcmp(s, "solo")) r->mode = PCOLL_SOLO;
+    else if (!strcmp(s, "majority")) r->mode = PCOLL_MAJORITY;
+    else if (!strncmp(s, "quorum:", 7)) {
+        char *end;
+        long q = strtol(s + 7, &end, 10);
+        if (*end || end == s + 7 || q < 1 || q > PCOLL_MAX_RANKS) return PCOLL_ERR_ARG;
+        r->mode = PCOLL_QUORUM; r->quorum = (int)q;
+    } else return PCOLL_ERR_ARG;
+    return PCOLL_OK;
+}

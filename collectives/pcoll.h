@@ -1,0 +1,198 @@
+/*
+ * pcoll.h -- libpcoll: persistent *partial* allreduce for eager-SGD, over MPI.
+ *
+ * A handle is created once over (communicator of P ranks, n floats, memory kind). Rounds
+ * r = 0, 1, 2, ... each reduce (sum) one contribution per rank. Every rank takes part in every
+ * round through its own progress engine (a thread), even while the application thread computes.
+ *
+ *   application thread                     engine thread (one per rank)
+ *   ------------------                     ---------------------------------------------
+ *   pcoll_deposit(g)  --copy-->  pending   round r may start when its trigger rule holds:
+ *   pcoll_wait()        <--signal--          sync     : every active rank has a deposit
+ *   pcoll_next() x k    <--ring[r%K]--       quorum(Q): >= Q ranks have a deposit (solo: Q=1)
+ *                                            majority : initiator hash(seed,r)%P has a deposit
+ *                                            + wait set W_r: all of W_r have a deposit
+ *                                          at start, contribution = pending deposit (fresh) or 0;
+ *                                          MPI_Iallreduce on a private communicator, in round order
+ *
+ * Guarantees (DESIGN.md section 3, checked by tests/):
+ *   agreement     every rank sees the same rounds, fresh sets and bitwise-equal results;
+ *   conservation  every deposited gradient is in exactly one round (finalize flushes);
+ *   trigger       the fresh set of a round satisfies its rule;
+ *   staleness     with tau > 0, a rank whose rejection streak reaches tau is added to the wait set
+ *                 of the next round, so no streak exceeds tau;
+ *   liveness      any P >= 1, any delays; finalize returns once every rank has joined.
+ * Round indices are 64-bit and travel in message payloads, never in tags: no wrap-around.
+ *
+ * Assumes MPI was initialised with MPI_THREAD_MULTIPLE (checked: PCOLL_ERR_THREAD_LEVEL).
+ * The library never exits and never prints: every call returns a code; pcoll_strerror() names
+ * the code and pcoll_last_error() gives the detailed message (naming the rank or field).
+ */
+#ifndef PCOLL_H
+#define PCOLL_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+    PCOLL_OK = 0,
+    PCOLL_EMPTY = 1,            /* pcoll_next: no completed round left to apply (not an error) */
+    PCOLL_DONE = 2,             /* pcoll_wait after pcoll_join: every rank joined, all handed out */
+    PCOLL_ERR_ARG = -1,         /* bad argument on this rank */
+    PCOLL_ERR_MISMATCH = -2,    /* arguments differ across ranks (n, mode, seed, ...) */
+    PCOLL_ERR_THREAD_LEVEL = -3,/* MPI not initialised with MPI_THREAD_MULTIPLE */
+    PCOLL_ERR_MPI = -4,         /* an MPI call failed */
+    PCOLL_ERR_NOMEM = -5,
+    PCOLL_ERR_PENDING = -6,     /* deposit while the previous one is still pending */
+    PCOLL_ERR_RING = -7,        /* this rank fell more than K rounds behind (ring not overwritten) */
+    PCOLL_ERR_LATE = -8,        /* rule change for a round this rank has already started */
+    PCOLL_ERR_TIMEOUT = -9,     /* a wait ran past its timeout */
+    PCOLL_ERR_EVICTED = -10,    /* round record no longer kept */
+    PCOLL_ERR_PEER = -11,       /* another rank failed (its engine reported an error) */
+    PCOLL_ERR_STATE = -12,      /* call not allowed now (e.g. after finalize started) */
+    PCOLL_ERR_UNSUPPORTED = -13 /* e.g. device memory in a build without CUDA/NCCL */
+};
+
+typedef enum { PCOLL_MEM_HOST = 0, PCOLL_MEM_DEVICE = 1 } pcoll_mem_t;
+typedef enum { PCOLL_SYNC = 0, PCOLL_SOLO = 1, PCOLL_MAJORITY = 2, PCOLL_QUORUM = 3 } pcoll_mode_t;
+typedef enum { PCOLL_DIV_NONE = 0, PCOLL_DIV_P = 1, PCOLL_DIV_FRESH = 2 } pcoll_div_t;
+
+#define PCOLL_MAX_RANKS 4096
+
+/* Trigger rule of a round. The wait set is copied by the library. */
+typedef struct {
+    pcoll_mode_t mode;
+    int quorum;        /* PCOLL_QUORUM: Q >= 1 (capped at the number of active ranks) */
+    int nwait;         /* ranks that must be fresh in the round */
+    const int *wait;
+} pcoll_rule_t;
+
+typedef struct {
+    pcoll_rule_t rule;  /* rule from round 0 on (default: sync) */
+    pcoll_div_t div;    /* divide the sum by nothing, P, or the number of fresh ranks */
+    uint64_t seed;      /* majority initiator draw; must match across ranks */
+    int ring;           /* K: results kept for a rank that lags (default 16) */
+    int records;        /* round records kept for pcoll_record_get (default 4096) */
+    int tau;            /* staleness bound (0 = none): streak >= tau puts a rank in the wait set */
+    int horizon;        /* 1: the engine starts round r only once pcoll_set_horizon(>= r) was
+                           called (a controller posts rules ahead); 0: rules are static/posted */
+    int poll_max_us;    /* longest idle sleep of the engine between polls (default 200) */
+    int spin_us;        /* busy-poll (with sched_yield) this long before sleeping (default 50) */
+} pcoll_config_t;
+
+/* Flags of a rank in a round record. */
+enum { PCOLL_F_JOINED = 1, PCOLL_F_FAILED = 2 };
+
+/* One round, as every rank sees it (fields marked local differ between ranks). */
+typedef struct {
+    uint64_t round;
+    pcoll_mode_t mode;       /* rule in force */
+    int quorum;              /* effective Q (quorum mode) */
+    int initiator;           /* majority: i_r; else -1 */
+    int nactive;             /* ranks not joined when the round started */
+    int nfresh;              /* |F_r| */
+    int P;
+    uint8_t *fresh;          /* [P] number of deposits of rank p in this round (0: not fresh) */
+    uint8_t *waited;         /* [P] 1 if p was in the wait set W_r */
+    uint8_t *flags;          /* [P] PCOLL_F_* */
+    uint32_t *staleness;     /* [P] r - rounds applied by p when it deposited (fresh ranks) */
+    uint32_t *streak;        /* [P] rejection streak of p after this round */
+    double t_start, t_end;   /* local: MPI_Wtime when this rank entered / completed it */
+    double t_deposit;        /* local: when this rank deposited what it contributed (0 if none) */
+} pcoll_record_t;
+
+typedef struct {
+    uint64_t rounds;           /* completed */
+    uint64_t applied;          /* handed to the application by pcoll_next */
+    uint64_t deposits;         /* by this rank */
+    uint64_t fresh_total;      /* sum over rounds of |F_r| */
+    uint32_t max_streak_all;   /* over all ranks and rounds */
+    uint32_t max_staleness;    /* over all ranks and rounds */
+    double mean_staleness;     /* over all fresh contributions */
+    uint32_t *max_streak;      /* [P] (caller-allocated, may be NULL) */
+} pcoll_stats_t;
+
+typedef struct pcoll pcoll_t;
+
+void pcoll_config_default(pcoll_config_t *cfg);
+
+/* Collective over comm. Checks the thread level and that n, mem, mode, quorum, seed, div, ring,
+ * tau and horizon agree on every rank; on mismatch every rank gets PCOLL_ERR_MISMATCH and a
+ * message naming the field and the ranks. */
+int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t *cfg,
+                 pcoll_t **out);
+
+/* Copies g (n floats) into this rank's pending contribution. Never waits for other ranks.
+ * flags: PCOLL_ACCUMULATE adds to a pending deposit instead of failing with PCOLL_ERR_PENDING. */
+enum { PCOLL_ACCUMULATE = 1 };
+int pcoll_deposit(pcoll_t *h, const float *g, int flags);
+
+/* PCOLL_WAIT_CONSUMED: until the round that consumed the last deposit has completed.
+ * PCOLL_WAIT_NEWER: until some completed round has not been handed out by pcoll_next yet
+ * (the original eager-SGD semantics: a late rank does not wait; its deposit goes into a later
+ * round). timeout_s < 0: no limit. *round (may be NULL): the consuming / newest round. */
+enum { PCOLL_WAIT_CONSUMED = 0, PCOLL_WAIT_NEWER = 1 };
+int pcoll_wait(pcoll_t *h, int how, double timeout_s, uint64_t *round);
+
+/* Hands out the next completed round not yet handed out, in round order: *result points to its
+ * n floats (valid until the next pcoll_next call), rec (may be NULL, see pcoll_record_init) gets
+ * its record. Returns PCOLL_EMPTY when there is none. Never blocks. */
+int pcoll_next(pcoll_t *h, uint64_t *round, const float **result, pcoll_record_t *rec);
+
+/* Rule from round `from` on. Every rank must post the same rule for the same round; the engine
+ * refuses (PCOLL_ERR_LATE) a round it has already started. */
+int pcoll_set_rule(pcoll_t *h, uint64_t from, const pcoll_rule_t *rule);
+/* With cfg.horizon: the rules of all rounds <= through are final; the engine may start them. */
+int pcoll_set_horizon(pcoll_t *h, uint64_t through);
+
+/* Record of a completed round; waits up to timeout_s (<0: no limit) for it to complete. */
+int pcoll_record_init(pcoll_record_t *rec, int P);
+void pcoll_record_free(pcoll_record_t *rec);
+int pcoll_record_get(pcoll_t *h, uint64_t round, pcoll_record_t *rec, double timeout_s);
+
+int pcoll_stats(pcoll_t *h, pcoll_stats_t *st);
+int pcoll_size(const pcoll_t *h);
+int pcoll_rank(const pcoll_t *h);
+/* Local: since when this rank's deposit is pending (MPI_Wtime) or 0; rounds completed so far. */
+uint64_t pcoll_rounds(pcoll_t *h);
+
+/* Joins: no more deposits from this rank; its pending deposit is flushed into a round. Its
+ * engine keeps taking part until every rank has joined. Drain the rounds that still complete:
+ *     pcoll_join(h);
+ *     while (pcoll_wait(h, PCOLL_WAIT_NEWER, t, NULL) == PCOLL_OK)
+ *         while (pcoll_next(h, &r, &res, &rec) == PCOLL_OK) apply(res);   -- ends with PCOLL_DONE
+ * so a rank that finished its data early still ends with the same weights as the others. */
+int pcoll_join(pcoll_t *h);
+
+/* Joins (no more deposits from this rank), flushes the pending deposit into a round, keeps
+ * taking part until every rank has joined, then frees the handle. Collective in the sense that
+ * it returns once all ranks have called it. Completed rounds not yet handed out are dropped
+ * with the handle: drain them with pcoll_next first if they matter. */
+int pcoll_finalize(pcoll_t **h, double timeout_s);
+
+const char *pcoll_strerror(int code);
+/* Detailed message of the last error on this handle ("" if none); thread-safe copy-out. */
+const char *pcoll_last_error(pcoll_t *h);
+const char *pcoll_mode_name(pcoll_mode_t m);
+/* "sync", "solo", "majority", "quorum:Q" -> rule (wait set empty). */
+int pcoll_parse_mode(const char *s, pcoll_rule_t *rule);
+
+/* Majority initiator of round r among the active ranks (pure; exposed for tests/controller). */
+int pcoll_initiator(uint64_t seed, uint64_t round, int nactive);
+
+/* pcollCheck(call): on error prints file:line, the code's name and the handle-less hint; aborts
+ * the MPI job. For programs, not for the library itself. */
+#define pcollCheck(call) do { int pc_e_ = (call); if (pc_e_ < 0) { \
+    fprintf(stderr, "%s:%d: %s failed: %s (%d)\n  hint: %s\n", __FILE__, __LINE__, #call, \
+            pcoll_strerror(pc_e_), pc_e_, pcoll_hint(pc_e_)); MPI_Abort(MPI_COMM_WORLD, 1); } } while (0)
+const char *pcoll_hint(int code);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

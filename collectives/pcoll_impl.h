@@ -1,0 +1,121 @@
+/* pcoll_impl.h -- libpcoll internals shared by pcoll.c (application side), engine.c (progress
+ * engine) and trigger.c (pure rule logic). Not installed; callers use pcoll.h only.
+ *
+ * Locking: one mutex `mu` guards every field written by both threads (marked [mu]). The engine
+ * never holds it across an MPI call; the application never calls MPI through the library.
+ */
+#ifndef PCOLL_IMPL_H
+#define PCOLL_IMPL_H
+
+#include "collectives/pcoll.h"
+#include <pthread.h>
+#include <stdio.h>
+
+/* Per-rank metadata travels in the reduced buffer after the n data floats: META floats per rank,
+ * each written by its owner only, so the sum carries it exactly (integers < 2^24). */
+#define META 3               /* [0] deposits merged (0 = not fresh), [1] flags, [2] staleness */
+#define META_MAX 16777215u   /* 2^24 - 1: larger staleness saturates */
+
+enum { TAG_READY = 1, TAG_ACT = 2 };          /* payload: uint64_t round */
+enum { PATH_SYNC, PATH_ANY, PATH_COORD };     /* how a round gets activated */
+
+typedef struct {
+    uint64_t from;
+    pcoll_mode_t mode;
+    int quorum;
+    int nwait;
+    int *wait;
+} rule_ent_t;
+
+/* Resolved plan for one round: the rule in force and how the engines activate it. */
+typedef struct {
+    pcoll_mode_t mode;
+    int quorum;       /* effective Q */
+    int initiator;    /* majority: i_r */
+    int path;         /* PATH_* */
+    int coord;        /* PATH_COORD: the rank that counts READY messages */
+    int need_ready;   /* PATH_COORD: this rank must send READY when it is ready */
+    uint8_t *inwait;  /* [P] W_r (rule's wait set + tau-bound ranks), active ranks only */
+    int nwait;
+} plan_t;
+
+typedef struct {   /* stored copy of a record (agreed + local fields) */
+    pcoll_record_t r;
+} rec_slot_t;
+
+struct pcoll {
+    MPI_Comm ctl, data;
+    int P, me;
+    size_t n, nbuf;            /* nbuf = n + META*P */
+    pcoll_mem_t mem;
+    pcoll_config_t cfg;
+    int K;                     /* results ring capacity (unhanded rounds) */
+
+    pthread_t thread;
+    int thread_started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv_app;     /* engine -> application: round completed, error */
+    pthread_cond_t cv_eng;     /* application -> engine: deposit, join, horizon */
+
+    /* deposits [mu] */
+    float *dep[2];
+    int dep_cur;               /* the application writes dep[dep_cur] */
+    int pending;               /* deposits merged into dep[dep_cur] (0: none pending) */
+    double t_dep;              /* when the oldest pending deposit was made */
+    uint64_t applied_at_dep;   /* rounds handed out when the oldest pending deposit was made */
+    uint64_t dep_seq;          /* deposits made */
+    uint64_t consumed_seq;     /* deposits consumed by started rounds */
+    uint64_t consumed_round;   /* round that consumed the latest consumed deposit */
+    int join_req;              /* pcoll_finalize called */
+
+    float *zeros;              /* nbuf, data part all zero: the contribution of a non-fresh rank */
+    float **ring;              /* K+1 slots of nbuf */
+    float *scratch;            /* receive buffer once this rank has failed */
+    uint64_t completed;        /* [mu] rounds completed */
+    uint64_t handed;           /* [mu] rounds handed out by pcoll_next */
+    uint64_t resolved;         /* [mu] rounds whose rule is fixed (engine started them) */
+    uint64_t horizon;          /* [mu] cfg.horizon: rules of rounds < horizon are final */
+
+    rule_ent_t *rules;         /* [mu] sorted by from; rules[0].from == 0 */
+    int nrules, caprules;
+
+    rec_slot_t *recs;          /* [mu] R records, round r at r % R */
+    int R;
+
+    /* engine-private state (agreed, from the records) */
+    uint8_t *joined;           /* [P] */
+    uint32_t *streak;          /* [P] */
+    int *active;               /* [nactive] ranks not joined, ascending */
+    int nactive;
+    uint64_t *ready_round;     /* [P] coordinator: last round each rank said READY for (+1) */
+    uint64_t *sent_to, *recv_from;  /* [P] control messages, for the final drain */
+    plan_t plan;
+
+    /* status [mu] */
+    int err;                   /* sticky error of this rank */
+    int peer_failed;           /* first failed peer rank, or -1 */
+    int done;                  /* engine left its loop (every rank joined, or error) */
+    char errmsg[512];
+
+    /* stats [mu] */
+    uint64_t fresh_total, stale_count;
+    double stale_sum;
+    uint32_t max_streak_all, max_staleness;
+    uint32_t *max_streak;      /* [P] */
+};
+
+/* trigger.c */
+const rule_ent_t *rule_at(const struct pcoll *h, uint64_t r);
+void plan_round(struct pcoll *h, uint64_t r, plan_t *pl);
+int plan_satisfied(const struct pcoll *h, const plan_t *pl, uint64_t r, int self_ready);
+uint64_t pcoll_mix64(uint64_t x);
+
+/* pcoll.c */
+void pcoll_set_error(struct pcoll *h, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+double pcoll_now(void);
+
+/* engine.c */
+void *pcoll_engine_main(void *arg);
+
+#endif
