@@ -77,7 +77,7 @@ deps:
 # make test: installs what is missing, builds, runs every tests/*.tests line; ends 'N passed, N failed'.
 test: deps
 	@$(MAKE) --no-print-directory build-all B=$(B) SAN=$(SAN)
-	@B=$(B) SAN=$(SAN) sh tests/run.sh
+	@B=$(B) SAN=$(SAN) bash tests/run.sh
 
 asan:
 	@$(MAKE) --no-print-directory test B=build-asan SAN=asan

@@ -259,9 +259,9 @@ int main(int argc, char **argv) {
         }
     }
     ctl.stop = 1;
+    if (dynamic) pthread_join(cth, NULL);  /* it ends once the engine is done; then free */
     int rc = pcoll_finalize(&h, 120.0);
     CHECK(rc == PCOLL_OK, "finalize: %s", pcoll_strerror(rc));
-    if (dynamic) pthread_join(cth, NULL);
     if (!newer && !cfg.div) for (int s = 0; s < steps; s++) CHECK(seen[s] == 1, "step %d seen %d times", s, seen[s]);
 
     /* conservation: sum over rounds = sum over deposits (double sums of integers: exact) */
