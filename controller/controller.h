@@ -1,0 +1,289 @@
+/*
+ * controller.h -- the eager-SGD controller: a deterministic policy that picks the trigger rule of
+ * later libpcoll rounds from the history of round records, and a controller thread (with a stall
+ * watchdog) that drives a pcoll handle with it. DESIGN.md section 4.
+ *
+ * ----------------------------------------------------------------------------------------------
+ * 1. Determinism
+ * ----------------------------------------------------------------------------------------------
+ * The policy is a pure function of (config, P, the sequence of round records fed to it). It reads
+ * only the record fields that every rank agrees on: round, mode, initiator, fresh[], waited[],
+ * flags[], streak[] (and P). It never reads t_start/t_end/t_deposit, staleness[] or any clock.
+ * Ranks running the same binary therefore make bit-identical decisions; ctl_policy_hash()
+ * fingerprints the decision sequence so that a test or the trainer can compare it across ranks
+ * (e.g. with MPI_Allgather). Window statistics are exact integer sums; the only floating point
+ * is a few divisions and products per evaluation, identical on every rank.
+ *
+ * A decision made while observing round r takes effect at round r + lag (lag >= 1, default 2), so
+ * that every rank's engine has the rule before it may start that round (the controller thread
+ * posts it with pcoll_set_rule and then advances the horizon to r + lag). Rounds 0 .. lag-1 run
+ * the initial rule (ctl_policy_initial).
+ *
+ * ----------------------------------------------------------------------------------------------
+ * 2. Signals (computed over a sliding window of the last `window` rounds of the current mode;
+ *    only ranks not joined/failed in a record count; records of rounds before the current mode
+ *    took effect are never mixed in)
+ * ----------------------------------------------------------------------------------------------
+ *   F  fresh fraction      = sum_r |F_r| / sum_r nactive_r: how much gradient a round carries.
+ *   L  natural streak load = mean_r (max_p ns_p(r)) * Fn, where ns_p is p's *natural* streak
+ *                            (rounds since p was last fresh without being forced: a rank that is
+ *                            fresh because the rule waited for it -- sync, majority initiator,
+ *                            wait set incl. tau -- says nothing about its speed, so ns_p is left
+ *                            unchanged; ns carries over mode changes) and Fn = unforced
+ *                            fresh / unforced active rank-rounds, so 1/Fn is the mean number of
+ *                            rounds between two fresh contributions of an average rank. L says for
+ *                            how many "average periods" the most starved rank has been waiting:
+ *                            about 1 with periodic balanced ranks in any mode (solo has long
+ *                            streaks because rounds are frequent, but then 1/Fn is large too),
+ *                            about 2-3 with balanced but memoryless (random) readiness at P=8, and
+ *                            about k/2 with one rank k times slower. Because forced freshness does
+ *                            not count, majority does not "cure" L for a permanently slow rank,
+ *                            so the policy does not flap back to solo.
+ *   A  actual streak load  = mean_r (max_p streak_p(r)) * F: the same with the streaks as they
+ *                            are (what staleness the gradients really have in this mode).
+ *   T  tau-wait rate       = fraction of rounds of the window in which the staleness bound forced
+ *                            at least one rank to be waited for (only with tau > 0).
+ *
+ * ----------------------------------------------------------------------------------------------
+ * 3. Adaptive policy ("adaptive"): three levels  LIGHT (solo, or quorum:Q if the start rule is a
+ *    quorum)  <->  MAJORITY  <->  SYNC.  Defaults in brackets.
+ * ----------------------------------------------------------------------------------------------
+ *   LIGHT -> MAJORITY   L >= maj_enter [4.0]  or  (tau > 0 and T >= wait_enter [0.10])
+ *   MAJORITY -> LIGHT   L <= maj_exit [2.0]   and (tau == 0 or T <= wait_exit [0.02])
+ *   MAJORITY -> SYNC    F <= sync_fresh [0.20]                  (rounds carry few gradients)
+ *                       or tau == 0 and A >= sync_streak [8.0]  (streaks keep growing even in
+ *                                                                majority: stale gradients)
+ *                       or tau > 0  and T >= sync_wait [0.50]   (the bound forces a wait in most
+ *                                                                rounds anyway: partial rounds
+ *                                                                no longer pay)
+ *   SYNC -> MAJORITY    probe: in sync every rank is fresh every round, so the records say
+ *                       nothing about imbalance. After sync_probe [256] rounds in sync the policy
+ *                       tries majority again. If sync is re-entered within 4*max(window, dwell)
+ *                       rounds of the probe, the probe failed and the next probe interval doubles (up to
+ *                       probe_max [4096]); a probe that holds resets it to sync_probe.
+ *   No LIGHT -> SYNC shortcut: heavy imbalance goes through majority (>= dwell rounds there).
+ *
+ *   Hysteresis: separate enter/exit thresholds (above), evaluation only once the window is full of
+ *   rounds of the current mode, and a minimum dwell: a mode is left only after it has been in
+ *   effect for max(window, dwell) rounds. dwell starts at min_dwell [32]; a switch that reverses
+ *   the previous one (A -> B -> A) after B held fewer than 2*dwell rounds doubles dwell (up to
+ *   max_dwell [1024]); any other switch resets it to min_dwell. So a signal that oscillates around
+ *   a threshold gives at most one switch per dwell rounds, and geometrically fewer over time.
+ *
+ * ----------------------------------------------------------------------------------------------
+ * 4. Staleness bound tau (0 = none; the streak of a rank never exceeds tau)
+ * ----------------------------------------------------------------------------------------------
+ *   tau_by=library [default]: libpcoll enforces it (create the handle with pcoll cfg.tau = tau):
+ *       a rank whose streak reaches tau after round r is in the wait set of round r+1. The policy
+ *       mirrors that rule: after observing round r, ctl_policy_tau_wait() returns the wait set the
+ *       library must apply to round r+1, and the next observation checks that those ranks were
+ *       fresh (tau_misses) and that no streak exceeds tau (tau_violations). The policy does not
+ *       put such ranks into its own rules: waiting for a permanently slow rank in every round
+ *       would throttle everyone to it; waiting once every tau rounds is exactly the bound. A rank
+ *       that keeps hitting tau raises T and so moves the policy to majority / sync.
+ *   tau_by=policy: the library has no tau (cfg.tau = 0) and the policy enforces the bound through
+ *       its rules despite the lag: observing round r, rank p enters the wait set of round e=r+lag
+ *       iff streak_p(r) >= tau - lag + 1 and p is not already in the wait set of a round in
+ *       (r, e). Since a streak grows by at most 1 per round, streak_p(e-1) <= tau, and p fresh in e
+ *       keeps streak_p(e) <= tau. Needs tau >= lag (rounds 0..lag-1 cannot be steered; a streak
+ *       there is at most lag). Each such wait set is its own decision (what = CTL_DEC_WAIT), and
+ *       the next decision usually removes it. Not used in sync (everyone is waited for anyway).
+ *
+ * ----------------------------------------------------------------------------------------------
+ * 5. Static policies: "solo", "majority", "sync", "quorum:Q" keep their rule for the whole run
+ *    (only tau_by=policy wait sets change it).
+ * ----------------------------------------------------------------------------------------------
+ * Policy string (ctl_policy_parse): NAME[,key=value]...   NAME = adaptive | solo | majority |
+ * sync | quorum:Q. Keys: tau, tau_by (library|policy), lag, window, dwell (= min_dwell),
+ * max_dwell, maj_enter, maj_exit, wait_enter, wait_exit, sync_fresh, sync_streak, sync_wait,
+ * probe (= sync_probe), probe_max, start (adaptive only: solo | majority | sync | quorum:Q).
+ * Example: "adaptive,tau=8,window=64".
+ */
+#ifndef CONTROLLER_H
+#define CONTROLLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "collectives/pcoll.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum {
+    CTL_OK = 0,
+    CTL_ERR_ARG = -1,    /* bad argument / config (message in err or ctl_last_error) */
+    CTL_ERR_ORDER = -2,  /* record fed out of order (round != next expected) or P differs */
+    CTL_ERR_NOMEM = -3,
+    CTL_ERR_PCOLL = -4,  /* a libpcoll call failed (thread) */
+    CTL_ERR_STALL = -5   /* the watchdog saw no round complete for t_abort seconds (thread) */
+};
+
+typedef enum { CTL_STATIC = 0, CTL_ADAPTIVE = 1 } ctl_kind_t;
+typedef enum { CTL_TAU_LIBRARY = 0, CTL_TAU_POLICY = 1 } ctl_tau_by_t;
+
+typedef struct {
+    ctl_kind_t kind;       /* [CTL_ADAPTIVE] */
+    pcoll_rule_t base;     /* static: the rule. adaptive: the start rule; if it is solo or
+                              quorum:Q it is also the LIGHT rule (else LIGHT = solo).
+                              Must have an empty wait set. [solo] */
+    int tau;               /* staleness bound, 0 = none [0] */
+    ctl_tau_by_t tau_by;   /* who enforces tau [CTL_TAU_LIBRARY] */
+    int lag;               /* decision at round r takes effect at r + lag, >= 1 [2] */
+    int window;            /* rounds per evaluation window, 1..65536 [32] */
+    int min_dwell;         /* minimum rounds in a mode before leaving it [32] */
+    int max_dwell;         /* cap of the doubled dwell [1024] */
+    double maj_enter, maj_exit;     /* on L [4.0, 2.0] */
+    double wait_enter, wait_exit;   /* on T [0.10, 0.02] */
+    double sync_fresh;     /* F <= this in majority -> sync [0.20] */
+    double sync_streak;    /* A >= this in majority -> sync, when tau == 0 [8.0] */
+    double sync_wait;      /* T >= this in majority -> sync, when tau > 0 [0.50] */
+    int sync_probe;        /* rounds in sync before probing majority [256] */
+    int probe_max;         /* cap of the doubled probe interval [4096] */
+} ctl_policy_cfg_t;
+
+/* Bits of ctl_decision_t.what */
+enum { CTL_DEC_MODE = 1,   /* the mode (or quorum) changes */
+       CTL_DEC_WAIT = 2,   /* the wait set changes (tau_by=policy) */
+       CTL_DEC_PROBE = 4 };/* the mode change is a sync -> majority probe */
+
+typedef struct {
+    uint64_t round;        /* observed round that produced the decision */
+    uint64_t effective;    /* first round the new rule applies to: round + lag */
+    int what;              /* CTL_DEC_* bits */
+    pcoll_rule_t old_rule; /* rule in force at effective-1 per the schedule */
+    pcoll_rule_t new_rule; /* rule from `effective` on. The wait arrays of old_rule/new_rule are
+                              owned by the policy and valid until the next observe or free. */
+    double L, A, F, T;     /* signals of the window at the decision (NAN if undefined) */
+    char reason[224];      /* e.g. "L=5.10 >= maj_enter 4.00 over 32 rounds (A=4.20 F=0.13
+                              T=0.00): solo -> majority" */
+} ctl_decision_t;
+
+typedef struct {
+    uint64_t rounds;          /* records observed */
+    uint64_t decisions;       /* all decisions (mode and/or wait set) */
+    uint64_t mode_switches;   /* decisions with CTL_DEC_MODE (probes included) */
+    uint64_t wait_changes;    /* decisions with CTL_DEC_WAIT */
+    uint64_t probes, probe_failures;
+    pcoll_mode_t mode;        /* latest decided mode (may not be in effect yet) */
+    int quorum;
+    uint64_t mode_from;       /* round from which `mode` is/will be in effect */
+    int dwell;                /* current dwell */
+    int probe;                /* current sync probe interval */
+    int window_fill;          /* rounds in the current window */
+    double L, A, F, T;        /* signals of the current window (NAN if undefined) */
+    uint64_t tau_waits;       /* (rank, round) pairs that tau forced into a wait set */
+    uint64_t tau_violations;  /* (rank, round) pairs with streak > tau in a record */
+    uint64_t tau_misses;      /* tau_by=library: a rank the library had to wait for was not fresh */
+    uint32_t max_streak;      /* over all observed records and active ranks */
+} ctl_policy_stats_t;
+
+typedef struct ctl_policy ctl_policy_t;
+
+void ctl_policy_default(ctl_policy_cfg_t *c);
+/* Resets *c to the defaults, then applies the string (section 5 above). Returns CTL_OK or
+ * CTL_ERR_ARG with a message in err naming the bad option or value. Runs ctl_policy_check. */
+int ctl_policy_parse(const char *s, ctl_policy_cfg_t *c, char *err, size_t n);
+/* Validates ranges and consistency (exit < enter, tau >= lag with tau_by=policy, ...). */
+int ctl_policy_check(const ctl_policy_cfg_t *c, char *err, size_t n);
+/* Canonical policy string of a config (parses back to the same config), for metrics JSON. */
+const char *ctl_policy_format(const ctl_policy_cfg_t *c, char *buf, size_t n);
+
+/* NULL on a bad config (ctl_policy_check fails), P < 1 or P > PCOLL_MAX_RANKS, or no memory. */
+ctl_policy_t *ctl_policy_new(const ctl_policy_cfg_t *c, int P);
+void ctl_policy_free(ctl_policy_t *p);
+const ctl_policy_cfg_t *ctl_policy_cfg(const ctl_policy_t *p);
+/* Rule of rounds 0 .. lag-1 (wait set empty). */
+void ctl_policy_initial(const ctl_policy_t *p, pcoll_rule_t *rule);
+/* Latest decided rule and the round it applies from (0 before any decision). The wait array is
+ * owned by the policy, valid until the next observe. */
+uint64_t ctl_policy_rule(const ctl_policy_t *p, pcoll_rule_t *rule);
+
+/* Feeds the record of round r; records must come in order 0, 1, 2, ... with rec->P == P.
+ * Returns 1 and fills *out (may be NULL) when the rule changes from round r + lag on, 0 when it
+ * does not, CTL_ERR_ARG / CTL_ERR_ORDER on a bad record (the policy state is then unchanged). */
+int ctl_policy_observe(ctl_policy_t *p, const pcoll_record_t *rec, ctl_decision_t *out);
+
+/* tau > 0: the tau wait set of the round after the last observed one, as the library computes it
+ * (active ranks with streak >= tau). Writes up to max ranks (ascending) to ranks, sets *round to
+ * that round, returns the set's size (0 with tau == 0 or before any observation). */
+int ctl_policy_tau_wait(const ctl_policy_t *p, uint64_t *round, int *ranks, int max);
+
+void ctl_policy_stats(const ctl_policy_t *p, ctl_policy_stats_t *st);
+/* FNV-1a 64 over the decisions so far (round, effective, what, new mode, quorum, wait set). */
+uint64_t ctl_policy_hash(const ctl_policy_t *p);
+
+/* ==============================================================================================
+ * Controller thread (controller/thread.c): drives a pcoll handle with a policy, hosts the stall
+ * watchdog. One per rank; every rank runs the same policy config.
+ *
+ * Protocol with libpcoll: the handle is created with cfg.horizon = 1 (the engine starts round r
+ * only once the horizon is >= r) and, for tau_by=library, cfg.tau = policy tau. ctl_start posts
+ * the initial rule for round 0 and the horizon lag-1; the thread then loops
+ *     pcoll_record_get(h, r, &rec, poll_s)          (r = 0, 1, 2, ...)
+ *     ctl_policy_observe(policy, &rec, &dec)        -> pcoll_set_rule(h, r + lag, &dec.new_rule)
+ *     pcoll_set_horizon(h, r + lag)
+ * A rank that has run out of steps must keep its controller running (other ranks' rounds need its
+ * horizon and rules) until every rank has joined. The thread ends by itself when
+ *   - it observed a round in which every rank is joined: it releases the horizon
+ *     (pcoll_set_horizon(h, UINT64_MAX)) so the finalize flush can run, and stops touching h;
+ *   - pcoll_record_get returns PCOLL_ERR_STATE (finalize started/handle closing);
+ *   - a libpcoll call fails (CTL_ERR_PCOLL) or the watchdog aborts (CTL_ERR_STALL).
+ * Requirement on libpcoll (for the integration): a pcoll_record_get blocked on a handle that is
+ * being finalized must return PCOLL_ERR_STATE, and pcoll_finalize must not free the handle while a
+ * pcoll_record_get call is in progress. Call order in the application: pcoll_finalize, then
+ * ctl_stop (which joins the thread).
+ *
+ * Stall watchdog (local wall time, never used for decisions): if no round completes for t_warn
+ * seconds, it prints one line to `log` naming the round waited for, its rule (initiator / wait
+ * set) and the active ranks that were not fresh in the last completed round with their streaks
+ * (the ranks that most likely have not deposited), and repeats every t_warn seconds. After
+ * t_abort seconds without progress it calls on_abort(abort_arg, message) (default: prints the
+ * message to stderr and MPI_Abort(MPI_COMM_WORLD, 3)); if on_abort returns, the thread ends with
+ * CTL_ERR_STALL.
+ * ============================================================================================ */
+typedef struct {
+    ctl_policy_cfg_t policy;
+    double t_warn;      /* seconds without a completed round before a warning [10] (0: never) */
+    double t_abort;     /* seconds without a completed round before aborting [60] (0: never) */
+    double poll_s;      /* timeout slice of each pcoll_record_get [0.1] */
+    FILE *log;          /* warnings and switches; NULL = silent [stderr] */
+    int log_switches;   /* print every mode switch to log [0] */
+    void (*on_abort)(void *arg, const char *msg);   /* [NULL = print + MPI_Abort] */
+    void *abort_arg;
+} ctl_config_t;
+
+/* One mode switch in the log (wait-set-only decisions are counted, not logged). */
+typedef struct {
+    uint64_t round, effective;
+    int what;                          /* CTL_DEC_* */
+    pcoll_mode_t old_mode, new_mode;
+    int old_quorum, new_quorum;
+    int new_nwait;
+    double L, A, F, T;
+    char reason[224];
+} ctl_switch_t;
+
+typedef struct ctl ctl_t;
+
+void ctl_config_default(ctl_config_t *c);
+/* Posts the initial rule and horizon, starts the thread. h must outlive the thread. */
+int ctl_start(pcoll_t *h, const ctl_config_t *cfg, ctl_t **out);
+/* Asks the thread to stop (at its next poll), joins it, frees *c, sets *c = NULL. Returns the
+ * thread's final status: CTL_OK, CTL_ERR_PCOLL or CTL_ERR_STALL. Stopping a controller while
+ * rounds still run leaves later rounds without rules/horizon: call it after pcoll_finalize. */
+int ctl_stop(ctl_t **c);
+/* Copies up to max switches (oldest first) into out; returns the total number logged. Safe while
+ * the thread runs. */
+size_t ctl_switch_log(ctl_t *c, ctl_switch_t *out, size_t max);
+/* Policy statistics and decision hash so far (thread-safe snapshot). */
+int ctl_stats(ctl_t *c, ctl_policy_stats_t *st, uint64_t *hash);
+/* Message of the error that ended the thread ("" if none). */
+const char *ctl_last_error(ctl_t *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,34 @@
+# controller/: the adaptive policy (pure) and the controller thread -> $(B)/libcontroller.a
+# Tests: tests/controller.tests (names ctl_*), sources in tests/controller/.
+
+CTL_SRCS := controller/policy.c controller/thread.c
+CTL_OBJS := $(patsubst %.c,$(B)/%.o,$(CTL_SRCS))
+
+$(B)/controller/%.o: controller/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) -c $< -o $@
+
+$(B)/libcontroller.a: $(CTL_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+ALL_BINS += $(B)/libcontroller.a
+
+# test_policy links only policy.o out of the archive: no MPI or libpcoll needed at link time.
+$(B)/tests/test_policy: tests/controller/test_policy.c $(B)/libcontroller.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) -MF $(B)/tests/test_policy.d $< -o $@ $(LDFLAGS) $(B)/libcontroller.a $(LDLIBS)
+
+TEST_BINS += $(B)/tests/test_policy
+
+.PHONY: controller
+controller: $(B)/libcontroller.a $(B)/tests/test_policy
+
+# test_thread: the controller thread against a mock libpcoll defined in the test itself (links
+# thread.o + policy.o; MPI libs only for the MPI_Abort reference of the default abort handler).
+$(B)/tests/test_ctl_thread: tests/controller/test_thread.c $(B)/libcontroller.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) -MF $(B)/tests/test_ctl_thread.d $< -o $@ $(LDFLAGS) $(B)/libcontroller.a $(MPI_LIBS) $(LDLIBS)
+
+TEST_BINS += $(B)/tests/test_ctl_thread
+controller: $(B)/tests/test_ctl_thread

@@ -1,0 +1,256 @@
+/* test_thread.c -- the controller thread (controller/thread.c) against a mock libpcoll engine.
+ *
+ * The mock implements the few pcoll calls the thread uses. Its "engine" produces round r (with the
+ * probabilistic generator of trace.h, applying the rules posted with pcoll_set_rule) only once the
+ * horizon is >= r, exactly as a handle created with cfg.horizon = 1 must; otherwise
+ * pcoll_record_get times out. Checks: the lag/horizon protocol, the decisions equal those of a
+ * standalone policy on the same records (hash), the switch log, the end when every rank has
+ * joined, and the stall watchdog (warning + abort callback).
+ */
+#include "tests/controller/trace.h"
+
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ mock libpcoll */
+
+struct pcoll {
+    int P;
+    gen_t g;
+    phases_t ph;
+    uint64_t horizon;           /* UINT64_MAX before the first pcoll_set_horizon: "none yet" */
+    int have_horizon;
+    uint64_t produced;          /* rounds generated */
+    uint64_t stall_at;          /* the engine stops producing at this round (UINT64_MAX: never) */
+    uint64_t join_at;           /* from this round on every rank is joined */
+    int rule_calls, late_rules, horizon_back;
+    pcoll_record_t *ring;       /* every generated record kept (tests are short) */
+    size_t nring;
+    ctl_decision_t dummy;
+};
+
+void pcoll_record_free(pcoll_record_t *rec)
+{
+    free(rec->fresh); free(rec->waited); free(rec->flags); free(rec->staleness); free(rec->streak);
+    memset(rec, 0, sizeof *rec);
+}
+int pcoll_record_init(pcoll_record_t *rec, int P)
+{
+    memset(rec, 0, sizeof *rec);
+    rec->P = P;
+    rec->fresh = calloc(P, 1); rec->waited = calloc(P, 1); rec->flags = calloc(P, 1);
+    rec->staleness = calloc(P, 4); rec->streak = calloc(P, 4);
+    return rec->fresh && rec->waited && rec->flags && rec->staleness && rec->streak ? PCOLL_OK : PCOLL_ERR_NOMEM;
+}
+static void copy_rec(pcoll_record_t *d, const pcoll_record_t *s)
+{
+    uint8_t *f = d->fresh, *w = d->waited, *fl = d->flags;
+    uint32_t *st = d->staleness, *sk = d->streak;
+    *d = *s;
+    d->fresh = f; d->waited = w; d->flags = fl; d->staleness = st; d->streak = sk;
+    memcpy(f, s->fresh, s->P); memcpy(w, s->waited, s->P); memcpy(fl, s->flags, s->P);
+    memcpy(st, s->staleness, 4 * s->P); memcpy(sk, s->streak, 4 * s->P);
+}
+int pcoll_record_get(pcoll_t *h, uint64_t round, pcoll_record_t *rec, double timeout_s)
+{
+    while (h->produced <= round && h->have_horizon && h->produced <= h->horizon && h->produced < h->stall_at) {
+        if (h->produced >= h->join_at) memset(h->g.joined, 1, sizeof h->g.joined);
+        const pcoll_record_t *r = gen_next(&h->g);
+        pcoll_record_t *k = &h->ring[h->nring++];
+        pcoll_record_init(k, h->P);
+        copy_rec(k, r);
+        __atomic_store_n(&h->produced, h->produced + 1, __ATOMIC_RELEASE);
+    }
+    if (round < h->produced) { copy_rec(rec, &h->ring[round]); return PCOLL_OK; }
+    usleep((useconds_t)(timeout_s * 1e6));
+    return PCOLL_ERR_TIMEOUT;
+}
+int pcoll_set_rule(pcoll_t *h, uint64_t from, const pcoll_rule_t *rule)
+{
+    h->rule_calls++;
+    if (from < h->produced) { h->late_rules++; return PCOLL_ERR_LATE; }
+    ctl_decision_t d = { .effective = from, .new_rule = *rule };
+    sched_push(&h->g.sched, &d);
+    return PCOLL_OK;
+}
+int pcoll_set_horizon(pcoll_t *h, uint64_t through)
+{
+    if (h->have_horizon && through < h->horizon) h->horizon_back++;
+    h->horizon = through;
+    h->have_horizon = 1;
+    return PCOLL_OK;
+}
+int pcoll_size(const pcoll_t *h) { return h->P; }
+int pcoll_rank(const pcoll_t *h) { return 0; }
+const char *pcoll_strerror(int code) { return code == PCOLL_ERR_LATE ? "PCOLL_ERR_LATE" : "pcoll error"; }
+const char *pcoll_last_error(pcoll_t *h) { return ""; }
+const char *pcoll_mode_name(pcoll_mode_t m)
+{
+    return m == PCOLL_SYNC ? "sync" : m == PCOLL_SOLO ? "solo" : m == PCOLL_MAJORITY ? "majority" : "quorum";
+}
+
+static pcoll_t *mock_new(int P, uint64_t N, const phases_t *ph)
+{
+    pcoll_t *h = calloc(1, sizeof *h);
+    h->P = P;
+    h->ph = *ph;
+    pcoll_rule_t dflt = { .mode = PCOLL_SYNC };   /* cfg.rule default; the controller posts its own */
+    gen_init(&h->g, P, 99, &dflt);
+    h->g.q = q_phases;
+    h->g.qarg = &h->ph;
+    h->stall_at = h->join_at = UINT64_MAX;
+    h->ring = calloc(N + 8, sizeof *h->ring);
+    return h;
+}
+static void mock_free(pcoll_t *h)
+{
+    for (size_t i = 0; i < h->nring; i++) pcoll_record_free(&h->ring[i]);
+    free(h->ring);
+    gen_free(&h->g);
+    free(h);
+}
+
+/* ------------------------------------------------------------------ tests */
+
+static char abort_msg[1024];
+static int abort_calls;
+static void on_abort(void *arg, const char *msg)
+{
+    __atomic_add_fetch(&abort_calls, 1, __ATOMIC_SEQ_CST);
+    snprintf(abort_msg, sizeof abort_msg, "%s", msg);
+}
+
+static void wait_for(pcoll_t *h, uint64_t n, double max_s)
+{
+    for (int i = 0; i < max_s * 100 && __atomic_load_n(&h->produced, __ATOMIC_RELAXED) < n; i++) usleep(10000);
+}
+
+/* The thread drives the engine to the all-joined round; decisions equal a standalone policy's. */
+static void test_drive(void)
+{
+    const int P = 8;
+    const uint64_t N = 3000;
+    phases_t ph = { 3, { { 300, 0.5, 0, {0}, 0 }, { 1800, 0.1, 4, { 0, 1, 2, 3 }, 0.005 }, { UINT64_MAX, 0.9, 0, {0}, 0 } } };
+    pcoll_t *h = mock_new(P, N, &ph);
+    h->join_at = N - 1;
+    ctl_config_t cfg;
+    ctl_config_default(&cfg);
+    char err[256];
+    CHECK(ctl_policy_parse("adaptive", &cfg.policy, err, sizeof err) == CTL_OK, "%s", err);
+    cfg.poll_s = 0.001;
+    cfg.log = NULL;
+    ctl_t *c = NULL;
+    CHECK(ctl_start(h, &cfg, &c) == CTL_OK, "ctl_start");
+    wait_for(h, N, 20);
+    usleep(50000);
+    ctl_policy_stats_t st;
+    uint64_t hash = 0;
+    CHECK(ctl_stats(c, &st, &hash) == CTL_OK, "ctl_stats");
+    ctl_switch_t sw[64];
+    size_t nsw = ctl_switch_log(c, sw, 64);
+    CHECK(ctl_stop(&c) == CTL_OK && c == NULL, "ctl_stop");
+    CHECK(h->produced == N, "engine produced %llu rounds, expected %llu (the thread should release the horizon "
+          "at the all-joined round)", (unsigned long long)h->produced, (unsigned long long)N);
+    CHECK(h->horizon == UINT64_MAX, "horizon not released after every rank joined (%llu)", (unsigned long long)h->horizon);
+    CHECK(h->late_rules == 0 && h->horizon_back == 0, "late rules %d, horizon went back %d", h->late_rules, h->horizon_back);
+    CHECK(st.rounds == N, "policy observed %llu rounds", (unsigned long long)st.rounds);
+    /* the same records through a standalone policy */
+    ctl_policy_t *pol = mk("adaptive", P, NULL);
+    int nd = 0;
+    for (uint64_t r = 0; r < h->nring; r++) {
+        ctl_decision_t d;
+        if (ctl_policy_observe(pol, &h->ring[r], &d) == 1) {
+            if (d.what & CTL_DEC_MODE) {
+                CHECK((size_t)nd < nsw && sw[nd].effective == d.effective && sw[nd].new_mode == d.new_rule.mode &&
+                      !strcmp(sw[nd].reason, d.reason), "switch %d differs from the standalone policy", nd);
+                nd++;
+            }
+        }
+    }
+    CHECK(hash == ctl_policy_hash(pol), "thread hash %016llx != standalone %016llx", (unsigned long long)hash,
+          (unsigned long long)ctl_policy_hash(pol));
+    CHECK((size_t)nd == nsw && nsw >= 4, "switch log has %zu entries, standalone %d", nsw, nd);
+    /* the records really followed the posted rules */
+    int sync_rounds = 0;
+    for (uint64_t r = 0; r < h->nring; r++) sync_rounds += h->ring[r].mode == PCOLL_SYNC;
+    CHECK(sync_rounds > 100 && h->ring[0].mode == PCOLL_SOLO, "rules not applied: %d sync rounds, round 0 %d",
+          sync_rounds, h->ring[0].mode);
+    if (verbose)
+        for (size_t i = 0; i < nsw; i++) printf("    %llu: %s\n", (unsigned long long)sw[i].effective, sw[i].reason);
+    ctl_policy_free(pol);
+    mock_free(h);
+}
+
+/* The engine stalls at round 100: a warning after t_warn, the abort callback after t_abort. */
+static void test_watchdog(void)
+{
+    const int P = 8;
+    phases_t ph = { 1, { { UINT64_MAX, 0.5, 1, { 5 }, 0.0 } } };
+    pcoll_t *h = mock_new(P, 200, &ph);
+    h->stall_at = 100;
+    char *logbuf = NULL;
+    size_t loglen = 0;
+    FILE *lf = open_memstream(&logbuf, &loglen);
+    ctl_config_t cfg;
+    ctl_config_default(&cfg);
+    char err[256];
+    CHECK(ctl_policy_parse("solo,tau=8", &cfg.policy, err, sizeof err) == CTL_OK, "%s", err);
+    cfg.poll_s = 0.01;
+    cfg.t_warn = 0.15;
+    cfg.t_abort = 0.5;
+    cfg.log = lf;
+    cfg.on_abort = on_abort;
+    ctl_t *c = NULL;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    CHECK(ctl_start(h, &cfg, &c) == CTL_OK, "ctl_start");
+    for (int i = 0; i < 300 && !__atomic_load_n(&abort_calls, __ATOMIC_SEQ_CST); i++) usleep(10000);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    int rc = ctl_stop(&c);
+    fclose(lf);
+    double el = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    CHECK(rc == CTL_ERR_STALL, "ctl_stop returned %d, expected CTL_ERR_STALL", rc);
+    CHECK(abort_calls == 1, "abort callback called %d times", abort_calls);
+    CHECK(el >= 0.5 && el < 2.5, "abort after %.2f s (t_abort 0.5)", el);
+    CHECK(strstr(abort_msg, "waiting for round 100") && strstr(abort_msg, "aborting after t_abort=0.5"),
+          "abort message: %s", abort_msg);
+    CHECK(strstr(abort_msg, " 5 (streak "), "abort message does not name the never-fresh rank 5: %s", abort_msg);
+    int warns = 0;
+    for (char *p = logbuf; p && (p = strstr(p, "no round completed")); p++) warns++;
+    CHECK(warns >= 2 && warns <= 4, "%d warnings in %.2f s with t_warn 0.15:\n%s", warns, el, logbuf ? logbuf : "");
+    if (verbose) printf("    log:\n%s    abort: %s\n", logbuf, abort_msg);
+    free(logbuf);
+    mock_free(h);
+}
+
+/* Bad arguments. */
+static void test_args(void)
+{
+    phases_t ph = { 1, { { UINT64_MAX, 0.5, 0, {0}, 0 } } };
+    pcoll_t *h = mock_new(4, 10, &ph);
+    ctl_config_t cfg;
+    ctl_config_default(&cfg);
+    CHECK(cfg.t_warn == 10.0 && cfg.t_abort == 60.0, "watchdog defaults %g/%g", cfg.t_warn, cfg.t_abort);
+    ctl_t *c = NULL;
+    cfg.policy.window = 0;
+    CHECK(ctl_start(h, &cfg, &c) == CTL_ERR_ARG && c == NULL, "bad policy accepted");
+    ctl_config_default(&cfg);
+    cfg.poll_s = 0;
+    CHECK(ctl_start(h, &cfg, &c) == CTL_ERR_ARG, "poll_s=0 accepted");
+    CHECK(ctl_stop(&c) == CTL_ERR_ARG, "ctl_stop(NULL)");
+    mock_free(h);
+}
+
+int main(int argc, char **argv)
+{
+    verbose = argc > 1 && !strcmp(argv[1], "-v");
+    test_args();
+    printf("args done\n");
+    test_drive();
+    printf("drive done\n");
+    test_watchdog();
+    printf("watchdog done\n");
+    printf("%d checks, %d failed\n", checks, failures);
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,282 @@
+/* trace.h -- synthetic round-record generators shared by the controller tests (see test_policy.c).
+ * Header-only (static functions) so each test binary is one translation unit. */
+#ifndef CTL_TEST_TRACE_H
+#define CTL_TEST_TRACE_H
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wunused-variable"
+#include "controller/controller.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures, checks, verbose;
+
+
+#define CHECK(cond, ...) do { checks++; if (!(cond)) { failures++; \
+    fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); fprintf(stderr, __VA_ARGS__); \
+    fputc('\n', stderr); } } while (0)
+
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+static double u01(uint64_t seed, uint64_t a, uint64_t b)
+{
+    return (double)(mix(seed ^ mix(a * 0x100000001b3ULL ^ mix(b + 7))) >> 11) * 0x1.0p-53;
+}
+
+/* ------------------------------------------------------------------ rule schedule */
+
+#define MAXP 64
+typedef struct { uint64_t eff; pcoll_rule_t rule; int wait[MAXP]; } sched_ent_t;
+typedef struct {
+    sched_ent_t *e;
+    int n, cap, pos;
+    pcoll_rule_t cur;
+    int cur_wait[MAXP];
+} sched_t;
+
+static void sched_init(sched_t *s, const pcoll_rule_t *init)
+{
+    memset(s, 0, sizeof *s);
+    s->cur = *init;
+    s->cur.nwait = 0;
+    s->cur.wait = s->cur_wait;
+}
+static void sched_push(sched_t *s, const ctl_decision_t *d)
+{
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 64;
+        s->e = realloc(s->e, s->cap * sizeof *s->e);
+    }
+    sched_ent_t *x = &s->e[s->n++];
+    x->eff = d->effective;
+    x->rule = d->new_rule;
+    for (int i = 0; i < d->new_rule.nwait; i++) x->wait[i] = d->new_rule.wait[i];
+}
+static const pcoll_rule_t *sched_at(sched_t *s, uint64_t r)
+{
+    while (s->pos < s->n && s->e[s->pos].eff <= r) {
+        sched_ent_t *x = &s->e[s->pos++];
+        s->cur = x->rule;
+        memcpy(s->cur_wait, x->wait, sizeof s->cur_wait);
+        s->cur.wait = s->cur_wait;
+    }
+    return &s->cur;
+}
+
+/* ------------------------------------------------------------------ generators */
+
+typedef double (*qfn_t)(void *arg, uint64_t r, int p);
+
+typedef struct {
+    int P;
+    uint64_t seed, r;
+    int lib_tau;            /* library-enforced tau in the generator (0: none) */
+    int time_model;         /* 0: probabilistic, 1: event time */
+    qfn_t q; void *qarg;    /* probabilistic: fresh probability */
+    /* event time */
+    double *period, jitter, lat, t_free, *ready;
+    uint64_t *steps;
+    pcoll_record_t rec;
+    uint32_t streak[MAXP];
+    sched_t sched;
+    int joined[MAXP];
+} gen_t;
+
+static void gen_init(gen_t *g, int P, uint64_t seed, const pcoll_rule_t *init)
+{
+    memset(g, 0, sizeof *g);
+    g->P = P;
+    g->seed = seed;
+    g->rec.P = P;
+    g->rec.fresh = calloc(P, 1);
+    g->rec.waited = calloc(P, 1);
+    g->rec.flags = calloc(P, 1);
+    g->rec.staleness = calloc(P, sizeof(uint32_t));
+    g->rec.streak = calloc(P, sizeof(uint32_t));
+    g->period = calloc(P, sizeof(double));
+    g->ready = calloc(P, sizeof(double));
+    g->steps = calloc(P, sizeof(uint64_t));
+    sched_init(&g->sched, init);
+}
+static void gen_free(gen_t *g)
+{
+    free(g->rec.fresh); free(g->rec.waited); free(g->rec.flags); free(g->rec.staleness);
+    free(g->rec.streak); free(g->period); free(g->ready); free(g->steps); free(g->sched.e);
+}
+
+static double step_time(gen_t *g, int p)
+{
+    double j = g->jitter * (2 * u01(g->seed, g->steps[p], 1000 + p) - 1);
+    return g->period[p] * (1 + j);
+}
+
+static void sim_start(gen_t *g, double jitter, double lat)
+{
+    g->time_model = 1;
+    g->jitter = jitter;
+    g->lat = lat;
+    for (int p = 0; p < g->P; p++) g->ready[p] = step_time(g, p);
+}
+
+static const pcoll_record_t *gen_next(gen_t *g)
+{
+    const int P = g->P;
+    const pcoll_rule_t *rule = sched_at(&g->sched, g->r);
+    pcoll_record_t *rec = &g->rec;
+    int nact = 0, act[MAXP];
+    for (int p = 0; p < P; p++) if (!g->joined[p]) act[nact++] = p;
+    uint8_t forced[MAXP] = {0};
+    memset(rec->waited, 0, P);
+    for (int k = 0; k < rule->nwait; k++) { forced[rule->wait[k]] = 1; rec->waited[rule->wait[k]] = 1; }
+    if (g->lib_tau > 0)
+        for (int p = 0; p < P; p++)
+            if (g->streak[p] >= (uint32_t)g->lib_tau) { forced[p] = 1; rec->waited[p] = 1; }
+    int init = -1;
+    if (rule->mode == PCOLL_MAJORITY && nact) { init = act[mix(g->seed ^ mix(g->r)) % nact]; forced[init] = 1; }
+    int Q = rule->mode == PCOLL_SOLO ? 1 : rule->mode == PCOLL_QUORUM ? rule->quorum : 0;
+    if (Q > nact) Q = nact;
+    memset(rec->fresh, 0, P);
+    if (!g->time_model) {
+        int nf = 0;
+        for (int p = 0; p < P; p++) {
+            if (g->joined[p]) continue;
+            int f = rule->mode == PCOLL_SYNC || forced[p] || u01(g->seed, g->r, p) < g->q(g->qarg, g->r, p);
+            rec->fresh[p] = (uint8_t)f;
+            nf += f;
+        }
+        /* quorum not met by the draws: the round starts when the next ranks become ready; take
+         * the likeliest (highest q, ties broken by the draw), as the fastest rank would be */
+        while (nf < Q) {
+            int best = -1;
+            double bq = -1, bu = 2;
+            for (int k = 0; k < nact; k++) {
+                int p = act[k];
+                if (rec->fresh[p]) continue;
+                double qq = g->q(g->qarg, g->r, p), uu = u01(g->seed, g->r, p);
+                if (qq > bq || (qq == bq && uu < bu)) { best = p; bq = qq; bu = uu; }
+            }
+            if (best < 0) break;
+            rec->fresh[best] = 1;
+            nf++;
+        }
+    } else {
+        double t = g->t_free, srt[MAXP];
+        for (int k = 0; k < nact; k++) srt[k] = g->ready[act[k]];
+        for (int a = 1; a < nact; a++)     /* insertion sort */
+            for (int b = a; b > 0 && srt[b] < srt[b - 1]; b--) { double x = srt[b]; srt[b] = srt[b - 1]; srt[b - 1] = x; }
+        double need = 0;
+        if (rule->mode == PCOLL_SYNC) need = srt[nact - 1];
+        else if (rule->mode == PCOLL_MAJORITY) need = g->ready[init];
+        else need = srt[Q - 1];
+        for (int p = 0; p < P; p++) if (forced[p] && !g->joined[p] && g->ready[p] > need) need = g->ready[p];
+        if (need > t) t = need;
+        double end = t + g->lat;
+        for (int p = 0; p < P; p++) {
+            if (g->joined[p] || g->ready[p] > t) continue;
+            rec->fresh[p] = 1;
+            g->steps[p]++;
+            g->ready[p] = end + step_time(g, p);
+        }
+        g->t_free = end;
+        rec->t_start = t;
+        rec->t_end = end;
+    }
+    int nf = 0;
+    for (int p = 0; p < P; p++) {
+        rec->flags[p] = g->joined[p] ? PCOLL_F_JOINED : 0;
+        if (rec->fresh[p]) { g->streak[p] = 0; nf++; }
+        else if (!g->joined[p]) g->streak[p]++;
+        rec->streak[p] = g->streak[p];
+    }
+    rec->round = g->r++;
+    rec->mode = rule->mode;
+    rec->quorum = Q;
+    rec->initiator = init;
+    rec->nactive = nact;
+    rec->nfresh = nf;
+    return rec;
+}
+
+/* Runs N rounds closed-loop; stores decisions (copied) in *decs. */
+typedef struct {
+    uint64_t round, eff;
+    int what;
+    pcoll_mode_t from, to;
+    int nwait, wait[MAXP];
+    double L, A, F, T;
+    char reason[224];
+} dec_t;
+typedef struct { dec_t *d; int n, cap; uint32_t max_streak; } declog_t;
+
+static void declog_add(declog_t *L, const ctl_decision_t *d)
+{
+    if (L->n == L->cap) { L->cap = L->cap ? 2 * L->cap : 64; L->d = realloc(L->d, L->cap * sizeof *L->d); }
+    dec_t *x = &L->d[L->n++];
+    x->round = d->round;
+    x->eff = d->effective;
+    x->what = d->what;
+    x->from = d->old_rule.mode;
+    x->to = d->new_rule.mode;
+    x->nwait = d->new_rule.nwait;
+    for (int i = 0; i < d->new_rule.nwait; i++) x->wait[i] = d->new_rule.wait[i];
+    x->L = d->L; x->A = d->A; x->F = d->F; x->T = d->T;
+    snprintf(x->reason, sizeof x->reason, "%s", d->reason);
+}
+
+static void run_loop(gen_t *g, ctl_policy_t *pol, uint64_t N, declog_t *L)
+{
+    for (uint64_t i = 0; i < N; i++) {
+        const pcoll_record_t *rec = gen_next(g);
+        for (int p = 0; p < g->P; p++)
+            if (!(rec->flags[p] & PCOLL_F_JOINED) && rec->streak[p] > L->max_streak) L->max_streak = rec->streak[p];
+        ctl_decision_t d;
+        int k = ctl_policy_observe(pol, rec, &d);
+        CHECK(k == 0 || k == 1, "observe returned %d at round %llu", k, (unsigned long long)rec->round);
+        if (k == 1) {
+            CHECK(d.effective == d.round + (uint64_t)ctl_policy_cfg(pol)->lag, "effective %llu != round %llu + lag",
+                  (unsigned long long)d.effective, (unsigned long long)d.round);
+            sched_push(&g->sched, &d);
+            declog_add(L, &d);
+            if (verbose) printf("    r=%llu eff=%llu what=%d %s\n", (unsigned long long)d.round,
+                                (unsigned long long)d.effective, d.what, d.reason);
+        }
+    }
+}
+
+static int count_mode(const declog_t *L) { int n = 0; for (int i = 0; i < L->n; i++) n += !!(L->d[i].what & CTL_DEC_MODE); return n; }
+
+static ctl_policy_t *mk(const char *spec, int P, ctl_policy_cfg_t *cfg_out)
+{
+    ctl_policy_cfg_t c;
+    char err[256];
+    int rc = ctl_policy_parse(spec, &c, err, sizeof err);
+    CHECK(rc == CTL_OK, "parse '%s': %s", spec, err);
+    if (cfg_out) *cfg_out = c;
+    ctl_policy_t *p = ctl_policy_new(&c, P);
+    CHECK(p != NULL, "ctl_policy_new(%s, %d)", spec, P);
+    return p;
+}
+
+/* ------------------------------------------------------------------ phases for q() */
+
+typedef struct { uint64_t until; double q_all; int nslow; int slow[8]; double q_slow; } phase_t;
+typedef struct { int n; phase_t ph[8]; } phases_t;
+static double q_phases(void *arg, uint64_t r, int p)
+{
+    phases_t *P = arg;
+    for (int i = 0; i < P->n; i++) {
+        if (r >= P->ph[i].until) continue;
+        for (int k = 0; k < P->ph[i].nslow; k++) if (P->ph[i].slow[k] == p) return P->ph[i].q_slow;
+        return P->ph[i].q_all;
+    }
+    return P->ph[P->n - 1].q_all;
+}
+
+#endif
