@@ -30,15 +30,20 @@ ifeq ($(SAN),tsan)
 endif
 
 # ---- required pieces -------------------------------------------------------
-ifeq ($(MPICC),)
-  $(error MPI not found: no mpicc on PATH. Run 'make deps' (installs openmpi-bin libopenmpi-dev))
-endif
-MPI_CFLAGS := $(shell mpicc --showme:compile)
-MPI_LIBS   := $(shell mpicc --showme:link)
+# Goals that install what is missing first (their recipes re-run make) must not stop here.
+SETUP_GOALS := deps deps-all test asan tsan demo clean
+CHECK_REQ := $(if $(MAKECMDGOALS),$(filter-out $(SETUP_GOALS),$(MAKECMDGOALS)),all)
 HAVE_JANSSON := $(shell test -f /usr/include/jansson.h && echo 1)
-ifneq ($(HAVE_JANSSON),1)
-  $(error jansson not found: /usr/include/jansson.h missing. Run 'make deps' (installs libjansson-dev))
+ifneq ($(CHECK_REQ),)
+  ifeq ($(MPICC),)
+    $(error MPI not found: no mpicc on PATH. Run 'make deps' (installs openmpi-bin libopenmpi-dev))
+  endif
+  ifneq ($(HAVE_JANSSON),1)
+    $(error jansson not found: /usr/include/jansson.h missing. Run 'make deps' (installs libjansson-dev))
+  endif
 endif
+MPI_CFLAGS := $(if $(MPICC),$(shell mpicc --showme:compile),)
+MPI_LIBS   := $(if $(MPICC),$(shell mpicc --showme:link),)
 BLAS_INC := $(firstword $(wildcard /usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/openblas))
 HAVE_BLAS := $(if $(BLAS_INC),1,)
 
@@ -60,7 +65,7 @@ $(info config: mpicc=$(MPICC) jansson=yes openblas=$(call yn,$(HAVE_BLAS)) openm
 ALL_BINS :=
 TEST_BINS :=
 
-.PHONY: all deps test asan tsan clean bench-collectives
+.PHONY: all deps deps-all test asan tsan clean bench-collectives build-all
 all: build-all
 
 include collectives/collectives.mk
@@ -73,10 +78,12 @@ build-all: $(ALL_BINS) $(TEST_BINS)
 
 deps:
 	@sh jobs/deps.sh core
+deps-all:
+	@sh jobs/deps.sh all
 
 # make test: installs what is missing, builds, runs every tests/*.tests line; ends 'N passed, N failed'.
 test: deps
-	@$(MAKE) --no-print-directory build-all B=$(B) SAN=$(SAN)
+	@$(MAKE) --no-print-directory build-all B=$(B) SAN=$(SAN) -j2
 	@B=$(B) SAN=$(SAN) bash tests/run.sh
 
 asan:

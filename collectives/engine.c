@@ -162,6 +162,7 @@ static int run_round(struct pcoll *h, uint64_t r) {
     int flags = failed ? (PCOLL_F_FAILED | PCOLL_F_JOINED)
                        : (h->join_req && h->pending == 0) ? PCOLL_F_JOINED : 0;
     if (h->joined[h->me]) flags |= PCOLL_F_JOINED;
+    h->started = r + 1;
     pthread_mutex_unlock(&h->mu);
 
     recv = failed ? h->scratch : h->ring[slot];

@@ -74,6 +74,9 @@ static void destroy(struct pcoll *h) {
     if (!h) return;
     if (h->ctl != MPI_COMM_NULL) MPI_Comm_free(&h->ctl);
     if (h->data != MPI_COMM_NULL) MPI_Comm_free(&h->data);
+    if (h->hb != MPI_COMM_NULL) MPI_Comm_free(&h->hb);
+    free(h->hb_req); free(h->hb_buf); free(h->hb_sent); free(h->hb_recv); free(h->peers);
+    free(h->heard_at);
     free(h->dep[0]); free(h->dep[1]); free(h->zeros); free(h->scratch);
     if (h->ring) for (int i = 0; i <= h->K; i++) free(h->ring[i]);
     free(h->ring);
@@ -184,7 +187,7 @@ int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t 
 
     struct pcoll *h = calloc(1, sizeof *h);
     if (!h) return PCOLL_ERR_NOMEM;  /* allocation failures below are local; see note */
-    h->ctl = h->data = MPI_COMM_NULL;
+    h->ctl = h->data = h->hb = MPI_COMM_NULL;
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv_app, NULL);
     pthread_cond_init(&h->cv_eng, NULL);
@@ -206,6 +209,10 @@ int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t 
     nomem |= !(h->ready_round = calloc((size_t)P, 8));
     nomem |= !(h->sent_to = calloc((size_t)P, 8)) || !(h->recv_from = calloc((size_t)P, 8));
     nomem |= !(h->plan.inwait = calloc((size_t)P, 1)) || !(h->max_streak = calloc((size_t)P, 4));
+    nomem |= !(h->hb_req = calloc((size_t)P, sizeof(MPI_Request))) || !(h->hb_buf = calloc((size_t)P * 5, 8));
+    nomem |= !(h->hb_sent = calloc((size_t)P, 8)) || !(h->hb_recv = calloc((size_t)P, 8));
+    nomem |= !(h->peers = calloc((size_t)P, sizeof(pcoll_peer_t))) || !(h->heard_at = calloc((size_t)P, 8));
+    for (int p = 0; !nomem && p < P; p++) { h->hb_req[p] = MPI_REQUEST_NULL; h->peers[p].heard_s = -1; }
     if (!nomem) { nomem |= rule_copy(&h->rules[0], 0, &cfg.rule) != 0; h->nrules = 1; }
     int anynomem = nomem;  /* agree on memory failure too, so no rank is left alone */
     MPI_Allreduce(&nomem, &anynomem, 1, MPI_INT, MPI_LOR, comm);
@@ -218,12 +225,15 @@ int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t 
     }
     for (int p = 0; p < P; p++) h->active[p] = p;
     h->nactive = P;
-    if (MPI_Comm_dup(comm, &h->ctl) != MPI_SUCCESS || MPI_Comm_dup(comm, &h->data) != MPI_SUCCESS) {
+    if (MPI_Comm_dup(comm, &h->ctl) != MPI_SUCCESS || MPI_Comm_dup(comm, &h->data) != MPI_SUCCESS ||
+        MPI_Comm_dup(comm, &h->hb) != MPI_SUCCESS) {
         destroy(h);
         return PCOLL_ERR_MPI;
     }
     MPI_Comm_set_errhandler(h->ctl, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(h->data, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(h->hb, MPI_ERRORS_RETURN);
+    h->t_last_dep = pcoll_now();
     if (pthread_create(&h->thread, NULL, pcoll_engine_main, h) != 0) {
         snprintf(g_create_err, sizeof g_create_err, "pcoll_create: cannot start the engine thread");
         destroy(h);  /* other ranks' engines then stall: reported by their watchdog */
@@ -259,6 +269,7 @@ int pcoll_deposit(pcoll_t *h, const float *g, int flags) {
         h->applied_at_dep = h->handed;
     }
     h->dep_seq++;
+    h->t_last_dep = pcoll_now();
     pthread_cond_signal(&h->cv_eng);
     pthread_mutex_unlock(&h->mu);
     return PCOLL_OK;
@@ -442,6 +453,80 @@ uint64_t pcoll_rounds(pcoll_t *h) {
     return r;
 }
 
+int pcoll_heartbeat(pcoll_t *h) {
+    if (!h) return PCOLL_ERR_ARG;
+    pthread_mutex_lock(&h->mu);
+    double t = pcoll_now();
+    double st[5] = {0, h->pending > 0, t - (h->pending > 0 ? h->t_dep : h->t_last_dep),
+                    (double)h->completed, (double)h->started};
+    pthread_mutex_unlock(&h->mu);
+    for (int p = 0; p < h->P; p++) {
+        if (p == h->me) continue;
+        if (h->hb_req[p] != MPI_REQUEST_NULL) {
+            int done = 0;
+            MPI_Test(&h->hb_req[p], &done, MPI_STATUS_IGNORE);
+            if (!done) continue;  /* still in flight: the peer is slow or gone; never block */
+        }
+        st[0] = (double)++h->hb_sent[p];
+        memcpy(&h->hb_buf[5 * p], st, sizeof st);
+        if (MPI_Isend(&h->hb_buf[5 * p], 5, MPI_DOUBLE, p, 3, h->hb, &h->hb_req[p]) != MPI_SUCCESS) {
+            h->hb_sent[p]--;
+            h->hb_req[p] = MPI_REQUEST_NULL;
+        }
+    }
+    for (;;) {
+        int flag = 0;
+        MPI_Status ms;
+        if (MPI_Iprobe(MPI_ANY_SOURCE, 3, h->hb, &flag, &ms) != MPI_SUCCESS || !flag) break;
+        double m[5];
+        if (MPI_Recv(m, 5, MPI_DOUBLE, ms.MPI_SOURCE, 3, h->hb, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
+        h->hb_recv[ms.MPI_SOURCE]++;
+        pthread_mutex_lock(&h->mu);
+        pcoll_peer_t *q = &h->peers[ms.MPI_SOURCE];
+        h->heard_at[ms.MPI_SOURCE] = pcoll_now();
+        q->pending = m[1] != 0; q->pending_s = m[2]; q->completed = (uint64_t)m[3];
+        q->started = (uint64_t)m[4];
+        pthread_mutex_unlock(&h->mu);
+    }
+    return PCOLL_OK;
+}
+
+int pcoll_peers(pcoll_t *h, pcoll_peer_t *out) {
+    if (!h || !out) return PCOLL_ERR_ARG;
+    pthread_mutex_lock(&h->mu);
+    double t = pcoll_now();
+    for (int p = 0; p < h->P; p++) {
+        out[p] = h->peers[p];
+        out[p].heard_s = h->heard_at[p] > 0 ? t - h->heard_at[p] : -1;
+        if (p == h->me) {
+            out[p].heard_s = 0;
+            out[p].pending = h->pending > 0;
+            out[p].pending_s = t - (h->pending > 0 ? h->t_dep : h->t_last_dep);
+            out[p].completed = h->completed;
+            out[p].started = h->started;
+        }
+    }
+    pthread_mutex_unlock(&h->mu);
+    return PCOLL_OK;
+}
+
+/* Finalize: complete our heartbeat sends and receive every heartbeat still in flight, so the
+ * communicator is empty when freed (every rank is alive here: all of them joined). */
+static void hb_drain(struct pcoll *h) {
+    uint64_t *expect = calloc((size_t)h->P, 8);
+    if (!expect) return;
+    for (int p = 0; p < h->P; p++)
+        if (h->hb_req[p] != MPI_REQUEST_NULL) MPI_Wait(&h->hb_req[p], MPI_STATUS_IGNORE);
+    MPI_Alltoall(h->hb_sent, 1, MPI_UINT64_T, expect, 1, MPI_UINT64_T, h->hb);
+    for (int p = 0; p < h->P; p++)
+        while (h->hb_recv[p] < expect[p]) {
+            double m[5];
+            MPI_Recv(m, 5, MPI_DOUBLE, p, 3, h->hb, MPI_STATUS_IGNORE);
+            h->hb_recv[p]++;
+        }
+    free(expect);
+}
+
 int pcoll_join(pcoll_t *h) {
     if (!h) return PCOLL_ERR_ARG;
     pthread_mutex_lock(&h->mu);
@@ -472,6 +557,7 @@ int pcoll_finalize(pcoll_t **hp, double timeout_s) {
     pthread_mutex_unlock(&h->mu);
     if (rc) return rc;
     pthread_join(h->thread, NULL);
+    hb_drain(h);
     destroy(h);
     *hp = NULL;
     return err ? err : PCOLL_OK;

@@ -156,6 +156,21 @@ void pcoll_record_free(pcoll_record_t *rec);
 int pcoll_record_get(pcoll_t *h, uint64_t round, pcoll_record_t *rec, double timeout_s);
 
 int pcoll_stats(pcoll_t *h, pcoll_stats_t *st);
+
+/* Liveness of the peers, for a stall watchdog (like Horovod's stall inspector). Each call of
+ * pcoll_heartbeat sends this rank's state to every peer on a private communicator (never
+ * blocking: a peer whose previous heartbeat is still in flight is skipped) and reads what has
+ * arrived. Call it from one thread, e.g. every second; pcoll_peers then says, per rank, how long
+ * ago it was last heard of and what it reported. A rank that stays silent is dead or hung. */
+typedef struct {
+    double heard_s;       /* seconds since its last heartbeat arrived (-1: never; 0 for self) */
+    int pending;          /* it had a deposit pending (waiting for a round) */
+    double pending_s;     /* ... for this long (or, if not pending, since its last deposit) */
+    uint64_t completed;   /* rounds it had completed */
+    uint64_t started;     /* rounds its engine had started (> completed: inside a reduction) */
+} pcoll_peer_t;
+int pcoll_heartbeat(pcoll_t *h);
+int pcoll_peers(pcoll_t *h, pcoll_peer_t *out /* [P] */);
 int pcoll_size(const pcoll_t *h);
 int pcoll_rank(const pcoll_t *h);
 /* Local: since when this rank's deposit is pending (MPI_Wtime) or 0; rounds completed so far. */

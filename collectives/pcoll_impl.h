@@ -72,6 +72,7 @@ struct pcoll {
     float **ring;              /* K+1 slots of nbuf */
     float *scratch;            /* receive buffer once this rank has failed */
     uint64_t completed;        /* [mu] rounds completed */
+    uint64_t started;          /* [mu] rounds whose reduction this engine has entered */
     uint64_t handed;           /* [mu] rounds handed out by pcoll_next */
     uint64_t resolved;         /* [mu] rounds whose rule is fixed (engine started them) */
     uint64_t horizon;          /* [mu] cfg.horizon: rules of rounds < horizon are final */
@@ -90,6 +91,15 @@ struct pcoll {
     uint64_t *ready_round;     /* [P] coordinator: last round each rank said READY for (+1) */
     uint64_t *sent_to, *recv_from;  /* [P] control messages, for the final drain */
     plan_t plan;
+
+    /* heartbeats (pcoll_heartbeat: one caller thread; read by pcoll_peers under mu) */
+    MPI_Comm hb;
+    MPI_Request *hb_req;       /* [P] */
+    double *hb_buf;            /* [P][4] */
+    uint64_t *hb_sent, *hb_recv;
+    pcoll_peer_t *peers;       /* [P] [mu] */
+    double *heard_at;          /* [P] [mu] local time of the last heartbeat from p */
+    double t_last_dep;         /* [mu] when this rank last deposited */
 
     /* status [mu] */
     int err;                   /* sticky error of this rank */

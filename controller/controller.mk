@@ -32,3 +32,9 @@ $(B)/tests/test_ctl_thread: tests/controller/test_thread.c $(B)/libcontroller.a
 
 TEST_BINS += $(B)/tests/test_ctl_thread
 controller: $(B)/tests/test_ctl_thread
+
+# the controller thread on the real libpcoll, under mpirun
+$(B)/tests/test_ctl_mpi: tests/controller/test_ctl_mpi.c $(B)/libcontroller.a $(LIBPCOLL)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) $< -o $@ $(LDFLAGS) $(B)/libcontroller.a $(LIBPCOLL) $(MPI_LIBS) $(LDLIBS)
+TEST_BINS += $(B)/tests/test_ctl_mpi

@@ -32,6 +32,9 @@ struct ctl {
     size_t npend, cappend;
     pcoll_mode_t cur_mode;
     int cur_quorum, cur_nwait;
+    /* heartbeats: liveness of the peers for the watchdog (pcoll_heartbeat / pcoll_peers) */
+    pcoll_peer_t *peers;
+    double hb_every, hb_last;
 };
 
 static double now_s(void)
@@ -129,6 +132,45 @@ static void rule_at(struct ctl *c, uint64_t r)
     }
 }
 
+/* Appends what the heartbeats say: silent ranks (dead or hung) and ranks still computing (they
+ * have not deposited) are the ones a stalled round waits for. */
+static void peer_report(struct ctl *c, char *buf, size_t n, int k)
+{
+    if (!c->peers || pcoll_peers(c->h, c->peers) != PCOLL_OK) return;
+    double silent_after = 3 * c->hb_every + 1.0;
+    int nsil = 0, ncomp = 0;
+    for (int p = 0; p < c->P; p++) {
+        const pcoll_peer_t *q = &c->peers[p];
+        if (p != c->rank && (q->heard_s < 0 || q->heard_s > silent_after)) nsil++;
+        else if (!q->pending) ncomp++;
+    }
+    if (nsil && k < (int)n) {
+        k += snprintf(buf + k, n - k, "; SILENT (dead or hung, no heartbeat):");
+        for (int p = 0; p < c->P && k < (int)n - 48; p++) {
+            const pcoll_peer_t *q = &c->peers[p];
+            if (p == c->rank || !(q->heard_s < 0 || q->heard_s > silent_after)) continue;
+            if (q->heard_s < 0) k += snprintf(buf + k, n - k, " rank %d (never heard)", p);
+            else k += snprintf(buf + k, n - k, " rank %d (for %.1f s)", p, q->heard_s);
+        }
+    }
+    /* the others, grouped: inside a reduction (waiting for its peers), waiting with a deposit,
+     * computing (no deposit: the ones a round waits for) */
+    const char *what[3] = {"inside the reduction of a started round:", "deposit pending:",
+                           "computing (no deposit pending):"};
+    for (int g = 0; g < 3 && ncomp + c->P; g++) {
+        int any = 0;
+        for (int p = 0; p < c->P && k < (int)n - 48; p++) {
+            const pcoll_peer_t *q = &c->peers[p];
+            if (p != c->rank && (q->heard_s < 0 || q->heard_s > silent_after)) continue;
+            int grp = q->started > q->completed ? 0 : q->pending ? 1 : 2;
+            if (grp != g) continue;
+            if (!any++) k += snprintf(buf + k, n - k, "; %s", what[g]);
+            if (g == 0) k += snprintf(buf + k, n - k, " %d (round %llu)", p, (unsigned long long)q->completed);
+            else k += snprintf(buf + k, n - k, " %d (%.1f s)", p, q->pending_s);
+        }
+    }
+}
+
 static void stall_message(struct ctl *c, uint64_t r, double stalled, char *buf, size_t n)
 {
     rule_at(c, r);
@@ -163,8 +205,9 @@ static void stall_message(struct ctl *c, uint64_t r, double stalled, char *buf, 
         }
     }
     if (total > shown && k < (int)n) k += snprintf(buf + k, n - k, " ... (%d in all)", total);
-    if (total == 0 && k < (int)n) snprintf(buf + k, n - k, " none (every active rank was fresh; the stalled "
-                                           "round waits for new deposits)");
+    if (total == 0 && k < (int)n) k += snprintf(buf + k, n - k, " none (every active rank was fresh; the stalled "
+                                                "round waits for new deposits)");
+    peer_report(c, buf, n, k);
 }
 
 static void *run(void *arg)
@@ -180,6 +223,10 @@ static void *run(void *arg)
     double last = now_s();
     double next_warn = c->cfg.t_warn;
     while (!atomic_load(&c->stop)) {
+        if (c->peers && now_s() - c->hb_last >= c->hb_every) {
+            pcoll_heartbeat(c->h);
+            c->hb_last = now_s();
+        }
         int rc = pcoll_record_get(c->h, r, &rec, c->cfg.poll_s);
         if (rc == PCOLL_OK) {
             ctl_decision_t d;
@@ -232,7 +279,7 @@ static void *run(void *arg)
         } else if (rc == PCOLL_ERR_TIMEOUT) {
             double stalled = now_s() - last;
             if (c->cfg.t_abort > 0 && stalled >= c->cfg.t_abort) {
-                char msg[1024];
+                char msg[2048];
                 stall_message(c, r, stalled, msg, sizeof msg);
                 size_t k = strlen(msg);
                 snprintf(msg + k, sizeof msg - k, "; aborting after t_abort=%.1f s", c->cfg.t_abort);
@@ -242,7 +289,7 @@ static void *run(void *arg)
                 break;
             }
             if (c->cfg.t_warn > 0 && stalled >= next_warn) {
-                char msg[1024];
+                char msg[2048];
                 stall_message(c, r, stalled, msg, sizeof msg);
                 if (c->cfg.log) { fprintf(c->cfg.log, "%s\n", msg); fflush(c->cfg.log); }
                 next_warn += c->cfg.t_warn;
@@ -275,11 +322,14 @@ int ctl_start(pcoll_t *h, const ctl_config_t *cfg, ctl_t **out)
     c->last_fresh = calloc(c->P > 0 ? c->P : 1, 1);
     c->last_flags = calloc(c->P > 0 ? c->P : 1, 1);
     c->last_streak = calloc(c->P > 0 ? c->P : 1, sizeof(uint32_t));
+    c->peers = calloc(c->P > 0 ? c->P : 1, sizeof(pcoll_peer_t));  /* NULL: no peer report */
+    c->hb_every = cfg->t_warn > 0 && cfg->t_warn / 4 < 1.0 ? cfg->t_warn / 4 : 1.0;
+    if (c->hb_every < cfg->poll_s) c->hb_every = cfg->poll_s;
     pthread_mutex_init(&c->mu, NULL);
     if (!c->pol || !c->last_fresh || !c->last_flags || !c->last_streak) {
         int bad_p = c->P < 1;
         ctl_policy_free(c->pol);
-        free(c->last_fresh); free(c->last_flags); free(c->last_streak);
+        free(c->last_fresh); free(c->last_flags); free(c->last_streak); free(c->peers);
         pthread_mutex_destroy(&c->mu);
         free(c);
         return bad_p ? CTL_ERR_ARG : CTL_ERR_NOMEM;
@@ -293,7 +343,7 @@ int ctl_start(pcoll_t *h, const ctl_config_t *cfg, ctl_t **out)
     if (rc >= 0 && pthread_create(&c->th, NULL, run, c)) rc = CTL_ERR_NOMEM;
     if (rc < 0) {
         ctl_policy_free(c->pol);
-        free(c->last_fresh); free(c->last_flags); free(c->last_streak);
+        free(c->last_fresh); free(c->last_flags); free(c->last_streak); free(c->peers);
         pthread_mutex_destroy(&c->mu);
         free(c);
         return rc == CTL_ERR_NOMEM ? rc : CTL_ERR_PCOLL;
@@ -312,7 +362,7 @@ int ctl_stop(ctl_t **cp)
     ctl_policy_free(c->pol);
     free(c->log);
     free(c->pend);
-    free(c->last_fresh); free(c->last_flags); free(c->last_streak);
+    free(c->last_fresh); free(c->last_flags); free(c->last_streak); free(c->peers);
     pthread_mutex_destroy(&c->mu);
     free(c);
     *cp = NULL;

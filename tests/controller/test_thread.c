@@ -82,6 +82,13 @@ int pcoll_set_horizon(pcoll_t *h, uint64_t through)
     return PCOLL_OK;
 }
 int pcoll_size(const pcoll_t *h) { return h->P; }
+/* heartbeats: the mock has no peers to hear from (every peer reads as never heard) */
+int pcoll_heartbeat(pcoll_t *h) { return PCOLL_OK; }
+int pcoll_peers(pcoll_t *h, pcoll_peer_t *out)
+{
+    for (int p = 0; p < pcoll_size(h); p++) { out[p].heard_s = p ? -1 : 0; out[p].pending = 1; out[p].pending_s = 0; out[p].completed = 0; out[p].started = 0; }
+    return PCOLL_OK;
+}
 int pcoll_rank(const pcoll_t *h) { return 0; }
 const char *pcoll_strerror(int code) { return code == PCOLL_ERR_LATE ? "PCOLL_ERR_LATE" : "pcoll error"; }
 const char *pcoll_last_error(pcoll_t *h) { return ""; }

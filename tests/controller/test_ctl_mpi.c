@@ -1,0 +1,136 @@
+/* test_ctl_mpi.c -- the controller thread on the real libpcoll under mpirun.
+ *
+ *   --policy P      solo | majority | sync | quorum:Q | adaptive (+ ",key=value" options)
+ *   --tau T         staleness bound (library-enforced wait set); 0 = none
+ *   --rounds N      run until N rounds completed (default 1000)
+ *   --unit-us U     a normal step sleeps U us (default 1000); --slow R --factor F: rank R sleeps F x U
+ *   --expect-max-streak S   fail if any streak exceeds S
+ *   --kill R --kill-after S rank R kills itself (SIGKILL) after S seconds; the survivors' stall
+ *                   watchdog must abort the job (t_warn 1 s, t_abort 3 s) naming rank R
+ * Prints the longest rejection streak per rank and the decision hash; checks that every rank made
+ * the same decisions (hash compared across ranks) and logged the same switches.
+ */
+#include "collectives/pcoll.h"
+#include "controller/controller.h"
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int P, me;
+
+static void sleep_us(double us) {
+    struct timespec ts = {(time_t)(us / 1e6), (long)((us - (time_t)(us / 1e6) * 1e6) * 1e3)};
+    nanosleep(&ts, NULL);
+}
+
+int main(int argc, char **argv) {
+    int prov;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &prov);
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    const char *policy = "solo";
+    int tau = 0, slow = -1, kill_rank = -1, expect = -1;
+    long rounds = 1000;
+    double unit = 1000, factor = 4, kill_after = 2;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const char *a = argv[i], *v = argv[i + 1];
+        if (!strcmp(a, "--policy")) policy = v;
+        else if (!strcmp(a, "--tau")) tau = atoi(v);
+        else if (!strcmp(a, "--rounds")) rounds = atol(v);
+        else if (!strcmp(a, "--unit-us")) unit = atof(v);
+        else if (!strcmp(a, "--slow")) slow = atoi(v);
+        else if (!strcmp(a, "--factor")) factor = atof(v);
+        else if (!strcmp(a, "--kill")) kill_rank = atoi(v);
+        else if (!strcmp(a, "--kill-after")) kill_after = atof(v);
+        else if (!strcmp(a, "--expect-max-streak")) expect = atoi(v);
+        else { if (!me) fprintf(stderr, "test_ctl_mpi: unknown option %s\n", a); MPI_Abort(MPI_COMM_WORLD, 2); }
+    }
+    ctl_config_t cc;
+    ctl_config_default(&cc);
+    char err[256];
+    if (ctl_policy_parse(policy, &cc.policy, err, sizeof err)) {
+        if (!me) fprintf(stderr, "%s\n", err);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    cc.policy.tau = tau;
+    cc.log_switches = 0;
+    if (kill_rank >= 0) { cc.t_warn = 1; cc.t_abort = 3; }
+    pcoll_config_t pc;
+    pcoll_config_default(&pc);
+    pc.horizon = 1;
+    pc.tau = tau;
+    pc.ring = 64;
+    size_t n = 1024;
+    pcoll_t *h;
+    pcollCheck(pcoll_create(MPI_COMM_WORLD, n, PCOLL_MEM_HOST, &pc, &h));
+    ctl_t *ctl;
+    if (ctl_start(h, &cc, &ctl)) { fprintf(stderr, "ctl_start failed\n"); MPI_Abort(MPI_COMM_WORLD, 1); }
+    float *g = calloc(n, sizeof *g);
+    pcoll_record_t rec;
+    pcoll_record_init(&rec, P);
+    uint32_t max_streak = 0, *per = calloc((size_t)P, 4);
+    int fails = 0;
+    double t0 = MPI_Wtime();
+    long steps = 0;
+    for (;;) {
+        if (me == kill_rank && MPI_Wtime() - t0 > kill_after) {
+            fprintf(stderr, "test_ctl_mpi: rank %d kills itself with SIGKILL\n", me);
+            fflush(stderr);
+            raise(SIGKILL);
+        }
+        if (pcoll_rounds(h) >= (uint64_t)rounds) break;
+        sleep_us(me == slow ? unit * factor : unit);
+        for (size_t i = 0; i < n; i++) g[i] = 1.0f;
+        pcollCheck(pcoll_deposit(h, g, 0));
+        int rc = pcoll_wait(h, PCOLL_WAIT_CONSUMED, 60, NULL);
+        if (rc) { fprintf(stderr, "rank %d: wait: %s\n", me, pcoll_last_error(h)); MPI_Abort(MPI_COMM_WORLD, 1); }
+        const float *res;
+        while (pcoll_next(h, NULL, &res, &rec) == PCOLL_OK)
+            for (int p = 0; p < P; p++) {
+                if (rec.streak[p] > max_streak) max_streak = rec.streak[p];
+                if (rec.streak[p] > per[p]) per[p] = rec.streak[p];
+            }
+        steps++;
+    }
+    pcoll_join(h);
+    int rc;
+    const float *res;
+    while ((rc = pcoll_wait(h, PCOLL_WAIT_NEWER, 60, NULL)) == PCOLL_OK)
+        while (pcoll_next(h, NULL, &res, &rec) == PCOLL_OK)
+            for (int p = 0; p < P; p++) if (rec.streak[p] > per[p]) per[p] = rec.streak[p];
+    if (rc != PCOLL_DONE) { fprintf(stderr, "rank %d: drain: %s\n", me, pcoll_strerror(rc)); fails++; }
+    ctl_policy_stats_t st;
+    uint64_t hash = 0;
+    ctl_stats(ctl, &st, &hash);
+    ctl_switch_t sw[16];
+    size_t nsw = ctl_switch_log(ctl, sw, 16);
+    if (ctl_stop(&ctl) != CTL_OK) { fprintf(stderr, "rank %d: controller error\n", me); fails++; }
+    uint64_t total = pcoll_rounds(h);
+    pcollCheck(pcoll_finalize(&h, 60));
+    uint64_t *hs = malloc((size_t)P * 8);
+    MPI_Allgather(&hash, 1, MPI_UINT64_T, hs, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    for (int p = 0; p < P; p++)
+        if (hs[p] != hash) { fprintf(stderr, "rank %d: decision hash differs from rank %d\n", me, p); fails++; }
+    uint32_t gmax = 0;
+    MPI_Allreduce(&max_streak, &gmax, 1, MPI_UINT32_T, MPI_MAX, MPI_COMM_WORLD);
+    if (me == 0) {
+        printf("policy=%s tau=%d P=%d slow=%d x%.0f: %llu rounds; longest rejection streak per rank:",
+               policy, tau, P, slow, factor, (unsigned long long)total);
+        for (int p = 0; p < P; p++) printf(" %u", per[p]);
+        printf("; max %u; decision hash %016llx on all %d ranks; %llu mode switches\n", gmax,
+               (unsigned long long)hash, P, (unsigned long long)st.mode_switches);
+        for (size_t i = 0; i < nsw && i < 16; i++)
+            printf("  switch at round %llu: %s\n", (unsigned long long)sw[i].effective, sw[i].reason);
+        if (expect >= 0 && gmax > (uint32_t)expect) { printf("FAIL: streak %u > %d\n", gmax, expect); fails++; }
+    }
+    int tot;
+    MPI_Allreduce(&fails, &tot, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (!me) printf("%s\n", tot ? "FAIL" : "OK");
+    pcoll_record_free(&rec);
+    free(g); free(per); free(hs);
+    MPI_Finalize();
+    return tot ? 1 : 0;
+}

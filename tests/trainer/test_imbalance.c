@@ -1,0 +1,55 @@
+/* test_imbalance.c -- injection is a pure function of (seed, step, rank) with the stated shape. */
+#include "trainer/trainer.h"
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static int fails;
+#define CHECK(c, ...) do { if (!(c)) { fails++; printf("CHECK failed line %d: %s: ", __LINE__, #c); \
+    printf(__VA_ARGS__); printf("\n"); } } while (0)
+
+int main(void) {
+    imb_t m;
+    char err[256];
+    CHECK(imb_parse("linear:unit=20", &m, err, sizeof err) == 0, "%s", err);
+    for (int r = 0; r < 8; r++) CHECK(imb_delay_ms(&m, 1, 5, r, 8, 0, 0) == 20.0 * r, "linear rank %d", r);
+    CHECK(imb_parse("random:k=2,d=320", &m, err, sizeof err) == 0, "%s", err);
+    long hits = 0, steps = 20000;
+    for (long s = 0; s < steps; s++) {
+        int n = 0;
+        for (int r = 0; r < 8; r++) {
+            double d = imb_delay_ms(&m, 7, (uint64_t)s, r, 8, 0, 0);
+            CHECK(d == 0 || d == 320, "random: delay %g", d);
+            CHECK(d == imb_delay_ms(&m, 7, (uint64_t)s, r, 8, 0, 0), "not pure");
+            n += d > 0;
+        }
+        CHECK(n >= 1 && n <= 2, "random: %d ranks delayed in step %ld (k=2: 1 or 2)", n, s);
+        hits += n;
+    }
+    /* with replacement: E[distinct of 2 draws from 8] = 2 - 1/8 */
+    CHECK(fabs((double)hits / steps - 1.875) < 0.02, "random: mean delayed ranks %g", (double)hits / steps);
+    CHECK(imb_parse("lognormal:mean=475,std=144", &m, err, sizeof err) == 0, "%s", err);
+    double s1 = 0, s2 = 0;
+    long n = 0;
+    for (long s = 0; s < 20000; s++)
+        for (int r = 0; r < 4; r++) {
+            double d = imb_delay_ms(&m, 3, (uint64_t)s, r, 4, 0, 0);
+            CHECK(d > 0, "lognormal must be positive");
+            s1 += d; s2 += d * d; n++;
+        }
+    double mean = s1 / n, sd = sqrt(s2 / n - mean * mean);
+    printf("lognormal(475, 144): sample mean %.1f std %.1f over %ld draws\n", mean, sd, n);
+    CHECK(fabs(mean - 475) < 5 && fabs(sd - 144) < 5, "lognormal moments %g %g", mean, sd);
+    CHECK(imb_parse("slow:rank=1,factor=4", &m, err, sizeof err) == 0, "%s", err);
+    CHECK(imb_delay_ms(&m, 1, 1, 1, 4, 10, 0) == 30, "slow rank: (4-1) x 10 ms");
+    CHECK(imb_delay_ms(&m, 1, 1, 0, 4, 10, 0) == 0, "other ranks not slowed");
+    CHECK(imb_parse("inherent:unit=0.5", &m, err, sizeof err) == 0, "%s", err);
+    CHECK(imb_delay_ms(&m, 1, 1, 0, 4, 10, 300) == 150, "inherent: cost x unit");
+    const char *bad[] = {"linear", "random:k=0,d=5", "lognormal:mean=1", "slow:factor=2", "foo", "linear:unit=x"};
+    for (int i = 0; i < 6; i++) {
+        CHECK(imb_parse(bad[i], &m, err, sizeof err) != 0, "'%s' accepted", bad[i]);
+        CHECK(strstr(err, bad[i]) != NULL, "message does not quote '%s': %s", bad[i], err);
+    }
+    printf("%s\n", fails ? "FAIL" : "OK");
+    return fails != 0;
+}
