@@ -1,0 +1,203 @@
+#!/bin/bash
+# tests/results/check.sh CASE: the results/ tests (listed in tests/results.tests).
+# Needs $B (build dir). Exit 0 pass, 1 fail, 77 skip (one line saying why).
+set -u
+cd "$(dirname "$0")/../.."
+B=${B:-build}
+V=$B/bin/pcoll-validate
+C=$B/bin/pcoll-compare
+S=results/schema/run.schema.json
+D=tests/results
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/res_test.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+fails=0
+
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# has FILE LINE: FILE contains LINE exactly (whole line)
+has() { grep -qxF -- "$2" "$1" || { fail "missing line: $2"; echo "--- $1:"; cat "$1"; echo "---"; }; }
+# contains FILE TEXT: FILE contains TEXT somewhere
+contains() { grep -qF -- "$2" "$1" || { fail "missing text: $2"; echo "--- $1:"; cat "$1"; echo "---"; }; }
+lacks() { ! grep -qF -- "$2" "$1" || fail "unexpected text: $2"; }
+# rc WANT CMD...: runs CMD (stdout+stderr to $TMP/out), checks the exit status
+rc() {
+  local want=$1; shift
+  "$@" >"$TMP/out" 2>&1
+  local got=$?
+  [ "$got" = "$want" ] || { fail "exit $got (want $want): $*"; cat "$TMP/out"; }
+}
+
+HEAD_C='| mode/policy | ranks | imbalance | n | wall (s) | to target (s) | top-1 (%) | top-5 (%) | Δtop-1 (pts) | speedup | staleness mean | staleness max | max streak | fresh | wait per rank |'
+
+case "${1:-}" in
+validate_samples)
+  rc 0 "$V" "$S" $D/runs/fmnist_*.json $D/runs/hyperplane_*.json $D/repeat/*.json $D/mismatch/*.json
+  for f in $D/runs/fmnist_*.json $D/runs/hyperplane_*.json $D/repeat/*.json $D/mismatch/*.json; do
+    has "$TMP/out" "$f: valid"
+  done
+  ;;
+validate_invalid)
+  rc 1 "$V" "$S" $D/invalid/missing_field.json
+  has "$TMP/out" "$D/invalid/missing_field.json: \$.summary: missing required property \"wall_s\""
+  rc 1 "$V" "$S" $D/invalid/wrong_type.json
+  has "$TMP/out" "$D/invalid/wrong_type.json: \$.epochs[3].test_top1: expected number or null, got string"
+  rc 1 "$V" "$S" $D/invalid/percent_not_fraction.json
+  has "$TMP/out" "$D/invalid/percent_not_fraction.json: \$.epochs[1].test_top1: 85 is above the maximum 1"
+  rc 1 "$V" "$S" $D/invalid/extra_and_mode.json
+  has "$TMP/out" "$D/invalid/extra_and_mode.json: \$.extra_key: unexpected property (not in the schema)"
+  contains "$TMP/out" "$D/invalid/extra_and_mode.json: \$.config.mode: \"eager\" does not match the pattern"
+  has "$TMP/out" "$D/invalid/extra_and_mode.json: INVALID (2 errors)"
+  # a valid and an invalid file together: 1, and the valid one is still reported valid
+  rc 1 "$V" "$S" $D/runs/fmnist_sync.json $D/invalid/wrong_type.json
+  has "$TMP/out" "$D/runs/fmnist_sync.json: valid"
+  # not JSON at all
+  printf '{"schema": ' >"$TMP/trunc.json"
+  rc 1 "$V" "$S" "$TMP/trunc.json"
+  contains "$TMP/out" "$TMP/trunc.json: not valid JSON"
+  ;;
+validate_usage)
+  rc 2 "$V"
+  rc 2 "$V" "$S"
+  rc 2 "$V" "$S" "$TMP/does-not-exist.json"
+  contains "$TMP/out" "$TMP/does-not-exist.json: cannot read"
+  rc 2 "$V" "$TMP/no-schema.json" $D/runs/fmnist_sync.json
+  echo '{"type": "object", "properties": {"a": {"oneOf": []}, "b": {"$ref": "#/definitions/x"}}}' >"$TMP/bad.schema.json"
+  rc 2 "$V" "$TMP/bad.schema.json" $D/runs/fmnist_sync.json
+  contains "$TMP/out" 'schema error: #.properties.a.oneOf: unsupported keyword "oneOf"'
+  contains "$TMP/out" 'schema error: #.properties.b["$ref"]: "#/definitions/x" does not resolve'
+  ;;
+compare_modes)
+  # one setting, four modes: speedup = sync wall / wall; time to target = wall_s of the first epoch
+  # with test_top1 >= 0.80 (summary.target_top1)
+  rc 0 "$C" $D/runs/fmnist_sync.json $D/runs/fmnist_solo.json $D/runs/fmnist_majority.json $D/runs/fmnist_adaptive.json
+  has "$TMP/out" '### fmnist: model=lenet data=fmnist ranks=4 epochs=4 batch=64, target top-1 80.00%'
+  has "$TMP/out" "$HEAD_C"
+  has "$TMP/out" '| sync | 4 | linear:unit=20 | 1 | 40.0 | 30.0 | 85.00 | 99.00 | +0.00 | 1.00x | 0.00 | 0 | 0 | 1.000 | w=[3.00,2.00,1.00,0.00]s |'
+  has "$TMP/out" '| solo | 4 | linear:unit=20 | 1 | 20.0 | 15.0 | 83.00 | 99.00 | -2.00 | 2.00x | 0.75 | 3 | 3 | 0.500 | w=[0.10,0.10,0.20,0.00]s |'
+  has "$TMP/out" '| majority | 4 | linear:unit=20 | 1 | 24.0 | 18.0 | 84.00 | 99.00 | -1.00 | 1.67x | 0.25 | 1 | 1 | 0.750 | w=[0.50,0.40,0.30,0.00]s |'
+  has "$TMP/out" '| adaptive/streak | 4 | linear:unit=20 | 1 | 22.0 | 11.0 | 86.00 | 99.00 | +1.00 | 1.82x | 0.50 | 2 | 2 | 0.625 | w=[0.30,0.20,0.10,0.00]s |'
+  lacks "$TMP/out" 'note:'
+  # rows in the order sync, solo, majority, adaptive whatever the argument order
+  rc 0 "$C" $D/runs/fmnist_adaptive.json $D/runs/fmnist_solo.json $D/runs/fmnist_majority.json $D/runs/fmnist_sync.json
+  grep '^| [a-z]' "$TMP/out" | cut -d'|' -f2 | tr -d ' ' | tr '\n' ' ' >"$TMP/order"
+  [ "$(cat "$TMP/order")" = "mode/policy sync solo majority adaptive/streak " ] || fail "row order: $(cat "$TMP/order")"
+  # --target overrides summary.target_top1 (0.85 or 85): solo never reaches it
+  rc 0 "$C" --target 85 $D/runs/fmnist_sync.json $D/runs/fmnist_solo.json $D/runs/fmnist_adaptive.json
+  has "$TMP/out" '### fmnist: model=lenet data=fmnist ranks=4 epochs=4 batch=64, target top-1 85.00%'
+  contains "$TMP/out" '| sync | 4 | linear:unit=20 | 1 | 40.0 | 40.0 | 85.00 |'
+  contains "$TMP/out" '| solo | 4 | linear:unit=20 | 1 | 20.0 | - | 83.00 |'
+  contains "$TMP/out" '| adaptive/streak | 4 | linear:unit=20 | 1 | 22.0 | 22.0 | 86.00 |'
+  # no sync run: speedup and delta are '-'
+  rc 0 "$C" $D/runs/fmnist_solo.json
+  contains "$TMP/out" '| solo | 4 | linear:unit=20 | 1 | 20.0 | 15.0 | 83.00 | 99.00 | - | - |'
+  contains "$TMP/out" "no sync run of the same setting"
+  ;;
+compare_repeats)
+  rc 0 "$C" $D/runs/fmnist_sync.json $D/runs/fmnist_solo.json $D/repeat/fmnist_solo_seed2.json
+  # solo: walls 20 and 22 -> 21.0 +- 1.4 (sample std); speedup 40/21; targets at 15 and 16.5
+  has "$TMP/out" '| solo | 4 | linear:unit=20 | 2 | 21.0 ± 1.4 | 15.8 ± 1.1 | 84.00 ± 1.41 | 99.00 ± 0.00 | -1.00 | 1.90x | 0.50 ± 0.35 | 2.0 ± 1.4 | 4.0 ± 1.4 | 0.500 ± 0.000 | w=[0.20,0.10,0.20,0.00]s |'
+  contains "$TMP/out" 'note: rows with n > 1 are repeats of one setting and mode: mean ± sample std'
+  # a repeat that does not reach the target is counted
+  rc 0 "$C" --target 0.85 $D/runs/fmnist_sync.json $D/runs/fmnist_solo.json $D/repeat/fmnist_solo_seed2.json
+  contains "$TMP/out" '| solo | 4 | linear:unit=20 | 2 | 21.0 ± 1.4 | 22.0 (1/2 reached) |'
+  ;;
+compare_mismatch)
+  rc 0 "$C" $D/runs/fmnist_sync.json $D/runs/fmnist_solo.json $D/mismatch
+  has "$TMP/out" 'note: fmnist: runs differ in batch (64 vs 128); they are not averaged and appear in 2 separate tables'
+  has "$TMP/out" 'note: runs differ in lr (0.1 vs 0.05); such runs are not averaged (rows marked [lr=...])'
+  has "$TMP/out" '### fmnist: model=lenet data=fmnist ranks=4 epochs=4 batch=128, target top-1 80.00%'
+  contains "$TMP/out" '| solo [lr=0.1] | 4 | linear:unit=20 | 1 | 20.0 | 15.0 | 83.00 |'
+  contains "$TMP/out" '| solo [lr=0.05] | 4 | linear:unit=20 | 1 | 20.0 | - | 79.00 |'
+  contains "$TMP/out" '| sync | 4 | linear:unit=20 | 1 | 32.0 | 24.0 | 84.00 |'
+  # differences in seeds and output paths are not mismatches
+  lacks "$TMP/out" 'differ in seed'
+  lacks "$TMP/out" 'differ in out'
+  # --ignore lr: the two solo runs become repeats
+  rc 0 "$C" --ignore lr $D/runs/fmnist_sync.json $D/runs/fmnist_solo.json $D/mismatch/fmnist_solo_lr05.json
+  contains "$TMP/out" '| solo | 4 | linear:unit=20 | 2 | 20.0 ± 0.0 |'
+  lacks "$TMP/out" 'differ in lr'
+  ;;
+compare_regression)
+  rc 0 "$C" $D/runs/hyperplane_sync.json $D/runs/hyperplane_solo.json
+  has "$TMP/out" '### hyperplane: model=hyperplane data=hyperplane ranks=2 epochs=3 batch=32 (regression: losses)'
+  has "$TMP/out" '| mode/policy | ranks | imbalance | n | wall (s) | train loss | test loss | Δloss | speedup | staleness mean | staleness max | max streak | fresh | wait per rank |'
+  has "$TMP/out" '| sync | 2 | none | 1 | 6.0 | 0.025 | 0.0275 | +0 | 1.00x | 0.00 | 0 | 0 | 1.000 | w=[0.10,0.20]s |'
+  has "$TMP/out" '| solo | 2 | none | 1 | 3.0 | 0.03 | 0.033 | +0.0055 | 2.00x | 0.50 | 2 | 2 | 0.750 | w=[0.10,0.20]s |'
+  ;;
+compare_formats)
+  rc 0 "$C" --json "$TMP/t.json" --csv=$TMP/t.csv $D/runs/fmnist_sync.json $D/runs/fmnist_solo.json $D/repeat
+  rc 0 "$V" results/schema/compare.schema.json "$TMP/t.json"
+  contains "$TMP/t.json" '"format": "pcoll-compare/1"'
+  tr -d ' \n' <"$TMP/t.json" >"$TMP/t.flat"
+  contains "$TMP/t.flat" '"label":"solo","imbalance":"linear:unit=20","n":2,"wall_s":{"mean":21.0,"std":1.41421356237,"n":2}'
+  contains "$TMP/t.flat" '"speedup":1.90476190476'
+  contains "$TMP/t.flat" '"wait_s":[3.0,2.0,1.0,0.0]'
+  has "$TMP/t.csv" 'experiment,data,model,ranks,epochs,batch,target_top1,mode,policy_label,imbalance,extra,n,wall_s,wall_s_std,time_to_target_s,time_to_target_s_std,reached,final_top1_pct,final_top1_pct_std,final_top5_pct,final_top5_pct_std,delta_top1_pts,speedup,final_train_loss,final_train_loss_std,final_test_loss,final_test_loss_std,delta_loss,mean_staleness,mean_staleness_std,max_staleness,max_streak,fresh_fraction,wait_s,files'
+  contains "$TMP/t.csv" 'fmnist,fmnist,lenet,4,4,64,0.8,solo,solo,linear:unit=20,,2,21,1.414213562,15.75,1.060660172,2,'
+  # --csv alone prints CSV on stdout
+  "$C" --csv $D/runs/fmnist_sync.json 2>/dev/null | head -1 | grep -q '^experiment,data,model' || fail "--csv: no CSV header on stdout"
+  ;;
+compare_inputs)
+  # folders are searched recursively; JSON files that are not runs are skipped with a note
+  rc 0 "$C" $D
+  contains "$TMP/out" "note: skipping $D/runs/notes.json: not an eager-sgd-run/1 run file"
+  contains "$TMP/out" "### allreduce benchmark: $D/bench/collectives.json (P=8, unit 1 ms): mean latency (us)"
+  has "$TMP/out" '| sync/linear | 3560.0 | 3563.8 | 4520.0 |'
+  contains "$TMP/out" '### hyperplane:'
+  # the same file twice (directly and through its folder) counts once
+  rc 0 "$C" $D/runs/fmnist_sync.json $D/runs
+  contains "$TMP/out" '| sync | 4 | linear:unit=20 | 1 | 40.0 |'
+  # nothing to compare: 1; a missing path: 2; bad option: 2
+  rc 1 "$C" $D/runs/notes.json
+  contains "$TMP/out" 'no eager-sgd-run/1 run files'
+  rc 2 "$C" "$TMP/nope.json"
+  rc 2 "$C" --bogus $D/runs
+  rc 2 "$C"
+  ;;
+plot)
+  if ! command -v gnuplot >/dev/null 2>&1; then
+    echo "SKIP: gnuplot not installed (apt-get install -y gnuplot-nox, or 'sh jobs/deps.sh all')"; exit 77
+  fi
+  rc 0 "$C" --plot "$TMP/fig" $D/runs $D/repeat $D/bench
+  for f in fmnist_lenet_fmnist_p4_e4_b64_loss fmnist_lenet_fmnist_p4_e4_b64_top1 \
+           hyperplane_hyperplane_hyperplane_p2_e3_b32_loss hyperplane_hyperplane_hyperplane_p2_e3_b32_testloss \
+           bench_collectives; do
+    [ -s "$TMP/fig/$f.png" ] || { fail "$f.png missing or empty"; continue; }
+    [ "$(head -c 4 "$TMP/fig/$f.png" | tail -c 3)" = PNG ] || fail "$f.png is not a PNG"
+    [ -s "$TMP/fig/$f.svg" ] && grep -q '<svg' "$TMP/fig/$f.svg" || fail "$f.svg missing or not SVG"
+  done
+  for f in fmnist_lenet_fmnist_p4_e4_b64 bench_collectives; do
+    [ -s "$TMP/fig/$f.dat" ] && [ -s "$TMP/fig/$f.gp" ] || fail "$f.dat/.gp missing"
+  done
+  # the curve data: solo is the mean of its two repeats epoch by epoch (wall 5.25, top-1 68.5%)
+  has "$TMP/fig/fmnist_lenet_fmnist_p4_e4_b64.dat" "0 5.25 0.9 0.99 68.5 99"
+  ;;
+plot_no_gnuplot)
+  # without gnuplot: data + script are written, a note says so, exit 0
+  PCOLL_GNUPLOT="$TMP/no-such-gnuplot" rc 0 "$C" --plot "$TMP/fig" $D/runs/fmnist_sync.json $D/bench
+  contains "$TMP/out" "note: gnuplot not found"
+  for f in fmnist_lenet_fmnist_p4_e4_b64.dat fmnist_lenet_fmnist_p4_e4_b64.gp bench_collectives.dat bench_collectives.gp; do
+    [ -s "$TMP/fig/$f" ] || fail "$f missing"
+  done
+  [ ! -e "$TMP/fig/bench_collectives.png" ] || fail "a PNG appeared without gnuplot"
+  ;;
+trainer_output)
+  # real output: a tiny hyperplane run of the trainer validates and compares
+  T=$B/bin/eager-train
+  [ -x "$T" ] || { echo "SKIP: $T not built"; exit 77; }
+  : "${MPIRUN:=mpirun --oversubscribe --bind-to none}"
+  for m in sync solo; do
+    $MPIRUN -np 2 "$T" --experiment hyperplane --epochs 2 --hp-features 64 --hp-samples 512 --mode $m \
+      --out "$TMP/hp-$m.json" --quiet >"$TMP/train.log" 2>&1 || { fail "eager-train --mode $m failed"; tail -20 "$TMP/train.log"; }
+  done
+  rc 0 "$V" "$S" "$TMP/hp-sync.json" "$TMP/hp-solo.json"
+  rc 0 "$C" "$TMP/hp-sync.json" "$TMP/hp-solo.json"
+  contains "$TMP/out" '| sync | 2 | none | 1 |'
+  contains "$TMP/out" '| solo | 2 | none | 1 |'
+  lacks "$TMP/out" 'runs differ'
+  ;;
+*)
+  echo "usage: $0 CASE"; exit 2 ;;
+esac
+
+[ $fails -eq 0 ] && echo "PASS ${1}" || echo "$fails failure(s) in ${1}"
+[ $fails -eq 0 ]
