@@ -1,0 +1,35 @@
+# trainer/nn.mk: the "nn" library (layers, models, SGD) + its tests and the CPU benchmark.
+# Users link $(NN_LIB) $(NN_LDLIBS).
+NN_SRCS   := $(wildcard trainer/nn/*.c)
+NN_OBJS   := $(patsubst %.c,$(B)/%.o,$(NN_SRCS))
+NN_LIB    := $(B)/libnn.a
+NN_OMP    := $(if $(HAVE_OPENMP),-fopenmp,)
+NN_CFLAGS := $(CFLAGS) -O3 -march=native -I$(BLAS_INC) $(if $(HAVE_OPENMP),-fopenmp,-Wno-unknown-pragmas)
+NN_LDLIBS := -lopenblas $(NN_OMP) -lm
+
+NN_TESTS  := $(B)/tests/test_nn_layers $(B)/tests/test_nn_ref $(B)/tests/test_nn_optim \
+             $(B)/tests/test_nn_fmnist
+NN_BENCH  := $(B)/bench/nn_bench_cpu
+TEST_BINS += $(NN_TESTS)
+ALL_BINS  += $(NN_LIB) $(NN_BENCH)
+
+$(B)/trainer/nn/%.o: trainer/nn/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(NN_CFLAGS) -c $< -o $@
+
+$(NN_LIB): $(NN_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/tests/test_nn_%: tests/nn/test_nn_%.c tests/nn/nn_test_util.h $(NN_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(NN_CFLAGS) $< -o $@ $(LDFLAGS) $(NN_LIB) $(NN_LDLIBS) $(LDLIBS)
+
+$(NN_BENCH): trainer/ref/bench_cpu.c $(NN_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(NN_CFLAGS) $< -o $@ $(LDFLAGS) $(NN_LIB) $(NN_LDLIBS) $(LDLIBS)
+
+.PHONY: bench-cpu
+# bench-cpu: our step times next to PyTorch CPU with the same thread count; writes $(B)/bench/cpu.json
+bench-cpu: $(NN_BENCH)
+	@sh trainer/ref/bench_cpu.sh $(B)
