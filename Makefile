@@ -65,7 +65,7 @@ $(info config: mpicc=$(MPICC) jansson=yes openblas=$(call yn,$(HAVE_BLAS)) openm
 ALL_BINS :=
 TEST_BINS :=
 
-.PHONY: all deps deps-all test asan tsan clean bench-collectives build-all
+.PHONY: all deps deps-all test demo asan tsan clean bench-collectives build-all
 all: build-all
 
 include collectives/collectives.mk
@@ -85,6 +85,11 @@ deps-all:
 test: deps
 	@$(MAKE) --no-print-directory build-all B=$(B) SAN=$(SAN) -j2
 	@B=$(B) SAN=$(SAN) bash tests/run.sh
+
+# make demo: the README's first command: installs, builds, runs the eager-SGD vs sync comparison
+demo: deps
+	@$(MAKE) --no-print-directory build-all B=$(B) -j2
+	@B=$(B) bash jobs/demo.sh
 
 asan:
 	@$(MAKE) --no-print-directory test B=build-asan SAN=asan

@@ -1,0 +1,88 @@
+/* imbalance.c -- injected load imbalance, a pure function of (seed, step, rank): every rank can
+ * compute every other rank's delay, and a rerun injects exactly the same delays.
+ *
+ *   none                      0
+ *   linear:unit=MS            rank r waits r x unit                         (Fig. 9's skew)
+ *   random:k=K,d=MS           K ranks drawn per step (with replacement: "up to K") wait d
+ *                             (the paper's ImageNet setting: k=2, d=320)
+ *   lognormal:mean=MS,std=MS  every rank waits a log-normal draw with that mean and std
+ *                             (heavy-tailed step times: 475 ms / 144 ms on cloud V100s)
+ *   slow:rank=R,factor=F      rank R is F times slower: it waits (F-1) x its compute time
+ *   inherent:unit=MS          every rank waits unit x the batch's own cost (e.g. frames)
+ */
+#include "trainer/trainer.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t mix(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+static double u01(uint64_t seed, uint64_t a, uint64_t b, uint64_t c) {
+    uint64_t h = mix(seed ^ mix(a ^ mix(b ^ mix(c + 0x1234567))));
+    return ((double)(h >> 11) + 0.5) * 0x1.0p-53;   /* (0, 1) */
+}
+
+static int kv(const char *s, const char *key, double *out) {
+    const char *p = strstr(s, key);
+    size_t kl = strlen(key);
+    while (p && !((p == s || p[-1] == ':' || p[-1] == ',') && p[kl] == '=')) p = strstr(p + 1, key);
+    if (!p) return 0;
+    char *end;
+    *out = strtod(p + kl + 1, &end);
+    return (*end == 0 || *end == ',') && end != p + kl + 1 ? 1 : -1;
+}
+
+int imb_parse(const char *s, imb_t *m, char *err, size_t n) {
+    memset(m, 0, sizeof *m);
+    double v;
+    const char *colon = strchr(s, ':');
+    size_t kl = colon ? (size_t)(colon - s) : strlen(s);
+#define NEED(key, field, lo) do { int r_ = kv(s, key, &v); \
+        if (r_ <= 0 || v < (lo)) return snprintf(err, n, "--imbalance '%s': needs %s=<number >= %g>", \
+                                                  s, key, (double)(lo)), -1; m->field = v; } while (0)
+    if (!strncmp(s, "none", kl) && kl == 4) m->kind = IMB_NONE;
+    else if (!strncmp(s, "linear", kl) && kl == 6) { m->kind = IMB_LINEAR; NEED("unit", unit_ms, 0); }
+    else if (!strncmp(s, "random", kl) && kl == 6) {
+        m->kind = IMB_RANDOM; NEED("d", delay_ms, 0);
+        if (kv(s, "k", &v) <= 0 || v < 1 || v != floor(v))
+            return snprintf(err, n, "--imbalance '%s': needs k=<ranks delayed per step, >= 1>", s), -1;
+        m->k = (int)v;
+    } else if (!strncmp(s, "lognormal", kl) && kl == 9) {
+        m->kind = IMB_LOGNORMAL; NEED("mean", mean_ms, 1e-9); NEED("std", std_ms, 0);
+    } else if (!strncmp(s, "slow", kl) && kl == 4) {
+        m->kind = IMB_SLOW; NEED("factor", factor, 1);
+        if (kv(s, "rank", &v) <= 0 || v < 0 || v != floor(v))
+            return snprintf(err, n, "--imbalance '%s': needs rank=<the slow rank>", s), -1;
+        m->rank = (int)v;
+    } else if (!strncmp(s, "inherent", kl) && kl == 8) { m->kind = IMB_INHERENT; NEED("unit", unit_ms, 0); }
+    else return snprintf(err, n, "--imbalance '%s': unknown model (none, linear:unit=MS, random:k=K,d=MS, "
+                         "lognormal:mean=MS,std=MS, slow:rank=R,factor=F, inherent:unit=MS)", s), -1;
+#undef NEED
+    return 0;
+}
+
+double imb_delay_ms(const imb_t *m, uint64_t seed, uint64_t step, int rank, int P,
+                    double compute_ms, double cost) {
+    switch (m->kind) {
+    case IMB_LINEAR: return rank * m->unit_ms;
+    case IMB_RANDOM:
+        for (int j = 0; j < m->k; j++)
+            if ((int)(mix(seed ^ mix(step * 64 + (uint64_t)j + 0xABCDEF)) % (uint64_t)P) == rank)
+                return m->delay_ms;
+        return 0;
+    case IMB_LOGNORMAL: {
+        double s2 = log(1.0 + (m->std_ms * m->std_ms) / (m->mean_ms * m->mean_ms));
+        double mu = log(m->mean_ms) - s2 / 2;
+        double u1 = u01(seed, step, (uint64_t)rank, 1), u2 = u01(seed, step, (uint64_t)rank, 2);
+        double z = sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
+        return exp(mu + sqrt(s2) * z);
+    }
+    case IMB_SLOW: return rank == m->rank ? (m->factor - 1) * compute_ms : 0;
+    case IMB_INHERENT: return m->unit_ms * cost;
+    default: return 0;
+    }
+}

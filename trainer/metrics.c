@@ -1,0 +1,116 @@
+/* metrics.c -- pieces of the run's JSON (results/schema/run.schema.json): environment, PAPI
+ * status, per-round aggregation, atomic file writes. Only rank 0 builds and writes the file. */
+#include "trainer/metrics.h"
+#include <errno.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef HAVE_PAPI
+#include <papi.h>
+#endif
+
+json_t *metrics_environment(int P, char **hosts, int argc, char **argv) {
+    json_t *e = json_object(), *h = json_array();
+    json_object_set_new(e, "ranks", json_integer(P));
+    for (int i = 0; i < P; i++) {
+        int seen = 0;
+        for (int j = 0; j < i; j++) seen |= !strcmp(hosts[i], hosts[j]);
+        if (!seen) json_array_append_new(h, json_string(hosts[i]));
+    }
+    json_object_set_new(e, "hosts", h);
+    char ver[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(ver, &len);
+    char *nl = strchr(ver, '\n');
+    if (nl) *nl = 0;
+    json_object_set_new(e, "mpi", json_string(ver));
+    /* this build is the CPU backend: no CUDA, cuDNN or NCCL in the process */
+    json_object_set_new(e, "cuda", json_null());
+    json_object_set_new(e, "cudnn", json_null());
+    json_object_set_new(e, "nccl", json_null());
+    const char *jid = getenv("SLURM_JOB_ID"), *nodes = getenv("SLURM_JOB_NODELIST");
+    json_object_set_new(e, "slurm_job_id", jid ? json_string(jid) : json_null());
+    json_object_set_new(e, "slurm_nodelist", nodes ? json_string(nodes) : json_null());
+    char d[64];
+    time_t t = time(NULL);
+    strftime(d, sizeof d, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+    json_object_set_new(e, "date", json_string(d));
+    size_t cl = 1;
+    for (int i = 0; i < argc; i++) cl += strlen(argv[i]) + 1;
+    char *cmd = calloc(cl, 1);
+    for (int i = 0; cmd && i < argc; i++) { strcat(cmd, argv[i]); if (i + 1 < argc) strcat(cmd, " "); }
+    json_object_set_new(e, "command", json_string(cmd ? cmd : ""));
+    free(cmd);
+    return e;
+}
+
+json_t *metrics_papi(void) {
+    json_t *o = json_object();
+#ifdef HAVE_PAPI
+    int v = PAPI_library_init(PAPI_VER_CURRENT);
+    int n = v == PAPI_VER_CURRENT ? PAPI_num_cmp_hw_ctrs(0) : -1;
+    if (n > 0) {
+        json_object_set_new(o, "available", json_true());
+        json_object_set_new(o, "reason", json_null());
+    } else {
+        json_object_set_new(o, "available", json_false());
+        json_object_set_new(o, "reason", json_string(n == 0 ?
+            "PAPI found no hardware counters on this machine (virtual machine without a PMU)" :
+            "PAPI_library_init failed"));
+    }
+#else
+    json_object_set_new(o, "available", json_false());
+    json_object_set_new(o, "reason", json_string("built without PAPI (papi.h not found at build "
+                                                 "time; 'make deps-all' installs libpapi-dev)"));
+#endif
+    json_object_set_new(o, "per_rank", json_array());
+    return o;
+}
+
+void ragg_reset(ragg_t *a) { memset(a, 0, sizeof *a); a->min_fresh = 1 << 30; }
+
+void ragg_add(ragg_t *a, const pcoll_record_t *r) {
+    if (!a->n) a->from = r->round;
+    a->to = r->round;
+    a->n++;
+    a->mode = r->mode;
+    a->fresh_sum += r->nfresh;
+    if (r->nfresh < a->min_fresh) a->min_fresh = r->nfresh;
+    a->lat_sum += (r->t_end - r->t_start) * 1e3;
+    for (int p = 0; p < r->P; p++) {
+        if (r->streak[p] > a->max_streak) a->max_streak = r->streak[p];
+        if (r->fresh[p]) {
+            a->stale_sum += r->staleness[p];
+            a->stale_n++;
+            if (r->staleness[p] > a->max_stale) a->max_stale = r->staleness[p];
+        }
+    }
+}
+
+json_t *ragg_json(const ragg_t *a, int epoch) {
+    json_t *o = json_object();
+    json_object_set_new(o, "epoch", json_integer(epoch));
+    json_object_set_new(o, "from", json_integer((json_int_t)a->from));
+    json_object_set_new(o, "to", json_integer((json_int_t)a->to));
+    json_object_set_new(o, "mode", json_string(pcoll_mode_name(a->mode)));
+    json_object_set_new(o, "mean_fresh", json_real(a->n ? a->fresh_sum / a->n : 0));
+    json_object_set_new(o, "min_fresh", json_integer(a->n ? a->min_fresh : 0));
+    json_object_set_new(o, "mean_latency_ms", json_real(a->n ? a->lat_sum / a->n : 0));
+    json_object_set_new(o, "max_streak", json_integer(a->max_streak));
+    json_object_set_new(o, "max_staleness", json_integer(a->max_stale));
+    json_object_set_new(o, "mean_staleness", json_real(a->stale_n ? a->stale_sum / a->stale_n : 0));
+    return o;
+}
+
+int metrics_write(json_t *root, const char *path, char *err, size_t n) {
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    if (json_dump_file(root, tmp, JSON_INDENT(1) | JSON_REAL_PRECISION(10)) != 0)
+        return snprintf(err, n, "metrics: cannot write %s: %s", tmp, strerror(errno)), -1;
+    if (rename(tmp, path) != 0)
+        return snprintf(err, n, "metrics: cannot rename %s to %s: %s", tmp, path, strerror(errno)), -1;
+    return 0;
+}

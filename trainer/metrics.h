@@ -1,0 +1,26 @@
+/* metrics.h -- JSON pieces of a run (see metrics.c and results/schema/run.schema.json). */
+#ifndef TRAINER_METRICS_H
+#define TRAINER_METRICS_H
+
+#include "collectives/pcoll.h"
+#include <jansson.h>
+
+json_t *metrics_environment(int P, char **hosts, int argc, char **argv);
+json_t *metrics_papi(void);
+/* Atomic: PATH.tmp then rename. */
+int metrics_write(json_t *root, const char *path, char *err, size_t n);
+
+/* Aggregate of consecutive round records (rank 0 keeps one per --round-agg rounds). */
+typedef struct {
+    uint64_t from, to;
+    int n, min_fresh;
+    pcoll_mode_t mode;
+    double fresh_sum, lat_sum, stale_sum;
+    long stale_n;
+    uint32_t max_streak, max_stale;
+} ragg_t;
+void ragg_reset(ragg_t *a);
+void ragg_add(ragg_t *a, const pcoll_record_t *r);
+json_t *ragg_json(const ragg_t *a, int epoch);
+
+#endif

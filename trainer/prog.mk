@@ -1,0 +1,19 @@
+# trainer/prog.mk: the eager-train program (MPI): trainer/*.c on nn + data + controller + libpcoll.
+TRAIN_SRCS := trainer/main.c trainer/config.c trainer/imbalance.c trainer/metrics.c trainer/checkpoint.c
+TRAIN_OBJS := $(patsubst %.c,$(B)/%.o,$(TRAIN_SRCS))
+TRAIN_BIN  := $(B)/bin/eager-train
+ALL_BINS   += $(TRAIN_BIN)
+
+$(B)/trainer/%.o: trainer/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) $(NN_OMP) $(if $(HAVE_PAPI),-DHAVE_PAPI,) -c $< -o $@
+
+$(TRAIN_BIN): $(TRAIN_OBJS) $(NN_LIB) $(DATA_LIB) $(B)/libcontroller.a $(LIBPCOLL)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@ $(MPI_LIBS) $(NN_LDLIBS) $(DATA_LDLIBS) -ljansson \
+	  $(if $(HAVE_PAPI),-lpapi,) $(LDLIBS)
+
+$(B)/tests/test_imbalance: tests/trainer/test_imbalance.c $(B)/trainer/imbalance.o
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDFLAGS) $(LDLIBS)
+TEST_BINS += $(B)/tests/test_imbalance

@@ -1,0 +1,88 @@
+/* trainer.h -- the eager-SGD trainer program (build/bin/eager-train): its modules' shared header.
+ *
+ *   config.c      options (table with defaults and help), config file + flags, validation
+ *   imbalance.c   injected delays: a pure function of (seed, step, rank)
+ *   metrics.c     the run's JSON (results/schema/run.schema.json), written with jansson
+ *   checkpoint.c  atomic checkpoints (temporary file, fsync, rename) and resume
+ *   main.c        MPI set-up, the eager-SGD step loop on libpcoll, evaluation, progress
+ *
+ * Data flows one way: data -> nn (gradient) -> libpcoll (rounds) -> nn (apply); the controller
+ * sets libpcoll's rules; metrics only read.
+ */
+#ifndef TRAINER_H
+#define TRAINER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ---- configuration --------------------------------------------------------------------- */
+typedef struct {
+    char config[256];       /* file the options came from ("" = none) */
+    char experiment[32];    /* fmnist | cifar10 | imagenet | ucf101 | hyperplane */
+    char model[256];        /* nn model description (default from the experiment) */
+    char data[32];          /* data kind (default from the experiment) */
+    char data_path[512];
+    int epochs, batch, eval_every, ckpt_every, log_every, max_steps, threads;
+    double lr, momentum, wd, gamma, warmup, warmup_start_lr;
+    int wd_bn, nesterov, base_batch;
+    char milestones[128];   /* comma list of epochs */
+    char mode[64];          /* sync | solo | majority | quorum:Q | adaptive */
+    char policy_opts[256];  /* extra adaptive-policy options, e.g. "window=32,maj_enter=4" */
+    int tau, ring;
+    char div[8];            /* p | fresh */
+    uint64_t seed;
+    char imbalance[128];    /* none | linear:unit=MS | random:k=K,d=MS | lognormal:mean=MS,std=MS
+                               | slow:rank=R,factor=F | inherent:unit=MS */
+    char out[512];          /* metrics JSON */
+    char ckpt_dir[512];
+    int resume;
+    int round_agg;
+    double target_top1;
+    long limit_train, limit_test;
+    int image_size, ucf_split, max_t, hp_features;
+    long hp_samples;
+    double t_warn, t_abort;
+    int quiet;
+} cfg_t;
+
+/* Parses argv (and --config FILE, whose keys are the long option names); flags win over the
+ * file. Returns 0, or 1 for --help (printed), or -1 with a message in err naming the option,
+ * value, file and line. Deterministic: every rank gets the same result. */
+int cfg_parse(cfg_t *c, int argc, char **argv, char *err, size_t errlen);
+void cfg_print_help(FILE *f);
+/* Writes "key = value" lines (the resolved configuration) to f, or fills a jansson object. */
+void cfg_print(const cfg_t *c, FILE *f);
+struct json_t;
+struct json_t *cfg_to_json(const cfg_t *c);
+
+/* ---- imbalance injection --------------------------------------------------------------- */
+typedef enum { IMB_NONE, IMB_LINEAR, IMB_RANDOM, IMB_LOGNORMAL, IMB_SLOW, IMB_INHERENT } imb_kind_t;
+typedef struct {
+    imb_kind_t kind;
+    double unit_ms, delay_ms, mean_ms, std_ms, factor;
+    int k, rank;
+} imb_t;
+int imb_parse(const char *s, imb_t *m, char *err, size_t errlen);
+/* Delay in ms for (step, rank): pure. compute_ms: this step's measured compute time (slow);
+ * cost: the batch's inherent cost (inherent). */
+double imb_delay_ms(const imb_t *m, uint64_t seed, uint64_t step, int rank, int P,
+                    double compute_ms, double cost);
+
+/* ---- checkpoints ------------------------------------------------------------------------ */
+struct nn_model;
+typedef struct {
+    int epoch;             /* epochs completed */
+    uint64_t seed;
+    uint64_t desc_hash;    /* model description + parameter count */
+    double wall_s;         /* training wall time so far */
+    int ranks;
+} ckpt_meta_t;
+int ckpt_save(const char *dir, const struct nn_model *m, const ckpt_meta_t *meta, char *path_out,
+              size_t plen, char *err, size_t errlen);
+/* Loads dir/latest; refuses (error naming the file and field) a checkpoint of another model,
+ * seed or a corrupt/truncated file. */
+int ckpt_load(const char *dir, struct nn_model *m, ckpt_meta_t *meta, char *err, size_t errlen);
+uint64_t ckpt_desc_hash(const char *desc, size_t nparams);
+
+#endif
