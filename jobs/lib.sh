@@ -1,0 +1,136 @@
+# shellcheck shell=bash
+# jobs/lib.sh: sourced by every jobs/*.sbatch (bash). Not run on its own.
+#
+# A job script sets its defaults, then calls:
+#   pcoll_init EXPERIMENT        repo root, build, ranks, job id, launcher, results folder
+#   pcoll_need_data PATH HINT    stop with a clear error (exit 2) when the data is missing
+#   pcoll_rundir                 create $RUN_DIR = $OUT/<experiment>/<jobid> and its job.txt
+#   pcoll_train [ARGS...]        one eager-train run per entry of $MODE, JSON to $RUN_DIR/<mode>.json
+#   pcoll_launch PROG [ARGS...]  srun --mpi=pmix (under Slurm) or mpirun (local runner) with $RANKS ranks
+#
+# Environment read here (all optional):
+#   RANKS       MPI ranks (default: $SLURM_NTASKS under Slurm; jobs/local.sh sets it from #SBATCH --ntasks)
+#   MODE        comma list of modes, one run each: sync,solo,majority,adaptive,quorum:Q  (alias: POLICY)
+#   POLICY_OPTS adaptive policy options (--policy-opts), e.g. 'window=32,maj_enter=4'
+#   IMBALANCE   --imbalance value (each script has the paper's default)
+#   DATA        data folder (--data-path)
+#   EPOCHS      --epochs (default: the trainer's paper default for the experiment)
+#   SEED        --seed
+#   TAU         --tau (staleness bound: a rank rejected TAU rounds in a row is waited for)
+#   OUT         results root (default: <repo>/results/runs); runs go to $OUT/<experiment>/<jobid>/
+#   EXTRA       more eager-train (or bench_collectives) arguments, word-split
+#   B           build folder (default: build)
+#   LAUNCHER    srun | mpirun (default: srun under Slurm when it has pmix, else mpirun)
+#   PCOLL_JOB_ID  job id used in the results folder when not under Slurm (jobs/local.sh sets
+#               local-<timestamp>); under Slurm it is $SLURM_JOB_ID
+# Exit status of pcoll_train: the first failing run's, after all modes were tried.
+
+pcoll_die() { echo "${PCOLL_SCRIPT:-jobs}: error: $*" >&2; exit 2; }
+
+pcoll_init() {
+  EXPERIMENT=$1
+  PCOLL_SCRIPT=${PCOLL_SCRIPT:-$EXPERIMENT.sbatch}
+  [ -n "${PCOLL_ROOT:-}" ] || pcoll_die "PCOLL_ROOT not set (the script's preamble sets it)"
+  # relative OUT / DATA are taken from where the job was started, before we move to the repo root
+  case "${OUT:-/}" in /*) ;; *) OUT=$PWD/$OUT;; esac
+  case "${DATA:-/}" in /*) ;; *) DATA=$PWD/$DATA;; esac
+  cd "$PCOLL_ROOT" || pcoll_die "cannot cd to $PCOLL_ROOT"
+  B=${B:-build}
+  MODE=${MODE:-${POLICY:-}}
+  if [ -n "${SLURM_JOB_ID:-}" ]; then
+    JOB_ID=$SLURM_JOB_ID
+    RANKS=${RANKS:-${SLURM_NTASKS:-1}}
+  else
+    JOB_ID=${PCOLL_JOB_ID:-local-$(date +%Y%m%d-%H%M%S)-$$}
+    RANKS=${RANKS:-1}
+  fi
+  case "$RANKS" in ''|*[!0-9]*|0) pcoll_die "RANKS='$RANKS' is not a positive integer";; esac
+  OUT=${OUT:-$PCOLL_ROOT/results/runs}
+  RUN_DIR=$OUT/$EXPERIMENT/$JOB_ID
+  export RUN_DIR JOB_ID RANKS EXPERIMENT
+
+  # Open MPI settings from DESIGN.md section 7
+  if [ "$(id -u)" = 0 ]; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  fi
+  local nodes=${SLURM_JOB_NUM_NODES:-1} cores
+  cores=$(nproc 2>/dev/null || echo 1)
+  if [ "$nodes" = 1 ]; then
+    # one node: shared memory only (there is no InfiniBand device for UCX on these machines)
+    export OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader} OMPI_MCA_pml=${OMPI_MCA_pml:-ob1}
+    export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
+    # more ranks than cores: spin-waiting ranks steal the cores (8-rank allreduce 6 ms instead of 0.1)
+    if [ "$RANKS" -gt "$cores" ]; then
+      export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_rmaps_base_oversubscribe=1
+    fi
+  fi
+
+  if [ -z "${LAUNCHER:-}" ]; then
+    LAUNCHER=mpirun
+    # srun --mpi=pmix: Debian's Open MPI 4.1 is built against PMIx (not PMI-2); Slurm's mpi_pmix
+    # plugin serves it. Where the plugin is missing, mpirun inside the allocation still works
+    # (Open MPI reads the Slurm allocation and starts its daemons with srun).
+    if [ -n "${SLURM_JOB_ID:-}" ] && command -v srun >/dev/null; then
+      if grep -qw pmix <<<"$(srun --mpi=list 2>&1)"; then LAUNCHER=srun
+      else echo "$PCOLL_SCRIPT: srun has no pmix plugin; using mpirun inside the allocation" >&2; fi
+    fi
+  fi
+}
+
+pcoll_rundir() {  # create $RUN_DIR and its job.txt (after the checks, so a failed check leaves nothing)
+  [ -f "$RUN_DIR/job.txt" ] && return 0
+  mkdir -p "$RUN_DIR" || pcoll_die "cannot create $RUN_DIR"
+  {
+    echo "experiment=$EXPERIMENT"; echo "job_id=$JOB_ID"; echo "ranks=$RANKS"
+    echo "launcher=$LAUNCHER"; echo "nodelist=${SLURM_JOB_NODELIST:-$(hostname -s)}"
+    echo "mode=${MODE:-}"; echo "imbalance=${IMBALANCE:-}"; echo "data=${DATA:-}"
+    echo "epochs=${EPOCHS:-}"; echo "tau=${TAU:-}"; echo "extra=${EXTRA:-}"; echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "git=$(git -C "$PCOLL_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  } >"$RUN_DIR/job.txt"
+  echo "$PCOLL_SCRIPT: job $JOB_ID, $RANKS ranks via $LAUNCHER, results in $RUN_DIR"
+}
+
+pcoll_launch() {
+  if [ "$LAUNCHER" = srun ]; then
+    srun --mpi=pmix -n "$RANKS" "$@"
+  else
+    mpirun --oversubscribe --bind-to none -np "$RANKS" "$@"
+  fi
+}
+
+pcoll_need_bin() {
+  [ -x "$PCOLL_ROOT/$B/$1" ] || pcoll_die "$B/$1 not built (run: make build-all in $PCOLL_ROOT)"
+}
+
+pcoll_need_data() {  # PATH HINT
+  [ -n "$1" ] || pcoll_die "no data path: set DATA=... ($2)"
+  [ -d "$1" ] || pcoll_die "data folder '$1' not found: set DATA=/path/to/it ($2)"
+}
+
+pcoll_train() {
+  pcoll_need_bin bin/eager-train
+  pcoll_rundir
+  local m name rc=0 r
+  local -a args=(--experiment "$EXPERIMENT")
+  [ -n "${IMBALANCE:-}" ] && args+=(--imbalance "$IMBALANCE")
+  [ -n "${DATA:-}" ] && args+=(--data-path "$DATA")
+  [ -n "${EPOCHS:-}" ] && args+=(--epochs "$EPOCHS")
+  [ -n "${SEED:-}" ] && args+=(--seed "$SEED")
+  [ -n "${TAU:-}" ] && args+=(--tau "$TAU")
+  IFS=, read -r -a modes <<<"${MODE:-sync}"
+  for m in "${modes[@]}"; do
+    name=${m//[^A-Za-z0-9_-]/}   # quorum:3 -> quorum3
+    local -a margs=(--mode "$m")
+    [ "$m" = adaptive ] && [ -n "${POLICY_OPTS:-}" ] && margs+=(--policy-opts "$POLICY_OPTS")
+    echo "$PCOLL_SCRIPT: $m -> $RUN_DIR/$name.json"
+    # shellcheck disable=SC2086  # EXTRA is word-split on purpose
+    pcoll_launch "$B/bin/eager-train" "${args[@]}" "${margs[@]}" "$@" ${EXTRA:-} \
+      --out "$RUN_DIR/$name.json"
+    r=$?
+    if [ $r -ne 0 ]; then
+      echo "$PCOLL_SCRIPT: mode $m failed (exit $r)" >&2
+      [ $rc -eq 0 ] && rc=$r
+    fi
+  done
+  return $rc
+}

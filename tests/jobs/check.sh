@@ -1,0 +1,78 @@
+#!/bin/bash
+# tests/jobs/check.sh CASE: the job scripts without Slurm (jobs/local.sh), cases of tests/jobs.tests.
+#   local_fmnist      jobs/local.sh jobs/fmnist.sbatch, tiny: schema-valid JSON in OUT/fmnist/local-*/
+#   local_allreduce   jobs/local.sh jobs/allreduce.sbatch, tiny: benchmark JSON, wrong == 0
+#   missing_data      cifar10 (and imagenet, ucf101) without data: clear error, non-zero exit, no folder
+#   sweep_dry         jobs/sweep.sh --dry-run: the run sets of Figs. 9-13
+#   syntax            bash -n on every script; #SBATCH defaults of each experiment
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+B=${B:-build}; export B
+T=$(mktemp -d /tmp/pcoll-jobs.XXXXXX); trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+unset RANKS MODE POLICY IMBALANCE DATA EPOCHS OUT EXTRA PCOLL_ROOT PCOLL_JOB_ID LAUNCHER SLURM_JOB_ID
+
+case "${1:-}" in
+local_fmnist)
+  out=$(OUT=$T/runs RANKS=2 MODE=sync,majority jobs/local.sh jobs/fmnist.sbatch \
+        --limit-train 512 --limit-test 128 --epochs 1 --quiet 2>&1) || { rc=$?; echo "$out"; fail "local.sh fmnist exit $rc"; }
+  echo "$out"
+  dirs=("$T"/runs/fmnist/local-*)
+  [ ${#dirs[@]} = 1 ] && [ -d "${dirs[0]}" ] || fail "expected one folder $T/runs/fmnist/local-*, got: ${dirs[*]}"
+  d=${dirs[0]}
+  [[ "$(basename "$d")" =~ ^local-[0-9]{8}-[0-9]{6}-[0-9]+$ ]] || fail "job id '$(basename "$d")' is not local-<timestamp>-<pid>"
+  "$B/bin/pcoll-validate" results/schema/run.schema.json "$d/sync.json" "$d/majority.json" || fail "JSON does not validate"
+  for m in sync majority; do
+    [ "$(jq -r .config.tau "$d/$m.json")" = 4 ] || fail "$m.json: tau is not the script default 4"
+    [ "$(jq -r .config.mode "$d/$m.json")" = $m ] || fail "$m.json: config.mode is not $m"
+    [ "$(jq -r .environment.ranks "$d/$m.json")" = 2 ] || fail "$m.json: ranks is not 2"
+    [ "$(jq -r .environment.slurm_job_id "$d/$m.json")" = null ] || fail "$m.json: local run recorded a Slurm job id"
+    [ "$(jq -r .config.imbalance "$d/$m.json")" = linear:unit=60 ] || fail "$m.json: imbalance is not the script default"
+  done
+  grep -q "^job_id=$(basename "$d")\$" "$d/job.txt" && grep -q '^launcher=mpirun$' "$d/job.txt" || fail "job.txt wrong"
+  # RANKS defaults to '#SBATCH --ntasks' (4 for fmnist)
+  out=$(OUT=$T/r4 MODE=sync jobs/local.sh jobs/fmnist.sbatch --limit-train 256 --limit-test 64 --epochs 1 --quiet 2>&1) \
+    || { echo "$out"; fail "local.sh fmnist (default ranks)"; }
+  [ "$(jq -r .environment.ranks "$T"/r4/fmnist/local-*/sync.json)" = 4 ] || fail "default ranks is not the #SBATCH --ntasks 4"
+  echo "PASS";;
+local_allreduce)
+  OUT=$T/runs RANKS=4 ITERS=4 SIZES=8,4096 jobs/local.sh jobs/allreduce.sbatch || fail "local.sh allreduce exit $?"
+  f=$(echo "$T"/runs/allreduce/local-*/collectives.json)
+  [ -f "$f" ] || fail "no $T/runs/allreduce/local-*/collectives.json"
+  jq -e '.ranks == 4 and .iterations == 4 and (.results | length > 0) and all(.results[]; .wrong == 0)' "$f" >/dev/null \
+    || fail "$f: wrong keys/values"
+  echo "PASS";;
+missing_data)
+  for e in cifar10 imagenet ucf101; do
+    for data in "" /nonexistent/data "$T"; do
+      out=$(DATA=$data OUT=$T/runs RANKS=2 jobs/local.sh jobs/$e.sbatch 2>&1); rc=$?
+      echo "$e DATA='$data': exit $rc: $(tail -1 <<<"$out")"
+      [ $rc -ne 0 ] || fail "$e with DATA='$data' exited 0"
+      grep -q "$e.sbatch: error: .*\(data\|DATA\|has no\)" <<<"$out" || fail "$e with DATA='$data': no clear error: $out"
+    done
+  done
+  [ ! -e "$T/runs" ] || fail "a failed data check left a results folder: $(find "$T/runs")"
+  echo "PASS";;
+sweep_dry)
+  n() { jobs/sweep.sh "$@" --dry-run | grep -c '^sweep.sh: \['; }
+  [ "$(n allreduce)" = 1 ] || fail "allreduce: not 1 job"
+  [ "$(n hyperplane)" = 12 ] || fail "hyperplane: not 4 modes x 3 levels"
+  for e in imagenet cifar10 ucf101 fmnist; do [ "$(n $e)" = 4 ] || fail "$e: not 4 modes"; done
+  # (output captured first: grep -q closing the pipe early would fail the pipeline under pipefail)
+  out=$(jobs/sweep.sh hyperplane --dry-run)
+  grep -q 'MODE=adaptive,DELAY_MS=400 .*hyperplane.sbatch' <<<"$out" || fail "hyperplane levels"
+  out=$(jobs/sweep.sh fmnist --local --dry-run -- --epochs 1)
+  grep -q 'MODE=majority jobs/local.sh jobs/fmnist.sbatch --epochs 1' <<<"$out" || fail "--local"
+  jobs/sweep.sh nosuch --dry-run 2>/dev/null && fail "unknown experiment accepted"
+  echo "PASS";;
+syntax)
+  for f in jobs/*.sh jobs/*.sbatch tests/jobs/*.sh; do bash -n "$f" || fail "$f: syntax"; done
+  chk() { grep -q "^#SBATCH $2\$" "jobs/$1.sbatch" || fail "jobs/$1.sbatch: no '#SBATCH $2'"; }
+  chk allreduce --ntasks=32; chk hyperplane --ntasks=8; chk imagenet --ntasks=64; chk imagenet --gpus-per-task=1
+  chk cifar10 --ntasks=8; chk cifar10 --gpus-per-task=1; chk ucf101 --ntasks=8; chk ucf101 --gpus-per-task=1
+  chk fmnist --ntasks=4
+  grep -q 'random:k=2,d=320' jobs/imagenet.sbatch && grep -q 'inherent:unit=' jobs/ucf101.sbatch || fail "paper imbalance defaults"
+  if command -v shellcheck >/dev/null; then shellcheck -S warning -x -e SC1090,SC1091 jobs/*.sh jobs/*.sbatch tests/jobs/*.sh || fail shellcheck; fi
+  echo "PASS";;
+*) echo "usage: $0 local_fmnist|local_allreduce|missing_data|sweep_dry|syntax" >&2; exit 2;;
+esac
