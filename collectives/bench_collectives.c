@@ -14,6 +14,9 @@
  *
  * usage: mpirun -np P bench_collectives [--unit-ms 1] [--iters 64] [--warmup 4]
  *                 [--sizes 8,4194304] [--json build/bench/collectives.json]
+ *        [--device]  device buffers (PCOLL_MEM_DEVICE: NCCL, or staged through the host when ranks
+ *                    share a GPU); only in build/bench/bench_collectives_cuda (-DPCOLL_HAVE_NCCL);
+ *                    rank r uses GPU (local rank % devices); mpi_allreduce stays a host baseline.
  */
 #include "collectives/pcoll.h"
 #include <jansson.h>
@@ -26,6 +29,10 @@
 static int P, me;
 static int g_poll_us = 0, g_spin_us = -1;
 static const char *g_only = NULL;
+static int g_device = 0;
+#ifdef PCOLL_HAVE_NCCL
+#include <cuda_runtime.h>
+#endif
 
 static double now(void) { return MPI_Wtime(); }
 static void sleep_ms(double ms) {
@@ -35,6 +42,21 @@ static void sleep_ms(double ms) {
 }
 
 typedef struct { double mean, min, max, fresh_frac; long wrong; } result_t;
+
+/* a result as host memory (device results are copied into buf) */
+static const float *host_view(const float *res, float *buf, size_t n) {
+#ifdef PCOLL_HAVE_NCCL
+    if (g_device) {
+        if (cudaMemcpy(buf, res, n * sizeof *buf, cudaMemcpyDeviceToHost) != cudaSuccess) {
+            fprintf(stderr, "rank %d: cudaMemcpy of a result failed\n", me);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        return buf;
+    }
+#endif
+    (void)buf; (void)n;
+    return res;
+}
 
 static long check_round(const float *res, size_t n, const pcoll_record_t *rec) {
     double want = 0;
@@ -47,6 +69,16 @@ static result_t run(const char *mode, size_t n, int linear, double unit, int ite
     result_t out = {0, 1e30, 0, 0, 0};
     float *g = malloc(n * sizeof *g), *r = malloc(n * sizeof *r);
     for (size_t i = 0; i < n; i++) g[i] = (float)(me + 1);
+    float *dep = g;             /* what is deposited: host g, or its device copy */
+#ifdef PCOLL_HAVE_NCCL
+    if (g_device) {
+        if (cudaMalloc((void **)&dep, n * sizeof *dep) != cudaSuccess ||
+            cudaMemcpy(dep, g, n * sizeof *g, cudaMemcpyHostToDevice) != cudaSuccess) {
+            fprintf(stderr, "rank %d: cannot allocate %zu floats on the GPU\n", me, n);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    }
+#endif
     int plain = !strcmp(mode, "mpi_allreduce"), newer = strcmp(mode, "sync") != 0;
     pcoll_t *h = NULL;
     pcoll_record_t rec;
@@ -62,7 +94,7 @@ static result_t run(const char *mode, size_t n, int linear, double unit, int ite
         if (!strcmp(mode, "quorum")) snprintf(m, sizeof m, "quorum:%d", P / 2 > 0 ? P / 2 : 1);
         else snprintf(m, sizeof m, "%s", mode);
         pcollCheck(pcoll_parse_mode(m, &cfg.rule));
-        pcollCheck(pcoll_create(MPI_COMM_WORLD, n, PCOLL_MEM_HOST, &cfg, &h));
+        pcollCheck(pcoll_create(MPI_COMM_WORLD, n, g_device ? PCOLL_MEM_DEVICE : PCOLL_MEM_HOST, &cfg, &h));
     }
     double sum = 0;
     long rounds = 0, fresh = 0;
@@ -75,14 +107,14 @@ static result_t run(const char *mode, size_t n, int linear, double unit, int ite
             double want = P * (P + 1) / 2.0;
             for (size_t i = 0; i < n; i++) if (r[i] != (float)want) { out.wrong++; break; }
         } else {
-            pcollCheck(pcoll_deposit(h, g, newer ? PCOLL_ACCUMULATE : 0));
+            pcollCheck(pcoll_deposit(h, dep, newer ? PCOLL_ACCUMULATE : 0));
             pcollCheck(pcoll_wait(h, newer ? PCOLL_WAIT_NEWER : PCOLL_WAIT_CONSUMED, 120, NULL));
         }
         double lat = now() - t0;
         if (!plain) {
             const float *res;
             while (pcoll_next(h, NULL, &res, &rec) == PCOLL_OK) {
-                out.wrong += check_round(res, n, &rec);
+                out.wrong += check_round(host_view(res, r, n), n, &rec);
                 rounds++; fresh += rec.nfresh;
             }
         }
@@ -98,7 +130,7 @@ static result_t run(const char *mode, size_t n, int linear, double unit, int ite
         int rc;
         while ((rc = pcoll_wait(h, PCOLL_WAIT_NEWER, 120, NULL)) == PCOLL_OK)
             while (pcoll_next(h, NULL, &res, &rec) == PCOLL_OK) {
-                out.wrong += check_round(res, n, &rec);
+                out.wrong += check_round(host_view(res, r, n), n, &rec);
                 rounds++; fresh += rec.nfresh;
             }
         if (rc != PCOLL_DONE) pcollCheck(rc);
@@ -113,6 +145,9 @@ static result_t run(const char *mode, size_t n, int linear, double unit, int ite
     out.mean = gm / P * 1e6; out.min = gmin * 1e6; out.max = gmax * 1e6; out.wrong = gw;
     out.fresh_frac = rounds ? (double)fresh / ((double)rounds * P) : 1.0;
     pcoll_record_free(&rec);
+#ifdef PCOLL_HAVE_NCCL
+    if (dep != g) cudaFree(dep);
+#endif
     free(g); free(r);
     return out;
 }
@@ -135,6 +170,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--poll-us")) g_poll_us = atoi(v), i++;
         else if (!strcmp(a, "--spin-us")) g_spin_us = atoi(v), i++;
         else if (!strcmp(a, "--only")) g_only = v, i++;
+        else if (!strcmp(a, "--device")) g_device = 1;
         else {
             if (!me) fprintf(stderr, "bench_collectives: unknown option '%s' (options: --unit-ms "
                              "--iters --warmup --sizes --json)\n", a);
@@ -147,12 +183,36 @@ int main(int argc, char **argv) {
         MPI_Finalize();
         return 2;
     }
+    if (g_device) {
+#ifdef PCOLL_HAVE_NCCL
+        MPI_Comm node;
+        int local = 0, ndev = 0, mindev = 0;
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node);
+        MPI_Comm_rank(node, &local);
+        MPI_Comm_free(&node);
+        cudaError_t e = cudaGetDeviceCount(&ndev);
+        if (e != cudaSuccess) ndev = 0;
+        MPI_Allreduce(&ndev, &mindev, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        if (mindev < 1) {
+            if (!me) fprintf(stderr, "bench_collectives: --device: no CUDA device (cudaGetDeviceCount: %s)\n",
+                             e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+            MPI_Finalize();
+            return 3;
+        }
+        cudaSetDevice(local % ndev);
+#else
+        if (!me) fprintf(stderr, "bench_collectives: --device needs build/bench/bench_collectives_cuda "
+                         "(built when nvcc, cuDNN and NCCL are present)\n");
+        MPI_Finalize();
+        return 2;
+#endif
+    }
     const char *modes[] = {"mpi_allreduce", "sync", "solo", "majority", "quorum"};
     json_t *root = json_object(), *arr = json_array();
     if (!me) {
         printf("# eager-SGD partial allreduce, %d ranks, rank r delayed r x %.3g ms (linear skew), "
-               "%d iterations (+%d warm-up), mean over ranks of deposit-to-completion latency\n",
-               P, unit, iters, warm);
+               "%d iterations (+%d warm-up), mean over ranks of deposit-to-completion latency, "
+               "%s buffers\n", P, unit, iters, warm, g_device ? "device" : "host");
         printf("%12s %10s %6s %14s %6s %12s %12s %12s %7s %7s\n", "size(B)", "count", "type",
                "mode", "skew", "mean(us)", "min(us)", "max(us)", "fresh", "#wrong");
     }
@@ -187,6 +247,7 @@ int main(int argc, char **argv) {
     }
     if (!me) {
         json_object_set_new(root, "ranks", json_integer(P));
+        json_object_set_new(root, "memory", json_string(g_device ? "device" : "host"));
         json_object_set_new(root, "unit_ms", json_real(unit));
         json_object_set_new(root, "iterations", json_integer(iters));
         json_object_set_new(root, "warmup", json_integer(warm));

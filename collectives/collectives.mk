@@ -33,3 +33,39 @@ bench-collectives: $(B)/bench/bench_collectives
 	OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none \
 	mpirun --oversubscribe --bind-to none -np $(P) $(B)/bench/bench_collectives \
 	  --unit-ms $(UNIT_MS) --json $(B)/bench/collectives.json
+
+# ---- device memory (PCOLL_MEM_DEVICE): build/libpcoll_cuda.a, only with nvcc + cuDNN + NCCL ----
+# The same sources compiled with -DPCOLL_HAVE_NCCL plus collectives/pcoll_nccl.cu; the host-only
+# $(LIBPCOLL) above is unchanged.  Link: $(LIBPCOLL_CUDA) $(MPI_LIBS) $(PCOLL_CUDA_LDLIBS).
+ifeq ($(HAVE_CUDA)$(HAVE_NCCL),11)
+PCOLL_CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
+PCOLL_CUDA_OBJ    := $(PCOLL_SRC:collectives/%.c=$(B)/collectives/cuda/%.o) $(B)/collectives/cuda/pcoll_nccl.o
+LIBPCOLL_CUDA     := $(B)/libpcoll_cuda.a
+PCOLL_CUDA_LDLIBS := -L$(PCOLL_CUDA_LIBDIR) -Wl,-rpath,$(PCOLL_CUDA_LIBDIR) -lnccl -lcudart -lstdc++
+PCOLL_GENCODE     ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80
+PCOLL_NVCC_FLAGS  := -O3 -std=c++17 $(PCOLL_GENCODE) -I. $(MPI_CFLAGS) -DPCOLL_HAVE_NCCL \
+                     -Xcompiler -Wall,-Wextra,-Werror,-Wno-unused-parameter
+
+$(B)/collectives/cuda/%.o: collectives/%.c collectives/pcoll_impl.h collectives/pcoll.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) -DPCOLL_HAVE_NCCL -c $< -o $@
+
+$(B)/collectives/cuda/pcoll_nccl.o: collectives/pcoll_nccl.cu collectives/pcoll_impl.h collectives/pcoll.h
+	@mkdir -p $(dir $@)
+	$(NVCC) $(PCOLL_NVCC_FLAGS) -c $< -o $@
+
+$(LIBPCOLL_CUDA): $(PCOLL_CUDA_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+# partial-allreduce benchmark with --device (device buffers)
+$(B)/collectives/cuda/bench_collectives.o: collectives/bench_collectives.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) -DPCOLL_HAVE_NCCL -I$(CUDA_HOME)/include -c $< -o $@
+
+$(B)/bench/bench_collectives_cuda: $(B)/collectives/cuda/bench_collectives.o $(LIBPCOLL_CUDA)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@ $(MPI_LIBS) -ljansson $(PCOLL_CUDA_LDLIBS) $(LDLIBS)
+
+ALL_BINS += $(LIBPCOLL_CUDA)
+endif

@@ -127,6 +127,45 @@ static int activate(struct pcoll *h, uint64_t r) {
     }
 }
 
+#ifdef PCOLL_HAVE_NCCL
+static int dev_fail(struct pcoll *h, const char *m) {
+    pthread_mutex_lock(&h->mu);
+    pcoll_set_error(h, PCOLL_ERR_MPI, "rank %d: device data path: %s", h->me, m);
+    pthread_mutex_unlock(&h->mu);
+    return PCOLL_ERR_MPI;
+}
+
+/* Step 4 for device buffers (pcoll_nccl.cu): this rank's metadata goes into the reduced buffer
+ * from a pinned host array; *rm points to the reduced metadata copied back to pinned host memory.
+ * NCCL path: ncclAllReduce on the engine's stream.  STAGED path (ranks share a GPU): device ->
+ * pinned host, MPI_Allreduce on the data communicator, pinned host -> device. */
+static int dev_round(struct pcoll *h, float *send, int send_slot, float *recv, int fresh_cnt,
+                     int flags, uint32_t stale, const float **rm, double *t_start, double *t_end) {
+    size_t n = h->n, nm = (size_t)META * (size_t)h->P;
+    char m[512] = "";
+    int staged = pcoll_dev_path(h->dev) == PCOLL_DEVPATH_STAGED;
+    float *meta = staged ? pcoll_dev_host_send(h->dev) + n : pcoll_dev_meta_in(h->dev);
+    *t_start = pcoll_now();
+    if (staged && pcoll_dev_stage_out(h->dev, send_slot, send, n, m, sizeof m)) return dev_fail(h, m);
+    memset(meta, 0, nm * sizeof(float));
+    meta[META * h->me + 0] = (float)fresh_cnt;
+    meta[META * h->me + 1] = (float)flags;
+    meta[META * h->me + 2] = (float)stale;
+    if (staged) {
+        float *hr = pcoll_dev_host_recv(h->dev);
+        int rc = MPI_Allreduce(pcoll_dev_host_send(h->dev), hr, (int)h->nbuf, MPI_FLOAT, MPI_SUM, h->data);
+        if (rc != MPI_SUCCESS) return mpi_fail(h, rc, "MPI_Allreduce (round data, staged from device)");
+        if (pcoll_dev_stage_in(h->dev, recv, m, sizeof m)) return dev_fail(h, m);
+        *rm = hr + n;
+    } else {
+        if (pcoll_dev_allreduce(h->dev, send_slot, send, recv, n, m, sizeof m)) return dev_fail(h, m);
+        *rm = pcoll_dev_meta_out(h->dev);
+    }
+    *t_end = pcoll_now();
+    return PCOLL_OK;
+}
+#endif
+
 /* Steps 3-5 for round r. */
 static int run_round(struct pcoll *h, uint64_t r) {
     int P = h->P;
@@ -146,7 +185,9 @@ static int run_round(struct pcoll *h, uint64_t r) {
             (unsigned long long)r, (unsigned long long)h->handed);
         failed = 1;
     }
+    int send_slot = -1;        /* deposit slot taken (device path: wait for its copy) */
     if (!failed && h->pending > 0) {
+        send_slot = h->dep_cur;
         send = h->dep[h->dep_cur];
         fresh_cnt = h->pending;
         t_dep = h->t_dep;
@@ -166,19 +207,30 @@ static int run_round(struct pcoll *h, uint64_t r) {
     pthread_mutex_unlock(&h->mu);
 
     recv = failed ? h->scratch : h->ring[slot];
+    const float *rm;           /* the reduced metadata (host memory) */
+    double t_start, t_end;
+#ifdef PCOLL_HAVE_NCCL
+    if (h->mem == PCOLL_MEM_DEVICE) {
+        int rc = dev_round(h, send, send_slot, recv, fresh_cnt, flags, stale, &rm, &t_start, &t_end);
+        if (rc) return rc;
+    } else
+#endif
+    {
     float *meta = send + n;
     memset(meta, 0, (size_t)META * (size_t)P * sizeof(float));
     meta[META * h->me + 0] = (float)fresh_cnt;
     meta[META * h->me + 1] = (float)flags;
     meta[META * h->me + 2] = (float)stale;
 
-    double t_start = pcoll_now();
+    t_start = pcoll_now();
     int rc = MPI_Allreduce(send, recv, (int)h->nbuf, MPI_FLOAT, MPI_SUM, h->data);
     if (rc != MPI_SUCCESS) return mpi_fail(h, rc, "MPI_Allreduce (round data)");
-    double t_end = pcoll_now();
+    t_end = pcoll_now();
+    rm = recv + n;
+    }
+    (void)send_slot;
 
     /* decode the agreed part */
-    const float *rm = recv + n;
     plan_t *pl = &h->plan;
     pthread_mutex_lock(&h->mu);
     pcoll_record_t *rec = &h->recs[r % (uint64_t)h->R].r;
@@ -214,6 +266,12 @@ static int run_round(struct pcoll *h, uint64_t r) {
 
     if (!failed && ndep > 0 && h->cfg.div != PCOLL_DIV_NONE) {
         float s = 1.0f / (float)(h->cfg.div == PCOLL_DIV_P ? P : ndep);
+#ifdef PCOLL_HAVE_NCCL
+        if (h->mem == PCOLL_MEM_DEVICE) {
+            char m[256] = "";
+            if (pcoll_dev_scale(h->dev, recv, n, s, m, sizeof m)) return dev_fail(h, m);
+        } else
+#endif
         for (size_t i = 0; i < n; i++) recv[i] *= s;
     }
 
@@ -243,7 +301,15 @@ void *pcoll_engine_main(void *arg) {
     struct pcoll *h = arg;
     uint64_t r = 0;
     int rc = PCOLL_OK;
+#ifdef PCOLL_HAVE_NCCL
+    if (h->mem == PCOLL_MEM_DEVICE) {  /* the engine thread works on the application's GPU */
+        char m[256] = "";
+        if (pcoll_dev_thread_init(h->dev, m, sizeof m)) rc = dev_fail(h, m);
+    }
+    while (rc == PCOLL_OK && h->nactive > 0) {
+#else
     while (h->nactive > 0) {
+#endif
         pthread_mutex_lock(&h->mu);
         while (h->cfg.horizon && h->horizon < r + 1 && !h->err)
             timed_wait(h, 0.05);

@@ -77,8 +77,18 @@ static void destroy(struct pcoll *h) {
     if (h->hb != MPI_COMM_NULL) MPI_Comm_free(&h->hb);
     free(h->hb_req); free(h->hb_buf); free(h->hb_sent); free(h->hb_recv); free(h->peers);
     free(h->heard_at);
+#ifdef PCOLL_HAVE_NCCL
+    if (h->mem == PCOLL_MEM_DEVICE) {  /* device buffers */
+        pcoll_dev_free(h->dep[0]); pcoll_dev_free(h->dep[1]);
+        pcoll_dev_free(h->zeros); pcoll_dev_free(h->scratch);
+        if (h->ring) for (int i = 0; i <= h->K; i++) pcoll_dev_free(h->ring[i]);
+        pcoll_dev_close(h->dev);
+    } else
+#endif
+    {
     free(h->dep[0]); free(h->dep[1]); free(h->zeros); free(h->scratch);
     if (h->ring) for (int i = 0; i <= h->K; i++) free(h->ring[i]);
+    }
     free(h->ring);
     if (h->recs) for (int i = 0; i < h->R; i++) pcoll_record_free(&h->recs[i].r);
     free(h->recs);
@@ -93,6 +103,56 @@ static void destroy(struct pcoll *h) {
 }
 
 static char g_create_err[512];  /* message of a failed pcoll_create (no handle to hang it on) */
+
+#ifdef PCOLL_HAVE_NCCL
+/* Device data path, collective: NCCL when every rank has its own GPU, else STAGED (NCCL refuses
+ * two ranks of a communicator on one GPU).  PCOLL_DEVICE_PATH=nccl|staged forces a path (if any
+ * rank asks for staged, all use it).  Every rank returns the same code. */
+static int dev_setup(struct pcoll *h, MPI_Comm comm, const char *key) {
+    int P = h->P, me = h->me;
+    char msg[400] = "";
+    enum { KEY = 192 };
+    char *keys = malloc((size_t)P * KEY);
+    if (!keys) return PCOLL_ERR_NOMEM;
+    char mine[KEY];
+    memset(mine, 0, sizeof mine);
+    snprintf(mine, sizeof mine, "%s", key);
+    MPI_Allgather(mine, KEY, MPI_CHAR, keys, KEY, MPI_CHAR, comm);
+    int dup = 0;
+    for (int p = 0; p < P && !dup; p++)
+        for (int q = p + 1; q < P && !dup; q++) dup = !strncmp(keys + (size_t)p * KEY, keys + (size_t)q * KEY, KEY);
+    free(keys);
+    const char *env = getenv("PCOLL_DEVICE_PATH");
+    int want = env && !strcmp(env, "staged") ? 2 : env && !strcmp(env, "nccl") ? 1 : 0, any = 0;
+    MPI_Allreduce(&want, &any, 1, MPI_INT, MPI_MAX, comm);
+    int path = any == 2 ? PCOLL_DEVPATH_STAGED : any == 1 ? PCOLL_DEVPATH_NCCL
+             : dup ? PCOLL_DEVPATH_STAGED : PCOLL_DEVPATH_NCCL;
+    unsigned char id[256];
+    memset(id, 0, sizeof id);
+    size_t idn = pcoll_dev_id_bytes();
+    int ok = idn <= sizeof id, all_ok = 0;
+    if (ok && path == PCOLL_DEVPATH_NCCL) {
+        if (me == 0) ok = pcoll_dev_nccl_id(id, msg, sizeof msg) == PCOLL_OK;
+        MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, comm);
+        if (!all_ok) {
+            snprintf(g_create_err, sizeof g_create_err, "pcoll_create: rank 0: %s", msg[0] ? msg : "NCCL id");
+            return PCOLL_ERR_MPI;
+        }
+        MPI_Bcast(id, (int)idn, MPI_BYTE, 0, comm);
+    }
+    h->dev = pcoll_dev_open(path, P, me, id, h->nbuf, (size_t)META * (size_t)P, msg, sizeof msg);
+    ok = h->dev != NULL;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, comm);
+    if (!all_ok) {
+        if (!ok) snprintf(g_create_err, sizeof g_create_err, "pcoll_create: rank %d: device data path (%s): %s",
+                          me, path == PCOLL_DEVPATH_NCCL ? "NCCL" : "staged", msg);
+        else snprintf(g_create_err, sizeof g_create_err, "pcoll_create: another rank failed to set up the "
+                      "device data path (see its message)");
+        return PCOLL_ERR_MPI;
+    }
+    return PCOLL_OK;
+}
+#endif
 
 int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t *cfg_in,
                  pcoll_t **out) {
@@ -120,14 +180,24 @@ int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t 
     if (cfg_in) cfg = *cfg_in; else pcoll_config_default(&cfg);
 
     int ok = 1, local_code = PCOLL_ERR_ARG;
+#ifdef PCOLL_HAVE_NCCL
+    int dev_id = -1;
+    char dev_key[192] = "";
+#endif
     if (P > PCOLL_MAX_RANKS) ok = 0, snprintf(msg, sizeof msg, "%d ranks > PCOLL_MAX_RANKS", P);
     else if (n == 0 || n > (size_t)INT32_MAX - (size_t)META * (size_t)P)
         ok = 0, snprintf(msg, sizeof msg, "n = %zu floats is out of range (1 .. 2^31-1-%d)", n,
                          META * P);
+#ifdef PCOLL_HAVE_NCCL
+    else if (mem == PCOLL_MEM_DEVICE && !pcoll_dev_local(&dev_id, dev_key, sizeof dev_key, msg, sizeof msg))
+        ok = 0, local_code = PCOLL_ERR_UNSUPPORTED;
+#else
     else if (mem == PCOLL_MEM_DEVICE)
         ok = 0, local_code = PCOLL_ERR_UNSUPPORTED, snprintf(msg, sizeof msg, "mem = device "
             "needs the CUDA/NCCL build of libpcoll (this build has host memory only)");
-    else if (mem != PCOLL_MEM_HOST) ok = 0, snprintf(msg, sizeof msg, "mem = %d", (int)mem);
+#endif
+    else if (mem != PCOLL_MEM_HOST && mem != PCOLL_MEM_DEVICE)
+        ok = 0, snprintf(msg, sizeof msg, "mem = %d", (int)mem);
     else if (!rule_check(&cfg.rule, P, msg, sizeof msg)) ok = 0;
     else if (cfg.div < PCOLL_DIV_NONE || cfg.div > PCOLL_DIV_FRESH)
         ok = 0, snprintf(msg, sizeof msg, "div = %d", (int)cfg.div);
@@ -196,10 +266,20 @@ int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t 
     h->cfg.rule.wait = NULL;
     int nomem = 0;
     size_t bytes = h->nbuf * sizeof(float);
+#ifdef PCOLL_HAVE_NCCL
+    if (mem == PCOLL_MEM_DEVICE) {  /* device memory, zeroed */
+        nomem |= !(h->dep[0] = pcoll_dev_calloc(h->nbuf)) || !(h->dep[1] = pcoll_dev_calloc(h->nbuf));
+        nomem |= !(h->zeros = pcoll_dev_calloc(h->nbuf)) || !(h->scratch = pcoll_dev_calloc(h->nbuf));
+        nomem |= !(h->ring = calloc((size_t)h->K + 1, sizeof(float *)));
+        for (int i = 0; !nomem && i <= h->K; i++) nomem |= !(h->ring[i] = pcoll_dev_calloc(h->nbuf));
+    } else
+#endif
+    {
     nomem |= !(h->dep[0] = calloc(1, bytes)) || !(h->dep[1] = calloc(1, bytes));
     nomem |= !(h->zeros = calloc(1, bytes)) || !(h->scratch = calloc(1, bytes));
     nomem |= !(h->ring = calloc((size_t)h->K + 1, sizeof(float *)));
     for (int i = 0; !nomem && i <= h->K; i++) nomem |= !(h->ring[i] = calloc(1, bytes));
+    }
     nomem |= !(h->recs = calloc((size_t)h->R, sizeof *h->recs));
     for (int i = 0; !nomem && i < h->R; i++) nomem |= pcoll_record_init(&h->recs[i].r, P) != 0;
     nomem |= !(h->rules = calloc(4, sizeof *h->rules));
@@ -223,6 +303,12 @@ int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t 
         destroy(h);
         return PCOLL_ERR_NOMEM;
     }
+#ifdef PCOLL_HAVE_NCCL
+    if (mem == PCOLL_MEM_DEVICE) {
+        int drc = dev_setup(h, comm, dev_key);
+        if (drc) { destroy(h); return drc; }
+    }
+#endif
     for (int p = 0; p < P; p++) h->active[p] = p;
     h->nactive = P;
     if (MPI_Comm_dup(comm, &h->ctl) != MPI_SUCCESS || MPI_Comm_dup(comm, &h->data) != MPI_SUCCESS ||
@@ -259,11 +345,23 @@ int pcoll_deposit(pcoll_t *h, const float *g, int flags) {
     /* the engine reads dep[dep_cur] only after taking it under mu in run_round, and swaps
      * dep_cur at that moment, so this buffer is ours until the engine takes it */
     float *d = h->dep[h->dep_cur];
+#ifdef PCOLL_HAVE_NCCL
+    if (h->mem == PCOLL_MEM_DEVICE) {  /* device copy (or add) on the copy stream, completed here */
+        char m[256] = "";
+        rc = pcoll_dev_deposit(h->dev, h->dep_cur, d, g, h->n, h->pending > 0, m, sizeof m);
+        if (rc) {
+            snprintf(h->errmsg, sizeof h->errmsg, "rank %d: pcoll_deposit: %s", h->me, m);
+            pthread_mutex_unlock(&h->mu);
+            return rc;
+        }
+    }
+#endif
     if (h->pending) {
-        for (size_t i = 0; i < h->n; i++) d[i] += g[i];
+        if (h->mem == PCOLL_MEM_HOST)
+            for (size_t i = 0; i < h->n; i++) d[i] += g[i];
         if (h->pending < 255) h->pending++;
     } else {
-        memcpy(d, g, h->n * sizeof(float));
+        if (h->mem == PCOLL_MEM_HOST) memcpy(d, g, h->n * sizeof(float));
         h->pending = 1;
         h->t_dep = pcoll_now();
         h->applied_at_dep = h->handed;

@@ -140,7 +140,8 @@ enum { PCOLL_WAIT_CONSUMED = 0, PCOLL_WAIT_NEWER = 1 };
 int pcoll_wait(pcoll_t *h, int how, double timeout_s, uint64_t *round);
 
 /* Hands out the next completed round not yet handed out, in round order: *result points to its
- * n floats (valid until the next pcoll_next call), rec (may be NULL, see pcoll_record_init) gets
+ * n floats (valid until the next pcoll_next call; with PCOLL_MEM_DEVICE a device pointer, and the
+ * calling thread must have this rank's GPU current), rec (may be NULL, see pcoll_record_init) gets
  * its record. Returns PCOLL_EMPTY when there is none. Never blocks. */
 int pcoll_next(pcoll_t *h, uint64_t *round, const float **result, pcoll_record_t *rec);
 

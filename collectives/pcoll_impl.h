@@ -48,6 +48,9 @@ struct pcoll {
     int P, me;
     size_t n, nbuf;            /* nbuf = n + META*P */
     pcoll_mem_t mem;
+#ifdef PCOLL_HAVE_NCCL
+    struct pcoll_dev *dev;     /* device data path (mem == PCOLL_MEM_DEVICE) */
+#endif
     pcoll_config_t cfg;
     int K;                     /* results ring capacity (unhanded rounds) */
 
@@ -113,6 +116,45 @@ struct pcoll {
     uint32_t max_streak_all, max_staleness;
     uint32_t *max_streak;      /* [P] */
 };
+
+#ifdef PCOLL_HAVE_NCCL
+/* ---- device memory (PCOLL_MEM_DEVICE): pcoll_nccl.cu, only in build/libpcoll_cuda.a ----------
+ * Every buffer below (dep, zeros, scratch, ring) is device memory; pcoll_next hands out device
+ * pointers.  Data path agreed at creation: NCCL (one GPU per rank) or STAGED (ranks share a GPU:
+ * NCCL forbids that; device->pinned host, MPI_Allreduce, host->device).  PCOLL_DEVICE_PATH=
+ * nccl|staged in the environment forces one.  The application thread must have the rank's GPU
+ * current (cudaSetDevice) when it calls pcoll_create and pcoll_deposit. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+enum { PCOLL_DEVPATH_NCCL = 1, PCOLL_DEVPATH_STAGED = 2 };
+typedef struct pcoll_dev pcoll_dev_t;
+int pcoll_dev_local(int *device, char *key, size_t klen, char *msg, size_t mlen); /* 1: ok */
+size_t pcoll_dev_id_bytes(void);
+int pcoll_dev_nccl_id(void *id, char *msg, size_t mlen);
+pcoll_dev_t *pcoll_dev_open(int path, int P, int me, const void *id, size_t nbuf, size_t nmeta,
+                            char *msg, size_t mlen);
+void pcoll_dev_close(pcoll_dev_t *d);
+int pcoll_dev_path(const pcoll_dev_t *d);
+float *pcoll_dev_calloc(size_t nfloats);
+void pcoll_dev_free(float *p);
+float *pcoll_dev_meta_in(pcoll_dev_t *d);
+float *pcoll_dev_meta_out(pcoll_dev_t *d);
+float *pcoll_dev_host_send(pcoll_dev_t *d);
+float *pcoll_dev_host_recv(pcoll_dev_t *d);
+int pcoll_dev_thread_init(pcoll_dev_t *d, char *msg, size_t mlen);
+int pcoll_dev_deposit(pcoll_dev_t *d, int slot, float *dst, const float *g, size_t n,
+                      int accumulate, char *msg, size_t mlen);
+int pcoll_dev_allreduce(pcoll_dev_t *d, int slot, float *send, float *recv, size_t n, char *msg,
+                        size_t mlen);
+int pcoll_dev_stage_out(pcoll_dev_t *d, int slot, const float *send, size_t n, char *msg,
+                        size_t mlen);
+int pcoll_dev_stage_in(pcoll_dev_t *d, float *recv, char *msg, size_t mlen);
+int pcoll_dev_scale(pcoll_dev_t *d, float *recv, size_t n, float s, char *msg, size_t mlen);
+#ifdef __cplusplus
+}
+#endif
+#endif
 
 /* trigger.c */
 const rule_ent_t *rule_at(const struct pcoll *h, uint64_t r);

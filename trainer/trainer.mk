@@ -2,3 +2,4 @@
 include trainer/nn.mk
 -include trainer/data.mk
 -include trainer/prog.mk
+-include trainer/cuda.mk

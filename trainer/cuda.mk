@@ -1,0 +1,58 @@
+# trainer/cuda.mk: the CUDA backend (trainer/cuda/), its GPU tests and `make bench-gpu`.
+# Built only when nvcc and cuDNN are present (HAVE_CUDA from the top-level Makefile; never in SAN
+# builds).  Users link $(NN_CUDA_LIB) $(NN_LIB) $(NN_CUDA_LDLIBS) $(NN_LDLIBS).
+# CUDA_GENCODE selects the GPU architectures (H200/H100 = sm_90, A100 = sm_80; PTX for newer).
+.PHONY: bench-gpu
+
+CUDA_LIBDIR  ?= $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
+CUDA_GENCODE ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80 \
+                -gencode arch=compute_90,code=compute_90
+NVCC_FLAGS   := -O3 -std=c++17 $(CUDA_GENCODE) -I. -I$(BLAS_INC) -Xcompiler -Wall,-Wextra,-Werror,-Wno-unused-parameter,-fPIC
+
+ifeq ($(HAVE_CUDA),1)
+
+NN_CUDA_LIB    := $(B)/libnn_cuda.a
+NN_CUDA_LDLIBS := -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcudnn -lcublas -lcudart -lstdc++
+NN_CUDA_CFLAGS := $(NN_CFLAGS) -I$(CUDA_HOME)/include
+NN_CUDA_TESTS  := $(B)/tests/test_cuda_layers $(B)/tests/test_cuda_ref
+NN_CUDA_BENCH  := $(B)/bench/nn_bench_gpu
+ALL_BINS  += $(NN_CUDA_LIB) $(NN_CUDA_BENCH)
+TEST_BINS += $(NN_CUDA_TESTS)
+
+$(B)/trainer/cuda/%.o: trainer/cuda/%.cu trainer/cuda/nn_cuda.h trainer/nn/nn.h trainer/nn/nn_impl.h
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
+
+$(NN_CUDA_LIB): $(B)/trainer/cuda/nn_cuda.o
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/tests/test_cuda_%: tests/cuda/test_cuda_%.c tests/cuda/cuda_test_util.h $(NN_CUDA_LIB) $(NN_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(NN_CUDA_CFLAGS) $< -o $@ $(LDFLAGS) $(NN_CUDA_LIB) $(NN_LIB) $(NN_CUDA_LDLIBS) $(NN_LDLIBS) $(LDLIBS)
+
+$(NN_CUDA_BENCH): trainer/cuda/bench_gpu.c $(NN_CUDA_LIB) $(NN_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(NN_CUDA_CFLAGS) $< -o $@ $(LDFLAGS) $(NN_CUDA_LIB) $(NN_LIB) $(NN_CUDA_LDLIBS) $(NN_LDLIBS) $(LDLIBS)
+
+# device partial allreduce: test (MPI + NCCL) and benchmark with device buffers
+ifneq ($(LIBPCOLL_CUDA),)
+TEST_BINS += $(B)/tests/test_pcoll_device
+ALL_BINS  += $(B)/bench/bench_collectives_cuda
+
+$(B)/tests/test_pcoll_device: tests/cuda/test_pcoll_device.c $(LIBPCOLL_CUDA)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) -I$(CUDA_HOME)/include $< -o $@ $(LDFLAGS) $(LIBPCOLL_CUDA) \
+	  $(MPI_LIBS) $(PCOLL_CUDA_LDLIBS) $(LDLIBS)
+endif
+
+bench-gpu: $(NN_CUDA_BENCH) $(if $(LIBPCOLL_CUDA),$(B)/bench/bench_collectives_cuda,)
+	@sh trainer/cuda/bench_gpu.sh $(B)
+
+else
+
+bench-gpu:
+	@echo "bench-gpu: no CUDA build here (nvcc=$(call yn,$(HAVE_NVCC)) cudnn=$(call yn,$(HAVE_CUDNN))): install the CUDA toolkit with cuDNN and run on a machine with an NVIDIA GPU" >&2
+	@exit 1
+
+endif

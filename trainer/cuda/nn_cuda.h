@@ -1,0 +1,136 @@
+/* nn_cuda.h: the CUDA backend of the nn library (library "nn_cuda", build/libnn_cuda.a; built
+ * only when nvcc and cuDNN are present: `make` prints nvcc=yes cudnn=yes).
+ *
+ * A GPU model MIRRORS a CPU model (trainer/nn/nn.h): it is built from an nn_model_t (its layer
+ * list, slots, parameter tensors and BN layers), copies the CPU model's parameters, momentum and
+ * BN running statistics to the device, and from then on runs every layer on the GPU:
+ *   convolution (forward, backward data, backward filter)  cuDNN, algorithms found once per
+ *                                                          (layer, batch size) and cached
+ *   batch norm (training / inference / backward, spatial)  cuDNN (running var unbiased,
+ *                                                          momentum 0.1, eps 1e-5: PyTorch's)
+ *   max / average pooling                                  cuDNN
+ *   LSTM (padded variable-length sequences)                cuDNN RNN API v8 (cudnnRNNForward,
+ *                                                          cudnnRNNBackwardData_v8/Weights_v8)
+ *   fully connected                                        cuBLAS sgemm
+ *   ReLU, residual add, option-A shortcut, global average  our kernels (trainer/cuda/nn_cuda.cu)
+ *   pooling, softmax cross-entropy + top-1/top-5, MSE,
+ *   SGD momentum over the whole parameter buffer
+ *
+ * Memory.  As on the CPU, ONE device buffer each for parameters, gradients and momentum, with
+ * EXACTLY the CPU layout (cpu->ptensors offsets, PyTorch order), so the whole gradient is one
+ * device pointer + nparams (nn_cuda_grads): hand it to a PCOLL_MEM_DEVICE partial allreduce.
+ * BN running statistics: one device buffer with the layout of cpu->bn_stats.
+ * Activations are NCHW on the device (cuDNN's native layout; the CPU uses CNHW internally, which
+ * is invisible to callers: inputs, outputs and parameters have the same layout on both).
+ *
+ * Precision.  fp32 storage.  TF32 (tensor cores, 10-bit mantissa) is a bit mask: NN_CUDA_TF32_CUDNN
+ * (convolutions + LSTM) and NN_CUDA_TF32_CUBLAS (fully connected).  NN_CUDA_TF32_DEFAULT = CUDNN
+ * only, which is PyTorch's default (torch.backends.cudnn.allow_tf32 = True,
+ * torch.backends.cuda.matmul.allow_tf32 = False).  0 = strict fp32 (the tests compare against the
+ * CPU and PyTorch references with it).
+ *
+ * Streams and threads.  A model owns one CUDA stream and one cuDNN + one cuBLAS handle; use it
+ * from one thread at a time.  Every call that returns host-visible results (nn_cuda_forward's loss,
+ * copies to host) synchronises that stream; nn_cuda_backward and nn_cuda_sgd_step* only enqueue
+ * (call nn_cuda_sync before reading device buffers from another stream or library, e.g. before
+ * pcoll_deposit of nn_cuda_grads()).
+ *
+ * Errors.  Functions return NN_OK (0), an nn_err_t, or NN_CUDA_ERR when a CUDA/cuDNN/cuBLAS call
+ * failed; the one-line message (naming the call, layer and status) is in nn_cuda_error(m).
+ */
+#ifndef TRAINER_NN_CUDA_H
+#define TRAINER_NN_CUDA_H
+
+#include "trainer/nn/nn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { NN_CUDA_ERR = -20 };
+
+enum {
+  NN_CUDA_TF32_OFF = 0,
+  NN_CUDA_TF32_CUDNN = 1,   /* convolutions and the LSTM may use TF32 tensor cores */
+  NN_CUDA_TF32_CUBLAS = 2,  /* fully connected (cuBLAS) may use TF32 */
+  NN_CUDA_TF32_ALL = 3,
+  NN_CUDA_TF32_DEFAULT = NN_CUDA_TF32_CUDNN /* = PyTorch's defaults */
+};
+
+typedef struct nn_cuda_model nn_cuda_model_t;
+
+/* Number of CUDA devices (> 0), or 0 with the reason in why, e.g.
+ * "cudaGetDeviceCount: CUDA driver version is insufficient for CUDA runtime version". */
+int nn_cuda_available(char *why, size_t n);
+/* cudaSetDevice(local_rank % devices) for the calling thread (several ranks may share a GPU).
+ * Returns the device index, or -1 with the reason in why.  Call before nn_cuda_model_build and
+ * before pcoll_create(..., PCOLL_MEM_DEVICE, ...). */
+int nn_cuda_select_device(int local_rank, char *why, size_t n);
+/* One line: device name, compute capability, memory, CUDA runtime/driver, cuDNN, cuBLAS versions. */
+void nn_cuda_describe(char *buf, size_t n);
+
+/* Builds the GPU mirror of cpu (any max_batch, independent of cpu->max_batch: build the CPU model
+ * with max_batch 1 when only its layout and initial parameters are needed).  Copies cpu's params,
+ * momentum and BN statistics.  tf32: NN_CUDA_TF32_* mask.  The CPU model is not referenced after
+ * the call.  Returns NULL with the reason in err. */
+nn_cuda_model_t *nn_cuda_model_build(const nn_model_t *cpu, int max_batch, int tf32, char *err,
+                                     size_t n);
+void nn_cuda_model_free(nn_cuda_model_t *m);
+/* Switches TF32 (drops cached convolution algorithms and the captured step graph). */
+int nn_cuda_set_tf32(nn_cuda_model_t *m, int tf32);
+void nn_cuda_set_training(nn_cuda_model_t *m, int training);
+const char *nn_cuda_error(const nn_cuda_model_t *m);
+
+/* Forward over a host batch (same checks and errors as nn_forward): copies x, labels/targets and
+ * lengths to the device, runs the model, and returns once loss/top1/top5 are on the host. */
+int nn_cuda_forward(nn_cuda_model_t *m, const nn_batch_t *b);
+/* Backward of the last forward: ACCUMULATES into the device gradient buffer (enqueued only). */
+int nn_cuda_backward(nn_cuda_model_t *m);
+void nn_cuda_zero_grad(nn_cuda_model_t *m);
+/* A whole training step's computation, zero_grad + forward + backward, for fixed shapes:
+ * the first call at a batch size runs eagerly (and picks the cuDNN algorithms), the second
+ * captures the step into a CUDA graph, later calls copy the batch in and replay the graph (one
+ * launch instead of hundreds).  Used for image models in training mode; models with an LSTM
+ * (host-side sequence-length descriptors change per batch) and evaluation mode fall back to the
+ * eager path.  Same results as nn_cuda_zero_grad + nn_cuda_forward + nn_cuda_backward. */
+int nn_cuda_step_graph(nn_cuda_model_t *m, const nn_batch_t *b);
+
+double nn_cuda_loss(const nn_cuda_model_t *m);
+int nn_cuda_top1(const nn_cuda_model_t *m);
+int nn_cuda_top5(const nn_cuda_model_t *m);
+int nn_cuda_batch(const nn_cuda_model_t *m);
+/* Output of the last forward as row-major (batch, nout) on the host (like nn_output). */
+int nn_cuda_output(nn_cuda_model_t *m, float *dst);
+
+/* Device buffers (CPU layout), valid for the model's lifetime. */
+size_t nn_cuda_nparams(const nn_cuda_model_t *m);
+float *nn_cuda_params(nn_cuda_model_t *m);
+float *nn_cuda_grads(nn_cuda_model_t *m);
+float *nn_cuda_momentum(nn_cuda_model_t *m);
+float *nn_cuda_bn_stats(nn_cuda_model_t *m);
+size_t nn_cuda_nbn_stats(const nn_cuda_model_t *m);
+void *nn_cuda_stream(nn_cuda_model_t *m); /* cudaStream_t */
+int nn_cuda_sync(nn_cuda_model_t *m);     /* waits for the model's stream */
+
+/* SGD with momentum, PyTorch's formulation, exactly as nn_sgd_step_grad (weight decay only on
+ * tensors with decay=1 unless o->wd_all).  dev_grad: nparams floats in DEVICE memory (e.g. a
+ * pcoll_next result of a PCOLL_MEM_DEVICE handle).  Enqueued on the model's stream. */
+int nn_cuda_sgd_step_grad(nn_cuda_model_t *m, const float *dev_grad, const nn_sgd_t *o);
+int nn_cuda_sgd_step(nn_cuda_model_t *m, const nn_sgd_t *o);
+
+/* NaN/Inf guard as nn_check_finite (same messages), on the last loss and the device gradients. */
+int nn_cuda_check_finite(nn_cuda_model_t *m, long step, char *err, size_t n);
+
+/* Host <-> device copies (synchronous).  to_host: params, momentum and BN statistics into cpu
+ * (which must have the same description), e.g. for hashing, evaluation on the CPU, checkpoints;
+ * from_host: the reverse (after nn_model_load / nn_model_init). */
+int nn_cuda_copy_params_to_host(nn_cuda_model_t *m, nn_model_t *cpu);
+int nn_cuda_copy_params_from_host(nn_cuda_model_t *m, const nn_model_t *cpu);
+int nn_cuda_grads_to_host(nn_cuda_model_t *m, float *dst);          /* nparams floats */
+int nn_cuda_bn_stats_to_host(nn_cuda_model_t *m, float *dst);       /* nbn_stats floats */
+int nn_cuda_bn_stats_from_host(nn_cuda_model_t *m, const float *src);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
