@@ -143,7 +143,7 @@ static void test_hyperplane(void) {
     CHECK(fabs(y - b->target[k]) < 1e-4 && b->y[k] == -1);
   }
   double mean = sx / 32000, var = sxx / 32000 - mean * mean;
-  CHECK(fabs(mean) < 0.005 && fabs(var * 64 - 1) < 0.05); /* x ~ N(0, 1/F) */
+  CHECK(fabs(mean) < 0.005 && fabs(var * 64 - 1) < 0.05); /* x ~ U(-sqrt(3/F), sqrt(3/F)): variance 1/F */
   for (int j = 0; j < 64; j++) CHECK(a[j] >= -1 && a[j] <= 1);
   /* same seed -> same data; noise: residual std ~ sigma */
   data_spec_t sp2 = sp;
