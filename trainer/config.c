@@ -70,6 +70,8 @@ static const opt_t opts[] = {
     O("t-warn", T_DBL, t_warn, "10", 0.1, 1e6, "stall watchdog: warn after this many seconds without a round"),
     O("t-abort", T_DBL, t_abort, "60", 0.2, 1e6, "stall watchdog: abort the job after this many seconds"),
     O("quiet", T_BOOL, quiet, "0", 0, 1, "rank 0 prints only the final line"),
+    O("device", T_STR, device, "cpu", 0, 0, "cpu | cuda (the CUDA backend; needs a build with nvcc + cuDNN + NCCL)"),
+    O("tf32", T_BOOL, tf32, "1", 0, 1, "cuda: TF32 in cuDNN convolutions, as PyTorch enables by default"),
 };
 #define NOPTS (int)(sizeof opts / sizeof opts[0])
 
@@ -239,6 +241,8 @@ int cfg_parse(cfg_t *c, int argc, char **argv, char *err, size_t n) {
     pcoll_rule_t ru;
     if (strcmp(c->mode, "adaptive") && pcoll_parse_mode(c->mode, &ru))
         return snprintf(err, n, "--mode '%s' is not sync, solo, majority, quorum:Q or adaptive", c->mode), -1;
+    if (strcmp(c->device, "cpu") && strcmp(c->device, "cuda"))
+        return snprintf(err, n, "--device '%s' must be cpu or cuda", c->device), -1;
     if (strcmp(c->div, "p") && strcmp(c->div, "fresh"))
         return snprintf(err, n, "--div '%s' must be p or fresh", c->div), -1;
     imb_t im;

@@ -16,6 +16,10 @@
 #include "trainer/metrics.h"
 #include "trainer/nn/nn.h"
 #include "trainer/trainer.h"
+#ifdef HAVE_NN_CUDA
+#include "trainer/cuda/nn_cuda.h"
+static nn_cuda_model_t *G;   /* --device cuda: the model on the GPU (m stays the host mirror) */
+#endif
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -128,6 +132,10 @@ static int apply_rounds(pcoll_t *h, nn_model_t *m, nn_sgd_t *sgd, const nn_lr_sc
     while ((rc = pcoll_next(h, &r, &res, rec)) == PCOLL_OK) {
         if (rec->nfresh == 0) continue;  /* a round that only carried joins: not an SGD step */
         sgd->lr = (float)lr_of(sched, epoch, r, steps);
+#ifdef HAVE_NN_CUDA
+        if (G) { if (nn_cuda_sgd_step_grad(G, res, sgd)) die("cuda sgd", nn_cuda_error(G)); }
+        else
+#endif
         nn_sgd_step_grad(m, res, sgd);
         acc->rounds++;
         acc->fresh_sum += (uint64_t)rec->nfresh;
@@ -160,6 +168,15 @@ static void evaluate(nn_model_t *m, data_set_t *test, double *loss, double *top1
     while ((rc = data_iter_next(it, &b, err, sizeof err)) == 1) {
         nn_batch_t nb;
         to_batch(&nb, b);
+#ifdef HAVE_NN_CUDA
+        if (G) {
+            nn_cuda_set_training(G, 0);
+            if (nn_cuda_forward(G, &nb)) die("evaluation forward (cuda)", nn_cuda_error(G));
+            s[0] += nn_cuda_loss(G) * b->n; s[1] += nn_cuda_top1(G); s[2] += nn_cuda_top5(G); s[3] += b->n;
+            nn_cuda_set_training(G, 1);
+            continue;
+        }
+#endif
         if (nn_forward(m, &nb)) die("evaluation forward", m->err);
         s[0] += m->loss * b->n; s[1] += m->top1; s[2] += m->top5; s[3] += b->n;
     }
@@ -175,9 +192,16 @@ static void evaluate(nn_model_t *m, data_set_t *test, double *loss, double *top1
 
 /* Averages BN running statistics across ranks; checks that the replicas are equal. */
 static uint64_t sync_replicas(nn_model_t *m, int epoch) {
+#ifdef HAVE_NN_CUDA
+    if (G && (nn_cuda_copy_params_to_host(G, m) || nn_cuda_bn_stats_to_host(G, m->bn_stats)))
+        die("cuda copy to host", nn_cuda_error(G));
+#endif
     if (m->nbn_stats) {
         MPI_Allreduce(MPI_IN_PLACE, m->bn_stats, (int)m->nbn_stats, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         for (size_t i = 0; i < m->nbn_stats; i++) m->bn_stats[i] /= (float)P;
+#ifdef HAVE_NN_CUDA
+        if (G && nn_cuda_bn_stats_from_host(G, m->bn_stats)) die("cuda copy to device", nn_cuda_error(G));
+#endif
     }
     uint64_t h = 1469598103934665603ull;
     h = hash_buf(h, m->params, m->nparams * sizeof(float));
@@ -302,6 +326,25 @@ int main(int argc, char **argv) {
         if (me == 0 && !C.quiet) printf("eager-train: resumed from %s/latest.ckpt after epoch %d\n", C.ckpt_dir, epoch0);
     }
 
+    pcoll_mem_t memkind = PCOLL_MEM_HOST;
+    if (!strcmp(C.device, "cuda")) {
+#ifdef HAVE_NN_CUDA
+        MPI_Comm nd;
+        int lrank = 0;
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &nd);
+        MPI_Comm_rank(nd, &lrank);
+        MPI_Comm_free(&nd);
+        int ok = nn_cuda_select_device(lrank, err, sizeof err) == 0;
+        agree_or_exit(ok, "--device cuda", err);
+        G = nn_cuda_model_build(m, C.batch, C.tf32 ? NN_CUDA_TF32_DEFAULT : NN_CUDA_TF32_OFF, err, sizeof err);
+        agree_or_exit(G != NULL, "--device cuda", err);
+        memkind = PCOLL_MEM_DEVICE;
+#else
+        agree_or_exit(0, "--device cuda", "this build has no CUDA backend (nvcc and cuDNN were not "
+                      "found at build time); rebuild on a machine with the CUDA toolkit, or use --device cpu");
+#endif
+    }
+
     /* controller + libpcoll configuration (one handle per epoch; see the header comment) */
     ctl_config_t cc;
     ctl_config_default(&cc);
@@ -319,7 +362,7 @@ int main(int argc, char **argv) {
     pc.tau = C.tau;
     pc.ring = C.ring ? C.ring : (2 * C.tau + 2 > 16 ? 2 * C.tau + 2 : 16);
     pc.horizon = 1;
-    pc.poll_max_us = 500;
+    pc.poll_max_us = 2000;  /* idle engines poll at most every 2 ms: cheap on oversubscribed cores */
     pc.records = 1024;
     imb_t imb;
     imb_parse(C.imbalance, &imb, err, sizeof err);
@@ -376,7 +419,7 @@ int main(int argc, char **argv) {
         if (C.max_steps && steps > C.max_steps) steps = C.max_steps;
         agree_or_exit(steps > 0, "training data", "no full batch per rank: lower --batch or use more data");
         pcoll_t *h = NULL;
-        int rc = pcoll_create(MPI_COMM_WORLD, m->nparams, PCOLL_MEM_HOST, &pc, &h);
+        int rc = pcoll_create(MPI_COMM_WORLD, m->nparams, memkind, &pc, &h);
         agree_or_exit(rc == PCOLL_OK, "pcoll_create", pcoll_last_error(NULL));
         ctl_t *ctl = NULL;
         if (ctl_start(h, &cc, &ctl)) die("controller", "ctl_start failed");
@@ -389,17 +432,34 @@ int main(int argc, char **argv) {
             if (got == 0) die("training data", "shard ended before its batch count (internal)");
             nn_batch_t nb;
             to_batch(&nb, b);
-            nn_zero_grad(m);
-            if (nn_forward(m, &nb) || nn_backward(m)) die("model", m->err);
-            if (nn_check_finite(m, (long)epoch * steps + s, err, sizeof err)) die("training", err);
+            const float *grads = m->grads;
+            double loss;
+            int top1;
+#ifdef HAVE_NN_CUDA
+            if (G) {
+                if (nn_cuda_step_graph(G, &nb)) die("model (cuda)", nn_cuda_error(G));
+                if (nn_cuda_check_finite(G, (long)epoch * steps + s, err, sizeof err)) die("training", err);
+                if (nn_cuda_sync(G)) die("cuda", nn_cuda_error(G));
+                grads = nn_cuda_grads(G);
+                loss = nn_cuda_loss(G);
+                top1 = nn_cuda_top1(G);
+            } else
+#endif
+            {
+                nn_zero_grad(m);
+                if (nn_forward(m, &nb) || nn_backward(m)) die("model", m->err);
+                if (nn_check_finite(m, (long)epoch * steps + s, err, sizeof err)) die("training", err);
+                loss = m->loss;
+                top1 = m->top1;
+            }
             double t1 = now();
             double d = imb_delay_ms(&imb, C.seed, (uint64_t)epoch * (uint64_t)steps + (uint64_t)s, me, P,
                                     (t1 - t0) * 1e3, b->cost);
             sleep_ms(d);
             double t2 = now();
-            acc.loss_sum += m->loss; acc.loss_n++;
-            acc.correct += m->top1; acc.seen += b->n;
-            if ((rc = pcoll_deposit(h, m->grads, 0))) die("pcoll_deposit", pcoll_last_error(h));
+            acc.loss_sum += loss; acc.loss_n++;
+            acc.correct += top1; acc.seen += b->n;
+            if ((rc = pcoll_deposit(h, grads, 0))) die("pcoll_deposit", pcoll_last_error(h));
             if ((rc = pcoll_wait(h, PCOLL_WAIT_CONSUMED, C.t_abort + 5, NULL))) die("pcoll_wait", pcoll_last_error(h));
             double t3 = now();
             apply_rounds(h, m, &sgd, &sched, epoch, steps, &rec, &acc, &agg, jrounds);
@@ -576,6 +636,9 @@ int main(int argc, char **argv) {
     }
     MPI_Bcast(&exit_code, 1, MPI_INT, 0, MPI_COMM_WORLD);
     pcoll_record_free(&rec);
+#ifdef HAVE_NN_CUDA
+    if (G) nn_cuda_model_free(G);
+#endif
     nn_model_free(m);
     data_close(train);
     data_close(test);

@@ -4,14 +4,19 @@ TRAIN_OBJS := $(patsubst %.c,$(B)/%.o,$(TRAIN_SRCS))
 TRAIN_BIN  := $(B)/bin/eager-train
 ALL_BINS   += $(TRAIN_BIN)
 
+# --device cuda: with the CUDA backend and the device-capable libpcoll when both were built
+TRAIN_CUDA := $(if $(and $(NN_CUDA_LIB),$(LIBPCOLL_CUDA)),1,)
+TRAIN_PCOLL := $(if $(TRAIN_CUDA),$(LIBPCOLL_CUDA),$(LIBPCOLL))
+
 $(B)/trainer/%.o: trainer/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(MPI_CFLAGS) $(NN_OMP) $(if $(HAVE_PAPI),-DHAVE_PAPI,) -c $< -o $@
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) $(NN_OMP) $(if $(HAVE_PAPI),-DHAVE_PAPI,) \
+	  $(if $(TRAIN_CUDA),-DHAVE_NN_CUDA -I$(CUDA_HOME)/include,) -c $< -o $@
 
-$(TRAIN_BIN): $(TRAIN_OBJS) $(NN_LIB) $(DATA_LIB) $(B)/libcontroller.a $(LIBPCOLL)
+$(TRAIN_BIN): $(TRAIN_OBJS) $(if $(TRAIN_CUDA),$(NN_CUDA_LIB),) $(NN_LIB) $(DATA_LIB) $(B)/libcontroller.a $(TRAIN_PCOLL)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(MPI_LIBS) $(NN_LDLIBS) $(DATA_LDLIBS) -ljansson \
-	  $(if $(HAVE_PAPI),-lpapi,) $(LDLIBS)
+	  $(if $(TRAIN_CUDA),$(NN_CUDA_LDLIBS) $(PCOLL_CUDA_LDLIBS),) $(if $(HAVE_PAPI),-lpapi,) $(LDLIBS)
 
 $(B)/tests/test_imbalance: tests/trainer/test_imbalance.c $(B)/trainer/imbalance.o
 	@mkdir -p $(dir $@)

@@ -44,6 +44,8 @@ typedef struct {
     long hp_samples;
     double t_warn, t_abort;
     int quiet;
+    char device[8];         /* cpu | cuda */
+    int tf32;               /* cuda: TF32 for cuDNN convolutions (PyTorch's default) */
 } cfg_t;
 
 /* Parses argv (and --config FILE, whose keys are the long option names); flags win over the
