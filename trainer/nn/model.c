@@ -490,7 +490,10 @@ int nn_forward(nn_model_t *m, const nn_batch_t *b) {
 /* activation gradient of slot s, zeroed on first use in this backward */
 static float *dslot(nn_model_t *m, int s) {
   if (!m->dinit[s]) {
-    memset(NN_DACT(m, s), 0, sizeof(float) * nn_slot_size(&m->slots[s]) * m->batch);
+    float *d = NN_DACT(m, s);
+    size_t n = nn_slot_size(&m->slots[s]) * m->batch, blk = 1 << 16;
+#pragma omp parallel for schedule(static) if (n > 4 * blk)
+    for (size_t i = 0; i < n; i += blk) memset(d + i, 0, sizeof(float) * (n - i < blk ? n - i : blk));
     m->dinit[s] = 1;
   }
   return NN_DACT(m, s);
