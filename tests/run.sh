@@ -15,7 +15,10 @@ export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_m
 export OMPI_MCA_plm_rsh_agent=false
 export MPIRUN="mpirun --oversubscribe --bind-to none"
 if [ "$SAN" = asan ]; then
-  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1
+  # keep Open MPI's plugins loaded at exit, so LeakSanitizer can name them in its stacks (a
+  # dlclosed plugin shows as <unknown module> and no suppression can match it)
+  export OMPI_MCA_mca_base_component_disable_dlclose=1
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1:fast_unwind_on_malloc=0
   export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 fi
