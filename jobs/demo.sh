@@ -18,7 +18,7 @@ for mode in sync solo majority adaptive; do
   echo "== $mode"
   mpirun --oversubscribe --bind-to none -np "$NP" "$B/bin/eager-train" --experiment fmnist \
     --epochs "$EPOCHS" --limit-train "$LIMIT" --imbalance "linear:unit=$UNIT" --tau "$TAU" \
-    --mode "$mode" --out "$OUT/$mode.json" 2>&1 | grep -E '^epoch|^eager-train: [a-z]+:|controller:|rror'
+    --mode "$mode" --milestones "$((EPOCHS - 1))" --out "$OUT/$mode.json" 2>&1 | grep -E '^epoch|^eager-train: [a-z]+:|controller:|rror'
 done
 echo
 "$B/bin/pcoll-validate" -q results/schema/run.schema.json "$OUT"/*.json

@@ -501,6 +501,12 @@ int main(int argc, char **argv) {
                 json_array_append_new(jswitch, o);
                 if (!C.quiet) printf("  controller: epoch %d round %llu: %s\n", epoch + 1, (unsigned long long)sw[i].round, sw[i].reason);
             }
+        /* adaptive: the next epoch starts in the mode this one ended in (the policy is a pure
+         * function of the records, so every rank carries over the same mode) */
+        if (cc.policy.kind == CTL_ADAPTIVE) {
+            cc.policy.base.mode = cst.mode;
+            cc.policy.base.quorum = cst.quorum;
+        }
         int cs = ctl_stop(&ctl);
         if (cs != CTL_OK) die("controller", "the controller thread ended with an error");
         if ((rc = pcoll_finalize(&h, C.t_abort + 5))) die("pcoll_finalize", pcoll_strerror(rc));
