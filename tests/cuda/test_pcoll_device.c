@@ -20,6 +20,7 @@
  * Exit 0 = all checks passed on every rank.
  */
 #include "collectives/pcoll.h"
+#include "tests/collectives/round_check.h"
 #include <cuda_runtime.h>
 #include <math.h>
 #include <pthread.h>
@@ -216,6 +217,8 @@ int main(int argc, char **argv) {
     /* a slow rank runs proportionally fewer steps, so that all ranks finish at about the same
      * time and its streaks are measured while the others are still active */
     if (me == slow && slow_factor > 1) steps = (int)(steps / slow_factor) > 0 ? (int)(steps / slow_factor) : 1;
+    rcheck_t rc_ = {P, me, steps, tau, slow, (int)cfg.div, n, 0, 1469598103934665603ull, w, all_sum,
+                    seen, streak_at, 0};
     int joined = 0;
     for (int s = 0; s <= steps; s++) {
         if (s == steps) {  /* join, then drain the rounds that still complete */
@@ -242,49 +245,7 @@ int main(int argc, char **argv) {
                 fails++;
                 break;
             }
-            CHECK(r == applied, "round %llu handed out, expected %llu", (unsigned long long)r,
-                  (unsigned long long)applied);
-            applied++;
-            for (size_t k = 0; k < n; k++) { w[k] += res[k]; all_sum[k] += res[k]; }
-            /* agreement hash over agreed fields */
-            hash = (hash ^ r) * 1099511628211ull;
-            hash = (hash ^ (uint64_t)rec.mode) * 1099511628211ull;
-            for (int p = 0; p < P; p++)
-                hash = (hash ^ ((uint64_t)rec.fresh[p] << 8 | rec.flags[p] | (uint64_t)rec.staleness[p] << 16)) * 1099511628211ull;
-            for (size_t k = 0; k < n; k++) { uint32_t b; memcpy(&b, &res[k], 4); hash = (hash ^ b) * 1099511628211ull; }
-            if (!cfg.div) {
-                /* my own deposit: the step tag (sums of steps when accumulated) */
-                if (rec.fresh[me] == 1) {
-                    int st = (int)res[me] - 1;
-                    CHECK(st >= 0 && st < steps, "round %llu: bad step tag %g", (unsigned long long)r, res[me]);
-                    if (st >= 0 && st < steps) { CHECK(!seen[st], "step %d in two rounds", st); seen[st]++; }
-                } else if (rec.fresh[me] == 0) {
-                    CHECK(res[me] == 0.0f, "round %llu: not fresh but slot = %g", (unsigned long long)r, res[me]);
-                }
-                int nd = 0;
-                for (int p = 0; p < P; p++) nd += rec.fresh[p];
-                CHECK(res[P] == (float)nd, "round %llu: count %g != deposits %d", (unsigned long long)r, res[P], nd);
-            }
-            /* trigger rule (ranks that joined in this round are exempt) */
-            int ok_cnt = 0, all_act = 1;
-            for (int p = 0; p < P; p++) {
-                int ex = rec.fresh[p] || (rec.flags[p] & PCOLL_F_JOINED);
-                ok_cnt += ex;
-                if (rec.waited[p]) CHECK(ex, "round %llu: rank %d in wait set but not fresh", (unsigned long long)r, p);
-                all_act &= ex;
-            }
-            if (rec.mode == PCOLL_SYNC) CHECK(all_act, "round %llu: sync round missing a rank", (unsigned long long)r);
-            if (rec.mode == PCOLL_SOLO || rec.mode == PCOLL_QUORUM)
-                CHECK(ok_cnt >= rec.quorum, "round %llu: %d fresh < quorum %d", (unsigned long long)r, ok_cnt, rec.quorum);
-            if (rec.mode == PCOLL_MAJORITY)
-                CHECK(rec.initiator >= 0 && (rec.fresh[rec.initiator] || (rec.flags[rec.initiator] & PCOLL_F_JOINED)),
-                      "round %llu: initiator %d not fresh", (unsigned long long)r, rec.initiator);
-            if (tau) for (int p = 0; p < P; p++)
-                CHECK(rec.streak[p] <= (uint32_t)tau, "round %llu: rank %d streak %u > tau %d", (unsigned long long)r, p, rec.streak[p], tau);
-            if (slow >= 0 && me == slow) {
-                int o = (int)((uint64_t)(s < steps ? s : steps - 1) * 8 / (uint64_t)steps);
-                if (rec.streak[slow] > streak_at[o]) streak_at[o] = rec.streak[slow];
-            }
+            rcheck_round(&rc_, r, res, &rec, s);
         }
         if (joined) {
             int rc = pcoll_wait(h, PCOLL_WAIT_NEWER, 60.0, NULL);
@@ -293,6 +254,9 @@ int main(int argc, char **argv) {
             s--;  /* stay in the drain step */
         }
     }
+    applied = rc_.applied;
+    hash = rc_.hash;
+    fails += rc_.fails;
     ctl.stop = 1;
     if (dynamic) pthread_join(cth, NULL);  /* it ends once the engine is done; then free */
     int rc = pcoll_finalize(&h, 120.0);
