@@ -166,7 +166,7 @@ static void apply_experiment(cfg_t *c, const uint8_t *given) {
          "30,60,80,90", "0.75"},
         {"ucf101", "lstm in=2048 hidden=512 steps=40 classes=101", "ucf101", "50", "32", "0.01",
          "0", "1e-4", "0", "", "0.70"},
-        {"hyperplane", "hyperplane features=8192", "hyperplane", "5", "64", "0.5", "0", "0", "0",
+        {"hyperplane", "hyperplane features=8192", "hyperplane", "5", "64", "0.25", "0", "0", "0",
          "", "0"},
     };
     int k = 0;
