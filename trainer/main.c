@@ -375,6 +375,8 @@ int main(int argc, char **argv) {
     MPI_Gather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts_buf, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, MPI_COMM_WORLD);
     char **hosts = calloc((size_t)P, sizeof *hosts);
     for (int p = 0; p < P; p++) hosts[p] = hosts_buf + (size_t)p * MPI_MAX_PROCESSOR_NAME;
+    int papi_mine = metrics_papi_start(), papi = 0;
+    MPI_Allreduce(&papi_mine, &papi, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
     json_t *root = NULL, *jepochs = NULL, *jrounds = NULL, *jswitch = NULL;
     if (me == 0) {
         root = json_object();
@@ -395,7 +397,7 @@ int main(int argc, char **argv) {
         json_object_set_new(ct, "decision_hash", json_string(""));
         json_object_set_new(ct, "switches", jswitch = json_array());
         json_object_set_new(root, "controller", ct);
-        json_object_set_new(root, "papi", metrics_papi());
+        json_object_set_new(root, "papi", metrics_papi(papi));
     }
 
     rank_stats_t rs = {0};
@@ -511,6 +513,24 @@ int main(int argc, char **argv) {
         if (cs != CTL_OK) die("controller", "the controller thread ended with an error");
         if ((rc = pcoll_finalize(&h, C.t_abort + 5))) die("pcoll_finalize", pcoll_strerror(rc));
 
+        if (papi) {  /* this epoch's counters of every rank's training thread */
+            long long pv[3], *pall = me == 0 ? malloc((size_t)P * sizeof pv) : NULL;
+            metrics_papi_read(pv);
+            MPI_Gather(pv, 3, MPI_LONG_LONG, pall, 3, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+            if (me == 0) {
+                json_t *pr = json_object_get(json_object_get(root, "papi"), "per_rank");
+                for (int p = 0; p < P; p++) {
+                    json_t *o = json_object();
+                    json_object_set_new(o, "rank", json_integer(p));
+                    json_object_set_new(o, "epoch", json_integer(epoch + 1));
+                    json_object_set_new(o, "cycles", json_integer(pall[3 * p]));
+                    json_object_set_new(o, "instructions", json_integer(pall[3 * p + 1]));
+                    json_object_set_new(o, "cache_misses", json_integer(pall[3 * p + 2]));
+                    json_array_append_new(pr, o);
+                }
+                free(pall);
+            }
+        }
         /* replicas: same weights everywhere; BN statistics averaged; then evaluate */
         char hx[32];
         snprintf(hx, sizeof hx, "%016llx", (unsigned long long)sync_replicas(m, epoch));

@@ -47,25 +47,55 @@ json_t *metrics_environment(int P, char **hosts, int argc, char **argv) {
     return e;
 }
 
-json_t *metrics_papi(void) {
-    json_t *o = json_object();
+/* PAPI: cycles, instructions and L2 cache misses of the training (application) thread, read and
+ * reset once per epoch. Every rank tries; the counters are reported only if every rank has them. */
+#ifdef HAVE_PAPI
+static int papi_es = PAPI_NULL;
+#endif
+static int papi_on;
+static char papi_why[200] = "built without PAPI (papi.h not found at build time; 'make deps-all' "
+                            "installs libpapi-dev)";
+
+int metrics_papi_start(void) {
 #ifdef HAVE_PAPI
     int v = PAPI_library_init(PAPI_VER_CURRENT);
-    int n = v == PAPI_VER_CURRENT ? PAPI_num_cmp_hw_ctrs(0) : -1;
-    if (n > 0) {
-        json_object_set_new(o, "available", json_true());
-        json_object_set_new(o, "reason", json_null());
-    } else {
-        json_object_set_new(o, "available", json_false());
-        json_object_set_new(o, "reason", json_string(n == 0 ?
-            "PAPI found no hardware counters on this machine (virtual machine without a PMU)" :
-            "PAPI_library_init failed"));
+    if (v != PAPI_VER_CURRENT) {
+        snprintf(papi_why, sizeof papi_why, "PAPI_library_init failed (%d)", v);
+        return 0;
     }
+    if (PAPI_num_cmp_hw_ctrs(0) <= 0) {
+        snprintf(papi_why, sizeof papi_why, "PAPI %d.%d found no hardware counters on this machine "
+                 "(a virtual machine without a PMU)", PAPI_VERSION_MAJOR(v), PAPI_VERSION_MINOR(v));
+        return 0;
+    }
+    int ev[3] = {PAPI_TOT_CYC, PAPI_TOT_INS, PAPI_L2_TCM};
+    if (PAPI_create_eventset(&papi_es) != PAPI_OK) { snprintf(papi_why, sizeof papi_why, "PAPI_create_eventset failed"); return 0; }
+    for (int i = 0; i < 3; i++)
+        if (PAPI_add_event(papi_es, ev[i]) != PAPI_OK) {
+            snprintf(papi_why, sizeof papi_why, "PAPI event %d (cycles, instructions, L2 misses) unavailable", i);
+            return 0;
+        }
+    if (PAPI_start(papi_es) != PAPI_OK) { snprintf(papi_why, sizeof papi_why, "PAPI_start failed"); return 0; }
+    papi_on = 1;
+    return 1;
 #else
-    json_object_set_new(o, "available", json_false());
-    json_object_set_new(o, "reason", json_string("built without PAPI (papi.h not found at build "
-                                                 "time; 'make deps-all' installs libpapi-dev)"));
+    return 0;
 #endif
+}
+
+int metrics_papi_read(long long v[3]) {
+    v[0] = v[1] = v[2] = 0;
+#ifdef HAVE_PAPI
+    if (papi_on && PAPI_read(papi_es, v) == PAPI_OK) { PAPI_reset(papi_es); return 1; }
+#endif
+    return 0;
+}
+
+json_t *metrics_papi(int available) {
+    json_t *o = json_object();
+    json_object_set_new(o, "available", json_boolean(available));
+    json_object_set_new(o, "reason", available ? json_null() : json_string(papi_on ?
+        "not every rank has hardware counters" : papi_why));
     json_object_set_new(o, "per_rank", json_array());
     return o;
 }

@@ -6,7 +6,10 @@
 #include <jansson.h>
 
 json_t *metrics_environment(int P, char **hosts, int argc, char **argv);
-json_t *metrics_papi(void);
+/* PAPI (HAVE_PAPI builds): start counting on this thread; read-and-reset per epoch. */
+int metrics_papi_start(void);
+int metrics_papi_read(long long v[3]);   /* cycles, instructions, L2 misses */
+json_t *metrics_papi(int available);
 /* Atomic: PATH.tmp then rename. */
 int metrics_write(json_t *root, const char *path, char *err, size_t n);
 
