@@ -63,16 +63,19 @@ int metrics_papi_start(void) {
         snprintf(papi_why, sizeof papi_why, "PAPI_library_init failed (%d)", v);
         return 0;
     }
-    if (PAPI_num_cmp_hw_ctrs(0) <= 0) {
+    if (PAPI_num_cmp_hwctrs(0) <= 0) {
         snprintf(papi_why, sizeof papi_why, "PAPI %d.%d found no hardware counters on this machine "
                  "(a virtual machine without a PMU)", PAPI_VERSION_MAJOR(v), PAPI_VERSION_MINOR(v));
         return 0;
     }
     int ev[3] = {PAPI_TOT_CYC, PAPI_TOT_INS, PAPI_L2_TCM};
+    const char *evn[3] = {"PAPI_TOT_CYC", "PAPI_TOT_INS", "PAPI_L2_TCM"};
     if (PAPI_create_eventset(&papi_es) != PAPI_OK) { snprintf(papi_why, sizeof papi_why, "PAPI_create_eventset failed"); return 0; }
     for (int i = 0; i < 3; i++)
         if (PAPI_add_event(papi_es, ev[i]) != PAPI_OK) {
-            snprintf(papi_why, sizeof papi_why, "PAPI event %d (cycles, instructions, L2 misses) unavailable", i);
+            snprintf(papi_why, sizeof papi_why, "PAPI %d.%d cannot count %s on this machine (no hardware "
+                     "counters: a virtual machine without a PMU)", PAPI_VERSION_MAJOR(v),
+                     PAPI_VERSION_MINOR(v), evn[i]);
             return 0;
         }
     if (PAPI_start(papi_es) != PAPI_OK) { snprintf(papi_why, sizeof papi_why, "PAPI_start failed"); return 0; }
