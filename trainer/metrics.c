@@ -53,7 +53,7 @@ json_t *metrics_environment(int P, char **hosts, int argc, char **argv) {
 static int papi_es = PAPI_NULL;
 #endif
 static int papi_on;
-static char papi_why[200] = "built without PAPI (papi.h not found at build time; 'make deps-all' "
+static char papi_why[200] = "built without PAPI (papi.h not found at build time; 'make deps' "
                             "installs libpapi-dev)";
 
 int metrics_papi_start(void) {
