@@ -95,27 +95,7 @@ static int run(const char *dir, const char *file) {
   e = nt_relerr(ls, sl->data, steps, 1e-6);
   snprintf(what, sizeof what, "losses of %d SGD steps (%s%s)", steps, o.nesterov ? "nesterov, " : "", "wd not on BN/bias");
   nt_check(e <= TOL(1e-4, 2), what, e, TOL(1e-4, 2));
-  worst = 0;
-  int nfin = 0;
-  for (int t = 0; t < m->nptensors; t++) {
-    snprintf(what, sizeof what, "final.%s", m->ptensors[t].name);
-    const nn_tensor_t *g = nn_tfile_find(f, what);
-    if (!g) continue;
-    nfin++;
-    e = nt_relerr(m->params + m->ptensors[t].off, g->data, g->n, 1e-6);
-    if (e > worst) worst = e;
-  }
-  if (nfin) nt_check(worst <= TOL(1e-3, 3), "parameters after the steps (worst tensor)", worst, TOL(1e-3, 3));
-  worst = 0;
-  for (int i = 0; i < m->nbns; i++)
-    for (int j = 0; j < 2; j++) {
-      snprintf(what, sizeof what, "buf.%s.%s", m->bns[i].name, j ? "running_var" : "running_mean");
-      const nn_tensor_t *g = nn_tfile_find(f, what);
-      if (!g) { printf("FAIL %s missing\n", what); nt_fail++; continue; }
-      e = nt_relerr(m->bn_stats + m->bns[i].off + (j ? m->bns[i].c : 0), g->data, g->n, 1e-6);
-      if (e > worst) worst = e;
-    }
-  if (m->nbns) nt_check(worst <= TOL(1e-3, 4), "BN running mean/var after the steps (worst)", worst, TOL(1e-3, 4));
+  nt_check_final_state(m, f, TOL(1e-3, 3), TOL(1e-3, 4));
   nn_set_training(m, 0);
   nnCheck(nn_forward(m, &b), m->err, "eval forward");
   nn_output(m, y);
