@@ -1,13 +1,80 @@
-/* round_check.h -- the per-round invariant checks shared by the host (tests/collectives/
- * test_pcoll.c) and device (tests/cuda/test_pcoll_device.c) libpcoll tests: rounds handed out in
+/* round_check.h -- what the host (tests/collectives/test_pcoll.c) and device
+ * (tests/cuda/test_pcoll_device.c) libpcoll tests share: the rank globals and CHECK, the seeded
+ * delays, the integer gradient of (rank, step), the controller-like rule thread of --mode dynamic,
+ * and the per-round invariant checks: rounds handed out in
  * order, replica and conservation sums, the agreement hash, each deposit's step tag seen once,
  * the trigger rule of the round, the staleness bound, and the slow rank's streak profile.
  * Gradients follow make_grad() of the tests: g[p] = step + 1 (one-hot by rank), g[P] = 1. */
 #ifndef TESTS_ROUND_CHECK_H
 #define TESTS_ROUND_CHECK_H
 #include "collectives/pcoll.h"
+#include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+
+static int P, me;
+static int fails;
+#define CHECK(c, ...) do { if (!(c)) { fails++; if (fails < 10) { fprintf(stderr, "rank %d: CHECK " \
+    "failed %s:%d: %s: ", me, __FILE__, __LINE__, #c); fprintf(stderr, __VA_ARGS__); \
+    fputc('\n', stderr); } } } while (0)
+
+static uint64_t mix(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+static double u01(uint64_t seed, uint64_t a, uint64_t b) {
+    return (double)(mix(seed ^ mix(a * 1000003ull + b)) >> 11) * 0x1.0p-53;
+}
+static void sleep_us(double us) {
+    if (us <= 0) return;
+    struct timespec ts = {(time_t)(us / 1e6), (long)(fmod(us, 1e6) * 1000)};
+    nanosleep(&ts, NULL);
+}
+
+/* gradient of (rank p, step s): g[0..P-1] one-hot step tag, g[P] = 1, then a pattern */
+static void make_grad(float *g, size_t n, int p, int s) {
+    memset(g, 0, n * sizeof *g);
+    g[p] = (float)(s + 1);
+    g[P] = 1.0f;
+    for (size_t k = (size_t)P + 1; k < n; k++) g[k] = (float)((p * 31 + s * 7 + (int)k) % 17);
+}
+
+typedef struct { pcoll_t *h; int P; volatile int stop; int lag; } ctl_t;
+
+/* --mode dynamic: a controller-like thread that picks the rule of round r+lag from the record of
+ * round r (a pure function of agreed data), like controller/ does. */
+static void *dyn_ctl(void *arg) {
+    ctl_t *c = arg;
+    pcoll_record_t rec;
+    pcoll_record_init(&rec, c->P);
+    for (int r = 0; r < c->lag; r++) pcoll_set_horizon(c->h, (uint64_t)r);
+    for (uint64_t r = 0;; r++) {
+        int rc = pcoll_record_get(c->h, r, &rec, 1.0);
+        if (rc == PCOLL_ERR_TIMEOUT) { if (c->stop) break; r--; continue; }
+        if (rc) break;
+        pcoll_rule_t ru = {0};
+        int w[1];
+        switch ((rec.nfresh + (int)(r % 5)) % 5) {
+        case 0: ru.mode = PCOLL_SOLO; break;
+        case 1: ru.mode = PCOLL_MAJORITY; break;
+        case 2: ru.mode = PCOLL_QUORUM; ru.quorum = (c->P + 1) / 2; break;
+        case 3: ru.mode = PCOLL_SYNC; break;
+        default: ru.mode = PCOLL_SOLO; w[0] = (int)(r % (uint64_t)c->P); ru.wait = w; ru.nwait = 1;
+        }
+        if (pcoll_set_rule(c->h, r + (uint64_t)c->lag, &ru)) {
+            fprintf(stderr, "rank %d: set_rule failed: %s\n", me, pcoll_last_error(c->h));
+            fails++;
+        }
+        pcoll_set_horizon(c->h, r + (uint64_t)c->lag);
+    }
+    pcoll_record_free(&rec);
+    return NULL;
+}
+
 
 typedef struct {
     int P, me, steps, tau, slow, div;
