@@ -57,4 +57,38 @@ static inline void nt_check_final_state(const nn_model_t *m, const nn_tfile_t *f
   if (m->nbns) nt_check(worst <= tol_bn, "BN running mean/var after the steps (worst)", worst, tol_bn);
 }
 
+/* A PyTorch reference-state file (trainer/ref/make_ref.py): the model description, input, labels or
+ * targets, lengths, hyper-parameters, step losses, and tt[i] = 3 x PyTorch's own fp32 error of
+ * check i (0 if not recorded). Prints FAIL and returns 1 if the file is unreadable or incomplete. */
+typedef struct {
+  char path[512];
+  nn_tfile_t *f;
+  const char *desc;
+  const nn_tensor_t *x, *lab, *tg, *len, *hy, *sl;
+  int N;
+  double tt[6];
+} nt_ref_t;
+
+static inline int nt_ref_open(nt_ref_t *r, const char *dir, const char *file) {
+  char err[512];
+  memset(r, 0, sizeof *r);
+  snprintf(r->path, sizeof r->path, "%s/%s", dir, file);
+  r->f = nn_tfile_load(r->path, err, sizeof err);
+  if (!r->f) { printf("FAIL %s\n", err); return 1; }
+  for (int i = 0; i < r->f->count; i++)
+    if (!strncmp(r->f->t[i].name, "desc=", 5)) r->desc = r->f->t[i].name + 5;
+  r->x = nn_tfile_find(r->f, "x"); r->lab = nn_tfile_find(r->f, "labels");
+  r->tg = nn_tfile_find(r->f, "targets"); r->len = nn_tfile_find(r->f, "lengths");
+  r->hy = nn_tfile_find(r->f, "hyper"); r->sl = nn_tfile_find(r->f, "step_losses");
+  if (!r->desc || !r->x || !r->hy || !r->sl || !(r->lab || r->tg)) {
+    printf("FAIL %s: incomplete reference file\n", r->path);
+    nn_tfile_free(r->f);
+    return 1;
+  }
+  r->N = r->x->shape[0];
+  const nn_tensor_t *t32 = nn_tfile_find(r->f, "torch32_err");
+  for (int i = 0; t32 && i < 6 && i < (int)t32->n; i++) r->tt[i] = 3.0 * t32->data[i];
+  return 0;
+}
+
 #endif

@@ -13,21 +13,14 @@
 #include "tests/nn/nn_test_util.h"
 
 static int run(const char *dir, const char *file) {
-  char path[512], err[512];
-  snprintf(path, sizeof path, "%s/%s", dir, file);
-  nn_tfile_t *f = nn_tfile_load(path, err, sizeof err);
-  if (!f) { printf("FAIL %s\n", err); return 1; }
-  const char *desc = NULL;
-  for (int i = 0; i < f->count; i++)
-    if (!strncmp(f->t[i].name, "desc=", 5)) desc = f->t[i].name + 5;
-  const nn_tensor_t *x = nn_tfile_find(f, "x"), *lab = nn_tfile_find(f, "labels"),
-                    *tg = nn_tfile_find(f, "targets"), *len = nn_tfile_find(f, "lengths"),
-                    *hy = nn_tfile_find(f, "hyper"), *sl = nn_tfile_find(f, "step_losses");
-  if (!desc || !x || !hy || !sl || !(lab || tg)) { printf("FAIL %s: incomplete reference file\n", path); nn_tfile_free(f); return 1; }
-  int N = x->shape[0];
-  const nn_tensor_t *t32 = nn_tfile_find(f, "torch32_err");
-  double tt[6] = {0, 0, 0, 0, 0, 0};
-  for (int i = 0; t32 && i < 6 && i < (int)t32->n; i++) tt[i] = 3.0 * t32->data[i];
+  char err[512];
+  nt_ref_t R;
+  if (nt_ref_open(&R, dir, file)) return 1;
+  nn_tfile_t *f = R.f;
+  const char *desc = R.desc;
+  const nn_tensor_t *x = R.x, *lab = R.lab, *tg = R.tg, *len = R.len, *hy = R.hy, *sl = R.sl;
+  int N = R.N;
+  const double *tt = R.tt;
 #define TOL(base, i) fmax(base, tt[i])
   printf("== %s: \"%s\", batch %d\n", file, desc, N);
   nn_model_t *m = nn_model_build(desc, N, 1, err, sizeof err);
