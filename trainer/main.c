@@ -6,7 +6,7 @@
  * then joins: its engine keeps taking part until every rank has joined, and every round is
  * applied by every rank, so the replicas are bitwise equal at the epoch end (checked: a hash of
  * parameters, momentum and BN statistics is compared across ranks before every evaluation).
- * The learning rate of a round is a function of (epoch, round index), never of a rank's own step,
+ * The learning rate of a round is a function of (epoch, share of the epoch's gradients applied), never of a rank's own step,
  * so every rank applies a round with the same lr. BN running statistics are averaged across
  * ranks before every evaluation and checkpoint (as DDP broadcasts buffers).
  */
@@ -117,8 +117,14 @@ static void to_batch(nn_batch_t *nb, const data_batch_t *b) {
     if (b->t_pad > 1) { nb->ndim = 2; nb->shape[0] = b->t_pad; nb->shape[1] = (int)(b->x_stride / (size_t)b->t_pad); }
 }
 
-static double lr_of(const nn_lr_sched_t *s, int epoch, uint64_t round, long steps) {
-    double f = steps > 0 ? (double)round / (double)steps : 0;
+/* The lr of a round: a function of the epoch and of the fraction of the epoch's gradients that
+ * the rounds before it applied (sum of their fresh counts over P x steps; even shards give every
+ * rank the same steps). Every rank holds the same records, so every replica uses the same lr, and
+ * the schedule advances with the samples learnt, not with the round count: a solo epoch has ~3x
+ * more rounds than a sync one, and a round index over `steps` would move a milestone or warm-up
+ * that far ahead of its place (it did: solo rounds past `steps` ran at the next epoch's lr). */
+static double lr_of(const nn_lr_sched_t *s, int epoch, uint64_t fresh_before, long steps) {
+    double f = steps > 0 ? (double)fresh_before / ((double)steps * P) : 0;
     return nn_lr_at(s, epoch + (f < 1 ? f : 1));
 }
 
@@ -131,7 +137,7 @@ static int apply_rounds(pcoll_t *h, nn_model_t *m, nn_sgd_t *sgd, const nn_lr_sc
     int rc, k = 0;
     while ((rc = pcoll_next(h, &r, &res, rec)) == PCOLL_OK) {
         if (rec->nfresh == 0) continue;  /* a round that only carried joins: not an SGD step */
-        sgd->lr = (float)lr_of(sched, epoch, r, steps);
+        sgd->lr = (float)lr_of(sched, epoch, acc->fresh_sum, steps);
 #ifdef HAVE_NN_CUDA
         if (G) { if (nn_cuda_sgd_step_grad(G, res, sgd)) die("cuda sgd", nn_cuda_error(G)); }
         else
