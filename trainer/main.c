@@ -153,7 +153,7 @@ static int apply_rounds(pcoll_t *h, nn_model_t *m, nn_sgd_t *sgd, const nn_lr_sc
             }
         }
         if (me == 0) {
-            ragg_add(agg, rec);
+            ragg_add(agg, rec, sgd->lr);
             if (agg->n >= C.round_agg) { json_array_append_new(rounds_json, ragg_json(agg, epoch)); ragg_reset(agg); }
         }
         k++;

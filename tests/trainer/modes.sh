@@ -13,3 +13,14 @@ for mode in sync solo majority quorum:2 adaptive; do
   st=$(jq '.summary.max_streak' "$TMP/$mode.json")
   [ "$st" -le 4 ] || fail "$mode: streak $st above tau=4"
 done
+# The lr schedule follows the samples learnt, not the round count: a solo epoch has several times
+# more rounds than steps, and each of them must still run at that epoch's lr (a milestone at
+# epoch 1 must not reach into epoch 0's rounds past 'steps').
+run $NP --mode solo --epochs 2 --milestones 1 --lr 0.1 --imbalance linear:unit=5 --tau 4 \
+  --round-agg 1 --out "$TMP/lr.json" || { cat "$TMP/out"; fail "solo lr run"; }
+jq -e '[.rounds.records[] | select(.epoch == 0) | .lr_last] | length > 0 and all(. > 0.099)' "$TMP/lr.json" >/dev/null \
+  || fail "solo epoch 0 rounds ran below lr 0.1: $(jq -c '[.rounds.records[] | select(.epoch == 0) | .lr_last] | unique' "$TMP/lr.json")"
+jq -e '[.rounds.records[] | select(.epoch == 1) | .lr_first] | all(. < 0.0101)' "$TMP/lr.json" >/dev/null \
+  || fail "solo epoch 1 rounds not at lr 0.01"
+n0=$(jq '[.rounds.records[] | select(.epoch == 0)] | length' "$TMP/lr.json")
+echo "solo lr schedule: $n0 rounds in epoch 0, all at lr 0.1"
