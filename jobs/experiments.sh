@@ -1,10 +1,12 @@
 #!/bin/bash
 # The measurements quoted in the README, reproducible on one machine (mpirun, no Slurm):
-#   jobs/experiments.sh skew        issue 4: Fashion-MNIST, 4 ranks, linear skew ~ step time:
-#                                   sync / solo / majority, same epochs: wall time, top-1, speedup
-#   jobs/experiments.sh regimes     issue 5: light (one random rank delayed per step) and heavy
-#                                   (log-normal step times) imbalance x sync/solo/majority/adaptive;
-#                                   REPEATS=2 adds a second seed per run (run-to-run noise)
+#   jobs/experiments.sh regimes     issues 4 and 5: Fashion-MNIST (LIMIT=30000 samples, EPOCHS=4), 4 ranks,
+#                                   light imbalance (linear skew, rank r sleeps r x UNIT=100 ms per
+#                                   step: rank 3's skew ~ the step time) and heavy imbalance
+#                                   (log-normal step times, mean 300 ms, std 450 ms) x MODES (sync
+#                                   solo majority adaptive); REPEATS=2 runs seeds 1 and 2 (noise);
+#                                   REGIMES=light or heavy runs one
+#   jobs/experiments.sh skew        issue 4 alone: the light regime, sync / solo / majority
 #   jobs/experiments.sh hyperplane  Fig. 10: 8 ranks, one random rank per step delayed
 #                                   200/300/400 ms, sync/solo/majority/adaptive (16,384 samples)
 # Fashion-MNIST runs decay the lr x0.1 for their last epoch (--milestones EPOCHS-1): evaluating right
@@ -23,27 +25,29 @@ run() {  # run NP OUT ARGS...
   mpirun --oversubscribe --bind-to none -np "$np" "$B/bin/eager-train" --out "$out" "$@" 2>&1 |
     grep -E '^epoch|^eager-train: [a-z-]+:|controller:|rror' || true
 }
-case "${1:-}" in
-skew)
-  D=results/runs/exp-skew
-  for mode in sync solo majority; do
-    run 4 "$D/$mode.json" --experiment fmnist --epochs "${EPOCHS:-3}" --limit-train "${LIMIT:-30000}" \
-      --imbalance "linear:unit=${UNIT:-100}" --mode "$mode" --milestones "$(( ${EPOCHS:-3} - 1 ))"
-  done
-  "$B/bin/pcoll-compare" "$D" --plot results/figures/exp-skew ;;
-regimes)
-  D=results/runs/exp-regimes
+regimes_run() {  # REGIMES (light heavy) x REPEATS seeds x MODES
+  local D=results/runs/exp-regimes regime
   for seed in $(seq 1 "${REPEATS:-1}"); do
-    for regime in "random:k=1,d=${LIGHT_MS:-150}" "lognormal:mean=${HEAVY_MEAN:-300},std=${HEAVY_STD:-450}"; do
-      tag=$( [ "${regime%%:*}" = random ] && echo light || echo heavy )
-      for mode in sync solo majority adaptive; do
-        run 4 "$D/$tag/$mode-s$seed.json" --experiment fmnist --epochs "${EPOCHS:-3}" \
+    for tag in ${REGIMES:-light heavy}; do
+      case $tag in
+        light) regime="linear:unit=${UNIT:-100}" ;;
+        heavy) regime="lognormal:mean=${HEAVY_MEAN:-300},std=${HEAVY_STD:-450}" ;;
+        *) echo "experiments.sh: unknown regime '$tag' (light, heavy)" >&2; exit 2 ;;
+      esac
+      for mode in ${MODES:-sync solo majority adaptive}; do
+        run 4 "$D/$tag/$mode-s$seed.json" --experiment fmnist --epochs "${EPOCHS:-4}" \
           --limit-train "${LIMIT:-30000}" --imbalance "$regime" --mode "$mode" --tau 4 --seed "$seed" \
-          --target-top1 "${TARGET:-0.80}" --milestones "$(( ${EPOCHS:-3} - 1 ))"
+          --target-top1 "${TARGET:-0.80}" --milestones "$(( ${EPOCHS:-4} - 1 ))"
       done
     done
   done
-  "$B/bin/pcoll-compare" "$D/light" "$D/heavy" --plot results/figures/exp-regimes ;;
+  local dirs=""
+  for tag in ${REGIMES:-light heavy}; do dirs="$dirs $D/$tag"; done
+  "$B/bin/pcoll-compare" $dirs --plot results/figures/exp-regimes
+}
+case "${1:-}" in
+skew) REGIMES=light MODES="${MODES:-sync solo majority}" regimes_run ;;
+regimes) regimes_run ;;
 hyperplane)
   D=results/runs/exp-hyperplane
   for d in 200 300 400; do
