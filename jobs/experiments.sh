@@ -5,7 +5,8 @@
 #                                   step: rank 3's skew ~ the step time) and heavy imbalance
 #                                   (log-normal step times, mean 300 ms, std 450 ms) x MODES (sync
 #                                   solo majority adaptive); REPEATS=2 runs seeds 1 and 2 (noise);
-#                                   REGIMES=light or heavy runs one
+#                                   REGIMES=light or heavy runs one; EPOCH_MODE=global (default: batches
+#                                   dealt from the rounds, fast ranks take more) or shard
 #   jobs/experiments.sh skew        issue 4 alone: the light regime, sync / solo / majority
 #   jobs/experiments.sh hyperplane  Fig. 10: 8 ranks, one random rank per step delayed
 #                                   200/300/400 ms, sync/solo/majority/adaptive (16,384 samples)
@@ -36,7 +37,7 @@ regimes_run() {  # REGIMES (light heavy) x REPEATS seeds x MODES
       esac
       for mode in ${MODES:-sync solo majority adaptive}; do
         run 4 "$D/$tag/$mode-s$seed.json" --experiment fmnist --epochs "${EPOCHS:-4}" \
-          --limit-train "${LIMIT:-30000}" --imbalance "$regime" --mode "$mode" --tau 4 --seed "$seed" \
+          --limit-train "${LIMIT:-30000}" --imbalance "$regime" --mode "$mode" --tau 4 --seed "$seed" --epoch-mode "${EPOCH_MODE:-global}" \
           --target-top1 "${TARGET:-0.80}" --milestones "$(( ${EPOCHS:-4} - 1 ))"
       done
     done

@@ -47,6 +47,7 @@ static const opt_t opts[] = {
     O("tau", T_INT, tau, "0", 0, 1 << 20, "staleness bound: a rank whose rejection streak reaches tau is waited for (0: none)"),
     O("ring", T_INT, ring, "0", 0, 1 << 20, "rounds a slow rank may lag (results ring); 0: max(16, 2 tau + 2)"),
     O("div", T_STR, div, "p", 0, 0, "average the sum by p (ranks, the paper) or fresh (contributors)"),
+    O("epoch-mode", T_STR, epoch_mode, "shard", 0, 0, "shard (each rank runs its 1/P of the data, the paper's) or global (batches dealt from the round history: fast ranks take more)"),
     O("seed", T_U64, seed, "1", 0, 0, "seed: initialisation, data order, augmentation, injection, majority draw"),
     O("imbalance", T_STR, imbalance, "none", 0, 0,
       "none | linear:unit=MS | random:k=K,d=MS | lognormal:mean=MS,std=MS | slow:rank=R,factor=F | inherent:unit=MS"),
@@ -245,6 +246,8 @@ int cfg_parse(cfg_t *c, int argc, char **argv, char *err, size_t n) {
         return snprintf(err, n, "--device '%s' must be cpu or cuda", c->device), -1;
     if (strcmp(c->div, "p") && strcmp(c->div, "fresh"))
         return snprintf(err, n, "--div '%s' must be p or fresh", c->div), -1;
+    if (strcmp(c->epoch_mode, "shard") && strcmp(c->epoch_mode, "global"))
+        return snprintf(err, n, "--epoch-mode '%s' must be shard or global", c->epoch_mode), -1;
     imb_t im;
     if (imb_parse(c->imbalance, &im, err, n)) return -1;
     char pol[400];

@@ -118,26 +118,27 @@ static void to_batch(nn_batch_t *nb, const data_batch_t *b) {
 }
 
 /* The lr of a round: a function of the epoch and of the fraction of the epoch's gradients that
- * the rounds before it applied (sum of their fresh counts over P x steps; even shards give every
- * rank the same steps). Every rank holds the same records, so every replica uses the same lr, and
+ * the rounds before it applied (sum of their fresh counts over the epoch's batches: P x steps
+ * with even shards, or all batches dealt in a global epoch). Every rank holds the same records, so every replica uses the same lr, and
  * the schedule advances with the samples learnt, not with the round count: a solo epoch has ~3x
  * more rounds than a sync one, and a round index over `steps` would move a milestone or warm-up
  * that far ahead of its place (it did: solo rounds past `steps` ran at the next epoch's lr). */
-static double lr_of(const nn_lr_sched_t *s, int epoch, uint64_t fresh_before, long steps) {
-    double f = steps > 0 ? (double)fresh_before / ((double)steps * P) : 0;
+static double lr_of(const nn_lr_sched_t *s, int epoch, uint64_t fresh_before, int64_t nbatches) {
+    double f = nbatches > 0 ? (double)fresh_before / (double)nbatches : 0;
     return nn_lr_at(s, epoch + (f < 1 ? f : 1));
 }
 
 /* Applies every completed round (in order) with SGD; aggregates the records on rank 0. */
 static int apply_rounds(pcoll_t *h, nn_model_t *m, nn_sgd_t *sgd, const nn_lr_sched_t *sched,
-                        int epoch, long steps, pcoll_record_t *rec, epoch_acc_t *acc,
-                        ragg_t *agg, json_t *rounds_json) {
+                        int epoch, int64_t nbatches, dealer_t *dl, pcoll_record_t *rec,
+                        epoch_acc_t *acc, ragg_t *agg, json_t *rounds_json) {
     uint64_t r;
     const float *res;
     int rc, k = 0;
     while ((rc = pcoll_next(h, &r, &res, rec)) == PCOLL_OK) {
         if (rec->nfresh == 0) continue;  /* a round that only carried joins: not an SGD step */
-        sgd->lr = (float)lr_of(sched, epoch, acc->fresh_sum, steps);
+        if (dl && dealer_round(dl, rec->fresh)) die("global epoch", "a rank deposited without a batch (internal)");
+        sgd->lr = (float)lr_of(sched, epoch, acc->fresh_sum, nbatches);
 #ifdef HAVE_NN_CUDA
         if (G) { if (nn_cuda_sgd_step_grad(G, res, sgd)) die("cuda sgd", nn_cuda_error(G)); }
         else
@@ -160,6 +161,13 @@ static int apply_rounds(pcoll_t *h, nn_model_t *m, nn_sgd_t *sgd, const nn_lr_sc
     }
     if (rc < 0) die("pcoll_next", pcoll_last_error(h));
     return k;
+}
+
+/* --epoch-mode global: hands every batch dealt to this rank to the loader (prefetched, FIFO). */
+static void submit_dealt(data_iter_t *it, dealer_t *dl, const int64_t *perm, int epoch) {
+    int64_t b;
+    while (dealer_unsubmitted(dl, &b))
+        if (data_iter_submit(it, perm + b * C.batch, C.batch, epoch)) die("training data", "data_iter_submit failed");
 }
 
 /* Test-set evaluation, sharded over the ranks; every rank gets the totals. */
@@ -417,27 +425,52 @@ int main(int argc, char **argv) {
     double t_start = now() - wall0;
     char stepsbuf[64];
     int reached = 0;
+    const int global = !strcmp(C.epoch_mode, "global");
+    const int64_t ntrain = data_count(train);
+    int64_t *perm = global ? malloc((size_t)ntrain * sizeof *perm) : NULL;
+    if (global && !perm) die("global epoch", "out of memory for the permutation");
 
     for (int epoch = epoch0; epoch < C.epochs; epoch++) {
         double te0 = now();
-        data_iter_t *it = data_iter_new(train, me, P, C.batch, epoch,
-                                        DATA_TRAIN_FLAGS | DATA_DROP_LAST | DATA_EVEN_SHARDS, err, sizeof err);
-        agree_or_exit(it != NULL, "training data", err);
-        long steps = data_iter_num_batches(it);
-        if (C.max_steps && steps > C.max_steps) steps = C.max_steps;
-        agree_or_exit(steps > 0, "training data", "no full batch per rank: lower --batch or use more data");
+        data_iter_t *it;
+        long steps;         /* shard: this rank's steps; global: batches / P (nominal) */
+        int64_t nbatches;   /* batches of the epoch, all ranks together */
+        dealer_t dl;
+        if (!global) {
+            it = data_iter_new(train, me, P, C.batch, epoch,
+                               DATA_TRAIN_FLAGS | DATA_DROP_LAST | DATA_EVEN_SHARDS, err, sizeof err);
+            agree_or_exit(it != NULL, "training data", err);
+            steps = data_iter_num_batches(it);
+            if (C.max_steps && steps > C.max_steps) steps = C.max_steps;
+            agree_or_exit(steps > 0, "training data", "no full batch per rank: lower --batch or use more data");
+            nbatches = (int64_t)steps * P;
+        } else {  /* one permutation of the whole set; batches dealt from the rounds (dealer.c) */
+            it = data_iter_new_global(train, C.batch, DATA_AUGMENT | DATA_PREFETCH, err, sizeof err);
+            agree_or_exit(it != NULL, "training data", err);
+            nbatches = ntrain / C.batch;
+            if (C.max_steps && nbatches > (int64_t)C.max_steps * P) nbatches = (int64_t)C.max_steps * P;
+            agree_or_exit(nbatches > 0, "training data", "no full batch: lower --batch or use more data");
+            steps = (long)((nbatches + P - 1) / P);
+            data_permutation(ntrain, C.seed, epoch, perm);
+            if (dealer_init(&dl, nbatches, P, me, 2)) die("global epoch", "dealer_init (internal)");
+            submit_dealt(it, &dl, perm, epoch);
+        }
+        long mysteps = 0;
         pcoll_t *h = NULL;
         int rc = pcoll_create(MPI_COMM_WORLD, m->nparams, memkind, &pc, &h);
         agree_or_exit(rc == PCOLL_OK, "pcoll_create", pcoll_last_error(NULL));
         ctl_t *ctl = NULL;
         if (ctl_start(h, &cc, &ctl)) die("controller", "ctl_start failed");
         epoch_acc_t acc = {0};
-        for (long s = 0; s < steps; s++) {
+        for (long s = 0; global || s < steps; s++) {
             const data_batch_t *b;
+            int64_t gb;
+            if (global && !dealer_take(&dl, &gb)) break;   /* nothing more dealt to me: join */
             double t0 = now();
             int got = data_iter_next(it, &b, err, sizeof err);
             if (got < 0) die("training data", err);
             if (got == 0) die("training data", "shard ended before its batch count (internal)");
+            mysteps++;
             nn_batch_t nb;
             to_batch(&nb, b);
             const float *grads = m->grads;
@@ -461,7 +494,7 @@ int main(int argc, char **argv) {
                 top1 = m->top1;
             }
             double t1 = now();
-            double d = imb_delay_ms(&imb, C.seed, (uint64_t)epoch * (uint64_t)steps + (uint64_t)s, me, P,
+            double d = imb_delay_ms(&imb, C.seed, (uint64_t)epoch * (uint64_t)(global ? nbatches : steps) + (uint64_t)s, me, P,
                                     (t1 - t0) * 1e3, b->cost);
             sleep_ms(d);
             double t2 = now();
@@ -470,7 +503,8 @@ int main(int argc, char **argv) {
             if ((rc = pcoll_deposit(h, grads, 0))) die("pcoll_deposit", pcoll_last_error(h));
             if ((rc = pcoll_wait(h, PCOLL_WAIT_CONSUMED, C.t_abort + 5, NULL))) die("pcoll_wait", pcoll_last_error(h));
             double t3 = now();
-            apply_rounds(h, m, &sgd, &sched, epoch, steps, &rec, &acc, &agg, jrounds);
+            apply_rounds(h, m, &sgd, &sched, epoch, nbatches, global ? &dl : NULL, &rec, &acc, &agg, jrounds);
+            if (global) submit_dealt(it, &dl, perm, epoch);
             double t4 = now();
             rs.compute += t1 - t0; rs.inject += t2 - t1; rs.wait += t3 - t2; rs.apply += t4 - t3;
             rs.steps++; rs.deposits++;
@@ -485,7 +519,7 @@ int main(int argc, char **argv) {
         /* join: keep taking part until every rank has joined; apply every remaining round */
         pcoll_join(h);
         while ((rc = pcoll_wait(h, PCOLL_WAIT_NEWER, C.t_abort + 5, NULL)) == PCOLL_OK)
-            apply_rounds(h, m, &sgd, &sched, epoch, steps, &rec, &acc, &agg, jrounds);
+            apply_rounds(h, m, &sgd, &sched, epoch, nbatches, global ? &dl : NULL, &rec, &acc, &agg, jrounds);
         if (rc != PCOLL_DONE) die("pcoll_wait (epoch end)", pcoll_last_error(h));
         if (me == 0 && agg.n) { json_array_append_new(jrounds, ragg_json(&agg, epoch)); ragg_reset(&agg); }
         data_iter_free(it);
@@ -545,8 +579,13 @@ int main(int argc, char **argv) {
         int last = epoch + 1 == C.epochs;
         if ((epoch + 1) % C.eval_every == 0 || last) evaluate(m, test, &tl, &t1, &t5);
         double loc[7] = {acc.loss_sum, (double)acc.loss_n, (double)acc.correct, (double)acc.seen,
-                         (double)acc.rounds, (double)acc.fresh_sum, 0}, glob[7];
+                         (double)acc.rounds, (double)acc.fresh_sum, (double)mysteps}, glob[7];
         MPI_Allreduce(loc, glob, 7, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        long steps_min = mysteps, steps_max = mysteps;
+        if (global) {
+            MPI_Allreduce(&mysteps, &steps_min, 1, MPI_LONG, MPI_MIN, MPI_COMM_WORLD);
+            MPI_Allreduce(&mysteps, &steps_max, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+        }
         double train_loss = glob[1] ? glob[0] / glob[1] : 0;
         double train_acc = glob[3] ? glob[2] / glob[3] : 0;
         uint64_t rounds = acc.rounds;  /* every rank applied every round */
@@ -572,7 +611,9 @@ int main(int argc, char **argv) {
             json_object_set_new(o, "test_loss", t1 >= 0 ? json_real(tl) : json_null());
             json_object_set_new(o, "test_top1", t1 >= 0 && cls ? json_real(t1) : json_null());
             json_object_set_new(o, "test_top5", t1 >= 0 && cls ? json_real(t5) : json_null());
-            json_object_set_new(o, "steps", json_integer((json_int_t)steps * P));
+            json_object_set_new(o, "steps", json_integer((json_int_t)glob[6]));
+            json_object_set_new(o, "rank_steps_min", json_integer(steps_min));
+            json_object_set_new(o, "rank_steps_max", json_integer(steps_max));
             json_object_set_new(o, "samples", json_integer((json_int_t)glob[3]));
             json_object_set_new(o, "rounds", json_integer((json_int_t)rounds));
             json_object_set_new(o, "fresh_fraction", json_real(fresh_frac));
@@ -582,7 +623,9 @@ int main(int argc, char **argv) {
             json_object_set_new(o, "weights_hash", json_string(hx));
             json_array_append_new(jepochs, o);
             if (!C.quiet) {
-                snprintf(stepsbuf, sizeof stepsbuf, "%ld steps x %d ranks", steps, P);
+                if (global) snprintf(stepsbuf, sizeof stepsbuf, "global: %lld batches, %ld-%ld per rank",
+                                     (long long)nbatches, steps_min, steps_max);
+                else snprintf(stepsbuf, sizeof stepsbuf, "%ld steps x %d ranks", steps, P);
                 if (data_num_classes(train) > 0)
                     printf("epoch %3d/%d  %6.1f s  loss %.4f  train %.2f%%  test %s%.2f%% (top-5 %.2f%%)  "
                            "%.0f samples/s  rounds %llu fresh %.2f  lr %.4g  [%s]\n", epoch + 1, C.epochs, wall,
@@ -668,6 +711,7 @@ int main(int argc, char **argv) {
     }
     MPI_Bcast(&exit_code, 1, MPI_INT, 0, MPI_COMM_WORLD);
     pcoll_record_free(&rec);
+    free(perm);
 #ifdef HAVE_NN_CUDA
     if (G) nn_cuda_model_free(G);
 #endif

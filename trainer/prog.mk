@@ -1,5 +1,6 @@
 # trainer/prog.mk: the eager-train program (MPI): trainer/*.c on nn + data + controller + libpcoll.
-TRAIN_SRCS := trainer/main.c trainer/config.c trainer/imbalance.c trainer/metrics.c trainer/checkpoint.c
+TRAIN_SRCS := trainer/main.c trainer/config.c trainer/imbalance.c trainer/metrics.c trainer/checkpoint.c \
+              trainer/dealer.c
 TRAIN_OBJS := $(patsubst %.c,$(B)/%.o,$(TRAIN_SRCS))
 TRAIN_BIN  := $(B)/bin/eager-train
 ALL_BINS   += $(TRAIN_BIN)
@@ -22,3 +23,8 @@ $(B)/tests/test_imbalance: tests/trainer/test_imbalance.c $(B)/trainer/imbalance
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDFLAGS) $(LDLIBS)
 TEST_BINS += $(B)/tests/test_imbalance
+
+$(B)/tests/test_dealer: tests/trainer/test_dealer.c $(B)/trainer/dealer.o
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $^ -o $@ $(LDFLAGS) $(LDLIBS)
+TEST_BINS += $(B)/tests/test_dealer

@@ -4,6 +4,7 @@
  *   imbalance.c   injected delays: a pure function of (seed, step, rank)
  *   metrics.c     the run's JSON (results/schema/run.schema.json), written with jansson
  *   checkpoint.c  atomic checkpoints (temporary file, fsync, rename) and resume
+ *   dealer.c      --epoch-mode global: batches dealt from the round history
  *   main.c        MPI set-up, the eager-SGD step loop on libpcoll, evaluation, progress
  *
  * Data flows one way: data -> nn (gradient) -> libpcoll (rounds) -> nn (apply); the controller
@@ -31,6 +32,7 @@ typedef struct {
     char policy_opts[256];  /* extra adaptive-policy options, e.g. "window=32,maj_enter=4" */
     int tau, ring;
     char div[8];            /* p | fresh */
+    char epoch_mode[8];     /* shard | global (DESIGN.md section 5) */
     uint64_t seed;
     char imbalance[128];    /* none | linear:unit=MS | random:k=K,d=MS | lognormal:mean=MS,std=MS
                                | slow:rank=R,factor=F | inherent:unit=MS */
@@ -86,5 +88,23 @@ int ckpt_save(const char *dir, const struct nn_model *m, const ckpt_meta_t *meta
  * seed or a corrupt/truncated file. */
 int ckpt_load(const char *dir, struct nn_model *m, ckpt_meta_t *meta, char *err, size_t errlen);
 uint64_t ckpt_desc_hash(const char *desc, size_t nparams);
+
+/* ---- global epochs (dealer.c) ------------------------------------------------------------ */
+#define DEALER_QMAX 8
+typedef struct {
+    int64_t nb, cursor;           /* batches of the epoch; next batch not yet dealt */
+    int P, me;
+    int64_t q[DEALER_QMAX];       /* my batches: taken [head, tail), submitted [head.., sub) */
+    unsigned head, sub, tail;
+} dealer_t;
+/* Rank p starts with `ahead` batches (p, P+p, ...). -1 on a bad argument. */
+int dealer_init(dealer_t *d, int64_t nbatches, int P, int me, int ahead);
+/* After round r: fresh[p] = deposits of rank p in r (the record's fresh[]); each takes a batch.
+ * -1 if this rank would hold more than DEALER_QMAX batches (it deposited without taking). */
+int dealer_round(dealer_t *d, const uint8_t *fresh);
+/* Next of my batches not yet handed to the loader (1), or none (0). */
+int dealer_unsubmitted(dealer_t *d, int64_t *b);
+/* My next batch to train on (1), or none left this epoch (0: join). */
+int dealer_take(dealer_t *d, int64_t *b);
 
 #endif

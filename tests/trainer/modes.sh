@@ -24,3 +24,17 @@ jq -e '[.rounds.records[] | select(.epoch == 1) | .lr_first] | all(. < 0.0101)' 
   || fail "solo epoch 1 rounds not at lr 0.01"
 n0=$(jq '[.rounds.records[] | select(.epoch == 0)] | length' "$TMP/lr.json")
 echo "solo lr schedule: $n0 rounds in epoch 0, all at lr 0.1"
+# Global epochs: batches are dealt from the round history. Every batch of the epoch is trained
+# once (steps summed over ranks = batches), the replicas stay equal (the trainer's hash check),
+# sync deals evenly and, under linear skew, solo lets the fast ranks take more batches.
+for mode in sync solo; do
+  run $NP --mode $mode --epochs 1 --epoch-mode global --imbalance linear:unit=40 --tau 4 \
+    --out "$TMP/g_$mode.json" || { cat "$TMP/out"; fail "global $mode"; }
+  read -r st lo hi < <(jq -r '.epochs[0] | "\(.steps) \(.rank_steps_min) \(.rank_steps_max)"' "$TMP/g_$mode.json")
+  echo "global $mode: $st steps in all, $lo-$hi per rank"
+  [ "$st" -eq $((2048 / 32)) ] || fail "global $mode: $st steps, expected $((2048 / 32)) batches"
+  case $mode in
+    sync) [ "$hi" -le $((lo + 1)) ] || fail "global sync dealt unevenly: $lo-$hi" ;;
+    solo) [ "$hi" -gt $((lo + 2)) ] || fail "global solo under skew: fast ranks took no more batches ($lo-$hi)" ;;
+  esac
+done
