@@ -142,6 +142,13 @@ typedef struct {
     double sync_wait;      /* T >= this in majority -> sync, when tau > 0 [0.50] */
     int sync_probe;        /* rounds in sync before probing majority [256] */
     int probe_max;         /* cap of the doubled probe interval [4096] */
+    double light_fresh;    /* F < this in LIGHT -> majority: rounds carry too few gradients, the
+                              rest arrive stale [0 = off; the experiments use 0.5]. Then LIGHT is blocked for a
+                              probe interval (sync_probe rounds, doubled up to probe_max each
+                              time a probe ends the same way) */
+    int light_block;       /* start blocked: no return to LIGHT before this round [0]; with
+                              light_probe, how a trainer carries the state into a new handle */
+    int light_probe;       /* start value of that probe interval (0 = sync_probe) [0] */
 } ctl_policy_cfg_t;
 
 /* Bits of ctl_decision_t.what */
@@ -172,6 +179,9 @@ typedef struct {
     uint64_t mode_from;       /* round from which `mode` is/will be in effect */
     int dwell;                /* current dwell */
     int probe;                /* current sync probe interval */
+    int light_probe;          /* current LIGHT probe interval (light_fresh) */
+    uint64_t light_block_until; /* no return to LIGHT before this effective round (0: none) */
+    uint64_t light_exits;     /* LIGHT -> majority switches for F < light_fresh */
     int window_fill;          /* rounds in the current window */
     double L, A, F, T;        /* signals of the current window (NAN if undefined) */
     uint64_t tau_waits;       /* (rank, round) pairs that tau forced into a wait set */

@@ -41,6 +41,9 @@ struct ctl_policy {
 
     int dwell, probe;
     uint64_t probe_at;          /* effective round of the pending probe, or NONE */
+    int lprobe;                 /* LIGHT probe interval (light_fresh) */
+    uint64_t lblock;            /* no return to LIGHT before this effective round (0: none) */
+    uint64_t lprobe_at;         /* effective round of the latest return to LIGHT, or NONE */
 
     uint64_t hash;
     ctl_policy_stats_t st;
@@ -69,6 +72,7 @@ void ctl_policy_default(ctl_policy_cfg_t *c)
     c->sync_wait = 0.50;
     c->sync_probe = 256;
     c->probe_max = 4096;
+    c->light_fresh = 0.0;
 }
 
 static int fail(char *err, size_t n, const char *fmt, ...)
@@ -108,6 +112,9 @@ int ctl_policy_check(const ctl_policy_cfg_t *c, char *err, size_t n)
     if (!(c->sync_streak > 0)) return fail(err, n, "sync_streak=%g must be > 0", c->sync_streak);
     if (!(c->sync_wait > c->wait_exit && c->sync_wait <= 1))
         return fail(err, n, "sync_wait=%g must be in (wait_exit, 1]", c->sync_wait);
+    if (!(c->light_fresh >= 0 && c->light_fresh < 1)) return fail(err, n, "light_fresh=%g out of range [0,1)", c->light_fresh);
+    if (c->light_block < 0 || c->light_probe < 0 || c->light_probe > (1 << 30))
+        return fail(err, n, "light_block=%d and light_probe=%d must be >= 0", c->light_block, c->light_probe);
     if (c->sync_probe < 1 || c->probe_max < c->sync_probe || c->probe_max > (1 << 30))
         return fail(err, n, "need 1 <= probe=%d <= probe_max=%d", c->sync_probe, c->probe_max);
     return CTL_OK;
@@ -152,7 +159,8 @@ static int parse_dbl(const char *v, double *out)
 }
 
 #define KEYS "tau, tau_by, lag, window, dwell, max_dwell, maj_enter, maj_exit, wait_enter, " \
-             "wait_exit, sync_fresh, sync_streak, sync_wait, probe, probe_max, start"
+             "wait_exit, sync_fresh, sync_streak, sync_wait, probe, probe_max, light_fresh, " \
+             "light_block, light_probe, start"
 
 int ctl_policy_parse(const char *s, ctl_policy_cfg_t *c, char *err, size_t n)
 {
@@ -200,6 +208,9 @@ int ctl_policy_parse(const char *s, ctl_policy_cfg_t *c, char *err, size_t n)
         else if (!strcmp(k, "sync_wait")) { bad = parse_dbl(v, &c->sync_wait); want = "number"; }
         else if (!strcmp(k, "probe")) { bad = parse_int(v, 1, 1 << 30, &c->sync_probe); want = "integer >= 1"; }
         else if (!strcmp(k, "probe_max")) { bad = parse_int(v, 1, 1 << 30, &c->probe_max); want = "integer >= 1"; }
+        else if (!strcmp(k, "light_fresh")) { bad = parse_dbl(v, &c->light_fresh); want = "number"; }
+        else if (!strcmp(k, "light_block")) { bad = parse_int(v, 0, 1 << 30, &c->light_block); want = "integer >= 0"; }
+        else if (!strcmp(k, "light_probe")) { bad = parse_int(v, 0, 1 << 30, &c->light_probe); want = "integer >= 0"; }
         else if (!strcmp(k, "start")) {
             want = "solo, majority, sync or quorum:Q";
             if (c->kind != CTL_ADAPTIVE)
@@ -232,10 +243,11 @@ const char *ctl_policy_format(const ctl_policy_cfg_t *c, char *buf, size_t n)
     snprintf(buf + k, n - k,
              ",tau=%d,tau_by=%s,lag=%d,window=%d,dwell=%d,max_dwell=%d,maj_enter=%.17g,maj_exit=%.17g,"
              "wait_enter=%.17g,wait_exit=%.17g,sync_fresh=%.17g,sync_streak=%.17g,sync_wait=%.17g,"
-             "probe=%d,probe_max=%d",
+             "probe=%d,probe_max=%d,light_fresh=%.17g,light_block=%d,light_probe=%d",
              c->tau, c->tau_by == CTL_TAU_POLICY ? "policy" : "library", c->lag, c->window, c->min_dwell,
              c->max_dwell, c->maj_enter, c->maj_exit, c->wait_enter, c->wait_exit, c->sync_fresh,
-             c->sync_streak, c->sync_wait, c->sync_probe, c->probe_max);
+             c->sync_streak, c->sync_wait, c->sync_probe, c->probe_max, c->light_fresh, c->light_block,
+             c->light_probe);
     return buf;
 }
 
@@ -303,6 +315,9 @@ ctl_policy_t *ctl_policy_new(const ctl_policy_cfg_t *c, int P)
     p->dwell = c->min_dwell;
     p->probe = c->sync_probe;
     p->probe_at = NONE;
+    p->lprobe = c->light_probe > 0 ? c->light_probe : c->sync_probe;
+    p->lblock = (uint64_t)c->light_block;
+    p->lprobe_at = NONE;
     p->hash = 1469598103934665603ULL;
     return p;
 }
@@ -389,10 +404,11 @@ static int active(const pcoll_record_t *rec, int i)
 }
 
 /* Adaptive level decision; returns the new level (== p->level: none) and writes the reason. */
-static int evaluate(ctl_policy_t *p, uint64_t r, sig_t g, int *probe, char *why, size_t n)
+static int evaluate(ctl_policy_t *p, uint64_t r, sig_t g, int *probe, int *fresh_exit, char *why, size_t n)
 {
     const ctl_policy_cfg_t *c = &p->c;
     *probe = 0;
+    *fresh_exit = 0;
     uint64_t in_mode = r + 1 - p->mode_from;
     int tau = c->tau > 0;
     char a[24], b[24];
@@ -416,6 +432,9 @@ static int evaluate(ctl_policy_t *p, uint64_t r, sig_t g, int *probe, char *why,
         else if (tau && g.T >= c->wait_enter)
             snprintf(why, n, "T=%.2f >= wait_enter %.2f over %d rounds (L=%.2f F=%.2f)", g.T, c->wait_enter, W,
                      g.L, g.F), to = LV_MAJ;
+        else if (c->light_fresh > 0 && g.F < c->light_fresh)
+            snprintf(why, n, "F=%.2f < light_fresh %.2f over %d rounds (L=%.2f T=%.2f): stale rounds", g.F,
+                     c->light_fresh, W, g.L, g.T), to = LV_MAJ, *fresh_exit = 1;
     } else {
         if (g.F <= c->sync_fresh)
             snprintf(why, n, "F=%.2f <= sync_fresh %.2f over %d rounds (L=%.2f A=%.2f T=%.2f)", g.F, c->sync_fresh, W,
@@ -426,7 +445,7 @@ static int evaluate(ctl_policy_t *p, uint64_t r, sig_t g, int *probe, char *why,
         else if (tau && g.T >= c->sync_wait)
             snprintf(why, n, "T=%.2f >= sync_wait %.2f over %d rounds (L=%.2f F=%.2f)", g.T, c->sync_wait, W,
                      g.L, g.F), to = LV_SYNC;
-        else if (g.L <= c->maj_exit && (!tau || g.T <= c->wait_exit)) {
+        else if (g.L <= c->maj_exit && (!tau || g.T <= c->wait_exit) && r + (uint64_t)c->lag >= p->lblock) {
             if (tau) snprintf(why, n, "L=%.2f <= maj_exit %.2f and T=%.2f <= wait_exit %.2f over %d rounds (F=%.2f)",
                               g.L, c->maj_exit, g.T, c->wait_exit, W, g.F);
             else snprintf(why, n, "L=%.2f <= maj_exit %.2f over %d rounds (F=%.2f)", g.L, c->maj_exit, W, g.F);
@@ -506,10 +525,10 @@ int ctl_policy_observe(ctl_policy_t *p, const pcoll_record_t *rec, ctl_decision_
 
     /* mode */
     const uint64_t e = r + (uint64_t)c->lag;
-    int new_level = p->level, probe = 0;
+    int new_level = p->level, probe = 0, fresh_exit = 0;
     char why[160] = "";
     if (c->kind == CTL_ADAPTIVE && r >= p->mode_from && na > 0)
-        new_level = evaluate(p, r, g, &probe, why, sizeof why);
+        new_level = evaluate(p, r, g, &probe, &fresh_exit, why, sizeof why);
 
     /* tau_by=policy wait set for round e */
     int nw = 0;
@@ -555,6 +574,20 @@ int ctl_policy_observe(ctl_policy_t *p, const pcoll_record_t *rec, ctl_decision_
 
     if (what & CTL_DEC_MODE) {
         int old = p->level;
+        if (fresh_exit) {
+            /* LIGHT left for stale rounds: block it for a probe interval; a return to LIGHT that
+             * ends this way within 4*max(window, dwell) rounds failed: the interval doubles */
+            uint64_t span = 4 * (uint64_t)(c->window > p->dwell ? c->window : p->dwell);
+            if (p->lprobe_at != NONE && e - p->lprobe_at <= span)
+                p->lprobe = p->lprobe > c->probe_max / 2 ? c->probe_max : p->lprobe * 2;
+            else if (p->lprobe_at != NONE)
+                p->lprobe = c->light_probe > 0 ? c->light_probe : c->sync_probe;
+            p->lblock = e + (uint64_t)p->lprobe;
+            p->lprobe_at = NONE;
+            p->st.light_exits++;
+        } else if (new_level == LV_LIGHT) {
+            p->lprobe_at = e;
+        }
         if (probe) {
             p->probe_at = e;
             p->st.probes++;
@@ -636,6 +669,8 @@ void ctl_policy_stats(const ctl_policy_t *p, ctl_policy_stats_t *st)
     st->mode_from = p->mode_from;
     st->dwell = p->dwell;
     st->probe = p->probe;
+    st->light_probe = p->lprobe;
+    st->light_block_until = p->lblock;
     st->window_fill = p->w_len;
     sig_t g = signals(p);
     st->L = g.L; st->A = g.A; st->F = g.F; st->T = g.T;

@@ -548,6 +548,9 @@ int main(int argc, char **argv) {
         if (cc.policy.kind == CTL_ADAPTIVE) {
             cc.policy.base.mode = cst.mode;
             cc.policy.base.quorum = cst.quorum;
+            /* and a block of the LIGHT level (light_fresh) keeps its remaining rounds */
+            cc.policy.light_probe = cst.light_probe;
+            cc.policy.light_block = cst.light_block_until > cst.rounds ? (int)(cst.light_block_until - cst.rounds) : 0;
         }
         int cs = ctl_stop(&ctl);
         if (cs != CTL_OK) die("controller", "the controller thread ended with an error");

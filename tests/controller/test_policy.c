@@ -594,6 +594,65 @@ static void measure(void)
     }
 }
 
+/* light_fresh: solo whose rounds carry few gradients (uniform q=0.35 at P=8: F ~ 0.35) goes to
+ * majority for "stale rounds"; LIGHT is then blocked for a probe interval (256 rounds), a return
+ * that ends the same way doubles it; healthy participation (q=0.9) stays solo; a policy started
+ * blocked (light_block, how the trainer carries the state into a new epoch) stays off LIGHT. */
+static void test_light_fresh(void)
+{
+    const int P = 8;
+    for (int healthy = 0; healthy < 2; healthy++) {
+        ctl_policy_cfg_t cfg;
+        ctl_policy_t *pol = mk("adaptive,light_fresh=0.5", P, &cfg);
+        pcoll_rule_t init;
+        ctl_policy_initial(pol, &init);
+        phases_t ph = { 1, { { UINT64_MAX, healthy ? 0.9 : 0.35, 0, {0}, 0 } } };
+        gen_t g;
+        gen_init(&g, P, 7, &init);
+        g.q = q_phases; g.qarg = &ph;
+        declog_t L = {0};
+        run_loop(&g, pol, 3000, &L);
+        ctl_policy_stats_t st;
+        ctl_policy_stats(pol, &st);
+        if (healthy) {
+            CHECK(L.n == 0, "q=0.9 left solo: %s", L.n ? L.d[0].reason : "");
+        } else {
+            CHECK(L.n >= 3, "only %d decisions", L.n);
+            if (L.n >= 3) {
+                CHECK(L.d[0].to == PCOLL_MAJORITY && strstr(L.d[0].reason, "light_fresh") && L.d[0].round < 64,
+                      "first: %s at %llu", L.d[0].reason, (unsigned long long)L.d[0].round);
+                CHECK(L.d[1].to == PCOLL_SOLO && L.d[1].eff >= L.d[0].eff + 256, "returned to solo at %llu, "
+                      "blocked until %llu", (unsigned long long)L.d[1].eff, (unsigned long long)L.d[0].eff + 256);
+                CHECK(L.d[2].to == PCOLL_MAJORITY && strstr(L.d[2].reason, "light_fresh"), "third: %s", L.d[2].reason);
+            }
+            if (L.n >= 4) CHECK(L.d[3].eff >= L.d[2].eff + 512, "failed probe did not double the block: %llu after %llu",
+                                (unsigned long long)L.d[3].eff, (unsigned long long)L.d[2].eff);
+            CHECK(st.light_exits >= 2 && st.light_probe >= 512, "light exits %llu, probe %d",
+                  (unsigned long long)st.light_exits, st.light_probe);
+            if (verbose) printf("    light_fresh: %d decisions, %llu exits, probe interval %d\n", L.n,
+                                (unsigned long long)st.light_exits, st.light_probe);
+        }
+        ctl_policy_free(pol);
+        gen_free(&g);
+        free(L.d);
+    }
+    /* started in majority with 300 rounds of block left: healthy rounds, still no solo before 300 */
+    ctl_policy_t *pol = mk("adaptive,start=majority,light_fresh=0.5,light_block=300,light_probe=512", P, NULL);
+    pcoll_rule_t init;
+    ctl_policy_initial(pol, &init);
+    phases_t ph = { 1, { { UINT64_MAX, 0.9, 0, {0}, 0 } } };
+    gen_t g;
+    gen_init(&g, P, 9, &init);
+    g.q = q_phases; g.qarg = &ph;
+    declog_t L = {0};
+    run_loop(&g, pol, 1000, &L);
+    CHECK(L.n >= 1 && L.d[0].to == PCOLL_SOLO && L.d[0].eff >= 300, "carried block: %d decisions, first %s at %llu",
+          L.n, L.n ? L.d[0].reason : "", L.n ? (unsigned long long)L.d[0].eff : 0ULL);
+    ctl_policy_free(pol);
+    gen_free(&g);
+    free(L.d);
+}
+
 int main(int argc, char **argv)
 {
     verbose = argc > 1 && !strcmp(argv[1], "-v");
@@ -608,6 +667,7 @@ int main(int argc, char **argv)
         { "hysteresis", test_hysteresis },
         { "determinism", test_determinism },
         { "joined_lag_static", test_joined_lag_static },
+        { "light_fresh", test_light_fresh },
     };
     const char *only = getenv("CTL_TEST");
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
