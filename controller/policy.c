@@ -434,7 +434,13 @@ static int evaluate(ctl_policy_t *p, uint64_t r, sig_t g, int *probe, int *fresh
                      g.L, g.F), to = LV_MAJ;
         else if (c->light_fresh > 0 && g.F < c->light_fresh)
             snprintf(why, n, "F=%.2f < light_fresh %.2f over %d rounds (L=%.2f T=%.2f): stale rounds", g.F,
-                     c->light_fresh, W, g.L, g.T), to = LV_MAJ, *fresh_exit = 1;
+                     c->light_fresh, W, g.L, g.T), to = LV_MAJ;
+        /* leaving LIGHT (for any reason) while its rounds carry too few gradients blocks it */
+        if (to == LV_MAJ && c->light_fresh > 0 && g.F < c->light_fresh) {
+            size_t k = strlen(why);
+            if (!strstr(why, "light_fresh")) snprintf(why + k, n - k, ", F < light_fresh %.2f", c->light_fresh);
+            *fresh_exit = 1;
+        }
     } else {
         if (g.F <= c->sync_fresh)
             snprintf(why, n, "F=%.2f <= sync_fresh %.2f over %d rounds (L=%.2f A=%.2f T=%.2f)", g.F, c->sync_fresh, W,
@@ -526,7 +532,7 @@ int ctl_policy_observe(ctl_policy_t *p, const pcoll_record_t *rec, ctl_decision_
     /* mode */
     const uint64_t e = r + (uint64_t)c->lag;
     int new_level = p->level, probe = 0, fresh_exit = 0;
-    char why[160] = "";
+    char why[200] = "";
     if (c->kind == CTL_ADAPTIVE && r >= p->mode_from && na > 0)
         new_level = evaluate(p, r, g, &probe, &fresh_exit, why, sizeof why);
 

@@ -4,7 +4,8 @@
 #                                   light imbalance (linear skew, rank r sleeps r x UNIT=100 ms per
 #                                   step: rank 3's skew ~ the step time) and heavy imbalance
 #                                   (log-normal step times, mean 300 ms, std 450 ms) x MODES (sync
-#                                   solo majority adaptive); REPEATS=2 runs seeds 1 and 2 (noise);
+#                                   solo majority adaptive adaptive+light_fresh=0.5; MODE+OPTS
+#                                   passes --policy-opts OPTS); REPEATS=2 runs seeds 1 and 2 (noise);
 #                                   REGIMES=light or heavy runs one; EPOCH_MODE=global (default: batches
 #                                   dealt from the rounds, fast ranks take more) or shard
 #   jobs/experiments.sh skew        issue 4 alone: the light regime, sync / solo / majority
@@ -35,9 +36,12 @@ regimes_run() {  # REGIMES (light heavy) x REPEATS seeds x MODES
         heavy) regime="lognormal:mean=${HEAVY_MEAN:-300},std=${HEAVY_STD:-450}" ;;
         *) echo "experiments.sh: unknown regime '$tag' (light, heavy)" >&2; exit 2 ;;
       esac
-      for mode in ${MODES:-sync solo majority adaptive}; do
-        run 4 "$D/$tag/$mode-s$seed.json" --experiment fmnist --epochs "${EPOCHS:-4}" \
-          --limit-train "${LIMIT:-30000}" --imbalance "$regime" --mode "$mode" --tau 4 --seed "$seed" --epoch-mode "${EPOCH_MODE:-global}" \
+      for spec in ${MODES:-sync solo majority adaptive adaptive+light_fresh=0.5}; do
+        local mode=${spec%%+*} opts="" name=${spec//[+=,]/_}
+        [ "$spec" != "$mode" ] && opts=${spec#*+}
+        run 4 "$D/$tag/$name-s$seed.json" --experiment fmnist --epochs "${EPOCHS:-4}" \
+          --limit-train "${LIMIT:-30000}" --imbalance "$regime" --mode "$mode" --policy-opts "$opts" \
+          --tau 4 --seed "$seed" --epoch-mode "${EPOCH_MODE:-global}" \
           --target-top1 "${TARGET:-0.80}" --milestones "$(( ${EPOCHS:-4} - 1 ))"
       done
     done
