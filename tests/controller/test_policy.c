@@ -636,6 +636,29 @@ static void test_light_fresh(void)
         gen_free(&g);
         free(L.d);
     }
+    /* two ranks rarely fresh until round 100: the streak signal L fires first, but F < light_fresh
+     * too, so solo is blocked all the same (the reason says both), although L is low afterwards */
+    {
+        ctl_policy_t *pl = mk("adaptive,light_fresh=0.5,sync_streak=1000", P, NULL);
+        pcoll_rule_t in;
+        ctl_policy_initial(pl, &in);
+        phases_t ps = { 2, { { 100, 0.4, 2, { 6, 7 }, 0.02 }, { UINT64_MAX, 0.35, 0, {0}, 0 } } };
+        gen_t gg;
+        gen_init(&gg, P, 13, &in);
+        gg.q = q_phases; gg.qarg = &ps;
+        declog_t LL = {0};
+        run_loop(&gg, pl, 1500, &LL);
+        CHECK(LL.n >= 1 && strstr(LL.d[0].reason, "light_fresh") && LL.d[0].to == PCOLL_MAJORITY,
+              "first: %s", LL.n ? LL.d[0].reason : "(none)");
+        for (int i = 1; i < LL.n; i++)
+            if (LL.d[i].to == PCOLL_SOLO)
+                CHECK(LL.d[i].eff >= LL.d[0].eff + 256, "back to solo at %llu, before the block ends (%llu): %s",
+                      (unsigned long long)LL.d[i].eff, (unsigned long long)LL.d[0].eff + 256, LL.d[0].reason);
+        for (int i = 0; verbose && i < LL.n; i++) printf("    slow ranks: %llu %s\n", (unsigned long long)LL.d[i].eff, LL.d[i].reason);
+        ctl_policy_free(pl);
+        gen_free(&gg);
+        free(LL.d);
+    }
     /* started in majority with 300 rounds of block left: healthy rounds, still no solo before 300 */
     ctl_policy_t *pol = mk("adaptive,start=majority,light_fresh=0.5,light_block=300,light_probe=512", P, NULL);
     pcoll_rule_t init;
