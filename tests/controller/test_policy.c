@@ -99,18 +99,11 @@ static void test_light_stays_solo(void)
         gen_free(&g);
     }
     /* and the probabilistic model with moderate, uniform participation */
-    ctl_policy_t *pol = mk("adaptive", 8, NULL);
-    pcoll_rule_t init;
-    ctl_policy_initial(pol, &init);
     phases_t ph = { 1, { { UINT64_MAX, 0.35, 0, {0}, 0 } } };
-    gen_t g;
-    gen_init(&g, 8, 5, &init);
-    g.q = q_phases; g.qarg = &ph;
     declog_t L = {0};
-    run_loop(&g, pol, 5000, &L);
+    ctl_policy_t *pol = run_phases("adaptive", 8, 5, &ph, 5000, &L);
     CHECK(L.n == 0, "uniform q=0.35 made %d decisions (first: %s)", L.n, L.n ? L.d[0].reason : "");
     ctl_policy_free(pol);
-    gen_free(&g);
     free(L.d);
 }
 
@@ -495,20 +488,14 @@ static void test_joined_lag_static(void)
     for (int i = 0; i < 3; i++) {
         char spec[64];
         snprintf(spec, sizeof spec, "adaptive,lag=%d", lags[i]);
-        ctl_policy_t *pol = mk(spec, 8, NULL);
-        pcoll_rule_t init, cur;
-        ctl_policy_initial(pol, &init);
         phases_t ph = { 1, { { UINT64_MAX, 0.4, 2, { 6, 7 }, 0.0 } } };
-        gen_t g;
-        gen_init(&g, 8, 81, &init);
-        g.q = q_phases; g.qarg = &ph;
         declog_t L = {0};
-        run_loop(&g, pol, 300, &L);   /* run_loop checks effective == round + lag */
+        ctl_policy_t *pol = run_phases(spec, 8, 81, &ph, 300, &L);   /* run_loop checks effective == round + lag */
         CHECK(L.n >= 1, "lag %d: no decision", lags[i]);
+        pcoll_rule_t cur;
         uint64_t from = ctl_policy_rule(pol, &cur);
         CHECK(L.n == 0 || from == L.d[L.n - 1].eff, "ctl_policy_rule from %llu", (unsigned long long)from);
         ctl_policy_free(pol);
-        gen_free(&g);
         free(L.d);
     }
     const char *statics[] = { "solo", "majority", "sync", "quorum:3" };
@@ -602,16 +589,9 @@ static void test_light_fresh(void)
 {
     const int P = 8;
     for (int healthy = 0; healthy < 2; healthy++) {
-        ctl_policy_cfg_t cfg;
-        ctl_policy_t *pol = mk("adaptive,light_fresh=0.5", P, &cfg);
-        pcoll_rule_t init;
-        ctl_policy_initial(pol, &init);
         phases_t ph = { 1, { { UINT64_MAX, healthy ? 0.9 : 0.35, 0, {0}, 0 } } };
-        gen_t g;
-        gen_init(&g, P, 7, &init);
-        g.q = q_phases; g.qarg = &ph;
         declog_t L = {0};
-        run_loop(&g, pol, 3000, &L);
+        ctl_policy_t *pol = run_phases("adaptive,light_fresh=0.5", P, 7, &ph, 3000, &L);
         ctl_policy_stats_t st;
         ctl_policy_stats(pol, &st);
         if (healthy) {
@@ -633,21 +613,14 @@ static void test_light_fresh(void)
                                 (unsigned long long)st.light_exits, st.light_probe);
         }
         ctl_policy_free(pol);
-        gen_free(&g);
         free(L.d);
     }
     /* two ranks rarely fresh until round 100: the streak signal L fires first, but F < light_fresh
      * too, so solo is blocked all the same (the reason says both), although L is low afterwards */
     {
-        ctl_policy_t *pl = mk("adaptive,light_fresh=0.5,sync_streak=1000", P, NULL);
-        pcoll_rule_t in;
-        ctl_policy_initial(pl, &in);
         phases_t ps = { 2, { { 100, 0.4, 2, { 6, 7 }, 0.02 }, { UINT64_MAX, 0.35, 0, {0}, 0 } } };
-        gen_t gg;
-        gen_init(&gg, P, 13, &in);
-        gg.q = q_phases; gg.qarg = &ps;
         declog_t LL = {0};
-        run_loop(&gg, pl, 1500, &LL);
+        ctl_policy_t *pl = run_phases("adaptive,light_fresh=0.5,sync_streak=1000", P, 13, &ps, 1500, &LL);
         CHECK(LL.n >= 1 && strstr(LL.d[0].reason, "light_fresh") && LL.d[0].to == PCOLL_MAJORITY,
               "first: %s", LL.n ? LL.d[0].reason : "(none)");
         for (int i = 1; i < LL.n; i++)
@@ -656,23 +629,16 @@ static void test_light_fresh(void)
                       (unsigned long long)LL.d[i].eff, (unsigned long long)LL.d[0].eff + 256, LL.d[0].reason);
         for (int i = 0; verbose && i < LL.n; i++) printf("    slow ranks: %llu %s\n", (unsigned long long)LL.d[i].eff, LL.d[i].reason);
         ctl_policy_free(pl);
-        gen_free(&gg);
         free(LL.d);
     }
     /* started in majority with 300 rounds of block left: healthy rounds, still no solo before 300 */
-    ctl_policy_t *pol = mk("adaptive,start=majority,light_fresh=0.5,light_block=300,light_probe=512", P, NULL);
-    pcoll_rule_t init;
-    ctl_policy_initial(pol, &init);
     phases_t ph = { 1, { { UINT64_MAX, 0.9, 0, {0}, 0 } } };
-    gen_t g;
-    gen_init(&g, P, 9, &init);
-    g.q = q_phases; g.qarg = &ph;
     declog_t L = {0};
-    run_loop(&g, pol, 1000, &L);
+    ctl_policy_t *pol = run_phases("adaptive,start=majority,light_fresh=0.5,light_block=300,light_probe=512", P, 9,
+                                   &ph, 1000, &L);
     CHECK(L.n >= 1 && L.d[0].to == PCOLL_SOLO && L.d[0].eff >= 300, "carried block: %d decisions, first %s at %llu",
           L.n, L.n ? L.d[0].reason : "", L.n ? (unsigned long long)L.d[0].eff : 0ULL);
     ctl_policy_free(pol);
-    gen_free(&g);
     free(L.d);
 }
 
