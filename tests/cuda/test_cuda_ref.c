@@ -15,40 +15,21 @@ static int run(const char *dir, const char *file) {
   if (nt_ref_open(&R, dir, file)) return 1;
   nn_tfile_t *f = R.f;
   const char *desc = R.desc;
-  const nn_tensor_t *x = R.x, *lab = R.lab, *tg = R.tg, *len = R.len, *hy = R.hy, *sl = R.sl;
+  const nn_tensor_t *hy = R.hy, *sl = R.sl;
   int N = R.N;
   const double *tt = R.tt;
 #define TOL(base, i) fmax(base, tt[i])
   printf("== %s: \"%s\", batch %d\n", file, desc, N);
   nn_model_t *m = nn_model_build(desc, 1, 1, err, sizeof err); /* layout, names, host copies */
-  if (!m) { printf("FAIL %s\n", err); nn_tfile_free(f); return 1; }
+  if (!m) { printf("FAIL %s\n", err); nt_ref_close(&R); return 1; }
   char sum[512];
   nn_model_summary(m, sum, sizeof sum);
   printf("   %s\n", sum);
-  int fails0 = nt_fail, k = 0;
-  /* parameter order and shapes */
-  for (int i = 0; i < f->count; i++) {
-    if (strncmp(f->t[i].name, "param.", 6)) continue;
-    const nn_tensor_t *t = &f->t[i];
-    const nn_param_t *p = k < m->nptensors ? &m->ptensors[k] : NULL;
-    if (!p || strcmp(p->name, t->name + 6) || p->n != t->n) {
-      printf("FAIL parameter %d: reference %s (%zu) vs C %s (%zu)\n", k, t->name + 6, t->n, p ? p->name : "-", p ? p->n : 0);
-      nt_fail++;
-    } else memcpy(m->params + p->off, t->data, t->n * sizeof(float));
-    k++;
-  }
-  nt_check(k == m->nptensors && nt_fail == fails0, "parameter names, shapes and order", (double)k, 0);
+  nt_ref_load_params(&R, m);   /* parameter names, order and shapes */
   nn_cuda_model_t *g = nn_cuda_model_build(m, N, NN_CUDA_TF32_OFF, err, sizeof err);
-  if (!g) { printf("FAIL %s\n", err); nt_fail++; nn_model_free(m); nn_tfile_free(f); return 1; }
-  int *labels = calloc(N, sizeof(int)), *lens = calloc(N, sizeof(int));
-  for (int n = 0; n < N; n++) {
-    if (lab) labels[n] = (int)lab->data[n];
-    if (len) lens[n] = (int)len->data[n];
-  }
-  nn_batch_t b = {.x = x->data, .labels = lab ? labels : NULL, .targets = tg ? tg->data : NULL,
-                  .lengths = len ? lens : NULL, .n = N};
-  b.ndim = x->ndim - 1;
-  for (int i = 1; i < x->ndim; i++) b.shape[i - 1] = x->shape[i];
+  if (!g) { printf("FAIL %s\n", err); nt_fail++; nn_model_free(m); nt_ref_close(&R); return 1; }
+  nn_batch_t b;
+  nt_ref_batch(&R, &b);
   CT_CHECK(nn_cuda_forward(g, &b), g);
   const nn_tensor_t *out = nn_tfile_find(f, "out"), *loss = nn_tfile_find(f, "loss");
   float *y = malloc(sizeof(float) * N * m->nout), lf = (float)nn_cuda_loss(g);
@@ -98,9 +79,7 @@ static int run(const char *dir, const char *file) {
   e = nt_relerr(y, eo->data, eo->n, 1e-6);
   nt_check(e <= TOL(1e-3, 5), "eval-mode output (running statistics)", e, TOL(1e-3, 5));
   /* TF32: reload the reference parameters and BN statistics, one forward/backward */
-  k = 0;
-  for (int i = 0; i < f->count; i++)
-    if (!strncmp(f->t[i].name, "param.", 6)) { memcpy(m->params + m->ptensors[k].off, f->t[i].data, f->t[i].n * sizeof(float)); k++; }
+  nt_ref_load_params(&R, m);
   memset(m->mom, 0, m->nparams * sizeof(float));
   for (int i = 0; i < m->nbns; i++)
     for (int c = 0; c < m->bns[i].c; c++) { m->bn_stats[m->bns[i].off + c] = 0.f; m->bn_stats[m->bns[i].off + m->bns[i].c + c] = 1.f; }
@@ -124,10 +103,10 @@ static int run(const char *dir, const char *file) {
   }
   nt_check(worst <= TOL(2e-2, 1), "TF32: all gradients (worst)", worst, TOL(2e-2, 1));
 #undef TOL
-  free(ls); free(y); free(labels); free(lens); free(gh);
+  free(ls); free(y); free(gh);
   nn_cuda_model_free(g);
   nn_model_free(m);
-  nn_tfile_free(f);
+  nt_ref_close(&R);
   return 0;
 }
 

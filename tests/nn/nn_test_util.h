@@ -67,6 +67,7 @@ typedef struct {
   const nn_tensor_t *x, *lab, *tg, *len, *hy, *sl;
   int N;
   double tt[6];
+  int *labels, *lens;   /* nt_ref_batch: labels and lengths as int */
 } nt_ref_t;
 
 static inline int nt_ref_open(nt_ref_t *r, const char *dir, const char *file) {
@@ -89,6 +90,45 @@ static inline int nt_ref_open(nt_ref_t *r, const char *dir, const char *file) {
   const nn_tensor_t *t32 = nn_tfile_find(r->f, "torch32_err");
   for (int i = 0; t32 && i < 6 && i < (int)t32->n; i++) r->tt[i] = 3.0 * t32->data[i];
   return 0;
+}
+
+static inline void nt_ref_close(nt_ref_t *r) {
+  nn_tfile_free(r->f);
+  free(r->labels); free(r->lens);
+  r->f = NULL; r->labels = r->lens = NULL;
+}
+
+/* Copies the reference parameters into m (host), checking that their names, shapes and order are
+ * torch's named_parameters() (one FAIL line per mismatch, then one check for them all). */
+static inline void nt_ref_load_params(const nt_ref_t *r, nn_model_t *m) {
+  const nn_tfile_t *f = r->f;
+  int fails0 = nt_fail, k = 0;
+  for (int i = 0; i < f->count; i++) {
+    if (strncmp(f->t[i].name, "param.", 6)) continue;
+    const nn_tensor_t *t = &f->t[i];
+    const nn_param_t *p = k < m->nptensors ? &m->ptensors[k] : NULL;
+    if (!p || strcmp(p->name, t->name + 6) || p->n != t->n) {
+      printf("FAIL parameter %d: reference %s (%zu) vs C %s (%zu)\n", k, t->name + 6, t->n, p ? p->name : "-", p ? p->n : 0);
+      nt_fail++;
+    } else memcpy(m->params + p->off, t->data, t->n * sizeof(float));
+    k++;
+  }
+  nt_check(k == m->nptensors && nt_fail == fails0, "parameter names, shapes and order", (double)k, 0);
+}
+
+/* The reference batch; b points into r (labels and lengths converted to int, freed by close). */
+static inline void nt_ref_batch(nt_ref_t *r, nn_batch_t *b) {
+  int N = r->N;
+  r->labels = calloc(N, sizeof(int));
+  r->lens = calloc(N, sizeof(int));
+  for (int n = 0; n < N; n++) {
+    if (r->lab) r->labels[n] = (int)r->lab->data[n];
+    if (r->len) r->lens[n] = (int)r->len->data[n];
+  }
+  *b = (nn_batch_t){.x = r->x->data, .labels = r->lab ? r->labels : NULL, .targets = r->tg ? r->tg->data : NULL,
+                    .lengths = r->len ? r->lens : NULL, .n = N};
+  b->ndim = r->x->ndim - 1;
+  for (int i = 1; i < r->x->ndim; i++) b->shape[i - 1] = r->x->shape[i];
 }
 
 #endif
