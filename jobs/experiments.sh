@@ -6,7 +6,10 @@
 #                                   (log-normal step times, mean 300 ms, std 450 ms) x MODES (sync
 #                                   solo majority adaptive adaptive+light_fresh=0.5; MODE+OPTS
 #                                   passes --policy-opts OPTS); REPEATS=2 runs seeds 1 and 2 (noise);
-#                                   REGIMES=light or heavy runs one; EPOCH_MODE=global (default: batches
+#                                   REGIMES=light or heavy runs one (balanced: no imbalance; sync
+#                                   is bit-identical under any imbalance, so its seeds are cheap);
+#                                   SEED0=3 REPEATS=8 runs seeds 3..8; SKIP_DONE=1 keeps existing
+#                                   runs; EPOCH_MODE=global (default: batches
 #                                   dealt from the rounds, fast ranks take more) or shard
 #   jobs/experiments.sh skew        issue 4 alone: the light regime, sync / solo / majority
 #   jobs/experiments.sh hyperplane  Fig. 10: 8 ranks, one random rank per step delayed
@@ -29,14 +32,16 @@ run() {  # run NP OUT ARGS...
 }
 regimes_run() {  # REGIMES (light heavy) x REPEATS seeds x MODES
   local D=results/runs/exp-regimes regime
-  for seed in $(seq 1 "${REPEATS:-1}"); do
+  for seed in $(seq "${SEED0:-1}" "${REPEATS:-1}"); do
     for tag in ${REGIMES:-light heavy}; do
       case $tag in
         light) regime="linear:unit=${UNIT:-100}" ;;
         heavy) regime="lognormal:mean=${HEAVY_MEAN:-300},std=${HEAVY_STD:-450}" ;;
-        *) echo "experiments.sh: unknown regime '$tag' (light, heavy)" >&2; exit 2 ;;
+        balanced) regime="none" ;;  # sync is bit-identical under any imbalance: cheap sync seeds
+        *) echo "experiments.sh: unknown regime '$tag' (light, heavy, balanced)" >&2; exit 2 ;;
       esac
       for spec in ${MODES:-sync solo majority adaptive adaptive+light_fresh=0.5}; do
+        [ -n "${SKIP_DONE:-}" ] && [ -s "$D/$tag/${spec//[+=,]/_}-s$seed.json" ] && continue
         local mode=${spec%%+*} opts="" name=${spec//[+=,]/_}
         [ "$spec" != "$mode" ] && opts=${spec#*+}
         run 4 "$D/$tag/$name-s$seed.json" --experiment fmnist --epochs "${EPOCHS:-4}" \
