@@ -141,10 +141,13 @@ typedef struct {
   const char *ranks_s, *epochs_s, *batch_s;
   double wall, top1, top5, train_loss, test_loss, target, ttt, fresh, mstal, maxstal, streak;
   double straggler;
+  double seed;       /* config.seed (NAN if absent) */
+  const char *whash; /* the last epoch's weights_hash, NULL if absent */
   int nw;
   double *wait;
   const char *modelabel; /* mode, or adaptive/<policy> */
   const char *extra;     /* "[lr=0.1]" when runs of the table differ in lr, else "" */
+  const char *pextra;    /* extra without the keys a sync run ignores (pairing by seed) */
 } run_t;
 
 typedef struct { double mean, std; int n; } stat_t;
@@ -157,6 +160,7 @@ typedef struct {
   double *wait;
   int base; /* row index of the sync baseline, -1 if none */
   double speedup, dtop1, dloss;
+  stat_t pdtop1; /* paired Δtop-1 in points: each run minus the sync run of its seed */
 } row_t;
 
 typedef struct {
@@ -165,6 +169,7 @@ typedef struct {
   plist rows;  /* row_t* */
   plist notes; /* char* */
   int classif;
+  int paired;    /* repeats and seed-paired sync runs: the paired Δ column is shown */
   double target; /* NAN if none / differing */
 } group_t;
 
@@ -188,6 +193,9 @@ static const char *default_ignore[] = {"seed", "mode", "imbalance", "policy", "t
 static const char *group_keys[] = {"data", "model", "ranks", "epochs", "batch", NULL};
 /* keys that only matter under mode adaptive: compared among adaptive runs only */
 static const char *adaptive_keys[] = {"policy_opts", "controller", "horizon", NULL};
+/* keys a sync run's trajectory does not depend on (it waits for all, every round is fresh):
+ * compared among the other modes only, and ignored when pairing runs with sync runs by seed */
+static const char *sync_blind_keys[] = {"final_sync", "tau", "ring", "div", NULL};
 
 static int key_eq(const char *a, const char *b) {
   for (; *a && *b; a++, b++) {
@@ -228,7 +236,7 @@ static void note(const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(p, (size_t)n + 1, fmt, ap);
   va_end(ap);
-  pl_push(&g_notes, p);
+  if (pl_find_str(&g_notes, p) < 0) pl_push(&g_notes, p);
 }
 
 static const char *num_text(const json_t *o, const char *k) {
@@ -294,6 +302,9 @@ static void add_run(const char *path, json_t *root) {
   r->maxstal = jnum(sum, "max_staleness");
   r->streak = jnum(sum, "max_streak");
   r->straggler = jnum(sum, "straggler");
+  r->seed = jnum(cfg, "seed");
+  size_t ne = json_array_size(ep);
+  r->whash = ne ? jstr(json_array_get(ep, ne - 1), "weights_hash") : NULL;
   const json_t *ranks = json_object_get(root, "ranks");
   r->nw = (int)json_array_size(ranks);
   r->wait = amalloc(sizeof(double) * (size_t)(r->nw ? r->nw : 1));
@@ -307,7 +318,7 @@ static void add_run(const char *path, json_t *root) {
   if (!strcmp(r->mode, "adaptive") && r->policy && strcmp(r->policy, "none") && strcmp(r->policy, ""))
     r->modelabel = aprintf("adaptive/%s", r->policy);
   else r->modelabel = r->mode;
-  r->extra = "";
+  r->extra = r->pextra = "";
   if (!json_is_object(sum) || !json_is_array(ep) || !json_is_object(cfg))
     note("%s lacks config, epochs or summary; check it with pcoll-validate results/schema/run.schema.json", path);
   if (r->exit && strcmp(r->exit, "ok"))
@@ -458,6 +469,40 @@ static stat_t stat_of(const double *x, int n) {
     (row)->field = stat_of(xs_, (row)->runs.n);                   \
   } while (0)
 
+/* The sync run of r's seed and setting in g: the one under r's imbalance if there is one, else any.
+ * Sync runs are bit-identical under every imbalance (the trainer deals evenly and waits for all),
+ * so two sync runs of one seed that end in different weights are a broken premise: noted, unused. */
+static const run_t *sync_of_seed(const group_t *g, const run_t *r) {
+  const run_t *hit = NULL;
+  for (int i = 0; i < g->runs.n; i++) {
+    const run_t *s = g->runs.v[i];
+    if (strcmp(s->mode, "sync") || s->seed != r->seed || strcmp(s->pextra, r->pextra) || isnan(s->top1)) continue;
+    if (hit && hit->whash && s->whash && strcmp(hit->whash, s->whash)) {
+      note("sync runs %s and %s have seed %.0f but end in different weights (%s, %s); seed %.0f is not paired",
+           hit->path, s->path, s->seed, hit->whash, s->whash, s->seed);
+      return NULL;
+    }
+    if (!hit || !strcmp(s->imbalance, r->imbalance)) hit = s;
+  }
+  return hit;
+}
+
+/* Fills row->pdtop1 for every row of g (mean, sample std, pairs); returns the pairs found. */
+static int paired_deltas(group_t *g) {
+  int total = 0;
+  for (int j = 0; j < g->rows.n; j++) {
+    row_t *row = g->rows.v[j];
+    double *d = amalloc(sizeof(double) * (size_t)row->runs.n);
+    for (int i = 0; i < row->runs.n; i++) {
+      const run_t *r = row->runs.v[i], *s = isnan(r->seed) ? NULL : sync_of_seed(g, r);
+      d[i] = s && !isnan(r->top1) && s != r ? 100.0 * (r->top1 - s->top1) : NAN;
+    }
+    row->pdtop1 = stat_of(d, row->runs.n);
+    if (strcmp(row->mode, "sync")) total += row->pdtop1.n;
+  }
+  return total;
+}
+
 static void build_groups(void) {
   /* 1. tables by experiment + data + model + ranks + epochs + batch */
   for (int i = 0; i < g_runs.n; i++) {
@@ -530,10 +575,11 @@ static void build_groups(void) {
     for (int ki = 0; ki < keys.n; ki++) {
       const char *k = keys.v[ki];
       plist vals = {0};
-      int aonly = key_in(k, adaptive_keys);
+      int aonly = key_in(k, adaptive_keys), sblind = key_in(k, sync_blind_keys);
       for (int i = 0; i < g->runs.n; i++) {
         run_t *r = g->runs.v[i];
         if (aonly && strcmp(r->mode, "adaptive")) continue;
+        if (sblind && !strcmp(r->mode, "sync")) continue;
         char *t = val_text(json_object_get(r->cfg, k));
         if (pl_find_str(&vals, t) < 0) pl_push(&vals, t);
       }
@@ -550,11 +596,16 @@ static void build_groups(void) {
         sbuf eb = {0};
         for (int ki = 0; ki < diff.n; ki++) {
           if (key_in(diff.v[ki], adaptive_keys) && strcmp(r->mode, "adaptive")) continue;
+          if (key_in(diff.v[ki], sync_blind_keys) && !strcmp(r->mode, "sync")) continue;
           sb_printf(&eb, "%s%s=%s", eb.n ? "," : "[", (const char *)diff.v[ki],
                     val_text(json_object_get(r->cfg, diff.v[ki])));
         }
         if (eb.n) sb_printf(&eb, "]");
         r->extra = sb_take(&eb);
+        for (int ki = 0; ki < diff.n; ki++)
+          if (!key_in(diff.v[ki], adaptive_keys) && !key_in(diff.v[ki], sync_blind_keys))
+            sb_printf(&eb, "%s=%s;", (const char *)diff.v[ki], val_text(json_object_get(r->cfg, diff.v[ki])));
+        r->pextra = eb.n ? sb_take(&eb) : "";
       }
     }
     free(nb.s);
@@ -648,6 +699,10 @@ static void build_groups(void) {
     }
     int repeats = 0;
     for (int j = 0; j < g->rows.n; j++) repeats |= ((row_t *)g->rows.v[j])->runs.n > 1;
+    if (g->classif && paired_deltas(g) && repeats && (g->paired = 1))
+      pl_push(&g->notes, astrdup("note: paired Δ: each run's top-1 minus that of the sync run with the same seed "
+                                 "and setting, under any imbalance (sync is bit-identical under every imbalance; "
+                                 "the final weight hashes are checked); mean ± standard error [pairs]"));
     if (repeats)
       pl_push(&g->notes, astrdup("note: rows with n > 1 are repeats of one setting and mode: mean ± sample std "
                                  "(run-to-run noise)"));
@@ -737,6 +792,10 @@ static void row_cells(const group_t *g, const row_t *row, const char **c, cols_t
     COL("top-1 (%)", fmt_stat(row->top1, "%.2f", 100));
     COL("top-5 (%)", fmt_stat(row->top5, "%.2f", 100));
     COL("Δtop-1 (pts)", fmt_num(row->dtop1, "%+.2f"));
+    if (g->paired)
+      COL("paired Δ (pts)", !row->pdtop1.n || !strcmp(row->mode, "sync") ? "-"
+          : row->pdtop1.n == 1 ? aprintf("%+.2f [1]", row->pdtop1.mean)
+          : aprintf("%+.2f ± %.2f [%d]", row->pdtop1.mean, row->pdtop1.std / sqrt(row->pdtop1.n), row->pdtop1.n));
   } else {
     COL("train loss", fmt_stat(row->train_loss, "%.4g", 1));
     COL("test loss", fmt_stat(row->test_loss, "%.4g", 1));
@@ -907,6 +966,7 @@ static int write_json(const char *out) {
       json_object_set_new(o, "final_top1_pct", jstat(r->top1, 100));
       json_object_set_new(o, "final_top5_pct", jstat(r->top5, 100));
       json_object_set_new(o, "delta_top1_pts", jnv(r->dtop1));
+      json_object_set_new(o, "paired_delta_top1_pts", jstat(r->pdtop1, 1));
       json_object_set_new(o, "final_train_loss", jstat(r->train_loss, 1));
       json_object_set_new(o, "final_test_loss", jstat(r->test_loss, 1));
       json_object_set_new(o, "delta_loss", jnv(r->dloss));
