@@ -5,7 +5,8 @@
 #                                   step: rank 3's skew ~ the step time) and heavy imbalance
 #                                   (log-normal step times, mean 300 ms, std 450 ms) x MODES (sync
 #                                   solo majority adaptive adaptive+light_fresh=0.5; MODE+OPTS
-#                                   passes --policy-opts OPTS); REPEATS=2 runs seeds 1 and 2 (noise);
+#                                   passes --policy-opts OPTS, MODE[+OPTS]@N --final-sync N, e.g.
+#                                   adaptive+light_fresh=0.5@1); REPEATS=2 runs seeds 1 and 2 (noise);
 #                                   REGIMES=light or heavy runs one (balanced: no imbalance; sync
 #                                   is bit-identical under any imbalance, so its seeds are cheap);
 #                                   SEED0=3 REPEATS=8 runs seeds 3..8; SKIP_DONE=1 keeps existing
@@ -41,11 +42,15 @@ regimes_run() {  # REGIMES (light heavy) x REPEATS seeds x MODES
         *) echo "experiments.sh: unknown regime '$tag' (light, heavy, balanced)" >&2; exit 2 ;;
       esac
       for spec in ${MODES:-sync solo majority adaptive adaptive+light_fresh=0.5}; do
-        [ -n "${SKIP_DONE:-}" ] && [ -s "$D/$tag/${spec//[+=,]/_}-s$seed.json" ] && continue
-        local mode=${spec%%+*} opts="" name=${spec//[+=,]/_}
-        [ "$spec" != "$mode" ] && opts=${spec#*+}
+        local name=${spec//[+=,]/_} fs=0 rule=${spec%@*}
+        name=${name/@/_fs}
+        [ "$rule" != "$spec" ] && fs=${spec##*@}
+        [ -n "${SKIP_DONE:-}" ] && [ -s "$D/$tag/$name-s$seed.json" ] && continue
+        local mode=${rule%%+*} opts=""
+        [ "$rule" != "$mode" ] && opts=${rule#*+}
         run 4 "$D/$tag/$name-s$seed.json" --experiment fmnist --epochs "${EPOCHS:-4}" \
           --limit-train "${LIMIT:-30000}" --imbalance "$regime" --mode "$mode" --policy-opts "$opts" \
+          --final-sync "$fs" \
           --tau 4 --seed "$seed" --epoch-mode "${EPOCH_MODE:-global}" \
           --target-top1 "${TARGET:-0.80}" --milestones "$(( ${EPOCHS:-4} - 1 ))"
       done
