@@ -10,7 +10,8 @@
 #                                   REGIMES=light or heavy runs one (balanced: no imbalance; sync
 #                                   is bit-identical under any imbalance, so its seeds are cheap);
 #                                   SEED0=3 REPEATS=8 runs seeds 3..8; SKIP_DONE=1 keeps existing
-#                                   runs; EPOCH_MODE=global (default: batches
+#                                   runs; RUNS=DIR writes there; EXTRA="--momentum 0.7" adds
+#                                   trainer options; EPOCH_MODE=global (default: batches
 #                                   dealt from the rounds, fast ranks take more) or shard
 #   jobs/experiments.sh skew        issue 4 alone: the light regime, sync / solo / majority
 #   jobs/experiments.sh hyperplane  Fig. 10: 8 ranks, one random rank per step delayed
@@ -32,7 +33,7 @@ run() {  # run NP OUT ARGS...
     grep -E '^epoch|^eager-train: [a-z-]+:|controller:|rror' || true
 }
 regimes_run() {  # REGIMES (light heavy) x REPEATS seeds x MODES
-  local D=results/runs/exp-regimes regime
+  local D=${RUNS:-results/runs/exp-regimes} regime
   for seed in $(seq "${SEED0:-1}" "${REPEATS:-1}"); do
     for tag in ${REGIMES:-light heavy}; do
       case $tag in
@@ -50,7 +51,7 @@ regimes_run() {  # REGIMES (light heavy) x REPEATS seeds x MODES
         [ "$rule" != "$mode" ] && opts=${rule#*+}
         run 4 "$D/$tag/$name-s$seed.json" --experiment fmnist --epochs "${EPOCHS:-4}" \
           --limit-train "${LIMIT:-30000}" --imbalance "$regime" --mode "$mode" --policy-opts "$opts" \
-          --final-sync "$fs" \
+          --final-sync "$fs" ${EXTRA:-} \
           --tau 4 --seed "$seed" --epoch-mode "${EPOCH_MODE:-global}" \
           --target-top1 "${TARGET:-0.80}" --milestones "$(( ${EPOCHS:-4} - 1 ))"
       done
