@@ -195,7 +195,7 @@ static const char *group_keys[] = {"data", "model", "ranks", "epochs", "batch", 
 static const char *adaptive_keys[] = {"policy_opts", "controller", "horizon", NULL};
 /* keys a sync run's trajectory does not depend on (it waits for all, every round is fresh):
  * compared among the other modes only, and ignored when pairing runs with sync runs by seed */
-static const char *sync_blind_keys[] = {"final_sync", "tau", "ring", "div", NULL};
+static const char *sync_blind_keys[] = {"initial_sync", "final_sync", "tau", "ring", "div", NULL};
 
 static int key_eq(const char *a, const char *b) {
   for (; *a && *b; a++, b++) {

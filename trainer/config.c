@@ -44,6 +44,7 @@ static const opt_t opts[] = {
     O("gamma", T_DBL, gamma, "0.1", 0, 1, "lr decay factor at each milestone"),
     O("mode", T_STR, mode, "sync", 0, 0, "sync | solo | majority | quorum:Q | adaptive"),
     O("policy-opts", T_STR, policy_opts, "light_fresh=0.5", 0, 0, "adaptive policy options (controller.h), e.g. 'window=32,maj_enter=4'; the default keeps solo only while its rounds carry half the gradients ('' = the streak and wait signals alone)"),
+    O("initial-sync", T_INT, initial_sync, "0", 0, 100000, "run the first N epochs synchronously (the phase where the weights move fastest and stale gradients cost most; 0: --mode throughout)"),
     O("final-sync", T_INT, final_sync, "0", 0, 100000, "run the last N epochs synchronously (the lowest-lr phase: no stale or missing gradient in the final weights; 0: --mode throughout)"),
     O("tau", T_INT, tau, "0", 0, 1 << 20, "staleness bound: a rank whose rejection streak reaches tau is waited for (0: none)"),
     O("ring", T_INT, ring, "0", 0, 1 << 20, "rounds a slow rank may lag (results ring); 0: max(16, 2 tau + 2)"),

@@ -460,9 +460,9 @@ int main(int argc, char **argv) {
         int rc = pcoll_create(MPI_COMM_WORLD, m->nparams, memkind, &pc, &h);
         agree_or_exit(rc == PCOLL_OK, "pcoll_create", pcoll_last_error(NULL));
         ctl_t *ctl = NULL;
-        const int final_sync = epoch >= C.epochs - C.final_sync;
-        ctl_config_t ce = cc;  /* --final-sync: a static sync policy for the last epochs */
-        if (final_sync) ctl_policy_parse("sync", &ce.policy, err, sizeof err), ce.policy.tau = C.tau;
+        const int forced_sync = epoch < C.initial_sync || epoch >= C.epochs - C.final_sync;
+        ctl_config_t ce = cc;  /* --initial-sync / --final-sync: a static sync policy */
+        if (forced_sync) ctl_policy_parse("sync", &ce.policy, err, sizeof err), ce.policy.tau = C.tau;
         if (ctl_start(h, &ce, &ctl)) die("controller", "ctl_start failed");
         epoch_acc_t acc = {0};
         for (long s = 0; global || s < steps; s++) {
@@ -548,7 +548,7 @@ int main(int argc, char **argv) {
             }
         /* adaptive: the next epoch starts in the mode this one ended in (the policy is a pure
          * function of the records, so every rank carries over the same mode) */
-        if (cc.policy.kind == CTL_ADAPTIVE && !final_sync) {
+        if (cc.policy.kind == CTL_ADAPTIVE && !forced_sync) {
             cc.policy.base.mode = cst.mode;
             cc.policy.base.quorum = cst.quorum;
             /* and a block of the LIGHT level (light_fresh) keeps its remaining rounds */

@@ -30,6 +30,7 @@ typedef struct {
     char milestones[128];   /* comma list of epochs */
     char mode[64];          /* sync | solo | majority | quorum:Q | adaptive */
     char policy_opts[256];  /* extra adaptive-policy options, e.g. "window=32,maj_enter=4" */
+    int initial_sync;       /* the first N epochs run synchronously, whatever --mode says */
     int final_sync;         /* the last N epochs run synchronously, whatever --mode says */
     int tau, ring;
     char div[8];            /* p | fresh */

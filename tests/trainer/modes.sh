@@ -38,14 +38,15 @@ for mode in sync solo; do
     solo) [ "$hi" -gt $((lo + 2)) ] || fail "global solo under skew: fast ranks took no more batches ($lo-$hi)" ;;
   esac
 done
-# --final-sync 1: the last epoch runs synchronously whatever --mode says (every round all fresh,
-# no switch logged in it), the epochs before it keep the partial mode.
-run $NP --mode adaptive --epochs 2 --final-sync 1 --imbalance linear:unit=5 --tau 4 \
-  --out "$TMP/fs.json" || { cat "$TMP/out"; fail "final-sync run"; }
-read -r f0 f1 < <(jq -r '[.epochs[].fresh_fraction] | "\(.[0]) \(.[1])"' "$TMP/fs.json")
-echo "final-sync 1: fresh fraction epoch 1 $f0, epoch 2 $f1"
-jq -e '.epochs[1].fresh_fraction == 1 and .epochs[1].max_streak == 0' "$TMP/fs.json" >/dev/null \
-  || fail "final-sync: the last epoch was not synchronous (fresh $f1)"
-jq -e '.epochs[0].fresh_fraction < 1' "$TMP/fs.json" >/dev/null || fail "final-sync: epoch 1 was synchronous too"
-jq -e '[.controller.switches[] | select(.epoch == 1)] | length == 0' "$TMP/fs.json" >/dev/null \
-  || fail "final-sync: the controller switched in the synchronous epoch"
+# --initial-sync 1 --final-sync 1: the first and last epochs run synchronously whatever --mode says
+# (every round all fresh, no switch logged in them), the epoch between keeps the partial mode.
+run $NP --mode adaptive --epochs 3 --initial-sync 1 --final-sync 1 --imbalance linear:unit=5 --tau 4 \
+  --out "$TMP/fs.json" || { cat "$TMP/out"; fail "initial/final-sync run"; }
+echo "initial-sync 1, final-sync 1: fresh fraction per epoch $(jq -c '[.epochs[].fresh_fraction]' "$TMP/fs.json")"
+for e in 0 2; do
+  jq -e ".epochs[$e].fresh_fraction == 1 and .epochs[$e].max_streak == 0" "$TMP/fs.json" >/dev/null \
+    || fail "initial/final-sync: epoch $((e + 1)) was not synchronous"
+  jq -e "[.controller.switches[] | select(.epoch == $e)] | length == 0" "$TMP/fs.json" >/dev/null \
+    || fail "initial/final-sync: the controller switched in synchronous epoch $((e + 1))"
+done
+jq -e '.epochs[1].fresh_fraction < 1' "$TMP/fs.json" >/dev/null || fail "initial/final-sync: epoch 2 was synchronous too"
