@@ -181,6 +181,7 @@ typedef struct {
 static plist g_runs, g_groups, g_benches, g_notes;
 static double opt_target = NAN;
 static plist opt_ignore;
+static plist opt_assume; /* "key=value": the value of key in runs whose config lacks it */
 
 /* config keys that never split rows (compared with '-' and '_' treated alike): grouping keys,
  * the row keys themselves, seeds (repeats differ in them), output / logging / checkpoint paths */
@@ -503,6 +504,20 @@ static int paired_deltas(group_t *g) {
   return total;
 }
 
+/* The text of config key k of r; a key the run lacks takes its --assume value, else "(unset)"
+ * (runs written before an option existed). */
+static char *cfg_val(const run_t *r, const char *k) {
+  const json_t *v = json_object_get(r->cfg, k);
+  if (!v)
+    for (int i = 0; i < opt_assume.n; i++) {
+      const char *a = opt_assume.v[i], *eq = strchr(a, '=');
+      char *key = astrdup(a);
+      key[eq - a] = 0;
+      if (key_eq(key, k)) return astrdup(eq + 1);
+    }
+  return val_text(v);
+}
+
 static void build_groups(void) {
   /* 1. tables by experiment + data + model + ranks + epochs + batch */
   for (int i = 0; i < g_runs.n; i++) {
@@ -580,7 +595,7 @@ static void build_groups(void) {
         run_t *r = g->runs.v[i];
         if (aonly && strcmp(r->mode, "adaptive")) continue;
         if (sblind && !strcmp(r->mode, "sync")) continue;
-        char *t = val_text(json_object_get(r->cfg, k));
+        char *t = cfg_val(r, k);
         if (pl_find_str(&vals, t) < 0) pl_push(&vals, t);
       }
       if (vals.n > 1) {
@@ -598,13 +613,13 @@ static void build_groups(void) {
           if (key_in(diff.v[ki], adaptive_keys) && strcmp(r->mode, "adaptive")) continue;
           if (key_in(diff.v[ki], sync_blind_keys) && !strcmp(r->mode, "sync")) continue;
           sb_printf(&eb, "%s%s=%s", eb.n ? "," : "[", (const char *)diff.v[ki],
-                    val_text(json_object_get(r->cfg, diff.v[ki])));
+                    cfg_val(r, diff.v[ki]));
         }
         if (eb.n) sb_printf(&eb, "]");
         r->extra = sb_take(&eb);
         for (int ki = 0; ki < diff.n; ki++)
           if (!key_in(diff.v[ki], adaptive_keys) && !key_in(diff.v[ki], sync_blind_keys))
-            sb_printf(&eb, "%s=%s;", (const char *)diff.v[ki], val_text(json_object_get(r->cfg, diff.v[ki])));
+            sb_printf(&eb, "%s=%s;", (const char *)diff.v[ki], cfg_val(r, diff.v[ki]));
         r->pextra = eb.n ? sb_take(&eb) : "";
       }
     }
@@ -1224,6 +1239,8 @@ static void usage(FILE *f) {
     "                  (gnuplot from $PCOLL_GNUPLOT or PATH; without it only .dat/.gp)\n"
     "  --ignore K,K    config keys whose differences do not split rows (default also: seed,\n"
     "                  output paths, target, policy)\n"
+    "  --assume K=V,K=V  runs whose config lacks key K count as K=V (files written before\n"
+    "                  an option existed, e.g. --assume final-sync=0)\n"
     "  -h, --help\n");
 }
 
@@ -1250,6 +1267,12 @@ int main(int argc, char **argv) {
     } else if (OPTV("--ignore")) {
       char *c = astrdup(val), *save = NULL;
       for (char *t = strtok_r(c, ",", &save); t; t = strtok_r(NULL, ",", &save)) pl_push(&opt_ignore, t);
+    } else if (OPTV("--assume")) {
+      char *c = astrdup(val), *save = NULL;
+      for (char *t = strtok_r(c, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (!strchr(t, '=') || t[0] == '=') { fprintf(stderr, "pcoll-compare: --assume %s: want KEY=VALUE\n", t); return 2; }
+        pl_push(&opt_assume, t);
+      }
     } else if (a[0] == '-' && a[1]) { fprintf(stderr, "pcoll-compare: unknown or incomplete option %s\n", a); usage(stderr); return 2; }
     else pl_push(&paths, (void *)a);
 #undef OPTV

@@ -115,6 +115,12 @@ compare_paired)
   contains "$TMP/out" '| adaptive/streak [final-sync=1] | 4 | linear:unit=20 | 1 | 22.0 | 11.0 | 86.00 | 99.00 | +1.00 | +1.00 [1] | 1.82x |'
   contains "$TMP/out" '| sync | 4 | none | 1 |'
   contains "$TMP/out" 'note: paired Δ: each run'
+  # --assume: runs written before --final-sync existed count as final-sync=0
+  rc 0 "$C" --assume final-sync=0 $D/runs/fmnist_sync.json "$TMP/sync_s2_none.json" $D/runs/fmnist_solo.json "$TMP/adaptive_fs.json"
+  contains "$TMP/out" 'note: runs differ in final-sync (0 vs 1)'
+  contains "$TMP/out" '| solo [final-sync=0] | 4 | linear:unit=20 | 1 |'
+  rc 2 "$C" --assume final-sync $D/runs/fmnist_sync.json
+  contains "$TMP/out" '--assume final-sync: want KEY=VALUE'
   "$C" --json "$TMP/p.json" $D/runs/fmnist_sync.json "$TMP/sync_s2_none.json" $D/runs/fmnist_solo.json \
     $D/repeat/fmnist_solo_seed2.json >/dev/null 2>&1 || fail "--json"
   jq -e '.tables[0].rows[] | select(.mode == "solo") | .paired_delta_top1_pts | .n == 2 and (.mean + 1.5 | fabs) < 1e-9' \
