@@ -11,7 +11,7 @@
 #                                   is bit-identical under any imbalance, so its seeds are cheap);
 #                                   SEED0=3 REPEATS=8 runs seeds 3..8; SKIP_DONE=1 keeps existing
 #                                   runs; RUNS=DIR writes there; EXTRA="--momentum 0.7" adds
-#                                   trainer options; EPOCH_MODE=global (default: batches
+#                                   trainer options; TAU=2 sets the staleness bound; EPOCH_MODE=global (default: batches
 #                                   dealt from the rounds, fast ranks take more) or shard
 #   jobs/experiments.sh skew        issue 4 alone: the light regime, sync / solo / majority
 #   jobs/experiments.sh hyperplane  Fig. 10: 8 ranks, one random rank per step delayed
@@ -52,7 +52,7 @@ regimes_run() {  # REGIMES (light heavy) x REPEATS seeds x MODES
         run 4 "$D/$tag/$name-s$seed.json" --experiment fmnist --epochs "${EPOCHS:-4}" \
           --limit-train "${LIMIT:-30000}" --imbalance "$regime" --mode "$mode" --policy-opts "$opts" \
           --final-sync "$fs" ${EXTRA:-} \
-          --tau 4 --seed "$seed" --epoch-mode "${EPOCH_MODE:-global}" \
+          --tau "${TAU:-4}" --seed "$seed" --epoch-mode "${EPOCH_MODE:-global}" \
           --target-top1 "${TARGET:-0.80}" --milestones "$(( ${EPOCHS:-4} - 1 ))"
       done
     done
