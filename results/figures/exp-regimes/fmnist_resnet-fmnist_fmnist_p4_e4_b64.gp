@@ -7,53 +7,61 @@ set output "fmnist_resnet-fmnist_fmnist_p4_e4_b64_loss.png"
 set title "fmnist: model=resnet-fmnist data=fmnist ranks=4 epochs=4 batch=64, target top-1 80.00%"
 set ylabel "training loss"
 set key top right
-plot "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 0 using 2:3 with linespoints title "sync [initial-sync=(unset)] n=2", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 1 using 2:3 with linespoints title "solo [final-sync=(unset),initial-sync=(unset)] n=2", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 2 using 2:3 with linespoints title "solo [final-sync=0,initial-sync=0] n=4", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 3 using 2:3 with linespoints title "majority [final-sync=(unset),initial-sync=(unset)] n=2", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 4 using 2:3 with linespoints title "majority [final-sync=0,initial-sync=(unset)] n=4", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 5 using 2:3 with linespoints title "adaptive/adaptive [policy-opts=,final-sync=(unset),initial-sync=(unset)] n=2", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 6 using 2:3 with linespoints title "adaptive/adaptive,light_fresh=0.5 [policy-opts=light_fresh=0.5,final-sync=(unset),initial-sync=(unset)] n=2", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 7 using 2:3 with linespoints title "adaptive/adaptive,light_fresh=0.5 [policy-opts=light_fresh=0.5,final-sync=0,initial-sync=(unset)] n=4", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 8 using 2:3 with linespoints title "adaptive/adaptive,light_fresh=0.5 [policy-opts=light_fresh=0.5,final-sync=1,initial-sync=(unset)] n=2"
+plot "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 0 using 2:3 with linespoints title "sync (linear:unit=100) n=2", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 1 using 2:3 with linespoints title "solo [final-sync=0] (linear:unit=100) n=6", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 2 using 2:3 with linespoints title "majority [final-sync=0] (linear:unit=100) n=6", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 3 using 2:3 with linespoints title "adaptive/adaptive [policy-opts=,final-sync=0] (linear:unit=100) n=2", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 4 using 2:3 with linespoints title "adaptive/adaptive,light_fresh=0.5 [policy-opts=light_fresh=0.5,final-sync=0] (linear:unit=100) n=6", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 5 using 2:3 with linespoints title "adaptive/adaptive,light_fresh=0.5 [policy-opts=light_fresh=0.5,final-sync=1] (linear:unit=100) n=2", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 6 using 2:3 with linespoints title "sync (lognormal:mean=300,std=450)", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 7 using 2:3 with linespoints title "solo [final-sync=0] (lognormal:mean=300,std=450)", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 8 using 2:3 with linespoints title "majority [final-sync=0] (lognormal:mean=300,std=450) n=4", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 9 using 2:3 with linespoints title "adaptive/adaptive [policy-opts=,final-sync=0] (lognormal:mean=300,std=450)", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 10 using 2:3 with linespoints title "adaptive/adaptive,light_fresh=0.5 [policy-opts=light_fresh=0.5,final-sync=0] (lognormal:mean=300,std=450) n=4"
 set output "fmnist_resnet-fmnist_fmnist_p4_e4_b64_top1.png"
 set title "fmnist: model=resnet-fmnist data=fmnist ranks=4 epochs=4 batch=64, target top-1 80.00%"
 set ylabel "test top-1 (%)"
 set key bottom right
-plot "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 0 using 2:5 with linespoints title "sync [initial-sync=(unset)] n=2", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 1 using 2:5 with linespoints title "solo [final-sync=(unset),initial-sync=(unset)] n=2", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 2 using 2:5 with linespoints title "solo [final-sync=0,initial-sync=0] n=4", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 3 using 2:5 with linespoints title "majority [final-sync=(unset),initial-sync=(unset)] n=2", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 4 using 2:5 with linespoints title "majority [final-sync=0,initial-sync=(unset)] n=4", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 5 using 2:5 with linespoints title "adaptive/adaptive [policy-opts=,final-sync=(unset),initial-sync=(unset)] n=2", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 6 using 2:5 with linespoints title "adaptive/adaptive,light_fresh=0.5 [policy-opts=light_fresh=0.5,final-sync=(unset),initial-sync=(unset)] n=2", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 7 using 2:5 with linespoints title "adaptive/adaptive,light_fresh=0.5 [policy-opts=light_fresh=0.5,final-sync=0,initial-sync=(unset)] n=4", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 8 using 2:5 with linespoints title "adaptive/adaptive,light_fresh=0.5 [policy-opts=light_fresh=0.5,final-sync=1,initial-sync=(unset)] n=2"
+plot "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 0 using 2:5 with linespoints title "sync (linear:unit=100) n=2", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 1 using 2:5 with linespoints title "solo [final-sync=0] (linear:unit=100) n=6", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 2 using 2:5 with linespoints title "majority [final-sync=0] (linear:unit=100) n=6", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 3 using 2:5 with linespoints title "adaptive/adaptive [policy-opts=,final-sync=0] (linear:unit=100) n=2", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 4 using 2:5 with linespoints title "adaptive/adaptive,light_fresh=0.5 [policy-opts=light_fresh=0.5,final-sync=0] (linear:unit=100) n=6", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 5 using 2:5 with linespoints title "adaptive/adaptive,light_fresh=0.5 [policy-opts=light_fresh=0.5,final-sync=1] (linear:unit=100) n=2", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 6 using 2:5 with linespoints title "sync (lognormal:mean=300,std=450)", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 7 using 2:5 with linespoints title "solo [final-sync=0] (lognormal:mean=300,std=450)", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 8 using 2:5 with linespoints title "majority [final-sync=0] (lognormal:mean=300,std=450) n=4", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 9 using 2:5 with linespoints title "adaptive/adaptive [policy-opts=,final-sync=0] (lognormal:mean=300,std=450)", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 10 using 2:5 with linespoints title "adaptive/adaptive,light_fresh=0.5 [policy-opts=light_fresh=0.5,final-sync=0] (lognormal:mean=300,std=450) n=4"
 set terminal svg size 1000,600 noenhanced
 set output "fmnist_resnet-fmnist_fmnist_p4_e4_b64_loss.svg"
 set title "fmnist: model=resnet-fmnist data=fmnist ranks=4 epochs=4 batch=64, target top-1 80.00%"
 set ylabel "training loss"
 set key top right
-plot "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 0 using 2:3 with linespoints title "sync [initial-sync=(unset)] n=2", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 1 using 2:3 with linespoints title "solo [final-sync=(unset),initial-sync=(unset)] n=2", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 2 using 2:3 with linespoints title "solo [final-sync=0,initial-sync=0] n=4", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 3 using 2:3 with linespoints title "majority [final-sync=(unset),initial-sync=(unset)] n=2", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 4 using 2:3 with linespoints title "majority [final-sync=0,initial-sync=(unset)] n=4", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 5 using 2:3 with linespoints title "adaptive/adaptive [policy-opts=,final-sync=(unset),initial-sync=(unset)] n=2", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 6 using 2:3 with linespoints title "adaptive/adaptive,light_fresh=0.5 [policy-opts=light_fresh=0.5,final-sync=(unset),initial-sync=(unset)] n=2", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 7 using 2:3 with linespoints title "adaptive/adaptive,light_fresh=0.5 [policy-opts=light_fresh=0.5,final-sync=0,initial-sync=(unset)] n=4", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 8 using 2:3 with linespoints title "adaptive/adaptive,light_fresh=0.5 [policy-opts=light_fresh=0.5,final-sync=1,initial-sync=(unset)] n=2"
+plot "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 0 using 2:3 with linespoints title "sync (linear:unit=100) n=2", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 1 using 2:3 with linespoints title "solo [final-sync=0] (linear:unit=100) n=6", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 2 using 2:3 with linespoints title "majority [final-sync=0] (linear:unit=100) n=6", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 3 using 2:3 with linespoints title "adaptive/adaptive [policy-opts=,final-sync=0] (linear:unit=100) n=2", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 4 using 2:3 with linespoints title "adaptive/adaptive,light_fresh=0.5 [policy-opts=light_fresh=0.5,final-sync=0] (linear:unit=100) n=6", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 5 using 2:3 with linespoints title "adaptive/adaptive,light_fresh=0.5 [policy-opts=light_fresh=0.5,final-sync=1] (linear:unit=100) n=2", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 6 using 2:3 with linespoints title "sync (lognormal:mean=300,std=450)", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 7 using 2:3 with linespoints title "solo [final-sync=0] (lognormal:mean=300,std=450)", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 8 using 2:3 with linespoints title "majority [final-sync=0] (lognormal:mean=300,std=450) n=4", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 9 using 2:3 with linespoints title "adaptive/adaptive [policy-opts=,final-sync=0] (lognormal:mean=300,std=450)", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 10 using 2:3 with linespoints title "adaptive/adaptive,light_fresh=0.5 [policy-opts=light_fresh=0.5,final-sync=0] (lognormal:mean=300,std=450) n=4"
 set output "fmnist_resnet-fmnist_fmnist_p4_e4_b64_top1.svg"
 set title "fmnist: model=resnet-fmnist data=fmnist ranks=4 epochs=4 batch=64, target top-1 80.00%"
 set ylabel "test top-1 (%)"
 set key bottom right
-plot "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 0 using 2:5 with linespoints title "sync [initial-sync=(unset)] n=2", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 1 using 2:5 with linespoints title "solo [final-sync=(unset),initial-sync=(unset)] n=2", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 2 using 2:5 with linespoints title "solo [final-sync=0,initial-sync=0] n=4", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 3 using 2:5 with linespoints title "majority [final-sync=(unset),initial-sync=(unset)] n=2", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 4 using 2:5 with linespoints title "majority [final-sync=0,initial-sync=(unset)] n=4", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 5 using 2:5 with linespoints title "adaptive/adaptive [policy-opts=,final-sync=(unset),initial-sync=(unset)] n=2", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 6 using 2:5 with linespoints title "adaptive/adaptive,light_fresh=0.5 [policy-opts=light_fresh=0.5,final-sync=(unset),initial-sync=(unset)] n=2", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 7 using 2:5 with linespoints title "adaptive/adaptive,light_fresh=0.5 [policy-opts=light_fresh=0.5,final-sync=0,initial-sync=(unset)] n=4", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 8 using 2:5 with linespoints title "adaptive/adaptive,light_fresh=0.5 [policy-opts=light_fresh=0.5,final-sync=1,initial-sync=(unset)] n=2"
+plot "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 0 using 2:5 with linespoints title "sync (linear:unit=100) n=2", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 1 using 2:5 with linespoints title "solo [final-sync=0] (linear:unit=100) n=6", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 2 using 2:5 with linespoints title "majority [final-sync=0] (linear:unit=100) n=6", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 3 using 2:5 with linespoints title "adaptive/adaptive [policy-opts=,final-sync=0] (linear:unit=100) n=2", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 4 using 2:5 with linespoints title "adaptive/adaptive,light_fresh=0.5 [policy-opts=light_fresh=0.5,final-sync=0] (linear:unit=100) n=6", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 5 using 2:5 with linespoints title "adaptive/adaptive,light_fresh=0.5 [policy-opts=light_fresh=0.5,final-sync=1] (linear:unit=100) n=2", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 6 using 2:5 with linespoints title "sync (lognormal:mean=300,std=450)", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 7 using 2:5 with linespoints title "solo [final-sync=0] (lognormal:mean=300,std=450)", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 8 using 2:5 with linespoints title "majority [final-sync=0] (lognormal:mean=300,std=450) n=4", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 9 using 2:5 with linespoints title "adaptive/adaptive [policy-opts=,final-sync=0] (lognormal:mean=300,std=450)", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 10 using 2:5 with linespoints title "adaptive/adaptive,light_fresh=0.5 [policy-opts=light_fresh=0.5,final-sync=0] (lognormal:mean=300,std=450) n=4"
 unset output
