@@ -96,7 +96,8 @@
  * Policy string (ctl_policy_parse): NAME[,key=value]...   NAME = adaptive | solo | majority |
  * sync | quorum:Q. Keys: tau, tau_by (library|policy), lag, window, dwell (= min_dwell),
  * max_dwell, maj_enter, maj_exit, wait_enter, wait_exit, sync_fresh, sync_streak, sync_wait,
- * probe (= sync_probe), probe_max, start (adaptive only: solo | majority | sync | quorum:Q).
+ * probe (= sync_probe), probe_max, light_fresh, light_block, light_probe, sync_held, probe_start,
+ * start (adaptive only: solo | majority | sync | quorum:Q).
  * Example: "adaptive,tau=8,window=64".
  */
 #ifndef CONTROLLER_H
@@ -149,6 +150,11 @@ typedef struct {
     int light_block;       /* start blocked: no return to LIGHT before this round [0]; with
                               light_probe, how a trainer carries the state into a new handle */
     int light_probe;       /* start value of that probe interval (0 = sync_probe) [0] */
+    int sync_held;         /* start in sync as if it had held for this many rounds already: the
+                              next probe comes sync_held rounds sooner [0]. With probe_start, how
+                              a trainer carries a sync spell into a new handle (epochs shorter
+                              than the probe interval would otherwise never probe) */
+    int probe_start;       /* start value of the sync probe interval (0 = sync_probe) [0] */
 } ctl_policy_cfg_t;
 
 /* Bits of ctl_decision_t.what */

@@ -115,6 +115,9 @@ int ctl_policy_check(const ctl_policy_cfg_t *c, char *err, size_t n)
     if (!(c->light_fresh >= 0 && c->light_fresh < 1)) return fail(err, n, "light_fresh=%g out of range [0,1)", c->light_fresh);
     if (c->light_block < 0 || c->light_probe < 0 || c->light_probe > (1 << 30))
         return fail(err, n, "light_block=%d and light_probe=%d must be >= 0", c->light_block, c->light_probe);
+    if (c->sync_held < 0 || c->probe_start < 0 || c->probe_start > c->probe_max)
+        return fail(err, n, "sync_held=%d must be >= 0 and probe_start=%d in [0, probe_max=%d]", c->sync_held,
+                    c->probe_start, c->probe_max);
     if (c->sync_probe < 1 || c->probe_max < c->sync_probe || c->probe_max > (1 << 30))
         return fail(err, n, "need 1 <= probe=%d <= probe_max=%d", c->sync_probe, c->probe_max);
     return CTL_OK;
@@ -160,7 +163,7 @@ static int parse_dbl(const char *v, double *out)
 
 #define KEYS "tau, tau_by, lag, window, dwell, max_dwell, maj_enter, maj_exit, wait_enter, " \
              "wait_exit, sync_fresh, sync_streak, sync_wait, probe, probe_max, light_fresh, " \
-             "light_block, light_probe, start"
+             "light_block, light_probe, sync_held, probe_start, start"
 
 int ctl_policy_parse(const char *s, ctl_policy_cfg_t *c, char *err, size_t n)
 {
@@ -211,6 +214,8 @@ int ctl_policy_parse(const char *s, ctl_policy_cfg_t *c, char *err, size_t n)
         else if (!strcmp(k, "light_fresh")) { bad = parse_dbl(v, &c->light_fresh); want = "number"; }
         else if (!strcmp(k, "light_block")) { bad = parse_int(v, 0, 1 << 30, &c->light_block); want = "integer >= 0"; }
         else if (!strcmp(k, "light_probe")) { bad = parse_int(v, 0, 1 << 30, &c->light_probe); want = "integer >= 0"; }
+        else if (!strcmp(k, "sync_held")) { bad = parse_int(v, 0, 1 << 30, &c->sync_held); want = "integer >= 0"; }
+        else if (!strcmp(k, "probe_start")) { bad = parse_int(v, 0, 1 << 30, &c->probe_start); want = "integer >= 0"; }
         else if (!strcmp(k, "start")) {
             want = "solo, majority, sync or quorum:Q";
             if (c->kind != CTL_ADAPTIVE)
@@ -243,11 +248,11 @@ const char *ctl_policy_format(const ctl_policy_cfg_t *c, char *buf, size_t n)
     snprintf(buf + k, n - k,
              ",tau=%d,tau_by=%s,lag=%d,window=%d,dwell=%d,max_dwell=%d,maj_enter=%.17g,maj_exit=%.17g,"
              "wait_enter=%.17g,wait_exit=%.17g,sync_fresh=%.17g,sync_streak=%.17g,sync_wait=%.17g,"
-             "probe=%d,probe_max=%d,light_fresh=%.17g,light_block=%d,light_probe=%d",
+             "probe=%d,probe_max=%d,light_fresh=%.17g,light_block=%d,light_probe=%d,sync_held=%d,probe_start=%d",
              c->tau, c->tau_by == CTL_TAU_POLICY ? "policy" : "library", c->lag, c->window, c->min_dwell,
              c->max_dwell, c->maj_enter, c->maj_exit, c->wait_enter, c->wait_exit, c->sync_fresh,
              c->sync_streak, c->sync_wait, c->sync_probe, c->probe_max, c->light_fresh, c->light_block,
-             c->light_probe);
+             c->light_probe, c->sync_held, c->probe_start);
     return buf;
 }
 
@@ -313,7 +318,7 @@ ctl_policy_t *ctl_policy_new(const ctl_policy_cfg_t *c, int P)
     p->level = level_of(c->base.mode);
     p->prev_level = -1;
     p->dwell = c->min_dwell;
-    p->probe = c->sync_probe;
+    p->probe = c->probe_start > 0 ? c->probe_start : c->sync_probe;
     p->probe_at = NONE;
     p->lprobe = c->light_probe > 0 ? c->light_probe : c->sync_probe;
     p->lblock = (uint64_t)c->light_block;
@@ -413,6 +418,7 @@ static int evaluate(ctl_policy_t *p, uint64_t r, sig_t g, int *probe, int *fresh
     int tau = c->tau > 0;
     char a[24], b[24];
     if (p->level == LV_SYNC) {
+        if (p->mode_from == 0) in_mode += (uint64_t)c->sync_held;  /* started in sync: the carried spell */
         if (in_mode >= (uint64_t)p->probe) {
             *probe = 1;
             snprintf(why, n, "probe after %llu rounds in sync (probe interval %d): %s -> %s",

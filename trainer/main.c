@@ -554,6 +554,13 @@ int main(int argc, char **argv) {
             /* and a block of the LIGHT level (light_fresh) keeps its remaining rounds */
             cc.policy.light_probe = cst.light_probe;
             cc.policy.light_block = cst.light_block_until > cst.rounds ? (int)(cst.light_block_until - cst.rounds) : 0;
+            /* and a sync spell its length and probe interval: an epoch shorter than the probe
+             * interval would otherwise restart the count and never probe majority again */
+            uint64_t held = 0;
+            if (cst.mode == PCOLL_SYNC && cst.rounds > cst.mode_from)
+                held = cst.rounds - cst.mode_from + (cst.mode_from == 0 ? (uint64_t)cc.policy.sync_held : 0);
+            cc.policy.sync_held = held > (1u << 30) ? 1 << 30 : (int)held;
+            cc.policy.probe_start = cst.probe;
         }
         int cs = ctl_stop(&ctl);
         if (cs != CTL_OK) die("controller", "the controller thread ended with an error");

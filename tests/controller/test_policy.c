@@ -642,6 +642,48 @@ static void test_light_fresh(void)
     free(L.d);
 }
 
+/* A sync spell carried into a new handle (the trainer's per-epoch handles): started in sync with
+ * sync_held rounds already behind it, the first probe comes that much sooner; probe_start sets
+ * the interval. Without them an epoch shorter than the probe interval never leaves sync. */
+static void test_sync_carry(void)
+{
+    const int P = 4;
+    struct { const char *opts; uint64_t eff; } cases[] = {
+        { "", 63 + 2 },                        /* 64 rounds in sync after record r = 63; effective r + lag */
+        { ",sync_held=60", 3 + 2 },            /* 60 of them carried: r = 3 */
+        { ",sync_held=500", 0 + 2 },           /* overdue: the first record probes */
+        { ",probe_start=128", 127 + 2 },       /* a doubled interval carried */
+        { ",probe_start=128,sync_held=100", 27 + 2 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char spec[160];
+        snprintf(spec, sizeof spec, "adaptive,start=sync,probe=64,probe_max=1024%s", cases[i].opts);
+        phases_t ph = { 1, { { UINT64_MAX, 0.9, 0, {0}, 0 } } };
+        declog_t L = {0};
+        ctl_policy_t *pol = run_phases(spec, P, 5, &ph, 300, &L);
+        CHECK(L.n >= 1 && (L.d[0].what & CTL_DEC_PROBE) && L.d[0].to == PCOLL_MAJORITY && L.d[0].eff == cases[i].eff,
+              "%s: first decision %s at %llu, want a probe at %llu", spec, L.n ? L.d[0].reason : "(none)",
+              L.n ? (unsigned long long)L.d[0].eff : 0ULL, (unsigned long long)cases[i].eff);
+        ctl_policy_free(pol);
+        free(L.d);
+    }
+    /* sync_held means nothing outside sync: a majority start keeps its dwell */
+    phases_t ph = { 1, { { UINT64_MAX, 0.9, 0, {0}, 0 } } };
+    declog_t L = {0};
+    ctl_policy_t *pol = run_phases("adaptive,start=majority,sync_held=1000", P, 5, &ph, 300, &L);
+    CHECK(L.n >= 1 && L.d[0].eff >= 32, "majority start left after %llu rounds despite the dwell",
+          L.n ? (unsigned long long)L.d[0].eff : 0ULL);
+    ctl_policy_free(pol);
+    free(L.d);
+    /* bad values name the key */
+    ctl_policy_cfg_t c;
+    char err[256];
+    CHECK(ctl_policy_parse("adaptive,probe_start=5000,probe_max=4096", &c, err, sizeof err) == CTL_ERR_ARG &&
+          strstr(err, "probe_start"), "probe_start above probe_max: %s", err);
+    CHECK(ctl_policy_parse("adaptive,sync_held=-1", &c, err, sizeof err) == CTL_ERR_ARG && strstr(err, "sync_held"),
+          "negative sync_held: %s", err);
+}
+
 int main(int argc, char **argv)
 {
     verbose = argc > 1 && !strcmp(argv[1], "-v");
@@ -657,6 +699,7 @@ int main(int argc, char **argv)
         { "determinism", test_determinism },
         { "joined_lag_static", test_joined_lag_static },
         { "light_fresh", test_light_fresh },
+        { "sync_carry", test_sync_carry },
     };
     const char *only = getenv("CTL_TEST");
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {

@@ -50,3 +50,11 @@ for e in 0 2; do
     || fail "initial/final-sync: the controller switched in synchronous epoch $((e + 1))"
 done
 jq -e '.epochs[1].fresh_fraction < 1' "$TMP/fs.json" >/dev/null || fail "initial/final-sync: epoch 2 was synchronous too"
+# A sync spell carries across the per-epoch handles: started in sync with a probe interval (32
+# rounds) longer than an epoch (about 22 sync rounds here), adaptive must still probe majority in
+# the second epoch; restarting the count with every handle would keep it in sync for good.
+run $NP --mode adaptive --policy-opts start=sync,probe=32 --epochs 2 --tau 4 --out "$TMP/carry.json" \
+  || { cat "$TMP/out"; fail "sync carry run"; }
+jq -r '.controller.switches[] | "  switch: epoch \(.epoch) round \(.round): \(.reason)"' "$TMP/carry.json"
+jq -e '[.controller.switches[] | select(.epoch == 1 and (.reason | startswith("probe after")))] | length == 1' \
+  "$TMP/carry.json" >/dev/null || fail "sync carry: no probe in epoch 2 ($(jq -c '.epochs | map(.rounds)' "$TMP/carry.json") rounds)"
