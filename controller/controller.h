@@ -228,6 +228,12 @@ int ctl_policy_observe(ctl_policy_t *p, const pcoll_record_t *rec, ctl_decision_
 int ctl_policy_tau_wait(const ctl_policy_t *p, uint64_t *round, int *ranks, int max);
 
 void ctl_policy_stats(const ctl_policy_t *p, ctl_policy_stats_t *st);
+/* Carries an adaptive policy's state into the config of the next handle (a trainer opens one per
+ * epoch): cfg must be the config the ended handle started with, st its final stats. Sets the
+ * start rule to the mode it ended in, the LIGHT block still to run (light_block, light_probe) and
+ * the sync spell so far (sync_held, probe_start), so that the next handle continues where this
+ * one stopped instead of restarting every count. The window statistics are not carried. */
+void ctl_policy_carry(const ctl_policy_stats_t *st, ctl_policy_cfg_t *cfg);
 /* FNV-1a 64 over the decisions so far (round, effective, what, new mode, quorum, wait set). */
 uint64_t ctl_policy_hash(const ctl_policy_t *p);
 

@@ -688,4 +688,17 @@ void ctl_policy_stats(const ctl_policy_t *p, ctl_policy_stats_t *st)
     st->L = g.L; st->A = g.A; st->F = g.F; st->T = g.T;
 }
 
+void ctl_policy_carry(const ctl_policy_stats_t *st, ctl_policy_cfg_t *c)
+{
+    c->base.mode = st->mode;
+    c->base.quorum = st->quorum;
+    c->light_probe = st->light_probe;
+    c->light_block = st->light_block_until > st->rounds ? (int)(st->light_block_until - st->rounds) : 0;
+    uint64_t held = 0;  /* a sync spell in effect at the end; one that began at round 0 continues c's */
+    if (st->mode == PCOLL_SYNC && st->rounds > st->mode_from)
+        held = st->rounds - st->mode_from + (st->mode_from == 0 ? (uint64_t)c->sync_held : 0);
+    c->sync_held = held > (1u << 30) ? 1 << 30 : (int)held;
+    c->probe_start = st->probe;
+}
+
 uint64_t ctl_policy_hash(const ctl_policy_t *p) { return p->hash; }

@@ -369,6 +369,9 @@ int main(int argc, char **argv) {
     cc.t_warn = C.t_warn;
     cc.t_abort = C.t_abort;
     cc.log = stderr;
+    ctl_config_t cc_sync = cc;  /* the epochs of --initial-sync / --final-sync: a static sync policy */
+    agree_or_exit(ctl_policy_parse("sync", &cc_sync.policy, err, sizeof err) == 0, "policy", err);
+    cc_sync.policy.tau = C.tau;
     pcoll_config_t pc;
     pcoll_config_default(&pc);
     pc.div = !strcmp(C.div, "fresh") ? PCOLL_DIV_FRESH : PCOLL_DIV_P;
@@ -461,9 +464,7 @@ int main(int argc, char **argv) {
         agree_or_exit(rc == PCOLL_OK, "pcoll_create", pcoll_last_error(NULL));
         ctl_t *ctl = NULL;
         const int forced_sync = epoch < C.initial_sync || epoch >= C.epochs - C.final_sync;
-        ctl_config_t ce = cc;  /* --initial-sync / --final-sync: a static sync policy */
-        if (forced_sync) ctl_policy_parse("sync", &ce.policy, err, sizeof err), ce.policy.tau = C.tau;
-        if (ctl_start(h, &ce, &ctl)) die("controller", "ctl_start failed");
+        if (ctl_start(h, forced_sync ? &cc_sync : &cc, &ctl)) die("controller", "ctl_start failed");
         epoch_acc_t acc = {0};
         for (long s = 0; global || s < steps; s++) {
             const data_batch_t *b;
@@ -546,22 +547,9 @@ int main(int argc, char **argv) {
                 json_array_append_new(jswitch, o);
                 if (!C.quiet) printf("  controller: epoch %d round %llu: %s\n", epoch + 1, (unsigned long long)sw[i].round, sw[i].reason);
             }
-        /* adaptive: the next epoch starts in the mode this one ended in (the policy is a pure
-         * function of the records, so every rank carries over the same mode) */
-        if (cc.policy.kind == CTL_ADAPTIVE && !forced_sync) {
-            cc.policy.base.mode = cst.mode;
-            cc.policy.base.quorum = cst.quorum;
-            /* and a block of the LIGHT level (light_fresh) keeps its remaining rounds */
-            cc.policy.light_probe = cst.light_probe;
-            cc.policy.light_block = cst.light_block_until > cst.rounds ? (int)(cst.light_block_until - cst.rounds) : 0;
-            /* and a sync spell its length and probe interval: an epoch shorter than the probe
-             * interval would otherwise restart the count and never probe majority again */
-            uint64_t held = 0;
-            if (cst.mode == PCOLL_SYNC && cst.rounds > cst.mode_from)
-                held = cst.rounds - cst.mode_from + (cst.mode_from == 0 ? (uint64_t)cc.policy.sync_held : 0);
-            cc.policy.sync_held = held > (1u << 30) ? 1 << 30 : (int)held;
-            cc.policy.probe_start = cst.probe;
-        }
+        /* adaptive: the next epoch continues where this one ended -- mode, LIGHT block, sync spell
+         * (the policy is a pure function of the records, so every rank carries over the same) */
+        if (cc.policy.kind == CTL_ADAPTIVE && !forced_sync) ctl_policy_carry(&cst, &cc.policy);
         int cs = ctl_stop(&ctl);
         if (cs != CTL_OK) die("controller", "the controller thread ended with an error");
         if ((rc = pcoll_finalize(&h, C.t_abort + 5))) die("pcoll_finalize", pcoll_strerror(rc));

@@ -667,6 +667,28 @@ static void test_sync_carry(void)
         ctl_policy_free(pol);
         free(L.d);
     }
+    /* ctl_policy_carry: a sync spell cut into handles of 20 rounds (a trainer's epochs) probes at
+     * the same overall round as one handle does (record 63), and the probe interval carries */
+    {
+        ctl_policy_cfg_t c;
+        char err[256], spec[640];
+        CHECK(ctl_policy_parse("adaptive,start=sync,probe=64,probe_max=1024", &c, err, sizeof err) == CTL_OK, "%s", err);
+        long probed = -1;
+        for (int h = 0; h < 6 && probed < 0; h++) {
+            phases_t ph = { 1, { { UINT64_MAX, 0.9, 0, {0}, 0 } } };
+            declog_t L = {0};
+            ctl_policy_t *pol = run_phases(ctl_policy_format(&c, spec, sizeof spec), P, 5, &ph, 20, &L);
+            if (L.n) probed = 20L * h + (long)L.d[0].round;
+            ctl_policy_stats_t st;
+            ctl_policy_stats(pol, &st);
+            ctl_policy_carry(&st, &c);
+            CHECK(L.n || (c.base.mode == PCOLL_SYNC && c.sync_held == 20 * (h + 1) && c.probe_start == 64),
+                  "handle %d: carried mode %d, sync_held %d, probe_start %d", h, c.base.mode, c.sync_held, c.probe_start);
+            ctl_policy_free(pol);
+            free(L.d);
+        }
+        CHECK(probed == 63, "probe in handles of 20 rounds at overall record %ld, one handle probes at 63", probed);
+    }
     /* sync_held means nothing outside sync: a majority start keeps its dwell */
     phases_t ph = { 1, { { UINT64_MAX, 0.9, 0, {0}, 0 } } };
     declog_t L = {0};
