@@ -504,6 +504,12 @@ static int paired_deltas(group_t *g) {
   return total;
 }
 
+/* Key k does not matter in r's mode: an adaptive-only key of another mode, or a key that a sync
+ * run ignores. Such values neither split r's row nor label it. */
+static int key_moot(const char *k, const run_t *r) {
+  return (key_in(k, adaptive_keys) && strcmp(r->mode, "adaptive")) || (key_in(k, sync_blind_keys) && !strcmp(r->mode, "sync"));
+}
+
 /* The text of config key k of r; a key the run lacks takes its --assume value, else "(unset)"
  * (runs written before an option existed). */
 static char *cfg_val(const run_t *r, const char *k) {
@@ -590,11 +596,9 @@ static void build_groups(void) {
     for (int ki = 0; ki < keys.n; ki++) {
       const char *k = keys.v[ki];
       plist vals = {0};
-      int aonly = key_in(k, adaptive_keys), sblind = key_in(k, sync_blind_keys);
       for (int i = 0; i < g->runs.n; i++) {
         run_t *r = g->runs.v[i];
-        if (aonly && strcmp(r->mode, "adaptive")) continue;
-        if (sblind && !strcmp(r->mode, "sync")) continue;
+        if (key_moot(k, r)) continue;
         char *t = cfg_val(r, k);
         if (pl_find_str(&vals, t) < 0) pl_push(&vals, t);
       }
@@ -610,8 +614,7 @@ static void build_groups(void) {
         run_t *r = g->runs.v[i];
         sbuf eb = {0};
         for (int ki = 0; ki < diff.n; ki++) {
-          if (key_in(diff.v[ki], adaptive_keys) && strcmp(r->mode, "adaptive")) continue;
-          if (key_in(diff.v[ki], sync_blind_keys) && !strcmp(r->mode, "sync")) continue;
+          if (key_moot(diff.v[ki], r)) continue;
           sb_printf(&eb, "%s%s=%s", eb.n ? "," : "[", (const char *)diff.v[ki],
                     cfg_val(r, diff.v[ki]));
         }
