@@ -59,7 +59,7 @@ regimes_run() {  # REGIMES (light heavy) x REPEATS seeds x MODES
   done
   local dirs=""
   for tag in ${REGIMES:-light heavy}; do dirs="$dirs $D/$tag"; done
-  "$B/bin/pcoll-compare" $dirs --plot results/figures/exp-regimes
+  "$B/bin/pcoll-compare" $dirs --plot "results/figures/$(basename "$D")"
 }
 case "${1:-}" in
 skew) REGIMES=light MODES="${MODES:-sync solo majority}" regimes_run ;;

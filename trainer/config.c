@@ -37,6 +37,7 @@ static const opt_t opts[] = {
     O("momentum", T_DBL, momentum, "0.9", 0, 1, "SGD momentum (PyTorch formulation)"),
     O("wd", T_DBL, wd, "", 0, 1, "* weight decay"),
     O("wd-bn", T_BOOL, wd_bn, "0", 0, 1, "apply weight decay to batch-norm parameters and biases too"),
+    O("wd-per", T_STR, wd_per, "sample", 0, 0, "sample: a round decays by --wd x |F|/P, the share of a whole round's gradients it carries, so every mode decays as much per sample learnt; round: full decay every round (before 2026-11-30; partial rounds decayed P/|F| times harder)"),
     O("nesterov", T_BOOL, nesterov, "0", 0, 1, "Nesterov momentum"),
     O("warmup", T_DBL, warmup, "", 0, 1000, "* linear warm-up epochs"),
     O("warmup-start-lr", T_DBL, warmup_start_lr, "-1", -1, 100, "warm-up start lr (-1: base lr unscaled)"),
@@ -246,6 +247,8 @@ int cfg_parse(cfg_t *c, int argc, char **argv, char *err, size_t n) {
         return snprintf(err, n, "--mode '%s' is not sync, solo, majority, quorum:Q or adaptive", c->mode), -1;
     if (strcmp(c->device, "cpu") && strcmp(c->device, "cuda"))
         return snprintf(err, n, "--device '%s' must be cpu or cuda", c->device), -1;
+    if (strcmp(c->wd_per, "sample") && strcmp(c->wd_per, "round"))
+        return snprintf(err, n, "--wd-per '%s' must be sample or round", c->wd_per), -1;
     if (strcmp(c->div, "p") && strcmp(c->div, "fresh"))
         return snprintf(err, n, "--div '%s' must be p or fresh", c->div), -1;
     if (strcmp(c->epoch_mode, "shard") && strcmp(c->epoch_mode, "global"))

@@ -128,6 +128,18 @@ static double lr_of(const nn_lr_sched_t *s, int epoch, uint64_t fresh_before, in
     return nn_lr_at(s, epoch + (f < 1 ? f : 1));
 }
 
+/* The weight decay of a round (--wd-per sample): --wd times the share of a whole round's gradients
+ * that it carries, |F_r| / P, so that every mode decays by --wd x batches / P per epoch, sync's
+ * decay per sample learnt, whatever its round sizes. With --div p a round of |F| gradients applies
+ * |F|/P of a whole round's gradient mass but, decayed in full (--wd-per round), it decayed the
+ * weights as much as a whole sync round: a solo epoch (~3x sync's rounds) decayed them ~3x harder,
+ * and every partial run of issue 5 ended with a higher training loss than the sync run of its
+ * seed. --div fresh makes every round a whole step (full decay). */
+static float wd_of(const pcoll_record_t *rec) {
+    if (!strcmp(C.wd_per, "round") || !strcmp(C.div, "fresh")) return (float)C.wd;
+    return (float)(C.wd * (double)rec->nfresh / (double)P);
+}
+
 /* Applies every completed round (in order) with SGD; aggregates the records on rank 0. */
 static int apply_rounds(pcoll_t *h, nn_model_t *m, nn_sgd_t *sgd, const nn_lr_sched_t *sched,
                         int epoch, int64_t nbatches, dealer_t *dl, pcoll_record_t *rec,
@@ -139,6 +151,7 @@ static int apply_rounds(pcoll_t *h, nn_model_t *m, nn_sgd_t *sgd, const nn_lr_sc
         if (rec->nfresh == 0) continue;  /* a round that only carried joins: not an SGD step */
         if (dl && dealer_round(dl, rec->fresh)) die("global epoch", "a rank deposited without a batch (internal)");
         sgd->lr = (float)lr_of(sched, epoch, acc->fresh_sum, nbatches);
+        sgd->wd = wd_of(rec);
 #ifdef HAVE_NN_CUDA
         if (G) { if (nn_cuda_sgd_step_grad(G, res, sgd)) die("cuda sgd", nn_cuda_error(G)); }
         else
@@ -154,7 +167,7 @@ static int apply_rounds(pcoll_t *h, nn_model_t *m, nn_sgd_t *sgd, const nn_lr_sc
             }
         }
         if (me == 0) {
-            ragg_add(agg, rec, sgd->lr);
+            ragg_add(agg, rec, sgd->lr, sgd->wd);
             if (agg->n >= C.round_agg) { json_array_append_new(rounds_json, ragg_json(agg, epoch)); ragg_reset(agg); }
         }
         k++;

@@ -105,9 +105,10 @@ json_t *metrics_papi(int available) {
 
 void ragg_reset(ragg_t *a) { memset(a, 0, sizeof *a); a->min_fresh = 1 << 30; }
 
-void ragg_add(ragg_t *a, const pcoll_record_t *r, double lr) {
+void ragg_add(ragg_t *a, const pcoll_record_t *r, double lr, double wd) {
     if (!a->n) a->from = r->round, a->lr_first = lr;
     a->lr_last = lr;
+    a->wd_sum += wd;
     a->to = r->round;
     a->n++;
     a->mode = r->mode;
@@ -134,6 +135,7 @@ json_t *ragg_json(const ragg_t *a, int epoch) {
     json_object_set_new(o, "min_fresh", json_integer(a->n ? a->min_fresh : 0));
     json_object_set_new(o, "lr_first", json_real(a->lr_first));
     json_object_set_new(o, "lr_last", json_real(a->lr_last));
+    json_object_set_new(o, "wd_sum", json_real(a->wd_sum));
     json_object_set_new(o, "mean_latency_ms", json_real(a->n ? a->lat_sum / a->n : 0));
     json_object_set_new(o, "max_streak", json_integer(a->max_streak));
     json_object_set_new(o, "max_staleness", json_integer(a->max_stale));

@@ -18,12 +18,12 @@ typedef struct {
     uint64_t from, to;
     int n, min_fresh;
     pcoll_mode_t mode;
-    double fresh_sum, lat_sum, stale_sum, lr_first, lr_last;
+    double fresh_sum, lat_sum, stale_sum, lr_first, lr_last, wd_sum;
     long stale_n;
     uint32_t max_streak, max_stale;
 } ragg_t;
 void ragg_reset(ragg_t *a);
-void ragg_add(ragg_t *a, const pcoll_record_t *r, double lr);
+void ragg_add(ragg_t *a, const pcoll_record_t *r, double lr, double wd);
 json_t *ragg_json(const ragg_t *a, int epoch);
 
 #endif

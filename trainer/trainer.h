@@ -34,6 +34,7 @@ typedef struct {
     int final_sync;         /* the last N epochs run synchronously, whatever --mode says */
     int tau, ring;
     char div[8];            /* p | fresh */
+    char wd_per[8];         /* sample | round */
     char epoch_mode[8];     /* shard | global (DESIGN.md section 5) */
     uint64_t seed;
     char imbalance[128];    /* none | linear:unit=MS | random:k=K,d=MS | lognormal:mean=MS,std=MS

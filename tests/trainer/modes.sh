@@ -38,6 +38,22 @@ for mode in sync solo; do
     solo) [ "$hi" -gt $((lo + 2)) ] || fail "global solo under skew: fast ranks took no more batches ($lo-$hi)" ;;
   esac
 done
+# --wd-per sample (default): a round decays by wd x |F|/P, so every mode decays by wd x batches/P
+# in an epoch (sync as much as solo, which runs about three times its rounds here); --wd-per round
+# decays in full every round, and solo then decays far more than sync.
+wd_total() { jq '[.rounds.records[] | select(.epoch == 0) | .wd_sum] | add' "$1"; }
+want=$(jq -n "$(jq '.config.wd' "$TMP/g_sync.json") * $((2048 / 32)) / $NP")
+for mode in sync solo; do
+  w=$(wd_total "$TMP/g_$mode.json")
+  echo "decay in epoch 1 (sum of round wd): $mode $w over $(jq '.epochs[0].rounds' "$TMP/g_$mode.json") rounds (wd x batches/P = $want)"
+  awk -v a="$want" -v b="$w" 'BEGIN { exit !(a > 0 && (a - b) * (a - b) < 1e-12 * a * a) }' \
+    || fail "--wd-per sample: $mode decayed $w in an epoch, expected $want"
+done
+run $NP --mode solo --epochs 1 --epoch-mode global --imbalance linear:unit=40 --tau 4 --wd-per round \
+  --out "$TMP/g_round.json" || { cat "$TMP/out"; fail "--wd-per round run"; }
+w=$(wd_total "$TMP/g_round.json")
+echo "decay in epoch 1 under --wd-per round: solo $w"
+awk -v a="$want" -v b="$w" 'BEGIN { exit !(b > 1.5 * a) }' || fail "--wd-per round: solo decayed $w, not more than $want"
 # --initial-sync 1 --final-sync 1: the first and last epochs run synchronously whatever --mode says
 # (every round all fresh, no switch logged in them), the epoch between keeps the partial mode.
 run $NP --mode adaptive --epochs 3 --initial-sync 1 --final-sync 1 --imbalance linear:unit=5 --tau 4 \
