@@ -10,7 +10,7 @@ $(B)/bin/pcoll-validate: $(B)/results/validate.o $(B)/results/jschema.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ -ljansson $(LDLIBS)
 
-$(B)/bin/pcoll-compare: $(B)/results/compare.o
+$(B)/bin/pcoll-compare: $(B)/results/compare.o $(B)/results/compare_plot.o $(B)/results/compare_base.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ -ljansson $(LDLIBS)
 
