@@ -119,7 +119,8 @@ enum {
     CTL_ERR_ORDER = -2,  /* record fed out of order (round != next expected) or P differs */
     CTL_ERR_NOMEM = -3,
     CTL_ERR_PCOLL = -4,  /* a libpcoll call failed (thread) */
-    CTL_ERR_STALL = -5   /* the watchdog saw no round complete for t_abort seconds (thread) */
+    CTL_ERR_STALL = -5,  /* the watchdog saw no round complete for t_abort seconds (thread) */
+    CTL_ERR_TIMEOUT = -6 /* ctl_wait: the thread had not ended within the timeout */
 };
 
 typedef enum { CTL_STATIC = 0, CTL_ADAPTIVE = 1 } ctl_kind_t;
@@ -297,6 +298,14 @@ int ctl_start(pcoll_t *h, const ctl_config_t *cfg, ctl_t **out);
  * thread's final status: CTL_OK, CTL_ERR_PCOLL or CTL_ERR_STALL. Stopping a controller while
  * rounds still run leaves later rounds without rules/horizon: call it after pcoll_finalize. */
 int ctl_stop(ctl_t **c);
+/* Waits up to timeout_s (< 0: no limit) for the thread to end by itself: after the all-joined
+ * round (then ctl_stats, the switch log and the hash cover every round, and every rank holds the
+ * same), or on an error. Returns the thread's status (CTL_OK, CTL_ERR_PCOLL, CTL_ERR_STALL) or
+ * CTL_ERR_TIMEOUT. Call it once pcoll_wait has returned PCOLL_DONE and before reading the final
+ * stats: the thread may still be some records behind the application, and a snapshot taken then
+ * differs between ranks (a trainer that carried such a snapshot into its next epoch's policy
+ * posted different rules on different ranks and stalled). */
+int ctl_wait(ctl_t *c, double timeout_s);
 /* Copies up to max switches (oldest first) into out; returns the total number logged. Safe while
  * the thread runs. */
 size_t ctl_switch_log(ctl_t *c, ctl_switch_t *out, size_t max);

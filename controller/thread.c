@@ -16,7 +16,9 @@ struct ctl {
     int P, rank;
     pthread_t th;
     atomic_int stop;
-    pthread_mutex_t mu;          /* guards log, st, hash, err, status */
+    pthread_mutex_t mu;          /* guards log, st, hash, err, status, ended */
+    pthread_cond_t ended_cv;     /* signalled when the thread ends (ctl_wait) */
+    int ended;
     ctl_switch_t *log;
     size_t nlog, caplog;
     ctl_policy_stats_t st;
@@ -303,7 +305,30 @@ static void *run(void *arg)
         }
     }
     pcoll_record_free(&rec);
+    pthread_mutex_lock(&c->mu);
+    c->ended = 1;
+    pthread_cond_broadcast(&c->ended_cv);
+    pthread_mutex_unlock(&c->mu);
     return NULL;
+}
+
+int ctl_wait(ctl_t *c, double timeout_s)
+{
+    if (!c) return CTL_ERR_ARG;
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    if (timeout_s >= 0) {
+        double t = (double)dl.tv_sec + 1e-9 * (double)dl.tv_nsec + timeout_s;
+        dl.tv_sec = (time_t)t;
+        dl.tv_nsec = (long)((t - (double)dl.tv_sec) * 1e9);
+    }
+    pthread_mutex_lock(&c->mu);
+    int rc = 0;
+    while (!c->ended && rc == 0)
+        rc = timeout_s < 0 ? pthread_cond_wait(&c->ended_cv, &c->mu) : pthread_cond_timedwait(&c->ended_cv, &c->mu, &dl);
+    int st = c->ended ? c->status : CTL_ERR_TIMEOUT;
+    pthread_mutex_unlock(&c->mu);
+    return st;
 }
 
 int ctl_start(pcoll_t *h, const ctl_config_t *cfg, ctl_t **out)
@@ -326,10 +351,12 @@ int ctl_start(pcoll_t *h, const ctl_config_t *cfg, ctl_t **out)
     c->hb_every = cfg->t_warn > 0 && cfg->t_warn / 4 < 1.0 ? cfg->t_warn / 4 : 1.0;
     if (c->hb_every < cfg->poll_s) c->hb_every = cfg->poll_s;
     pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->ended_cv, NULL);
     if (!c->pol || !c->last_fresh || !c->last_flags || !c->last_streak) {
         int bad_p = c->P < 1;
         ctl_policy_free(c->pol);
         free(c->last_fresh); free(c->last_flags); free(c->last_streak); free(c->peers);
+        pthread_cond_destroy(&c->ended_cv);
         pthread_mutex_destroy(&c->mu);
         free(c);
         return bad_p ? CTL_ERR_ARG : CTL_ERR_NOMEM;
@@ -344,6 +371,7 @@ int ctl_start(pcoll_t *h, const ctl_config_t *cfg, ctl_t **out)
     if (rc < 0) {
         ctl_policy_free(c->pol);
         free(c->last_fresh); free(c->last_flags); free(c->last_streak); free(c->peers);
+        pthread_cond_destroy(&c->ended_cv);
         pthread_mutex_destroy(&c->mu);
         free(c);
         return rc == CTL_ERR_NOMEM ? rc : CTL_ERR_PCOLL;
@@ -363,6 +391,7 @@ int ctl_stop(ctl_t **cp)
     free(c->log);
     free(c->pend);
     free(c->last_fresh); free(c->last_flags); free(c->last_streak); free(c->peers);
+    pthread_cond_destroy(&c->ended_cv);
     pthread_mutex_destroy(&c->mu);
     free(c);
     *cp = NULL;

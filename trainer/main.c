@@ -479,6 +479,7 @@ int main(int argc, char **argv) {
         const int forced_sync = epoch < C.initial_sync || epoch >= C.epochs - C.final_sync;
         if (ctl_start(h, forced_sync ? &cc_sync : &cc, &ctl)) die("controller", "ctl_start failed");
         epoch_acc_t acc = {0};
+        const int stale_inv = !strcmp(C.stale_scale, "inv");
         for (long s = 0; global || s < steps; s++) {
             const data_batch_t *b;
             int64_t gb;
@@ -517,6 +518,14 @@ int main(int argc, char **argv) {
             double t2 = now();
             acc.loss_sum += loss; acc.loss_n++;
             acc.correct += top1; acc.seen += b->n;
+            if (stale_inv) {  /* --stale-scale inv: the rounds that completed while this rank computed */
+                pcoll_stats_t st = {0};
+                pcoll_stats(h, &st);
+                if (st.rounds > st.applied) {
+                    float f = 1.f / (float)(1 + st.rounds - st.applied);
+                    for (size_t i = 0; i < m->nparams; i++) m->grads[i] *= f;
+                }
+            }
             if ((rc = pcoll_deposit(h, grads, 0))) die("pcoll_deposit", pcoll_last_error(h));
             if ((rc = pcoll_wait(h, PCOLL_WAIT_CONSUMED, C.t_abort + 5, NULL))) die("pcoll_wait", pcoll_last_error(h));
             double t3 = now();
@@ -541,9 +550,23 @@ int main(int argc, char **argv) {
         if (me == 0 && agg.n) { json_array_append_new(jrounds, ragg_json(&agg, epoch)); ragg_reset(&agg); }
         data_iter_free(it);
         /* controller: the thread ends once it saw the all-joined round; then the handle goes */
+        /* the thread may still be some records behind pcoll_wait's DONE: its stats are final, and
+         * the same on every rank, only once it has ended by itself (a snapshot taken earlier was
+         * carried into the next epoch's policy differently on different ranks: a stall) */
+        int cw = ctl_wait(ctl, C.t_abort + 5);
+        if (cw != CTL_OK) die("controller", cw == CTL_ERR_TIMEOUT ? "the thread did not end after the all-joined round" : ctl_last_error(ctl));
         ctl_policy_stats_t cst;
         uint64_t ch = 0;
         ctl_stats(ctl, &cst, &ch);
+        {
+            uint64_t v[2] = {ch, cst.rounds}, lo[2], hi[2];
+            MPI_Allreduce(v, lo, 2, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+            MPI_Allreduce(v, hi, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+            snprintf(err, sizeof err, "epoch %d: the ranks' controllers disagree (decision hash %016llx..%016llx, "
+                     "rounds observed %llu..%llu; internal)", epoch + 1, (unsigned long long)lo[0],
+                     (unsigned long long)hi[0], (unsigned long long)lo[1], (unsigned long long)hi[1]);
+            agree_or_exit(lo[0] == hi[0] && lo[1] == hi[1], "controller", err);
+        }
         dec_hash = hash_buf(dec_hash, &ch, sizeof ch);
         ctl_switch_t sw[64];
         size_t nsw = ctl_switch_log(ctl, sw, 64);

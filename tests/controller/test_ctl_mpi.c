@@ -102,9 +102,15 @@ int main(int argc, char **argv) {
         while (pcoll_next(h, NULL, &res, &rec) == PCOLL_OK)
             for (int p = 0; p < P; p++) if (rec.streak[p] > per[p]) per[p] = rec.streak[p];
     if (rc != PCOLL_DONE) { fprintf(stderr, "rank %d: drain: %s\n", me, pcoll_strerror(rc)); fails++; }
+    if (ctl_wait(ctl, 60) != CTL_OK) { fprintf(stderr, "rank %d: ctl_wait: %s\n", me, ctl_last_error(ctl)); fails++; }
     ctl_policy_stats_t st;
     uint64_t hash = 0;
     ctl_stats(ctl, &st, &hash);
+    if (st.rounds != pcoll_rounds(h)) {
+        fprintf(stderr, "rank %d: the policy observed %llu of %llu rounds\n", me, (unsigned long long)st.rounds,
+                (unsigned long long)pcoll_rounds(h));
+        fails++;
+    }
     ctl_switch_t sw[16];
     size_t nsw = ctl_switch_log(ctl, sw, 16);
     if (ctl_stop(&ctl) != CTL_OK) { fprintf(stderr, "rank %d: controller error\n", me); fails++; }

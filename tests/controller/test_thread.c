@@ -24,6 +24,7 @@ struct pcoll {
     uint64_t produced;          /* rounds generated */
     uint64_t stall_at;          /* the engine stops producing at this round (UINT64_MAX: never) */
     uint64_t join_at;           /* from this round on every rank is joined */
+    uint64_t slow_from;         /* records of rounds >= this reach the thread 200 ms late (UINT64_MAX: never) */
     int rule_calls, late_rules, horizon_back;
     pcoll_record_t *ring;       /* every generated record kept (tests are short) */
     size_t nring;
@@ -62,7 +63,11 @@ int pcoll_record_get(pcoll_t *h, uint64_t round, pcoll_record_t *rec, double tim
         copy_rec(k, r);
         __atomic_store_n(&h->produced, h->produced + 1, __ATOMIC_RELEASE);
     }
-    if (round < h->produced) { copy_rec(rec, &h->ring[round]); return PCOLL_OK; }
+    if (round < h->produced) {
+        if (round >= h->slow_from) usleep(200000);  /* the thread lags behind the application */
+        copy_rec(rec, &h->ring[round]);
+        return PCOLL_OK;
+    }
     usleep((useconds_t)(timeout_s * 1e6));
     return PCOLL_ERR_TIMEOUT;
 }
@@ -106,7 +111,7 @@ static pcoll_t *mock_new(int P, uint64_t N, const phases_t *ph)
     gen_init(&h->g, P, 99, &dflt);
     h->g.q = q_phases;
     h->g.qarg = &h->ph;
-    h->stall_at = h->join_at = UINT64_MAX;
+    h->stall_at = h->join_at = h->slow_from = UINT64_MAX;
     h->ring = calloc(N + 8, sizeof *h->ring);
     return h;
 }
@@ -150,7 +155,7 @@ static void test_drive(void)
     ctl_t *c = NULL;
     CHECK(ctl_start(h, &cfg, &c) == CTL_OK, "ctl_start");
     wait_for(h, N, 20);
-    usleep(50000);
+    CHECK(ctl_wait(c, 20) == CTL_OK, "ctl_wait");
     ctl_policy_stats_t st;
     uint64_t hash = 0;
     CHECK(ctl_stats(c, &st, &hash) == CTL_OK, "ctl_stats");
@@ -186,6 +191,61 @@ static void test_drive(void)
     if (verbose)
         for (size_t i = 0; i < nsw; i++) printf("    %llu: %s\n", (unsigned long long)sw[i].effective, sw[i].reason);
     ctl_policy_free(pol);
+    mock_free(h);
+}
+
+/* The application is done (every round produced) while the thread is still behind: a snapshot
+ * then misses the last records; after ctl_wait the stats cover every round and equal a standalone
+ * policy's (the trainer carries them into the next epoch: a snapshot differing between ranks
+ * stalled it). ctl_wait times out on a thread that cannot end. */
+static void test_wait(void)
+{
+    const int P = 4;
+    const uint64_t N = 400;
+    phases_t ph = { 2, { { 200, 0.5, 0, {0}, 0 }, { UINT64_MAX, 0.2, 2, { 0, 1 }, 0.01 } } };
+    pcoll_t *h = mock_new(P, N, &ph);
+    h->join_at = N - 1;
+    h->slow_from = N - 2;
+    ctl_config_t cfg;
+    ctl_config_default(&cfg);
+    char err[256];
+    CHECK(ctl_policy_parse("adaptive", &cfg.policy, err, sizeof err) == CTL_OK, "%s", err);
+    cfg.poll_s = 0.001;
+    cfg.log = NULL;
+    ctl_t *c = NULL;
+    CHECK(ctl_start(h, &cfg, &c) == CTL_OK, "ctl_start");
+    wait_for(h, N, 20);
+    ctl_policy_stats_t early, st;
+    uint64_t hash = 0;
+    ctl_stats(c, &early, NULL);
+    CHECK(early.rounds < N, "the snapshot taken while the thread lags has %llu rounds (the test needs a lag)",
+          (unsigned long long)early.rounds);
+    CHECK(ctl_wait(c, 20) == CTL_OK, "ctl_wait");
+    ctl_stats(c, &st, &hash);
+    CHECK(st.rounds == N, "after ctl_wait the policy observed %llu of %llu rounds", (unsigned long long)st.rounds,
+          (unsigned long long)N);
+    ctl_policy_t *pol = mk("adaptive", P, NULL);
+    for (uint64_t r = 0; r < h->nring; r++) ctl_policy_observe(pol, &h->ring[r], NULL);
+    ctl_policy_stats_t ref;
+    ctl_policy_stats(pol, &ref);
+    CHECK(hash == ctl_policy_hash(pol) && st.mode == ref.mode && st.light_block_until == ref.light_block_until &&
+          st.rounds == ref.rounds, "final stats differ from the standalone policy's");
+    CHECK(ctl_stop(&c) == CTL_OK, "ctl_stop");
+    ctl_policy_free(pol);
+    mock_free(h);
+    /* a thread that cannot end (the engine stalls, no watchdog): ctl_wait gives up */
+    h = mock_new(P, 50, &ph);
+    h->stall_at = 10;
+    cfg.t_warn = cfg.t_abort = 0;
+    CHECK(ctl_start(h, &cfg, &c) == CTL_OK, "ctl_start");
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = ctl_wait(c, 0.2);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double el = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    CHECK(rc == CTL_ERR_TIMEOUT && el >= 0.19 && el < 2, "ctl_wait on a stalled thread: %d after %.2f s", rc, el);
+    CHECK(ctl_wait(NULL, 0) == CTL_ERR_ARG, "ctl_wait(NULL)");
+    CHECK(ctl_stop(&c) == CTL_OK, "ctl_stop after the timeout");
     mock_free(h);
 }
 
@@ -256,6 +316,8 @@ int main(int argc, char **argv)
     printf("args done\n");
     test_drive();
     printf("drive done\n");
+    test_wait();
+    printf("wait done\n");
     test_watchdog();
     printf("watchdog done\n");
     printf("%d checks, %d failed\n", checks, failures);
