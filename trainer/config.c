@@ -38,7 +38,6 @@ static const opt_t opts[] = {
     O("wd", T_DBL, wd, "", 0, 1, "* weight decay"),
     O("wd-bn", T_BOOL, wd_bn, "0", 0, 1, "apply weight decay to batch-norm parameters and biases too"),
     O("wd-per", T_STR, wd_per, "sample", 0, 0, "sample: a round decays by --wd x |F|/P, the share of a whole round's gradients it carries, so every mode decays as much per sample learnt; round: full decay every round (before 2026-11-30; partial rounds decayed P/|F| times harder)"),
-    O("stale-scale", T_STR, stale_scale, "none", 0, 0, "none | inv: a rank scales its gradient by 1/(1+s) before depositing it, s = rounds completed while it computed (staleness-aware SGD, Zhang et al. 2016; CPU backend); README: what it did to accuracy"),
     O("nesterov", T_BOOL, nesterov, "0", 0, 1, "Nesterov momentum"),
     O("warmup", T_DBL, warmup, "", 0, 1000, "* linear warm-up epochs"),
     O("warmup-start-lr", T_DBL, warmup_start_lr, "-1", -1, 100, "warm-up start lr (-1: base lr unscaled)"),
@@ -248,10 +247,6 @@ int cfg_parse(cfg_t *c, int argc, char **argv, char *err, size_t n) {
         return snprintf(err, n, "--mode '%s' is not sync, solo, majority, quorum:Q or adaptive", c->mode), -1;
     if (strcmp(c->device, "cpu") && strcmp(c->device, "cuda"))
         return snprintf(err, n, "--device '%s' must be cpu or cuda", c->device), -1;
-    if (strcmp(c->stale_scale, "none") && strcmp(c->stale_scale, "inv"))
-        return snprintf(err, n, "--stale-scale '%s' must be none or inv", c->stale_scale), -1;
-    if (!strcmp(c->stale_scale, "inv") && !strcmp(c->device, "cuda"))
-        return snprintf(err, n, "--stale-scale inv runs on the CPU backend only (--device cpu)"), -1;
     if (strcmp(c->wd_per, "sample") && strcmp(c->wd_per, "round"))
         return snprintf(err, n, "--wd-per '%s' must be sample or round", c->wd_per), -1;
     if (strcmp(c->div, "p") && strcmp(c->div, "fresh"))

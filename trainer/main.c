@@ -479,7 +479,6 @@ int main(int argc, char **argv) {
         const int forced_sync = epoch < C.initial_sync || epoch >= C.epochs - C.final_sync;
         if (ctl_start(h, forced_sync ? &cc_sync : &cc, &ctl)) die("controller", "ctl_start failed");
         epoch_acc_t acc = {0};
-        const int stale_inv = !strcmp(C.stale_scale, "inv");
         for (long s = 0; global || s < steps; s++) {
             const data_batch_t *b;
             int64_t gb;
@@ -518,14 +517,6 @@ int main(int argc, char **argv) {
             double t2 = now();
             acc.loss_sum += loss; acc.loss_n++;
             acc.correct += top1; acc.seen += b->n;
-            if (stale_inv) {  /* --stale-scale inv: the rounds that completed while this rank computed */
-                pcoll_stats_t st = {0};
-                pcoll_stats(h, &st);
-                if (st.rounds > st.applied) {
-                    float f = 1.f / (float)(1 + st.rounds - st.applied);
-                    for (size_t i = 0; i < m->nparams; i++) m->grads[i] *= f;
-                }
-            }
             if ((rc = pcoll_deposit(h, grads, 0))) die("pcoll_deposit", pcoll_last_error(h));
             if ((rc = pcoll_wait(h, PCOLL_WAIT_CONSUMED, C.t_abort + 5, NULL))) die("pcoll_wait", pcoll_last_error(h));
             double t3 = now();

@@ -35,7 +35,6 @@ typedef struct {
     int tau, ring;
     char div[8];            /* p | fresh */
     char wd_per[8];         /* sample | round */
-    char stale_scale[8];    /* none | inv */
     char epoch_mode[8];     /* shard | global (DESIGN.md section 5) */
     uint64_t seed;
     char imbalance[128];    /* none | linear:unit=MS | random:k=K,d=MS | lognormal:mean=MS,std=MS
