@@ -10,7 +10,8 @@ set key top right
 plot "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 0 using 2:3 with linespoints title "sync (none) n=9", \
      "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 1 using 2:3 with linespoints title "majority (none) n=2", \
      "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 2 using 2:3 with linespoints title "majority (linear:unit=100) n=6", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 3 using 2:3 with linespoints title "adaptive/adaptive,light_fresh=0.5 (linear:unit=100) n=6"
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 3 using 2:3 with linespoints title "adaptive/adaptive,light_fresh=0.5 (linear:unit=100) n=6", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 4 using 2:3 with linespoints title "adaptive/adaptive,light_fresh=0.5 (lognormal:mean=300,std=450) n=2"
 set output "fmnist_resnet-fmnist_fmnist_p4_e4_b64_top1.png"
 set title "fmnist: model=resnet-fmnist data=fmnist ranks=4 epochs=4 batch=64, target top-1 80.00%"
 set ylabel "test top-1 (%)"
@@ -18,7 +19,8 @@ set key bottom right
 plot "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 0 using 2:5 with linespoints title "sync (none) n=9", \
      "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 1 using 2:5 with linespoints title "majority (none) n=2", \
      "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 2 using 2:5 with linespoints title "majority (linear:unit=100) n=6", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 3 using 2:5 with linespoints title "adaptive/adaptive,light_fresh=0.5 (linear:unit=100) n=6"
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 3 using 2:5 with linespoints title "adaptive/adaptive,light_fresh=0.5 (linear:unit=100) n=6", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 4 using 2:5 with linespoints title "adaptive/adaptive,light_fresh=0.5 (lognormal:mean=300,std=450) n=2"
 set terminal svg size 1000,600 noenhanced
 set output "fmnist_resnet-fmnist_fmnist_p4_e4_b64_loss.svg"
 set title "fmnist: model=resnet-fmnist data=fmnist ranks=4 epochs=4 batch=64, target top-1 80.00%"
@@ -27,7 +29,8 @@ set key top right
 plot "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 0 using 2:3 with linespoints title "sync (none) n=9", \
      "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 1 using 2:3 with linespoints title "majority (none) n=2", \
      "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 2 using 2:3 with linespoints title "majority (linear:unit=100) n=6", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 3 using 2:3 with linespoints title "adaptive/adaptive,light_fresh=0.5 (linear:unit=100) n=6"
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 3 using 2:3 with linespoints title "adaptive/adaptive,light_fresh=0.5 (linear:unit=100) n=6", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 4 using 2:3 with linespoints title "adaptive/adaptive,light_fresh=0.5 (lognormal:mean=300,std=450) n=2"
 set output "fmnist_resnet-fmnist_fmnist_p4_e4_b64_top1.svg"
 set title "fmnist: model=resnet-fmnist data=fmnist ranks=4 epochs=4 batch=64, target top-1 80.00%"
 set ylabel "test top-1 (%)"
@@ -35,5 +38,6 @@ set key bottom right
 plot "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 0 using 2:5 with linespoints title "sync (none) n=9", \
      "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 1 using 2:5 with linespoints title "majority (none) n=2", \
      "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 2 using 2:5 with linespoints title "majority (linear:unit=100) n=6", \
-     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 3 using 2:5 with linespoints title "adaptive/adaptive,light_fresh=0.5 (linear:unit=100) n=6"
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 3 using 2:5 with linespoints title "adaptive/adaptive,light_fresh=0.5 (linear:unit=100) n=6", \
+     "fmnist_resnet-fmnist_fmnist_p4_e4_b64.dat" index 4 using 2:5 with linespoints title "adaptive/adaptive,light_fresh=0.5 (lognormal:mean=300,std=450) n=2"
 unset output
