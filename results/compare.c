@@ -72,11 +72,7 @@ static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void note(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  char *p = amalloc((size_t)n + 1);
-  va_start(ap, fmt);
-  vsnprintf(p, (size_t)n + 1, fmt, ap);
+  char *p = avprintf(fmt, ap);
   va_end(ap);
   if (pl_find_str(&g_notes, p) < 0) pl_push(&g_notes, p);
 }

@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stddef.h>
 
 /* arena: every string / array the tool allocates lives until exit (compare_base.c) */
@@ -12,6 +13,7 @@ void *amalloc(size_t n);
 void arena_free(void);
 char *astrdup(const char *s);
 char *aprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *avprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 /* growable string; sb_take moves it into the arena */
 typedef struct { char *s; size_t n, cap; } sbuf;
