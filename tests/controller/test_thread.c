@@ -138,6 +138,19 @@ static void wait_for(pcoll_t *h, uint64_t n, double max_s)
     for (int i = 0; i < max_s * 100 && __atomic_load_n(&h->produced, __ATOMIC_RELAXED) < n; i++) usleep(10000);
 }
 
+/* Starts the adaptive policy's thread on the mock (polling every 1 ms, silent). */
+static ctl_t *start_adaptive(pcoll_t *h, ctl_config_t *cfg)
+{
+    ctl_config_default(cfg);
+    char err[256];
+    CHECK(ctl_policy_parse("adaptive", &cfg->policy, err, sizeof err) == CTL_OK, "%s", err);
+    cfg->poll_s = 0.001;
+    cfg->log = NULL;
+    ctl_t *c = NULL;
+    CHECK(ctl_start(h, cfg, &c) == CTL_OK, "ctl_start");
+    return c;
+}
+
 /* The thread drives the engine to the all-joined round; decisions equal a standalone policy's. */
 static void test_drive(void)
 {
@@ -147,13 +160,7 @@ static void test_drive(void)
     pcoll_t *h = mock_new(P, N, &ph);
     h->join_at = N - 1;
     ctl_config_t cfg;
-    ctl_config_default(&cfg);
-    char err[256];
-    CHECK(ctl_policy_parse("adaptive", &cfg.policy, err, sizeof err) == CTL_OK, "%s", err);
-    cfg.poll_s = 0.001;
-    cfg.log = NULL;
-    ctl_t *c = NULL;
-    CHECK(ctl_start(h, &cfg, &c) == CTL_OK, "ctl_start");
+    ctl_t *c = start_adaptive(h, &cfg);
     wait_for(h, N, 20);
     CHECK(ctl_wait(c, 20) == CTL_OK, "ctl_wait");
     ctl_policy_stats_t st;
@@ -207,13 +214,7 @@ static void test_wait(void)
     h->join_at = N - 1;
     h->slow_from = N - 2;
     ctl_config_t cfg;
-    ctl_config_default(&cfg);
-    char err[256];
-    CHECK(ctl_policy_parse("adaptive", &cfg.policy, err, sizeof err) == CTL_OK, "%s", err);
-    cfg.poll_s = 0.001;
-    cfg.log = NULL;
-    ctl_t *c = NULL;
-    CHECK(ctl_start(h, &cfg, &c) == CTL_OK, "ctl_start");
+    ctl_t *c = start_adaptive(h, &cfg);
     wait_for(h, N, 20);
     ctl_policy_stats_t early, st;
     uint64_t hash = 0;
