@@ -8,7 +8,7 @@
  *   4. reduce:     MPI_Allreduce(sum) of n + META*P floats on the private data communicator into
  *                  ring slot r % (K+1). Blocking is right here: the engine has nothing else to do
  *                  until the round is complete, and it gets the MPI library's tuned algorithm.
- *   5. publish:    decode F_r, flags, staleness; update streaks and the active set; divide;
+ *   5. publish:    decode F_r, flags, staleness, step times; update streaks and the active set; divide;
  *                  store the record; wake the application.
  * Idle waits never spin for long: spin_us of polling with sched_yield, then sleeps that double
  * up to poll_max_us (on a condition variable, so a local deposit wakes the engine at once).
@@ -140,7 +140,8 @@ static int dev_fail(struct pcoll *h, const char *m) {
  * NCCL path: ncclAllReduce on the engine's stream.  STAGED path (ranks share a GPU): device ->
  * pinned host, MPI_Allreduce on the data communicator, pinned host -> device. */
 static int dev_round(struct pcoll *h, float *send, int send_slot, float *recv, int fresh_cnt,
-                     int flags, uint32_t stale, const float **rm, double *t_start, double *t_end) {
+                     int flags, uint32_t stale, float cost, const float **rm, double *t_start,
+                     double *t_end) {
     size_t n = h->n, nm = (size_t)META * (size_t)h->P;
     char m[512] = "";
     int staged = pcoll_dev_path(h->dev) == PCOLL_DEVPATH_STAGED;
@@ -151,6 +152,7 @@ static int dev_round(struct pcoll *h, float *send, int send_slot, float *recv, i
     meta[META * h->me + 0] = (float)fresh_cnt;
     meta[META * h->me + 1] = (float)flags;
     meta[META * h->me + 2] = (float)stale;
+    meta[META * h->me + 3] = cost;
     if (staged) {
         float *hr = pcoll_dev_host_recv(h->dev);
         int rc = MPI_Allreduce(pcoll_dev_host_send(h->dev), hr, (int)h->nbuf, MPI_FLOAT, MPI_SUM, h->data);
@@ -174,6 +176,7 @@ static int run_round(struct pcoll *h, uint64_t r) {
     int fresh_cnt = 0, failed;
     double t_dep = 0;
     uint32_t stale = 0;
+    float cost = 0;
 
     pthread_mutex_lock(&h->mu);
     failed = h->err != 0;
@@ -193,6 +196,8 @@ static int run_round(struct pcoll *h, uint64_t r) {
         t_dep = h->t_dep;
         uint64_t s = r - h->applied_at_dep;
         stale = s > META_MAX ? META_MAX : (uint32_t)s;
+        cost = h->dep_cost;
+        h->dep_cost = 0;
         h->dep_cur ^= 1;
         h->consumed_seq = h->dep_seq;
         h->consumed_round = r;
@@ -211,7 +216,8 @@ static int run_round(struct pcoll *h, uint64_t r) {
     double t_start, t_end;
 #ifdef PCOLL_HAVE_NCCL
     if (h->mem == PCOLL_MEM_DEVICE) {
-        int rc = dev_round(h, send, send_slot, recv, fresh_cnt, flags, stale, &rm, &t_start, &t_end);
+        int rc = dev_round(h, send, send_slot, recv, fresh_cnt, flags, stale, cost, &rm,
+                          &t_start, &t_end);
         if (rc) return rc;
     } else
 #endif
@@ -221,6 +227,7 @@ static int run_round(struct pcoll *h, uint64_t r) {
     meta[META * h->me + 0] = (float)fresh_cnt;
     meta[META * h->me + 1] = (float)flags;
     meta[META * h->me + 2] = (float)stale;
+    meta[META * h->me + 3] = cost;
 
     t_start = pcoll_now();
     int rc = MPI_Allreduce(send, recv, (int)h->nbuf, MPI_FLOAT, MPI_SUM, h->data);
@@ -245,6 +252,7 @@ static int run_round(struct pcoll *h, uint64_t r) {
         rec->flags[p] = (uint8_t)fl;
         rec->waited[p] = pl->inwait[p];
         rec->staleness[p] = f ? st : 0;
+        rec->cost[p] = f ? rm[META * p + 3] : 0.0f;
         if (f) {
             nfresh++; ndep += f;
             h->fresh_total++; h->stale_count++; h->stale_sum += st;

@@ -360,15 +360,33 @@ int pcoll_deposit(pcoll_t *h, const float *g, int flags) {
         if (h->mem == PCOLL_MEM_HOST)
             for (size_t i = 0; i < h->n; i++) d[i] += g[i];
         if (h->pending < 255) h->pending++;
+        h->dep_cost += h->next_cost;
     } else {
         if (h->mem == PCOLL_MEM_HOST) memcpy(d, g, h->n * sizeof(float));
         h->pending = 1;
+        h->dep_cost = h->next_cost;
         h->t_dep = pcoll_now();
         h->applied_at_dep = h->handed;
     }
+    h->next_cost = 0;
     h->dep_seq++;
     h->t_last_dep = pcoll_now();
     pthread_cond_signal(&h->cv_eng);
+    pthread_mutex_unlock(&h->mu);
+    return PCOLL_OK;
+}
+
+int pcoll_set_cost(pcoll_t *h, double seconds) {
+    if (!h) return PCOLL_ERR_ARG;
+    if (!(seconds >= 0 && seconds <= 1e9)) {   /* also NaN */
+        pthread_mutex_lock(&h->mu);
+        snprintf(h->errmsg, sizeof h->errmsg, "rank %d: pcoll_set_cost: %g s is not a step time "
+                 "(finite, >= 0)", h->me, seconds);
+        pthread_mutex_unlock(&h->mu);
+        return PCOLL_ERR_ARG;
+    }
+    pthread_mutex_lock(&h->mu);
+    h->next_cost = (float)seconds;
     pthread_mutex_unlock(&h->mu);
     return PCOLL_OK;
 }
@@ -423,11 +441,16 @@ int pcoll_wait(pcoll_t *h, int how, double timeout_s, uint64_t *round) {
 static void record_copy(pcoll_record_t *d, const pcoll_record_t *s) {
     uint8_t *f = d->fresh, *w = d->waited, *fl = d->flags;
     uint32_t *st = d->staleness, *sk = d->streak;
+    float *c = d->cost;
     int P = s->P < d->P ? s->P : d->P;
     *d = *s;
-    d->fresh = f; d->waited = w; d->flags = fl; d->staleness = st; d->streak = sk;
+    d->fresh = f; d->waited = w; d->flags = fl; d->staleness = st; d->streak = sk; d->cost = c;
     memcpy(f, s->fresh, (size_t)P); memcpy(w, s->waited, (size_t)P); memcpy(fl, s->flags, (size_t)P);
     memcpy(st, s->staleness, (size_t)P * 4); memcpy(sk, s->streak, (size_t)P * 4);
+    if (c) {
+        if (s->cost) memcpy(c, s->cost, (size_t)P * sizeof *c);
+        else memset(c, 0, (size_t)P * sizeof *c);
+    }
 }
 
 int pcoll_next(pcoll_t *h, uint64_t *round, const float **result, pcoll_record_t *rec) {
@@ -501,7 +524,8 @@ int pcoll_record_init(pcoll_record_t *rec, int P) {
     rec->fresh = calloc((size_t)P, 1); rec->waited = calloc((size_t)P, 1);
     rec->flags = calloc((size_t)P, 1);
     rec->staleness = calloc((size_t)P, 4); rec->streak = calloc((size_t)P, 4);
-    if (!rec->fresh || !rec->waited || !rec->flags || !rec->staleness || !rec->streak) {
+    rec->cost = calloc((size_t)P, sizeof *rec->cost);
+    if (!rec->fresh || !rec->waited || !rec->flags || !rec->staleness || !rec->streak || !rec->cost) {
         pcoll_record_free(rec);
         return PCOLL_ERR_NOMEM;
     }
@@ -510,7 +534,9 @@ int pcoll_record_init(pcoll_record_t *rec, int P) {
 
 void pcoll_record_free(pcoll_record_t *rec) {
     free(rec->fresh); free(rec->waited); free(rec->flags); free(rec->staleness); free(rec->streak);
+    free(rec->cost);
     rec->fresh = rec->waited = rec->flags = NULL; rec->staleness = rec->streak = NULL;
+    rec->cost = NULL;
 }
 
 int pcoll_record_get(pcoll_t *h, uint64_t round, pcoll_record_t *rec, double timeout_s) {

@@ -102,6 +102,9 @@ typedef struct {
     uint8_t *flags;          /* [P] PCOLL_F_* */
     uint32_t *staleness;     /* [P] r - rounds applied by p when it deposited (fresh ranks) */
     uint32_t *streak;        /* [P] rejection streak of p after this round */
+    float *cost;             /* [P] step time (s) p reported with the deposit it contributed
+                                here (pcoll_set_cost; 0: not fresh or not reported). Agreed: it
+                                travels with the data. May be NULL in records a caller built. */
     double t_start, t_end;   /* local: MPI_Wtime when this rank entered / completed it */
     double t_deposit;        /* local: when this rank deposited what it contributed (0 if none) */
 } pcoll_record_t;
@@ -131,6 +134,13 @@ int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t 
  * flags: PCOLL_ACCUMULATE adds to a pending deposit instead of failing with PCOLL_ERR_PENDING. */
 enum { PCOLL_ACCUMULATE = 1 };
 int pcoll_deposit(pcoll_t *h, const float *g, int flags);
+
+/* Step time of the next deposit: how long this rank took to produce it (seconds: data, compute,
+ * any delay; not the wait for a round). It travels with the deposit, so every rank reads it in the
+ * record of the round that consumes it (rec->cost[p]): an agreed view of every rank's speed, e.g.
+ * for a controller to estimate what a sync round would cost. Deposits merged with
+ * PCOLL_ACCUMULATE add their costs. Not calling it reports 0 (unknown). seconds: finite, >= 0. */
+int pcoll_set_cost(pcoll_t *h, double seconds);
 
 /* PCOLL_WAIT_CONSUMED: until the round that consumed the last deposit has completed.
  * PCOLL_WAIT_NEWER: until some completed round has not been handed out by pcoll_next yet

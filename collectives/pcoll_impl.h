@@ -12,8 +12,10 @@
 #include <stdio.h>
 
 /* Per-rank metadata travels in the reduced buffer after the n data floats: META floats per rank,
- * each written by its owner only, so the sum carries it exactly (integers < 2^24). */
-#define META 3               /* [0] deposits merged (0 = not fresh), [1] flags, [2] staleness */
+ * each written by its owner only (every other rank adds +0.0f), so the sum carries it exactly:
+ * integers < 2^24 in [0..2], and the float [3] bit for bit. */
+#define META 4               /* [0] deposits merged (0 = not fresh), [1] flags, [2] staleness,
+                                [3] step time (s) reported with the deposit (pcoll_set_cost) */
 #define META_MAX 16777215u   /* 2^24 - 1: larger staleness saturates */
 
 enum { TAG_READY = 1, TAG_ACT = 2 };          /* payload: uint64_t round */
@@ -65,6 +67,8 @@ struct pcoll {
     int dep_cur;               /* the application writes dep[dep_cur] */
     int pending;               /* deposits merged into dep[dep_cur] (0: none pending) */
     double t_dep;              /* when the oldest pending deposit was made */
+    float next_cost;           /* pcoll_set_cost: goes with the next deposit */
+    float dep_cost;            /* step time of the pending deposit (sum over merged ones) */
     uint64_t applied_at_dep;   /* rounds handed out when the oldest pending deposit was made */
     uint64_t dep_seq;          /* deposits made */
     uint64_t consumed_seq;     /* deposits consumed by started rounds */

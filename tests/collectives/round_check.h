@@ -43,6 +43,10 @@ static void make_grad(float *g, size_t n, int p, int s) {
     for (size_t k = (size_t)P + 1; k < n; k++) g[k] = (float)((p * 31 + s * 7 + (int)k) % 17);
 }
 
+/* step time reported with the deposit of (rank p, step s): a float that is exact, and so are
+ * sums of a few of them (merged deposits): (4096 (p+1) + s + 1) / 1024 */
+static float cost_of(int p, int s) { return (float)(4096 * (p + 1) + s + 1) / 1024.0f; }
+
 typedef struct { pcoll_t *h; int P; volatile int stop; int lag; } ctl_t;
 
 /* --mode dynamic: a controller-like thread that picks the rule of round r+lag from the record of
@@ -102,6 +106,7 @@ static inline void rcheck_round(rcheck_t *c, uint64_t r, const float *res, const
     c->hash = (c->hash ^ (uint64_t)rec->mode) * 1099511628211ull;
     for (int p = 0; p < P; p++)
         c->hash = (c->hash ^ ((uint64_t)rec->fresh[p] << 8 | rec->flags[p] | (uint64_t)rec->staleness[p] << 16)) * 1099511628211ull;
+    for (int p = 0; p < P; p++) { uint32_t b; memcpy(&b, &rec->cost[p], 4); c->hash = (c->hash ^ b) * 1099511628211ull; }
     for (size_t k = 0; k < c->n; k++) { uint32_t b; memcpy(&b, &res[k], 4); c->hash = (c->hash ^ b) * 1099511628211ull; }
     if (!c->div) {
         if (rec->fresh[me] == 1) {  /* my own deposit: its step tag, seen exactly once */
@@ -113,6 +118,12 @@ static inline void rcheck_round(rcheck_t *c, uint64_t r, const float *res, const
         }
         int nd = 0;
         for (int p = 0; p < P; p++) nd += rec->fresh[p];
+        /* every rank's reported step time arrives with its deposit, bit for bit (merged: summed) */
+        for (int p = 0; p < P; p++) {
+            float want = rec->fresh[p] ? ((float)rec->fresh[p] * (float)(4096 * (p + 1)) + res[p]) / 1024.0f : 0.0f;
+            RCHECK(c, rec->cost[p] == want, "round %llu: rank %d's step time %.9g, deposited %.9g",
+                   (unsigned long long)r, p, rec->cost[p], want);
+        }
         RCHECK(c, res[P] == (float)nd, "round %llu: count %g != deposits %d", (unsigned long long)r, res[P], nd);
     }
     /* trigger rule (ranks that joined in this round are exempt) */

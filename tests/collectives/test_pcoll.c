@@ -3,7 +3,8 @@
  * Every rank runs `steps` steps: sleep a delay that is a pure function of (seed, step, rank),
  * deposit an integer-valued gradient that encodes (rank, step), wait, apply every completed round
  * to a double-precision replica. At the end (after finalize flushed everything) it checks:
- *   1 agreement     hash of every round's (index, rule, F_r, flags, result bits) equal on all ranks
+ *   1 agreement     hash of every round's (index, rule, F_r, flags, step times, result bits)
+ *                   equal on all ranks; each step time (pcoll_set_cost) arrives with its deposit
  *   2 conservation  each (rank, step) deposit is in exactly one round; sum of results = deposits
  *   3 trigger       F_r satisfies the round's rule (sync, quorum, majority initiator, wait set)
  *   4 staleness     with --tau, no rejection streak exceeds tau
@@ -94,6 +95,9 @@ int main(int argc, char **argv) {
 
     pcoll_t *h = NULL;
     pcollCheck(pcoll_create(MPI_COMM_WORLD, n, PCOLL_MEM_HOST, &cfg, &h));
+    CHECK(pcoll_set_cost(h, -1.0) == PCOLL_ERR_ARG && strstr(pcoll_last_error(h), "pcoll_set_cost"),
+          "a negative step time is refused, naming the call: %s", pcoll_last_error(h));
+    CHECK(pcoll_set_cost(h, NAN) == PCOLL_ERR_ARG, "a NaN step time is refused");
     if (mixed) {  /* a static schedule of rule changes, the same on every rank */
         static int w[1];
         w[0] = P - 1;
@@ -141,6 +145,7 @@ int main(int argc, char **argv) {
         sleep_us(d);
         make_grad(g, n, me, s);
         for (size_t k = 0; k < n; k++) dep_sum[k] += g[k];
+        pcollCheck(pcoll_set_cost(h, cost_of(me, s)));
         int rc = pcoll_deposit(h, g, newer ? PCOLL_ACCUMULATE : 0);
         if (rc) { fprintf(stderr, "rank %d: deposit: %s\n", me, pcoll_last_error(h)); fails++; break; }
         rc = pcoll_wait(h, newer ? PCOLL_WAIT_NEWER : PCOLL_WAIT_CONSUMED, 60.0, NULL);

@@ -171,6 +171,7 @@ int main(int argc, char **argv) {
         make_grad(g, n, me, s);
         for (size_t k = 0; k < n; k++) dep_sum[k] += g[k];
         if (cudaMemcpy(gd, g, n * sizeof *g, cudaMemcpyHostToDevice) != cudaSuccess) { fprintf(stderr, "rank %d: cudaMemcpy failed\n", me); fails++; break; }
+        pcollCheck(pcoll_set_cost(h, cost_of(me, s)));
         int rc = pcoll_deposit(h, gd, newer ? PCOLL_ACCUMULATE : 0);
         if (rc) { fprintf(stderr, "rank %d: deposit: %s\n", me, pcoll_last_error(h)); fails++; break; }
         rc = pcoll_wait(h, newer ? PCOLL_WAIT_NEWER : PCOLL_WAIT_CONSUMED, 60.0, NULL);
