@@ -8,7 +8,9 @@
  * ----------------------------------------------------------------------------------------------
  * The policy is a pure function of (config, P, the sequence of round records fed to it). It reads
  * only the record fields that every rank agrees on: round, mode, initiator, fresh[], waited[],
- * flags[], streak[] (and P). It never reads t_start/t_end/t_deposit, staleness[] or any clock.
+ * flags[], streak[], cost[] (and P). It never reads t_start/t_end/t_deposit, staleness[] or any
+ * clock: the step times it uses are the ones the ranks reported with their deposits
+ * (pcoll_set_cost), which travel with the round data and so are bitwise equal on every rank.
  * Ranks running the same binary therefore make bit-identical decisions; ctl_policy_hash()
  * fingerprints the decision sequence so that a test or the trainer can compare it across ranks
  * (e.g. with MPI_Allgather). Window statistics are exact integer sums; the only floating point
@@ -43,6 +45,14 @@
  *                            are (what staleness the gradients really have in this mode).
  *   T  tau-wait rate       = fraction of rounds of the window in which the staleness bound forced
  *                            at least one rank to be waited for (only with tau > 0).
+ *   G  gain of partial     = S * sum_p (1/mean_p) / n_active over the step times c_p of the last
+ *      rounds over sync      cost_n [32] deposits of each active rank (not windowed: they describe
+ *                            the ranks, not the mode), S = mean_i max_p c_p[i] (i-th latest): the
+ *                            rate at which partial rounds take gradients over sync's. 1 for equal
+ *                            ranks, about k(P-1)/P + 1/P for one rank k times slower; the tail of
+ *                            random delays raises S. NAN until every rank has reported cost_n/2
+ *                            step times, and once a rank has joined (an epoch's tail); the rules
+ *                            on G are off if no rank reports any.
  *
  * ----------------------------------------------------------------------------------------------
  * 3. Adaptive policy ("adaptive"): three levels  LIGHT (solo, or quorum:Q if the start rule is a
@@ -56,12 +66,23 @@
  *                       or tau > 0  and T >= sync_wait [0.50]   (the bound forces a wait in most
  *                                                                rounds anyway: partial rounds
  *                                                                no longer pay)
- *   SYNC -> MAJORITY    probe: in sync every rank is fresh every round, so the records say
- *                       nothing about imbalance. After sync_probe [256] rounds in sync the policy
- *                       tries majority again. If sync is re-entered within 4*max(window, dwell)
- *                       rounds of the probe, the probe failed and the next probe interval doubles (up to
- *                       probe_max [4096]); a probe that holds resets it to sync_probe.
- *   No LIGHT -> SYNC shortcut: heavy imbalance goes through majority (>= dwell rounds there).
+ *   LIGHT or MAJORITY   G < pay_enter [1.5]: the ranks are so alike that sync costs about what
+ *     -> SYNC           partial rounds do, and partial rounds only add staleness (checked first;
+ *                       pay_enter=0 turns the rules on G off). G does not count communication
+ *                       or the extra rounds, and CPU contention inflates it: hence the margin.
+ *   SYNC -> MAJORITY    probe: in sync every rank is fresh every round, so fresh sets and streaks
+ *                       say nothing about imbalance. After sync_probe [256] rounds in sync the
+ *                       policy tries majority again; with step times, a due probe waits until
+ *                       G >= pay_exit [1.3] (the step times still show each rank's speed).
+ *                       pay_exit may be below pay_enter: G reads lower in sync, where ranks
+ *                       that wait leave the CPU to the others (measured on the development VM,
+ *                       4 ranks on 2 cores, cost_n 32: no imbalance 1.24-1.39 in partial rounds,
+ *                       1.09-1.14 in sync; linear skew 100 ms 1.61-1.80 and 1.45-1.56). A probe
+ *                       that fails backs off as below, so the two cannot flap.
+ *                       If sync is re-entered within 4*max(window, dwell) rounds of the probe,
+ *                       the probe failed and the next probe interval doubles (up to probe_max
+ *                       [4096]); a probe that holds resets it to sync_probe.
+ *   No LIGHT -> SYNC shortcut on F, A or T: heavy imbalance goes through majority (>= dwell rounds).
  *
  *   Hysteresis: separate enter/exit thresholds (above), evaluation only once the window is full of
  *   rounds of the current mode, and a minimum dwell: a mode is left only after it has been in
@@ -97,7 +118,7 @@
  * sync | quorum:Q. Keys: tau, tau_by (library|policy), lag, window, dwell (= min_dwell),
  * max_dwell, maj_enter, maj_exit, wait_enter, wait_exit, sync_fresh, sync_streak, sync_wait,
  * probe (= sync_probe), probe_max, light_fresh, light_block, light_probe, sync_held, probe_start,
- * start (adaptive only: solo | majority | sync | quorum:Q).
+ * pay_enter, pay_exit, cost_n, start (adaptive only: solo | majority | sync | quorum:Q).
  * Example: "adaptive,tau=8,window=64".
  */
 #ifndef CONTROLLER_H
@@ -156,6 +177,9 @@ typedef struct {
                               a trainer carries a sync spell into a new handle (epochs shorter
                               than the probe interval would otherwise never probe) */
     int probe_start;       /* start value of the sync probe interval (0 = sync_probe) [0] */
+    double pay_enter;      /* G < this in LIGHT or MAJORITY -> sync (0 = off) [1.5] */
+    double pay_exit;       /* a due sync probe waits for G >= this [1.3] */
+    int cost_n;            /* step times kept per rank for G [32] */
 } ctl_policy_cfg_t;
 
 /* Bits of ctl_decision_t.what */
@@ -170,7 +194,7 @@ typedef struct {
     pcoll_rule_t old_rule; /* rule in force at effective-1 per the schedule */
     pcoll_rule_t new_rule; /* rule from `effective` on. The wait arrays of old_rule/new_rule are
                               owned by the policy and valid until the next observe or free. */
-    double L, A, F, T;     /* signals of the window at the decision (NAN if undefined) */
+    double L, A, F, T, G;  /* signals of the window at the decision (NAN if undefined) */
     char reason[224];      /* e.g. "L=5.10 >= maj_enter 4.00 over 32 rounds (A=4.20 F=0.13
                               T=0.00): solo -> majority" */
 } ctl_decision_t;
@@ -190,7 +214,7 @@ typedef struct {
     uint64_t light_block_until; /* no return to LIGHT before this effective round (0: none) */
     uint64_t light_exits;     /* LIGHT -> majority switches for F < light_fresh */
     int window_fill;          /* rounds in the current window */
-    double L, A, F, T;        /* signals of the current window (NAN if undefined) */
+    double L, A, F, T, G;     /* signals of the current window (NAN if undefined) */
     uint64_t tau_waits;       /* (rank, round) pairs that tau forced into a wait set */
     uint64_t tau_violations;  /* (rank, round) pairs with streak > tau in a record */
     uint64_t tau_misses;      /* tau_by=library: a rank the library had to wait for was not fresh */

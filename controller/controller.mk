@@ -21,8 +21,14 @@ $(B)/tests/test_policy: tests/controller/test_policy.c $(B)/libcontroller.a
 
 TEST_BINS += $(B)/tests/test_policy
 
+$(B)/tests/test_pay: tests/controller/test_pay.c $(B)/libcontroller.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) -MF $(B)/tests/test_pay.d $< -o $@ $(LDFLAGS) $(B)/libcontroller.a $(LDLIBS)
+
+TEST_BINS += $(B)/tests/test_pay
+
 .PHONY: controller
-controller: $(B)/libcontroller.a $(B)/tests/test_policy
+controller: $(B)/libcontroller.a $(B)/tests/test_policy $(B)/tests/test_pay
 
 # test_thread: the controller thread against a mock libpcoll defined in the test itself (links
 # thread.o + policy.o; MPI libs only for the MPI_Abort reference of the default abort handler).

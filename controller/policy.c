@@ -35,6 +35,13 @@ struct ctl_policy {
     uint64_t s_max, s_fresh, s_active, s_nmax, s_nfresh, s_nfree, s_tau;
     uint32_t *ns;               /* natural streak per rank (rounds since fresh without being forced) */
 
+    /* step times (rec->cost) of the last cost_n deposits of each rank, for G; kept across modes */
+    float *cost;                /* [P][cost_n] ring */
+    int *cost_cnt;              /* [P] step times pushed (saturates at cost_n) */
+    int *cost_pos;              /* [P] next ring slot */
+    uint8_t *act;               /* [P] active in the latest record */
+    int cost_seen;              /* some rank has reported a step time */
+
     /* tau */
     int *tau_next, ntau_next;   /* library tau wait set of round `next` */
     uint64_t *last_wait;        /* tau_by=policy: last round with p in a policy wait set */
@@ -73,6 +80,9 @@ void ctl_policy_default(ctl_policy_cfg_t *c)
     c->sync_probe = 256;
     c->probe_max = 4096;
     c->light_fresh = 0.0;
+    c->pay_enter = 1.5;
+    c->pay_exit = 1.3;
+    c->cost_n = 32;
 }
 
 static int fail(char *err, size_t n, const char *fmt, ...)
@@ -120,6 +130,10 @@ int ctl_policy_check(const ctl_policy_cfg_t *c, char *err, size_t n)
                     c->probe_start, c->probe_max);
     if (c->sync_probe < 1 || c->probe_max < c->sync_probe || c->probe_max > (1 << 30))
         return fail(err, n, "need 1 <= probe=%d <= probe_max=%d", c->sync_probe, c->probe_max);
+    if (!(c->pay_enter >= 0 && c->pay_enter <= 100) || !(c->pay_exit > 0 && c->pay_exit <= 100))
+        return fail(err, n, "need pay_enter=%g in [0, 100] (0: off) and pay_exit=%g in (0, 100]",
+                    c->pay_enter, c->pay_exit);
+    if (c->cost_n < 2 || c->cost_n > 1024) return fail(err, n, "cost_n=%d out of range 2..1024", c->cost_n);
     return CTL_OK;
 }
 
@@ -163,7 +177,7 @@ static int parse_dbl(const char *v, double *out)
 
 #define KEYS "tau, tau_by, lag, window, dwell, max_dwell, maj_enter, maj_exit, wait_enter, " \
              "wait_exit, sync_fresh, sync_streak, sync_wait, probe, probe_max, light_fresh, " \
-             "light_block, light_probe, sync_held, probe_start, start"
+             "light_block, light_probe, sync_held, probe_start, pay_enter, pay_exit, cost_n, start"
 
 int ctl_policy_parse(const char *s, ctl_policy_cfg_t *c, char *err, size_t n)
 {
@@ -216,6 +230,9 @@ int ctl_policy_parse(const char *s, ctl_policy_cfg_t *c, char *err, size_t n)
         else if (!strcmp(k, "light_probe")) { bad = parse_int(v, 0, 1 << 30, &c->light_probe); want = "integer >= 0"; }
         else if (!strcmp(k, "sync_held")) { bad = parse_int(v, 0, 1 << 30, &c->sync_held); want = "integer >= 0"; }
         else if (!strcmp(k, "probe_start")) { bad = parse_int(v, 0, 1 << 30, &c->probe_start); want = "integer >= 0"; }
+        else if (!strcmp(k, "pay_enter")) { bad = parse_dbl(v, &c->pay_enter); want = "number"; }
+        else if (!strcmp(k, "pay_exit")) { bad = parse_dbl(v, &c->pay_exit); want = "number"; }
+        else if (!strcmp(k, "cost_n")) { bad = parse_int(v, 2, 1024, &c->cost_n); want = "integer 2..1024"; }
         else if (!strcmp(k, "start")) {
             want = "solo, majority, sync or quorum:Q";
             if (c->kind != CTL_ADAPTIVE)
@@ -248,11 +265,12 @@ const char *ctl_policy_format(const ctl_policy_cfg_t *c, char *buf, size_t n)
     snprintf(buf + k, n - k,
              ",tau=%d,tau_by=%s,lag=%d,window=%d,dwell=%d,max_dwell=%d,maj_enter=%.17g,maj_exit=%.17g,"
              "wait_enter=%.17g,wait_exit=%.17g,sync_fresh=%.17g,sync_streak=%.17g,sync_wait=%.17g,"
-             "probe=%d,probe_max=%d,light_fresh=%.17g,light_block=%d,light_probe=%d,sync_held=%d,probe_start=%d",
+             "probe=%d,probe_max=%d,light_fresh=%.17g,light_block=%d,light_probe=%d,sync_held=%d,probe_start=%d,"
+             "pay_enter=%.17g,pay_exit=%.17g,cost_n=%d",
              c->tau, c->tau_by == CTL_TAU_POLICY ? "policy" : "library", c->lag, c->window, c->min_dwell,
              c->max_dwell, c->maj_enter, c->maj_exit, c->wait_enter, c->wait_exit, c->sync_fresh,
              c->sync_streak, c->sync_wait, c->sync_probe, c->probe_max, c->light_fresh, c->light_block,
-             c->light_probe, c->sync_held, c->probe_start);
+             c->light_probe, c->sync_held, c->probe_start, c->pay_enter, c->pay_exit, c->cost_n);
     return buf;
 }
 
@@ -300,8 +318,13 @@ ctl_policy_t *ctl_policy_new(const ctl_policy_cfg_t *c, int P)
     p->w_nfresh = calloc(W, sizeof(uint32_t));
     p->w_nfree = calloc(W, sizeof(uint32_t));
     p->ns = calloc(P, sizeof(uint32_t));
+    p->cost = calloc((size_t)P * (size_t)c->cost_n, sizeof(float));
+    p->cost_cnt = calloc(P, sizeof(int));
+    p->cost_pos = calloc(P, sizeof(int));
+    p->act = calloc(P, 1);
     if (!p->wait || !p->old_wait || !p->tmp || !p->tau_next || !p->last_wait || !p->w_max || !p->w_fresh ||
-        !p->w_active || !p->w_tau || !p->w_nmax || !p->w_nfresh || !p->w_nfree || !p->ns) {
+        !p->w_active || !p->w_tau || !p->w_nmax || !p->w_nfresh || !p->w_nfree || !p->ns || !p->cost ||
+        !p->cost_cnt || !p->cost_pos || !p->act) {
         ctl_policy_free(p);
         return NULL;
     }
@@ -333,6 +356,7 @@ void ctl_policy_free(ctl_policy_t *p)
     free(p->wait); free(p->old_wait); free(p->tmp); free(p->tau_next); free(p->last_wait);
     free(p->w_max); free(p->w_fresh); free(p->w_active); free(p->w_tau);
     free(p->w_nmax); free(p->w_nfresh); free(p->w_nfree); free(p->ns);
+    free(p->cost); free(p->cost_cnt); free(p->cost_pos); free(p->act);
     free(p);
 }
 
@@ -381,11 +405,49 @@ static void window_push(ctl_policy_t *p, const wrow_t *x)
     p->w_pos = (k + 1) % W;
 }
 
-typedef struct { double L, A, F, T; } sig_t;
+typedef struct { double L, A, F, T, G; } sig_t;
+
+/* G, what partial rounds buy over sync, from the agreed step times of the last cost_n deposits of
+ * each active rank (c_p[i]: p's i-th latest):
+ *     G = S * sum_p (1 / mean_p c_p) / n_active,    S = mean_i max_p c_p[i]
+ * sum_p 1/mean_p is the rate at which partial rounds take gradients (every rank at its own speed);
+ * n_active / S is sync's (every step waits for the slowest of a draw of step times; pairing the
+ * ranks' i-th latest times keeps the tail of random delays in S). G = 1: equal ranks, nothing to
+ * gain; a rank k times slower than the others: G -> about k (P-1)/P + 1/P. Communication is not in
+ * it: partial rounds have to beat sync by a margin (pay_enter). NAN until every rank has cost_n/2
+ * step times (or none reports any), and once a rank has joined: the tail of an epoch, when the
+ * ranks run out of data one by one, is not what the next epoch will look like. */
+static double gain(const ctl_policy_t *p)
+{
+    const int P = p->P, N = p->c.cost_n;
+    int m = N, na = 0;
+    for (int i = 0; i < P; i++)
+        if (p->act[i]) { na++; if (p->cost_cnt[i] < m) m = p->cost_cnt[i]; }
+    if (na < P || m < N / 2) return NAN;   /* the tail of an epoch, once ranks join, says nothing */
+    double rate = 0, S = 0;
+    for (int i = 0; i < P; i++) {
+        if (!p->act[i]) continue;
+        double sum = 0;
+        for (int k = 0; k < p->cost_cnt[i]; k++) sum += p->cost[(size_t)i * N + k];
+        if (!(sum > 0)) return NAN;
+        rate += p->cost_cnt[i] / sum;
+    }
+    for (int j = 1; j <= m; j++) {
+        double mx = 0;
+        for (int i = 0; i < P; i++) {
+            if (!p->act[i]) continue;
+            double v = p->cost[(size_t)i * N + (p->cost_pos[i] - j + N) % N];
+            if (v > mx) mx = v;
+        }
+        S += mx;
+    }
+    return S / m * rate / na;
+}
+
 
 static sig_t signals(const ctl_policy_t *p)
 {
-    sig_t s = { NAN, NAN, NAN, NAN };
+    sig_t s = { NAN, NAN, NAN, NAN, gain(p) };
     if (p->w_len == 0 || p->s_active == 0) return s;
     double n = (double)p->w_len;
     s.F = (double)p->s_fresh / (double)p->s_active;
@@ -415,14 +477,17 @@ static int evaluate(ctl_policy_t *p, uint64_t r, sig_t g, int *probe, int *fresh
     *probe = 0;
     *fresh_exit = 0;
     uint64_t in_mode = r + 1 - p->mode_from;
-    int tau = c->tau > 0;
+    int tau = c->tau > 0, pay = c->pay_enter > 0 && p->cost_seen;
     char a[24], b[24];
     if (p->level == LV_SYNC) {
         if (p->mode_from == 0) in_mode += (uint64_t)c->sync_held;  /* started in sync: the carried spell */
-        if (in_mode >= (uint64_t)p->probe) {
+        /* with step times, a due probe waits until they say that partial rounds would pay */
+        if (in_mode >= (uint64_t)p->probe && (!pay || g.G >= c->pay_exit)) {
             *probe = 1;
-            snprintf(why, n, "probe after %llu rounds in sync (probe interval %d): %s -> %s",
-                     (unsigned long long)in_mode, p->probe, level_name(p, LV_SYNC, a, sizeof a),
+            char gs[48] = "";
+            if (pay) snprintf(gs, sizeof gs, ", G=%.2f >= pay_exit %.2f", g.G, c->pay_exit);
+            snprintf(why, n, "probe after %llu rounds in sync (probe interval %d%s): %s -> %s",
+                     (unsigned long long)in_mode, p->probe, gs, level_name(p, LV_SYNC, a, sizeof a),
                      level_name(p, LV_MAJ, b, sizeof b));
             return LV_MAJ;
         }
@@ -431,7 +496,11 @@ static int evaluate(ctl_policy_t *p, uint64_t r, sig_t g, int *probe, int *fresh
     uint64_t need = (uint64_t)(c->window > p->dwell ? c->window : p->dwell);
     if (p->w_len < c->window || in_mode < need) return p->level;
     int W = c->window, to = -1;
-    if (p->level == LV_LIGHT) {
+    if (pay && g.G < c->pay_enter) {   /* false while G is NAN */
+        snprintf(why, n, "G=%.2f < pay_enter %.2f: sync would cost about as much as partial rounds "
+                 "(L=%.2f F=%.2f T=%.2f)", g.G, c->pay_enter, g.L, g.F, g.T);
+        to = LV_SYNC;
+    } else if (p->level == LV_LIGHT) {
         if (g.L >= c->maj_enter)
             snprintf(why, n, "L=%.2f >= maj_enter %.2f over %d rounds (A=%.2f F=%.2f T=%.2f)", g.L, c->maj_enter, W,
                      g.A, g.F, g.T), to = LV_MAJ;
@@ -510,6 +579,18 @@ int ctl_policy_observe(ctl_policy_t *p, const pcoll_record_t *rec, ctl_decision_
     }
     const uint32_t na = row.active;
     if (row.max > p->st.max_streak) p->st.max_streak = row.max;
+
+    /* step times for G (a merged deposit reports the sum of its steps' times) */
+    const int N = c->cost_n;
+    for (int i = 0; i < P; i++) {
+        p->act[i] = (uint8_t)active(rec, i);
+        float v = rec->cost ? rec->cost[i] : 0.0f;
+        if (!rec->fresh[i] || !(v > 0) || !isfinite(v)) continue;
+        p->cost[(size_t)i * N + p->cost_pos[i]] = v / (float)rec->fresh[i];
+        p->cost_pos[i] = (p->cost_pos[i] + 1) % N;
+        if (p->cost_cnt[i] < N) p->cost_cnt[i]++;
+        p->cost_seen = 1;
+    }
 
     /* tau bookkeeping */
     uint8_t tau_round = 0;
@@ -650,7 +731,7 @@ int ctl_policy_observe(ctl_policy_t *p, const pcoll_record_t *rec, ctl_decision_
         out->what = what;
         out->old_rule = oldr;
         out->new_rule = newr;
-        out->L = g.L; out->A = g.A; out->F = g.F; out->T = g.T;
+        out->L = g.L; out->A = g.A; out->F = g.F; out->T = g.T; out->G = g.G;
         if ((what & CTL_DEC_MODE) && (what & CTL_DEC_WAIT) && nw)
             snprintf(out->reason, sizeof out->reason, "%s; %s", why, wwhy);
         else if (what & CTL_DEC_MODE)
@@ -685,7 +766,7 @@ void ctl_policy_stats(const ctl_policy_t *p, ctl_policy_stats_t *st)
     st->light_block_until = p->lblock;
     st->window_fill = p->w_len;
     sig_t g = signals(p);
-    st->L = g.L; st->A = g.A; st->F = g.F; st->T = g.T;
+    st->L = g.L; st->A = g.A; st->F = g.F; st->T = g.T; st->G = g.G;
 }
 
 void ctl_policy_carry(const ctl_policy_stats_t *st, ctl_policy_cfg_t *c)

@@ -517,6 +517,8 @@ int main(int argc, char **argv) {
             double t2 = now();
             acc.loss_sum += loss; acc.loss_n++;
             acc.correct += top1; acc.seen += b->n;
+            /* the step time travels with the deposit: the controller estimates from it what sync costs */
+            if ((rc = pcoll_set_cost(h, t2 - t0))) die("pcoll_set_cost", pcoll_last_error(h));
             if ((rc = pcoll_deposit(h, grads, 0))) die("pcoll_deposit", pcoll_last_error(h));
             if ((rc = pcoll_wait(h, PCOLL_WAIT_CONSUMED, C.t_abort + 5, NULL))) die("pcoll_wait", pcoll_last_error(h));
             double t3 = now();

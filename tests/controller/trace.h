@@ -82,6 +82,7 @@ typedef struct {
     qfn_t q; void *qarg;    /* probabilistic: fresh probability */
     /* event time */
     double *period, jitter, lat, t_free, *ready;
+    double *cur;            /* duration of the step in progress (reported with its deposit) */
     uint64_t *steps;
     pcoll_record_t rec;
     uint32_t streak[MAXP];
@@ -102,6 +103,7 @@ static void gen_init(gen_t *g, int P, uint64_t seed, const pcoll_rule_t *init)
     g->rec.streak = calloc(P, sizeof(uint32_t));
     g->period = calloc(P, sizeof(double));
     g->ready = calloc(P, sizeof(double));
+    g->cur = calloc(P, sizeof(double));
     g->steps = calloc(P, sizeof(uint64_t));
     sched_init(&g->sched, init);
 }
@@ -109,6 +111,7 @@ static void gen_free(gen_t *g)
 {
     free(g->rec.fresh); free(g->rec.waited); free(g->rec.flags); free(g->rec.staleness);
     free(g->rec.streak); free(g->period); free(g->ready); free(g->steps); free(g->sched.e);
+    free(g->cur); free(g->rec.cost);
 }
 
 static double step_time(gen_t *g, int p)
@@ -122,8 +125,10 @@ static void sim_start(gen_t *g, double jitter, double lat)
     g->time_model = 1;
     g->jitter = jitter;
     g->lat = lat;
-    for (int p = 0; p < g->P; p++) g->ready[p] = step_time(g, p);
+    for (int p = 0; p < g->P; p++) g->ready[p] = g->cur[p] = step_time(g, p);
 }
+/* event time: records carry each deposit's step time in rec.cost (as pcoll_set_cost does) */
+static void sim_report_costs(gen_t *g) { g->rec.cost = calloc(g->P, sizeof(float)); }
 
 static const pcoll_record_t *gen_next(gen_t *g)
 {
@@ -179,10 +184,13 @@ static const pcoll_record_t *gen_next(gen_t *g)
         if (need > t) t = need;
         double end = t + g->lat;
         for (int p = 0; p < P; p++) {
+            if (rec->cost) rec->cost[p] = 0;
             if (g->joined[p] || g->ready[p] > t) continue;
             rec->fresh[p] = 1;
+            if (rec->cost) rec->cost[p] = (float)g->cur[p];
             g->steps[p]++;
-            g->ready[p] = end + step_time(g, p);
+            g->cur[p] = step_time(g, p);
+            g->ready[p] = end + g->cur[p];
         }
         g->t_free = end;
         rec->t_start = t;
