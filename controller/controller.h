@@ -215,6 +215,8 @@ typedef struct {
     uint64_t light_exits;     /* LIGHT -> majority switches for F < light_fresh */
     int window_fill;          /* rounds in the current window */
     double L, A, F, T, G;     /* signals of the current window (NAN if undefined) */
+    double G_min, G_max, G_sum; /* G over the observed rounds where it was defined */
+    uint64_t G_n;             /* ... how many (0: never; G_min/G_max are then NAN) */
     uint64_t tau_waits;       /* (rank, round) pairs that tau forced into a wait set */
     uint64_t tau_violations;  /* (rank, round) pairs with streak > tau in a record */
     uint64_t tau_misses;      /* tau_by=library: a rank the library had to wait for was not fresh */

@@ -347,6 +347,7 @@ ctl_policy_t *ctl_policy_new(const ctl_policy_cfg_t *c, int P)
     p->lblock = (uint64_t)c->light_block;
     p->lprobe_at = NONE;
     p->hash = 1469598103934665603ULL;
+    p->st.G_min = p->st.G_max = NAN;
     return p;
 }
 
@@ -615,6 +616,12 @@ int ctl_policy_observe(ctl_policy_t *p, const pcoll_record_t *rec, ctl_decision_
     row.tau = tau_round;
     if (r >= p->mode_from && na > 0) window_push(p, &row);
     sig_t g = signals(p);
+    if (!isnan(g.G)) {
+        if (p->st.G_n == 0 || g.G < p->st.G_min) p->st.G_min = g.G;
+        if (p->st.G_n == 0 || g.G > p->st.G_max) p->st.G_max = g.G;
+        p->st.G_sum += g.G;
+        p->st.G_n++;
+    }
 
     /* mode */
     const uint64_t e = r + (uint64_t)c->lag;

@@ -650,6 +650,16 @@ int main(int argc, char **argv) {
             json_object_set_new(o, "mean_staleness", json_real(acc.stale_n ? acc.stale_sum / acc.stale_n : 0));
             json_object_set_new(o, "max_staleness", json_integer(acc.max_stale));
             json_object_set_new(o, "max_streak", json_integer(acc.max_streak));
+            if (cst.G_n) {   /* the controller's G over this epoch's rounds (controller.h) */
+                json_t *g = json_object();
+                json_object_set_new(g, "min", json_real(cst.G_min));
+                json_object_set_new(g, "mean", json_real(cst.G_sum / (double)cst.G_n));
+                json_object_set_new(g, "max", json_real(cst.G_max));
+                json_object_set_new(g, "rounds", json_integer((json_int_t)cst.G_n));
+                json_object_set_new(o, "gain", g);
+            } else {
+                json_object_set_new(o, "gain", json_null());
+            }
             json_object_set_new(o, "weights_hash", json_string(hx));
             json_array_append_new(jepochs, o);
             if (!C.quiet) {
