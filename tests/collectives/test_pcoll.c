@@ -57,7 +57,7 @@ int main(int argc, char **argv) {
     pcoll_config_default(&cfg);
     cfg.seed = seed;
     cfg.tau = tau;
-    cfg.ring = tau ? tau + 8 : 64;
+    cfg.ring = tau ? tau + 8 : 1024;  /* without a bound a slow rank may lag far behind */
     cfg.records = 1 << 16;
     if (div) cfg.div = !strcmp(div, "p") ? PCOLL_DIV_P : PCOLL_DIV_FRESH;
     int dynamic = !strcmp(mode, "dynamic"), mixed = !strcmp(mode, "mixed");
