@@ -127,6 +127,19 @@ static int activate(struct pcoll *h, uint64_t r) {
     }
 }
 
+/* This rank's part of a round's metadata (pcoll_impl.h: META floats per rank). */
+typedef struct { int fresh_cnt, flags; uint32_t stale; float cost; } my_meta_t;
+
+/* Writes the META*P metadata floats of a round: zeros, except this rank's own slots. */
+static void put_meta(const struct pcoll *h, float *meta, const my_meta_t *mm) {
+    memset(meta, 0, (size_t)META * (size_t)h->P * sizeof(float));
+    float *m = meta + META * h->me;
+    m[0] = (float)mm->fresh_cnt;
+    m[1] = (float)mm->flags;
+    m[2] = (float)mm->stale;
+    m[3] = mm->cost;
+}
+
 #ifdef PCOLL_HAVE_NCCL
 static int dev_fail(struct pcoll *h, const char *m) {
     pthread_mutex_lock(&h->mu);
@@ -139,20 +152,15 @@ static int dev_fail(struct pcoll *h, const char *m) {
  * from a pinned host array; *rm points to the reduced metadata copied back to pinned host memory.
  * NCCL path: ncclAllReduce on the engine's stream.  STAGED path (ranks share a GPU): device ->
  * pinned host, MPI_Allreduce on the data communicator, pinned host -> device. */
-static int dev_round(struct pcoll *h, float *send, int send_slot, float *recv, int fresh_cnt,
-                     int flags, uint32_t stale, float cost, const float **rm, double *t_start,
-                     double *t_end) {
-    size_t n = h->n, nm = (size_t)META * (size_t)h->P;
+static int dev_round(struct pcoll *h, float *send, int send_slot, float *recv, const my_meta_t *mm,
+                     const float **rm, double *t_start, double *t_end) {
+    size_t n = h->n;
     char m[512] = "";
     int staged = pcoll_dev_path(h->dev) == PCOLL_DEVPATH_STAGED;
     float *meta = staged ? pcoll_dev_host_send(h->dev) + n : pcoll_dev_meta_in(h->dev);
     *t_start = pcoll_now();
     if (staged && pcoll_dev_stage_out(h->dev, send_slot, send, n, m, sizeof m)) return dev_fail(h, m);
-    memset(meta, 0, nm * sizeof(float));
-    meta[META * h->me + 0] = (float)fresh_cnt;
-    meta[META * h->me + 1] = (float)flags;
-    meta[META * h->me + 2] = (float)stale;
-    meta[META * h->me + 3] = cost;
+    put_meta(h, meta, mm);
     if (staged) {
         float *hr = pcoll_dev_host_recv(h->dev);
         int rc = MPI_Allreduce(pcoll_dev_host_send(h->dev), hr, (int)h->nbuf, MPI_FLOAT, MPI_SUM, h->data);
@@ -212,22 +220,17 @@ static int run_round(struct pcoll *h, uint64_t r) {
     pthread_mutex_unlock(&h->mu);
 
     recv = failed ? h->scratch : h->ring[slot];
+    const my_meta_t mm = {fresh_cnt, flags, stale, cost};
     const float *rm;           /* the reduced metadata (host memory) */
     double t_start, t_end;
 #ifdef PCOLL_HAVE_NCCL
     if (h->mem == PCOLL_MEM_DEVICE) {
-        int rc = dev_round(h, send, send_slot, recv, fresh_cnt, flags, stale, cost, &rm,
-                          &t_start, &t_end);
+        int rc = dev_round(h, send, send_slot, recv, &mm, &rm, &t_start, &t_end);
         if (rc) return rc;
     } else
 #endif
     {
-    float *meta = send + n;
-    memset(meta, 0, (size_t)META * (size_t)P * sizeof(float));
-    meta[META * h->me + 0] = (float)fresh_cnt;
-    meta[META * h->me + 1] = (float)flags;
-    meta[META * h->me + 2] = (float)stale;
-    meta[META * h->me + 3] = cost;
+    put_meta(h, send + n, &mm);
 
     t_start = pcoll_now();
     int rc = MPI_Allreduce(send, recv, (int)h->nbuf, MPI_FLOAT, MPI_SUM, h->data);
