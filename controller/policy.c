@@ -421,30 +421,29 @@ typedef struct { double L, A, F, T, G; } sig_t;
 static double gain(const ctl_policy_t *p)
 {
     const int P = p->P, N = p->c.cost_n;
-    int m = N, na = 0;
-    for (int i = 0; i < P; i++)
-        if (p->act[i]) { na++; if (p->cost_cnt[i] < m) m = p->cost_cnt[i]; }
-    if (na < P || m < N / 2) return NAN;   /* the tail of an epoch, once ranks join, says nothing */
+    int m = N;
+    for (int i = 0; i < P; i++) {
+        if (!p->act[i]) return NAN;     /* the tail of an epoch, once ranks join, says nothing */
+        if (p->cost_cnt[i] < m) m = p->cost_cnt[i];
+    }
+    if (m < N / 2) return NAN;
     double rate = 0, S = 0;
     for (int i = 0; i < P; i++) {
-        if (!p->act[i]) continue;
         double sum = 0;
         for (int k = 0; k < p->cost_cnt[i]; k++) sum += p->cost[(size_t)i * N + k];
-        if (!(sum > 0)) return NAN;
+        if (!(sum > 0)) return NAN;     /* kept times are > 0, but may underflow when divided */
         rate += p->cost_cnt[i] / sum;
     }
     for (int j = 1; j <= m; j++) {
         double mx = 0;
         for (int i = 0; i < P; i++) {
-            if (!p->act[i]) continue;
             double v = p->cost[(size_t)i * N + (p->cost_pos[i] - j + N) % N];
             if (v > mx) mx = v;
         }
         S += mx;
     }
-    return S / m * rate / na;
+    return S / m * rate / P;
 }
-
 
 static sig_t signals(const ctl_policy_t *p)
 {
