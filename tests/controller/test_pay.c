@@ -176,7 +176,7 @@ static void test_parse_pay(void)
 int main(int argc, char **argv)
 {
     verbose = argc > 1 && !strcmp(argv[1], "-v");
-    struct { const char *name; void (*fn)(void); } tests[] = {
+    const named_test_t tests[] = {
         { "gain_exact", test_gain_exact },
         { "alike_to_sync", test_alike_to_sync },
         { "imbalance_appears", test_imbalance_appears },
@@ -184,13 +184,5 @@ int main(int argc, char **argv)
         { "off", test_off },
         { "parse_pay", test_parse_pay },
     };
-    const char *only = getenv("CTL_TEST");
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        if (only && *only && !strstr(tests[i].name, only)) continue;
-        int f0 = failures;
-        tests[i].fn();
-        printf("%s %s\n", failures == f0 ? "ok  " : "FAIL", tests[i].name);
-    }
-    printf("%d checks, %d failed\n", checks, failures);
-    return failures ? 1 : 0;
+    return run_tests(tests, sizeof tests / sizeof tests[0]);
 }

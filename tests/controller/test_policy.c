@@ -710,7 +710,7 @@ int main(int argc, char **argv)
 {
     verbose = argc > 1 && !strcmp(argv[1], "-v");
     if (argc > 1 && !strcmp(argv[1], "-m")) { measure(); return 0; }
-    struct { const char *name; void (*fn)(void); } tests[] = {
+    const named_test_t tests[] = {
         { "parse", test_parse },
         { "light_stays_solo", test_light_stays_solo },
         { "growing_streaks_to_majority", test_growing_streaks_to_majority },
@@ -723,13 +723,5 @@ int main(int argc, char **argv)
         { "light_fresh", test_light_fresh },
         { "sync_carry", test_sync_carry },
     };
-    const char *only = getenv("CTL_TEST");
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        if (only && *only && !strstr(tests[i].name, only)) continue;
-        int f0 = failures;
-        tests[i].fn();
-        printf("%s %s\n", failures == f0 ? "ok  " : "FAIL", tests[i].name);
-    }
-    printf("%d checks, %d failed\n", checks, failures);
-    return failures ? 1 : 0;
+    return run_tests(tests, sizeof tests / sizeof tests[0]);
 }

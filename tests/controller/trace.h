@@ -302,4 +302,23 @@ static ctl_policy_t *run_phases(const char *spec, int P, uint64_t seed, phases_t
     return pol;
 }
 
+/* ------------------------------------------------------------------ runner */
+
+typedef struct { const char *name; void (*fn)(void); } named_test_t;
+
+/* Runs the tests (those whose name contains $CTL_TEST, if set), prints ok/FAIL per test and the
+ * tally; returns the exit status. */
+static int run_tests(const named_test_t *tests, size_t n)
+{
+    const char *only = getenv("CTL_TEST");
+    for (size_t i = 0; i < n; i++) {
+        if (only && *only && !strstr(tests[i].name, only)) continue;
+        int f0 = failures;
+        tests[i].fn();
+        printf("%s %s\n", failures == f0 ? "ok  " : "FAIL", tests[i].name);
+    }
+    printf("%d checks, %d failed\n", checks, failures);
+    return failures ? 1 : 0;
+}
+
 #endif
