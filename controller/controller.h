@@ -146,6 +146,8 @@ enum {
 
 typedef enum { CTL_STATIC = 0, CTL_ADAPTIVE = 1 } ctl_kind_t;
 typedef enum { CTL_TAU_LIBRARY = 0, CTL_TAU_POLICY = 1 } ctl_tau_by_t;
+typedef enum { CTL_RULE_RATE = 0, CTL_RULE_THRESHOLDS = 1 } ctl_rule_t;
+typedef enum { CTL_STALE_WEIGHT = 0, CTL_STALE_BOUND = 1 } ctl_staleness_t;
 
 typedef struct {
     ctl_kind_t kind;       /* [CTL_ADAPTIVE] */
@@ -166,20 +168,14 @@ typedef struct {
     int sync_probe;        /* rounds in sync before probing majority [256] */
     int probe_max;         /* cap of the doubled probe interval [4096] */
     double light_fresh;    /* F < this in LIGHT -> majority: rounds carry too few gradients, the
-                              rest arrive stale [0 = off; the experiments use 0.5]. Then LIGHT is blocked for a
-                              probe interval (sync_probe rounds, doubled up to probe_max each
-                              time a probe ends the same way) */
-    int light_block;       /* start blocked: no return to LIGHT before this round [0]; with
-                              light_probe, how a trainer carries the state into a new handle */
-    int light_probe;       /* start value of that probe interval (0 = sync_probe) [0] */
-    int sync_held;         /* start in sync as if it had held for this many rounds already: the
-                              next probe comes sync_held rounds sooner [0]. With probe_start, how
-                              a trainer carries a sync spell into a new handle (epochs shorter
-                              than the probe interval would otherwise never probe) */
-    int probe_start;       /* start value of the sync probe interval (0 = sync_probe) [0] */
+                              rest arrive stale [0 = off]. Then LIGHT is blocked for a probe
+                              interval (sync_probe rounds, doubled up to probe_max each time a
+                              probe ends the same way) */
     double pay_enter;      /* G < this in LIGHT or MAJORITY -> sync (0 = off) [1.5] */
     double pay_exit;       /* a due sync probe waits for G >= this [1.3] */
-    int cost_n;            /* step times kept per rank for G [32] */
+    int cost_n;            /* step times kept per rank for the gain [32] */
+    ctl_rule_t rule;       /* adaptive: how the level is chosen [CTL_RULE_THRESHOLDS] */
+    ctl_staleness_t staleness; /* rule=rate: what a stale gradient is worth [CTL_STALE_WEIGHT] */
 } ctl_policy_cfg_t;
 
 /* Bits of ctl_decision_t.what */
@@ -194,7 +190,8 @@ typedef struct {
     pcoll_rule_t old_rule; /* rule in force at effective-1 per the schedule */
     pcoll_rule_t new_rule; /* rule from `effective` on. The wait arrays of old_rule/new_rule are
                               owned by the policy and valid until the next observe or free. */
-    double L, A, F, T, G;  /* signals of the window at the decision (NAN if undefined) */
+    double L, A, F, T;     /* signals of the window at the decision (NAN if undefined) */
+    double gain;           /* the step-time gain of partial rounds over sync (NAN if undefined) */
     char reason[224];      /* e.g. "L=5.10 >= maj_enter 4.00 over 32 rounds (A=4.20 F=0.13
                               T=0.00): solo -> majority" */
 } ctl_decision_t;
@@ -214,9 +211,13 @@ typedef struct {
     uint64_t light_block_until; /* no return to LIGHT before this effective round (0: none) */
     uint64_t light_exits;     /* LIGHT -> majority switches for F < light_fresh */
     int window_fill;          /* rounds in the current window */
-    double L, A, F, T, G;     /* signals of the current window (NAN if undefined) */
-    double G_min, G_max, G_sum; /* G over the observed rounds where it was defined */
-    uint64_t G_n;             /* ... how many (0: never; G_min/G_max are then NAN) */
+    double L, A, F, T, gain;  /* signals of the current window (NAN if undefined) */
+    double gain_min, gain_max, gain_sum; /* the gain over the observed rounds where it was defined */
+    uint64_t gain_n;          /* ... how many (0: never; gain_min/gain_max are then NAN) */
+    /* rule=rate: the latest measurement of each level, indexed sync, majority, light (NAN: none) */
+    double rate[3];           /* gradients per second the level delivered */
+    double lag[3];            /* mean lag of its gradients, in sync steps */
+    double score[3];          /* rate discounted for staleness: what the choice compares */
     uint64_t tau_waits;       /* (rank, round) pairs that tau forced into a wait set */
     uint64_t tau_violations;  /* (rank, round) pairs with streak > tau in a record */
     uint64_t tau_misses;      /* tau_by=library: a rank the library had to wait for was not fresh */
@@ -224,6 +225,7 @@ typedef struct {
 } ctl_policy_stats_t;
 
 typedef struct ctl_policy ctl_policy_t;
+typedef struct ctl_state ctl_state_t;    /* opaque: the carried state of an adaptive policy */
 
 void ctl_policy_default(ctl_policy_cfg_t *c);
 /* Resets *c to the defaults, then applies the string (section 5 above). Returns CTL_OK or
@@ -233,6 +235,13 @@ int ctl_policy_parse(const char *s, ctl_policy_cfg_t *c, char *err, size_t n);
 int ctl_policy_check(const ctl_policy_cfg_t *c, char *err, size_t n);
 /* Canonical policy string of a config (parses back to the same config), for metrics JSON. */
 const char *ctl_policy_format(const ctl_policy_cfg_t *c, char *buf, size_t n);
+
+/* The step time a rank reports with each deposit (pcoll_set_cost) for policy c. rule=rate measures
+ * what each level delivers from the wall time between the rank's consecutive deposits, cycle_s
+ * (computing, injected delay, waiting for rounds, applying them: everything the level costs);
+ * rule=thresholds and the static policies estimate sync's cost from the step's own time, step_s
+ * (computing and injected delay). */
+double ctl_step_cost(const ctl_policy_cfg_t *c, double step_s, double cycle_s);
 
 /* NULL on a bad config (ctl_policy_check fails), P < 1 or P > PCOLL_MAX_RANKS, or no memory. */
 ctl_policy_t *ctl_policy_new(const ctl_policy_cfg_t *c, int P);
@@ -255,12 +264,29 @@ int ctl_policy_observe(ctl_policy_t *p, const pcoll_record_t *rec, ctl_decision_
 int ctl_policy_tau_wait(const ctl_policy_t *p, uint64_t *round, int *ranks, int max);
 
 void ctl_policy_stats(const ctl_policy_t *p, ctl_policy_stats_t *st);
-/* Carries an adaptive policy's state into the config of the next handle (a trainer opens one per
- * epoch): cfg must be the config the ended handle started with, st its final stats. Sets the
- * start rule to the mode it ended in, the LIGHT block still to run (light_block, light_probe) and
- * the sync spell so far (sync_held, probe_start), so that the next handle continues where this
- * one stopped instead of restarting every count. The window statistics are not carried. */
-void ctl_policy_carry(const ctl_policy_stats_t *st, ctl_policy_cfg_t *cfg);
+/* ---- carried state (section 6) ---------------------------------------------------------------
+ * Snapshot of everything the policy has learned (mode, LIGHT block, probe intervals and schedule,
+ * sync spell, dwell, window statistics, step times, rate measurements), taken after the last
+ * observed record: a policy resumed from it on a new handle continues with the decisions the
+ * uninterrupted policy would have made. NULL on no memory. Free with ctl_state_free. */
+ctl_state_t *ctl_policy_state(const ctl_policy_t *p);
+void ctl_state_free(ctl_state_t *s);
+/* Rounds observed over all handles the state has been through. */
+uint64_t ctl_state_rounds(const ctl_state_t *s);
+/* A policy for a new handle (records from round 0 again) continuing s. c must be adaptive, with
+ * the P, window and cost_n the state was made with (other keys may differ). The rounds 0 .. lag-1
+ * of the handle run the state's latest decided rule (ctl_policy_initial). NULL with a message in
+ * err on a mismatch or no memory. */
+ctl_policy_t *ctl_policy_resume(const ctl_policy_cfg_t *c, int P, const ctl_state_t *s, char *err, size_t n);
+/* Byte form of a state, for a checkpoint: versioned, little-endian, with a checksum. With buf
+ * NULL sets *len to the size needed and returns CTL_OK; else writes *len bytes (CTL_ERR_ARG if
+ * cap is smaller). */
+int ctl_state_save(const ctl_state_t *s, void *buf, size_t cap, size_t *len);
+/* Reads what ctl_state_save wrote. Checks the magic, version, shape, length, checksum and every
+ * field's range: bad bytes give CTL_ERR_ARG and a message in err naming what is wrong, never a
+ * crash. On success *out is a new state (ctl_state_free). */
+int ctl_state_load(const void *buf, size_t len, ctl_state_t **out, char *err, size_t n);
+
 /* FNV-1a 64 over the decisions so far (round, effective, what, new mode, quorum, wait set). */
 uint64_t ctl_policy_hash(const ctl_policy_t *p);
 
@@ -280,10 +306,13 @@ uint64_t ctl_policy_hash(const ctl_policy_t *p);
  *     (pcoll_set_horizon(h, UINT64_MAX)) so the finalize flush can run, and stops touching h;
  *   - pcoll_record_get returns PCOLL_ERR_STATE (finalize started/handle closing);
  *   - a libpcoll call fails (CTL_ERR_PCOLL) or the watchdog aborts (CTL_ERR_STALL).
- * Requirement on libpcoll (for the integration): a pcoll_record_get blocked on a handle that is
- * being finalized must return PCOLL_ERR_STATE, and pcoll_finalize must not free the handle while a
- * pcoll_record_get call is in progress. Call order in the application: pcoll_finalize, then
- * ctl_stop (which joins the thread).
+ * Shutdown order in the application: once pcoll_wait has returned PCOLL_DONE, ctl_wait (the thread
+ * ends by itself after the all-joined round, having released the horizon), then ctl_stop (joins
+ * and frees it), then pcoll_finalize. The thread reads the handle until it ends, so the handle
+ * must not be finalized before: stop the controller first, finalize libpcoll second. On an error
+ * path where the all-joined round never comes, ctl_stop still ends the thread within poll_s
+ * (later rounds then have no rules: finalize only to release resources). A pcoll_record_get on a
+ * handle that is closing returns PCOLL_ERR_STATE, which also ends the thread.
  *
  * Stall watchdog (local wall time, never used for decisions): if no round completes for t_warn
  * seconds, it prints one line to `log` naming the round waited for, its rule (initiator / wait
@@ -302,6 +331,8 @@ typedef struct {
     int log_switches;   /* print every mode switch to log [0] */
     void (*on_abort)(void *arg, const char *msg);   /* [NULL = print + MPI_Abort] */
     void *abort_arg;
+    const ctl_state_t *resume; /* adaptive: continue this state (ctl_policy_resume) instead of
+                                  starting afresh [NULL]; copied by ctl_start */
 } ctl_config_t;
 
 /* One mode switch in the log (wait-set-only decisions are counted, not logged). */
@@ -322,7 +353,8 @@ void ctl_config_default(ctl_config_t *c);
 int ctl_start(pcoll_t *h, const ctl_config_t *cfg, ctl_t **out);
 /* Asks the thread to stop (at its next poll), joins it, frees *c, sets *c = NULL. Returns the
  * thread's final status: CTL_OK, CTL_ERR_PCOLL or CTL_ERR_STALL. Stopping a controller while
- * rounds still run leaves later rounds without rules/horizon: call it after pcoll_finalize. */
+ * rounds still run leaves later rounds without rules/horizon: call ctl_wait first, and
+ * pcoll_finalize only after ctl_stop. */
 int ctl_stop(ctl_t **c);
 /* Waits up to timeout_s (< 0: no limit) for the thread to end by itself: after the all-joined
  * round (then ctl_stats, the switch log and the hash cover every round, and every rank holds the
@@ -337,6 +369,10 @@ int ctl_wait(ctl_t *c, double timeout_s);
 size_t ctl_switch_log(ctl_t *c, ctl_switch_t *out, size_t max);
 /* Policy statistics and decision hash so far (thread-safe snapshot). */
 int ctl_stats(ctl_t *c, ctl_policy_stats_t *st, uint64_t *hash);
+/* The policy's carried state once the thread has ended (after ctl_wait returned CTL_OK it covers
+ * every round and is the same on every rank): for the next handle's ctl_config_t.resume or a
+ * checkpoint (ctl_state_save). NULL while the thread runs, or on no memory. */
+ctl_state_t *ctl_state(ctl_t *c);
 /* Message of the error that ended the thread ("" if none). */
 const char *ctl_last_error(ctl_t *c);
 

@@ -143,7 +143,7 @@ static ctl_t *start_adaptive(pcoll_t *h, ctl_config_t *cfg)
 {
     ctl_config_default(cfg);
     char err[256];
-    CHECK(ctl_policy_parse("adaptive", &cfg->policy, err, sizeof err) == CTL_OK, "%s", err);
+    CHECK(ctl_policy_parse("adaptive,rule=thresholds", &cfg->policy, err, sizeof err) == CTL_OK, "%s", err);
     cfg->poll_s = 0.001;
     cfg->log = NULL;
     ctl_t *c = NULL;
@@ -175,7 +175,7 @@ static void test_drive(void)
     CHECK(h->late_rules == 0 && h->horizon_back == 0, "late rules %d, horizon went back %d", h->late_rules, h->horizon_back);
     CHECK(st.rounds == N, "policy observed %llu rounds", (unsigned long long)st.rounds);
     /* the same records through a standalone policy */
-    ctl_policy_t *pol = mk("adaptive", P, NULL);
+    ctl_policy_t *pol = mk("adaptive,rule=thresholds", P, NULL);
     int nd = 0;
     for (uint64_t r = 0; r < h->nring; r++) {
         ctl_decision_t d;
@@ -225,7 +225,7 @@ static void test_wait(void)
     ctl_stats(c, &st, &hash);
     CHECK(st.rounds == N, "after ctl_wait the policy observed %llu of %llu rounds", (unsigned long long)st.rounds,
           (unsigned long long)N);
-    ctl_policy_t *pol = mk("adaptive", P, NULL);
+    ctl_policy_t *pol = mk("adaptive,rule=thresholds", P, NULL);
     for (uint64_t r = 0; r < h->nring; r++) ctl_policy_observe(pol, &h->ring[r], NULL);
     ctl_policy_stats_t ref;
     ctl_policy_stats(pol, &ref);

@@ -81,8 +81,8 @@ jq -e '[.controller.switches[] | select(.epoch == 1 and (.reason | startswith("p
 run $NP --mode adaptive --policy-opts light_fresh=0.5,cost_n=8 --epochs 3 --tau 4 --out "$TMP/pay.json" \
   || { cat "$TMP/out"; fail "pay run"; }
 jq -r '.controller.switches[] | "  switch: epoch \(.epoch) round \(.round): \(.reason)"' "$TMP/pay.json"
-jq -e '[.controller.switches[] | select(.to == "sync" and (.reason | startswith("G=")))] | length >= 1' \
-  "$TMP/pay.json" >/dev/null || fail "no imbalance: adaptive did not move to sync for G"
+jq -e '[.controller.switches[] | select(.to == "sync" and (.reason | startswith("gain=")))] | length >= 1' \
+  "$TMP/pay.json" >/dev/null || fail "no imbalance: adaptive did not move to sync for the gain"
 jq -e '.epochs[-1].fresh_fraction == 1' "$TMP/pay.json" >/dev/null \
   || fail "no imbalance: the last epoch was not synchronous ($(jq -c '[.epochs[].fresh_fraction]' "$TMP/pay.json"))"
 run $NP --mode adaptive --policy-opts light_fresh=0.5,cost_n=8 --epochs 2 --tau 4 --imbalance linear:unit=200 \
