@@ -45,19 +45,51 @@
  *                            are (what staleness the gradients really have in this mode).
  *   T  tau-wait rate       = fraction of rounds of the window in which the staleness bound forced
  *                            at least one rank to be waited for (only with tau > 0).
- *   G  gain of partial     = S * sum_p (1/mean_p) / n_active over the step times c_p of the last
- *      rounds over sync      cost_n [32] deposits of each active rank (not windowed: they describe
- *                            the ranks, not the mode), S = mean_i max_p c_p[i] (i-th latest): the
- *                            rate at which partial rounds take gradients over sync's. 1 for equal
- *                            ranks, about k(P-1)/P + 1/P for one rank k times slower; the tail of
- *                            random delays raises S. NAN until every rank has reported cost_n/2
- *                            step times, and once a rank has joined (an epoch's tail); the rules
- *                            on G are off if no rank reports any.
+ *   gain  of partial rounds = S * sum_p (1/mean_p) / n_active over the step times c_p of the
+ *         over sync           last cost_n [32] deposits of each active rank (not windowed: they
+ *                             describe the ranks, not the mode), S = mean_i max_p c_p[i] (i-th
+ *                             latest): the rate at which partial rounds take gradients over
+ *                             sync's. 1 for equal ranks, about k(P-1)/P + 1/P for one rank k times
+ *                             slower; the tail of random delays raises S. NAN until every rank has
+ *                             reported cost_n/2 step times, and once a rank has joined (an epoch's
+ *                             tail); the rules on it are off if no rank reports any.
  *
  * ----------------------------------------------------------------------------------------------
  * 3. Adaptive policy ("adaptive"): three levels  LIGHT (solo, or quorum:Q if the start rule is a
- *    quorum)  <->  MAJORITY  <->  SYNC.  Defaults in brackets.
+ *    quorum)  <->  MAJORITY  <->  SYNC, chosen by one of two rules (key rule).
  * ----------------------------------------------------------------------------------------------
+ * 3a. rule=rate [default] (controller/rate.c): decide from what each level delivers on this run.
+ *   Each rank reports with every deposit its cycle time, the wall time since its previous deposit
+ *   (ctl_step_cost): computing, injected delay, waiting for rounds and applying them -- everything
+ *   a level costs it, communication and CPU contention included. The cycle times travel with the
+ *   deposits, so every rank scores every level from the same numbers. A measurement of the level
+ *   in force (from the first deposit of each rank whose cycle lies wholly in it; restarted when a
+ *   rank joins) closes once it holds `window` deposits, at least 2 of every rank and, in partial
+ *   levels, `window` rounds (their random fresh sets must average out). It gives
+ *       rate  R = sum_p n_p / d_p            gradients per second (n_p deposits in d_p seconds)
+ *       lag   lambda                          mean lag of the gradients in sync steps: gradients
+ *                                             applied between a rank's previous round and the one
+ *                                             taking its gradient, over the active ranks; 0 in
+ *                                             sync; each rank weighted by its share of R
+ *       score S = R / (1 + lambda)            staleness=weight [default]: a gradient lambda sync
+ *                                             steps old counts as 1/(1+lambda) of a fresh one
+ *                                             (the step scaling of staleness-aware SGD);
+ *                                             staleness=bound: S = R (the bound tau is trusted)
+ *   with standard errors from the spread of the cycle times and lags. Scores of a level are pooled
+ *   (inverse-variance) until the run's conditions change.
+ *   Probe: the run starts by measuring every level in turn (start level, then the others, least
+ *   partial first) and keeps the least partial level that no more partial one beats by 2 standard
+ *   errors (Z_SWITCH: staler gradients are never taken on a difference the noise could explain).
+ *   A probe of a level already 2 standard errors below the best one measured ends early. The next
+ *   probe comes after `probe` [256] sync rounds' worth of gradients (P x probe), doubled up to
+ *   probe_max [4096] each time a probe keeps the choice, reset when it changes it. While settled,
+ *   every measurement of the chosen level is compared with its pool: more than 3 standard errors
+ *   away (Z_CHANGE, the control-chart limit) means the conditions changed (a rank became slow or
+ *   recovered): the pools are dropped and every level is probed at once.
+ *   No threshold of this rule depends on the machine: rates are in the run's own units, lambda is
+ *   in sync steps, Z_SWITCH and Z_CHANGE are confidence levels. Without step times the rule cannot
+ *   measure and keeps the start rule.
+ * 3b. rule=thresholds: thresholds on the window signals above. Defaults in brackets.
  *   LIGHT -> MAJORITY   L >= maj_enter [4.0]  or  (tau > 0 and T >= wait_enter [0.10])
  *   MAJORITY -> LIGHT   L <= maj_exit [2.0]   and (tau == 0 or T <= wait_exit [0.02])
  *   MAJORITY -> SYNC    F <= sync_fresh [0.20]                  (rounds carry few gradients)
@@ -66,15 +98,15 @@
  *                       or tau > 0  and T >= sync_wait [0.50]   (the bound forces a wait in most
  *                                                                rounds anyway: partial rounds
  *                                                                no longer pay)
- *   LIGHT or MAJORITY   G < pay_enter [1.5]: the ranks are so alike that sync costs about what
+ *   LIGHT or MAJORITY   gain < pay_enter [1.5]: the ranks are so alike that sync costs about what
  *     -> SYNC           partial rounds do, and partial rounds only add staleness (checked first;
- *                       pay_enter=0 turns the rules on G off). G does not count communication
+ *                       pay_enter=0 turns the rules on the gain off). It does not count communication
  *                       or the extra rounds, and CPU contention inflates it: hence the margin.
  *   SYNC -> MAJORITY    probe: in sync every rank is fresh every round, so fresh sets and streaks
  *                       say nothing about imbalance. After sync_probe [256] rounds in sync the
  *                       policy tries majority again; with step times, a due probe waits until
- *                       G >= pay_exit [1.3] (the step times still show each rank's speed).
- *                       pay_exit may be below pay_enter: G reads lower in sync, where ranks
+ *                       gain >= pay_exit [1.3] (the step times still show each rank's speed).
+ *                       pay_exit may be below pay_enter: the gain reads lower in sync, where ranks
  *                       that wait leave the CPU to the others (measured on the development VM,
  *                       4 ranks on 2 cores, cost_n 32: no imbalance 1.24-1.39 in partial rounds,
  *                       1.09-1.14 in sync; linear skew 100 ms 1.61-1.80 and 1.45-1.56). A probe
@@ -115,11 +147,23 @@
  *    (only tau_by=policy wait sets change it).
  * ----------------------------------------------------------------------------------------------
  * Policy string (ctl_policy_parse): NAME[,key=value]...   NAME = adaptive | solo | majority |
- * sync | quorum:Q. Keys: tau, tau_by (library|policy), lag, window, dwell (= min_dwell),
- * max_dwell, maj_enter, maj_exit, wait_enter, wait_exit, sync_fresh, sync_streak, sync_wait,
- * probe (= sync_probe), probe_max, light_fresh, light_block, light_probe, sync_held, probe_start,
- * pay_enter, pay_exit, cost_n, start (adaptive only: solo | majority | sync | quorum:Q).
- * Example: "adaptive,tau=8,window=64".
+ * sync | quorum:Q. Keys (one table in policy.c): tau, tau_by (library|policy), lag, window,
+ * dwell (= min_dwell), max_dwell, maj_enter, maj_exit, wait_enter, wait_exit, sync_fresh,
+ * sync_streak, sync_wait, probe (= sync_probe), probe_max, light_fresh, pay_enter, pay_exit,
+ * cost_n, rule (rate|thresholds), staleness (weight|bound), start (adaptive only: solo |
+ * majority | sync | quorum:Q). Example: "adaptive,tau=8,window=64".
+ *
+ * ----------------------------------------------------------------------------------------------
+ * 6. Carried state (ctl_state_t, controller/state.c)
+ * ----------------------------------------------------------------------------------------------
+ * What the policy has learned -- the level and the round it took effect, LIGHT block, probe
+ * intervals and schedule, dwell, the window, natural streaks, step times, the rate rule's
+ * measurement, pools and probe queue -- is one opaque state, not configuration. A trainer that
+ * opens a handle per epoch carries it (ctl_state after ctl_wait, then ctl_config_t.resume), and a
+ * checkpoint stores its bytes (ctl_state_save / ctl_state_load). Round numbers in it count over
+ * all handles, so a policy resumed on a new handle makes the decisions one handle would have made
+ * (except that a change decided in the last lag rounds of a handle applies from the next handle's
+ * first round).
  */
 #ifndef CONTROLLER_H
 #define CONTROLLER_H
@@ -167,14 +211,14 @@ typedef struct {
     double sync_wait;      /* T >= this in majority -> sync, when tau > 0 [0.50] */
     int sync_probe;        /* rounds in sync before probing majority [256] */
     int probe_max;         /* cap of the doubled probe interval [4096] */
-    double light_fresh;    /* F < this in LIGHT -> majority: rounds carry too few gradients, the
+    double light_fresh;    /* thresholds: F < this in LIGHT -> majority: rounds carry too few gradients, the
                               rest arrive stale [0 = off]. Then LIGHT is blocked for a probe
                               interval (sync_probe rounds, doubled up to probe_max each time a
                               probe ends the same way) */
-    double pay_enter;      /* G < this in LIGHT or MAJORITY -> sync (0 = off) [1.5] */
-    double pay_exit;       /* a due sync probe waits for G >= this [1.3] */
+    double pay_enter;      /* gain < this in LIGHT or MAJORITY -> sync (0 = off) [1.5] */
+    double pay_exit;       /* a due sync probe waits for gain >= this [1.3] */
     int cost_n;            /* step times kept per rank for the gain [32] */
-    ctl_rule_t rule;       /* adaptive: how the level is chosen [CTL_RULE_THRESHOLDS] */
+    ctl_rule_t rule;       /* adaptive: how the level is chosen [CTL_RULE_RATE] */
     ctl_staleness_t staleness; /* rule=rate: what a stale gradient is worth [CTL_STALE_WEIGHT] */
 } ctl_policy_cfg_t;
 
@@ -218,6 +262,10 @@ typedef struct {
     double rate[3];           /* gradients per second the level delivered */
     double lag[3];            /* mean lag of its gradients, in sync steps */
     double score[3];          /* rate discounted for staleness: what the choice compares */
+    uint64_t choices;         /* rule=rate: probes of every level completed (this handle) */
+    uint64_t choice_changes;  /* ... that chose another level than the one before the probe */
+    int choice;               /* the level the latest completed probe chose, as an index of rate[]
+                                 (0 sync, 1 majority, 2 light; -1: none yet) */
     uint64_t tau_waits;       /* (rank, round) pairs that tau forced into a wait set */
     uint64_t tau_violations;  /* (rank, round) pairs with streak > tau in a record */
     uint64_t tau_misses;      /* tau_by=library: a rank the library had to wait for was not fresh */

@@ -50,3 +50,9 @@ $(B)/tests/test_state: tests/controller/test_state.c $(B)/libcontroller.a
 	$(CC) $(CFLAGS) $(MPI_CFLAGS) -MF $(B)/tests/test_state.d $< -o $@ $(LDFLAGS) $(B)/libcontroller.a $(LDLIBS)
 TEST_BINS += $(B)/tests/test_state
 controller: $(B)/tests/test_state
+
+$(B)/tests/test_rate: tests/controller/test_rate.c $(B)/libcontroller.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) -MF $(B)/tests/test_rate.d $< -o $@ $(LDFLAGS) $(B)/libcontroller.a $(LDLIBS)
+TEST_BINS += $(B)/tests/test_rate
+controller: $(B)/tests/test_rate

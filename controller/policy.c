@@ -46,7 +46,7 @@ static const polkey_t KEYS[] = {
     KD("pay_enter", pay_enter, 0, 100, 1.5),
     KD("pay_exit", pay_exit, 0, 100, 1.3),
     KI("cost_n", cost_n, 2, 1024, 32),
-    KE("rule", rule, CTL_RULE_THRESHOLDS, "rate", "thresholds"),
+    KE("rule", rule, CTL_RULE_RATE, "rate", "thresholds"),
     KE("staleness", staleness, CTL_STALE_WEIGHT, "weight", "bound"),
     { "start", 'r', offsetof(ctl_policy_cfg_t, base), 0, 0, 0, { 0 } },
 };
@@ -763,7 +763,10 @@ void ctl_policy_stats(const ctl_policy_t *p, ctl_policy_stats_t *st)
     sig_t g = signals(s);
     st->L = g.L; st->A = g.A; st->F = g.F; st->T = g.T; st->gain = g.gain;
     const int order[3] = { LV_SYNC, LV_MAJ, LV_LIGHT };
+    int chosen = s->phase ? s->incumbent : s->level;
+    st->choice = -1;
     for (int i = 0; i < 3; i++) {
+        if (order[i] == chosen && p->c.kind == CTL_ADAPTIVE && p->c.rule == CTL_RULE_RATE) st->choice = i;
         int lv = order[i];
         int ok = s->scored_at[lv] != NONE;
         st->rate[i] = ok ? s->rate[lv] : NAN;

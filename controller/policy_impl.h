@@ -14,9 +14,9 @@ enum { LV_LIGHT = 0, LV_MAJ = 1, LV_SYNC = 2, NLV = 3 };
 typedef struct {
     uint32_t *n;        /* [P] deposits counted */
     double *d, *d2;     /* [P] sum of their cycle times and of their squares (s, s^2) */
+    double *l, *l2;     /* [P] sum of the lags (in sync steps) of those gradients and of their squares */
     uint8_t *skip;      /* [P] 1: p's next deposit is skipped (its cycle began in another mode) */
-    double lag_sum;     /* sum over counted gradients of their lag in sync steps */
-    uint64_t lag_n;     /* gradients in lag_sum */
+    uint32_t rounds;    /* rounds counted */
 } meas_t;
 
 /* The carried state (ctl_state_t): everything a policy learned that the next handle (epoch) or
@@ -47,14 +47,16 @@ struct ctl_state {
     /* rate rule (rate.c) */
     meas_t m;                   /* the measurement in progress (current level) */
     uint32_t *gsince;           /* [P] gradients applied since p was last fresh */
-    double score[NLV], se[NLV]; /* latest measured score of each level and its standard error */
-    double rate[NLV], lag[NLV]; /* ... the rate and lag it came from (for reasons and stats) */
-    uint64_t scored_at[NLV];    /* global round of that measurement (NONE: never) */
+    double score[NLV], se[NLV]; /* score of each level pooled over its measurements since the run's
+                                   conditions last changed, and its standard error */
+    double pool_w[NLV];         /* ... the sum of the inverse variances pooled */
+    double rate[NLV], lag[NLV]; /* latest measured rate and lag of each level (reasons, stats) */
+    uint64_t scored_at[NLV];    /* global round of the latest measurement (NONE: never) */
     int32_t phase;              /* 0: settled, 1: probing */
     int32_t queue[NLV], nqueue; /* probing: levels still to measure, in order */
     int32_t incumbent;          /* probing: the level chosen before the probe (-1: none) */
-    double ref, ref_se;         /* settled: score of the chosen level when chosen */
-    uint64_t next_probe;        /* settled: global round from which the next probe is due */
+    uint64_t grads;             /* gradients taken by all rounds observed */
+    uint64_t next_probe;        /* settled: the next probe is due once grads reaches this */
 };
 
 struct ctl_policy {

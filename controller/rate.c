@@ -24,11 +24,10 @@ static void meas_reset(struct ctl_state *s)
 {
     for (int i = 0; i < s->P; i++) {
         s->m.n[i] = 0;
-        s->m.d[i] = s->m.d2[i] = 0;
+        s->m.d[i] = s->m.d2[i] = s->m.l[i] = s->m.l2[i] = 0;
         s->m.skip[i] = 1;
     }
-    s->m.lag_sum = 0;
-    s->m.lag_n = 0;
+    s->m.rounds = 0;
 }
 
 /* Queues a probe of every level other than the current one, least partial first. */
@@ -46,14 +45,14 @@ void rate_init(struct ctl_state *s, const ctl_policy_cfg_t *c)
 {
     (void)c;
     for (int l = 0; l < NLV; l++) {
-        s->score[l] = s->se[l] = s->rate[l] = s->lag[l] = 0;
+        s->score[l] = s->se[l] = s->rate[l] = s->lag[l] = s->pool_w[l] = 0;
         s->scored_at[l] = NONE;
     }
     for (int i = 0; i < s->P; i++) s->gsince[i] = 0;
     s->phase = 1;              /* a run starts with a probe of every level */
     probe_queue(s);
-    s->ref = s->ref_se = 0;
     s->next_probe = 0;
+    s->grads = 0;
     meas_reset(s);
 }
 
@@ -73,65 +72,106 @@ void rate_observe(ctl_policy_t *p, const pcoll_record_t *rec, int nactive)
 {
     struct ctl_state *s = &p->s;
     const int P = p->P;
-    if (nactive < P) { meas_reset(s); return; }
+    if (nactive < P) {
+        meas_reset(s);
+        for (int i = 0; i < P; i++) s->grads += rec->fresh[i];
+        return;
+    }
     uint32_t nf = 0;
     for (int i = 0; i < P; i++) nf += rec->fresh[i];
+    s->grads += nf;
     if (s->base + rec->round >= s->mode_from) {
+        s->m.rounds++;
         for (int i = 0; i < P; i++) {
             if (!rec->fresh[i]) continue;
             if (s->m.skip[i]) { s->m.skip[i] = 0; continue; }
             float v = rec->cost ? rec->cost[i] : 0.0f;
             if (!(v > 0) || !isfinite(v)) continue;
-            double x = (double)v / rec->fresh[i];
+            double x = (double)v / rec->fresh[i], lag = (double)s->gsince[i] / P;
             s->m.n[i] += rec->fresh[i];
             s->m.d[i] += v;
             s->m.d2[i] += rec->fresh[i] * x * x;
-            s->m.lag_sum += rec->fresh[i] * (double)s->gsince[i] / P;
-            s->m.lag_n += rec->fresh[i];
+            s->m.l[i] += rec->fresh[i] * lag;
+            s->m.l2[i] += rec->fresh[i] * lag * lag;
         }
     }
     for (int i = 0; i < P; i++) s->gsince[i] = rec->fresh[i] ? 0 : s->gsince[i] + nf;
 }
 
-/* Closes the measurement once it holds `window` deposits and at least 2 of every rank: scores the
- * level in force. Returns 0 if it is not complete yet.
- *   rate  R = sum_p n_p / d_p        (every rank's deposits per second of its own wall time)
- *   score S = R / (1 + lag)          (staleness=weight: a gradient lag sync steps old counts as
- *                                     1/(1+lag) of a fresh one, as staleness-aware SGD scales its
- *                                     step; staleness=bound: S = R, the bound tau is trusted)
- *   se      = sum_p SE(n_p / d_p) / (1 + lag): the sum of the ranks' standard errors, the bound
- *             for any correlation between them (in sync every rank's cycle is the same round). */
-static int meas_close(ctl_policy_t *p, uint64_t rg)
+/* Score of the measurement so far (0 until every rank has 2 deposits in it). With r_p = n_p / d_p (rank p's deposits
+ * per second of its own wall time) and L_p the mean lag of its gradients:
+ *   rate  R = sum_p r_p
+ *   lag   lambda = sum_p r_p L_p / R   (each rank's lag weighted by its measured share of the
+ *                                       gradients, not by how many of its deposits the sample
+ *                                       happened to catch: a slow rank's one or two deposits
+ *                                       would otherwise swing it)
+ *   score S = R / (1 + lambda)         (staleness=weight: a gradient lambda sync steps old counts
+ *                                       as 1/(1+lambda) of a fresh one, as staleness-aware SGD
+ *                                       scales its step; staleness=bound: S = R, tau is trusted)
+ * Standard errors: of R, the sum of the ranks' (the bound for any correlation between them: in
+ * sync every rank's cycle is the same round); of lambda, from the spread of each rank's lags;
+ * of S, both propagated. */
+static int meas_score(const ctl_policy_t *p, double *score, double *se)
+{
+    const struct ctl_state *s = &p->s;
+    const meas_t *m = &s->m;
+    for (int i = 0; i < p->P; i++)
+        if (m->n[i] < 2) return 0;
+    double R = 0, se_R = 0, lw = 0, var_l = 0;
+    for (int i = 0; i < p->P; i++) {
+        double n = m->n[i], mean = m->d[i] / n, r = 1.0 / mean;
+        double var = (m->d2[i] - n * mean * mean) / (n - 1);
+        R += r;
+        se_R += var > 0 ? r * sqrt(var / n) / mean : 0;
+        lw += r * m->l[i] / n;
+    }
+    double lag = lw / R;
+    for (int i = 0; i < p->P; i++) {
+        double n = m->n[i], w = 1.0 / (m->d[i] / n) / R, lm = m->l[i] / n;
+        double v = (m->l2[i] - n * lm * lm) / (n - 1);
+        var_l += v > 0 ? w * w * v / n : 0;
+    }
+    const int weigh = p->c.staleness == CTL_STALE_WEIGHT;
+    const double f = weigh ? 1.0 / (1.0 + lag) : 1.0;
+    *score = R * f;
+    *se = weigh ? sqrt(se_R * se_R * f * f + R * R * f * f * f * f * var_l) : se_R;
+    return 1;
+}
+
+/* The measurement is complete once it holds `window` deposits (and, in partial levels, `window`
+ * rounds: they take a random set of ranks, e.g. a drawn initiator, and the draws must average
+ * out; a sync round takes every rank). A probe of a level whose score is already below the best
+ * level measured in this probe by Z_SWITCH standard errors of both ends early: it cannot be
+ * chosen, and a bad level is the one whose probe is dear (a sync round waits for a straggler).
+ * Closing records the rate and lag and restarts the counts (no skip: the next deposits belong to
+ * the same level). Returns 1 with the score and its standard error, 0 while still measuring. */
+static int meas_close(ctl_policy_t *p, uint64_t rg, double *score, double *se)
 {
     struct ctl_state *s = &p->s;
+    const meas_t *m = &s->m;
+    if (!meas_score(p, score, se)) return 0;
     uint64_t total = 0;
-    for (int i = 0; i < p->P; i++) {
-        if (s->m.n[i] < 2) return 0;
-        total += s->m.n[i];
+    for (int i = 0; i < p->P; i++) total += m->n[i];
+    int full = total >= (uint64_t)p->c.window && (s->level == LV_SYNC || m->rounds >= (uint32_t)p->c.window);
+    if (!full && s->phase) {
+        for (int l = 0; l < NLV && !full; l++) {
+            if (l == s->level || s->scored_at[l] == NONE || s->pool_w[l] <= 0) continue;
+            full = *score + Z_SWITCH * *se < s->score[l] - Z_SWITCH * s->se[l];
+        }
     }
-    if (total < (uint64_t)p->c.window) return 0;
-    double R = 0, se = 0;
+    if (!full) return 0;
+    double R = 0, lw = 0;
     for (int i = 0; i < p->P; i++) {
-        double n = s->m.n[i], mean = s->m.d[i] / n;
-        double var = (s->m.d2[i] - n * mean * mean) / (n - 1);
-        double r = 1.0 / mean;
+        double r = m->n[i] / m->d[i];
         R += r;
-        se += var > 0 ? r * sqrt(var) / mean / sqrt(n) : 0;
+        lw += r * m->l[i] / m->n[i];
     }
-    double lag = s->m.lag_n ? s->m.lag_sum / (double)s->m.lag_n : 0;
-    double w = p->c.staleness == CTL_STALE_WEIGHT ? 1.0 / (1.0 + lag) : 1.0;
-    const int l = s->level;
-    s->rate[l] = R;
-    s->lag[l] = lag;
-    s->score[l] = R * w;
-    s->se[l] = se * w;
-    s->scored_at[l] = rg;
-    for (int i = 0; i < p->P; i++) {   /* the next measurement of the same level: no skip needed */
-        s->m.n[i] = 0;
-        s->m.d[i] = s->m.d2[i] = 0;
-    }
-    s->m.lag_sum = 0;
-    s->m.lag_n = 0;
+    s->rate[s->level] = R;
+    s->lag[s->level] = lw / R;
+    s->scored_at[s->level] = rg;
+    for (int i = 0; i < p->P; i++)
+        s->m.n[i] = 0, s->m.d[i] = s->m.d2[i] = s->m.l[i] = s->m.l2[i] = 0;
+    s->m.rounds = 0;
     return 1;
 }
 
@@ -163,20 +203,40 @@ static void scores_str(const ctl_policy_t *p, char *b, size_t n)
     }
 }
 
+/* Adds a measurement (x +- se) of level l to its pool (inverse-variance weights; a measurement
+ * with no spread at all weighs as one a millionth of its value wide). */
+static void pool_add(struct ctl_state *s, int l, double x, double se)
+{
+    double e = se > 1e-6 * x ? se : 1e-6 * x, w = e > 0 ? 1 / (e * e) : 0;
+    if (!(w > 0)) { s->score[l] = x; s->se[l] = se; s->pool_w[l] = 0; return; }
+    double sum = s->score[l] * s->pool_w[l] + x * w;
+    s->pool_w[l] += w;
+    s->score[l] = sum / s->pool_w[l];
+    s->se[l] = 1 / sqrt(s->pool_w[l]);
+}
+
 void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v)
 {
     struct ctl_state *s = &p->s;
     const ctl_policy_cfg_t *c = &p->c;
-    if (!meas_close(p, rg)) return;
+    double x, xse;
+    if (!meas_close(p, rg, &x, &xse)) return;
     char a[24], b[24], sc[160];
     const int l = s->level;
     if (!s->phase) {
-        double d = s->score[l] - s->ref, lim = Z_CHANGE * sqrt(s->se[l] * s->se[l] + s->ref_se * s->ref_se);
-        if (fabs(d) <= lim && rg < s->next_probe) return;
+        /* settled: a measurement the pool of the chosen level cannot explain means the run's
+         * conditions changed: everything measured before is forgotten and every level probed */
+        const double before = s->score[l], d = x - before, lim = Z_CHANGE * sqrt(xse * xse + s->se[l] * s->se[l]);
+        if (fabs(d) > lim)
+            for (int k = 0; k < NLV; k++) s->pool_w[k] = 0;
+        pool_add(s, l, x, xse);
+        if (fabs(d) <= lim && s->grads < s->next_probe) return;
         probe_queue(s);
-        snprintf(v->why, sizeof v->why, "%s: %s score %.3g, chosen at %.3g+-%.2g; probe: %s -> %s",
-                 fabs(d) > lim ? "rate changed" : "probe due", level_name(p, l, a, sizeof a), s->score[l], s->ref,
-                 s->ref_se, level_name(p, l, a, sizeof a), level_name(p, s->queue[0], b, sizeof b));
+        snprintf(v->why, sizeof v->why, "%s: %s score %.3g+-%.2g, pooled before %.3g; probe: %s -> %s",
+                 fabs(d) > lim ? "rate changed" : "probe due", level_name(p, l, a, sizeof a), x, xse,
+                 before, level_name(p, l, a, sizeof a), level_name(p, s->queue[0], b, sizeof b));
+    } else {
+        pool_add(s, l, x, xse);
     }
     if (s->nqueue > 0) {   /* probing: measure the next level */
         v->to = s->queue[0];
@@ -190,11 +250,11 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v)
     }
     /* every level measured: keep the best; confirming the incumbent doubles the probe interval */
     int best = choose(s);
+    p->st.choices++;
+    if (best != s->incumbent) p->st.choice_changes++;
     s->phase = 0;
-    s->ref = s->score[best];
-    s->ref_se = s->se[best];
     s->probe = best == s->incumbent ? backoff(s->probe, c->probe_max) : c->sync_probe;
-    s->next_probe = rg + (uint64_t)s->probe;
+    s->next_probe = s->grads + (uint64_t)s->probe * (uint64_t)p->P;   /* probe sync rounds' worth */
     if (best == l) return;
     scores_str(p, sc, sizeof sc);
     snprintf(v->why, sizeof v->why, "%s: %s -> %s", sc, level_name(p, l, a, sizeof a), level_name(p, best, b, sizeof b));

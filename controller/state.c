@@ -36,10 +36,12 @@ int state_alloc(struct ctl_state *s, int P, int window, int cost_n)
     s->m.n = calloc(P, sizeof(uint32_t));
     s->m.d = calloc(P, sizeof(double));
     s->m.d2 = calloc(P, sizeof(double));
+    s->m.l = calloc(P, sizeof(double));
+    s->m.l2 = calloc(P, sizeof(double));
     s->m.skip = calloc(P, 1);
     if (!s->w_max || !s->w_fresh || !s->w_active || !s->w_nmax || !s->w_nfresh || !s->w_nfree || !s->w_tau ||
         !s->ns || !s->cost || !s->cost_cnt || !s->cost_pos || !s->act || !s->gsince || !s->m.n || !s->m.d ||
-        !s->m.d2 || !s->m.skip) {
+        !s->m.d2 || !s->m.l || !s->m.l2 || !s->m.skip) {
         state_free(s);
         return CTL_ERR_NOMEM;
     }
@@ -50,7 +52,8 @@ void state_free(struct ctl_state *s)
 {
     free(s->w_max); free(s->w_fresh); free(s->w_active); free(s->w_nmax); free(s->w_nfresh);
     free(s->w_nfree); free(s->w_tau); free(s->ns); free(s->cost); free(s->cost_cnt); free(s->cost_pos);
-    free(s->act); free(s->gsince); free(s->m.n); free(s->m.d); free(s->m.d2); free(s->m.skip);
+    free(s->act); free(s->gsince); free(s->m.n); free(s->m.d); free(s->m.d2); free(s->m.l); free(s->m.l2);
+    free(s->m.skip);
     memset(s, 0, sizeof *s);
 }
 
@@ -108,11 +111,10 @@ static int fields(struct ctl_state *s, fld_t *f)
     ARR(w_nfresh, W, '4'); ARR(w_nfree, W, '4'); ARR(w_tau, W, '1');
     ARR(ns, P, '4'); ARR(cost, P * (size_t)s->cost_n, 'f'); ARR(cost_cnt, P, '4'); ARR(cost_pos, P, '4');
     ARR(act, P, '1'); ONE(cost_seen, '4');
-    ARR(m.n, P, '4'); ARR(m.d, P, 'd'); ARR(m.d2, P, 'd'); ARR(m.skip, P, '1'); ONE(m.lag_sum, 'd');
-    ONE(m.lag_n, '8'); ARR(gsince, P, '4');
-    ARR(score, NLV, 'd'); ARR(se, NLV, 'd'); ARR(rate, NLV, 'd'); ARR(lag, NLV, 'd'); ARR(scored_at, NLV, '8');
-    ONE(phase, '4'); ARR(queue, NLV, '4'); ONE(nqueue, '4'); ONE(incumbent, '4'); ONE(ref, 'd');
-    ONE(ref_se, 'd'); ONE(next_probe, '8');
+    ARR(m.n, P, '4'); ARR(m.d, P, 'd'); ARR(m.d2, P, 'd'); ARR(m.l, P, 'd'); ARR(m.l2, P, 'd');
+    ARR(m.skip, P, '1'); ONE(m.rounds, '4'); ARR(gsince, P, '4');
+    ARR(score, NLV, 'd'); ARR(se, NLV, 'd'); ARR(pool_w, NLV, 'd'); ARR(rate, NLV, 'd'); ARR(lag, NLV, 'd'); ARR(scored_at, NLV, '8');
+    ONE(phase, '4'); ARR(queue, NLV, '4'); ONE(nqueue, '4'); ONE(incumbent, '4'); ONE(grads, '8'); ONE(next_probe, '8');
 #undef ONE
 #undef ARR
     return k;
@@ -244,21 +246,20 @@ static int validate(const struct ctl_state *s, char *err, size_t n)
         for (int k = 0; k < N; k++)
             if (!(s->cost[(size_t)i * N + k] >= 0) || !isfinite(s->cost[(size_t)i * N + k]))
                 return bad(err, n, "rank %d: step time %d is negative or not finite", i, k);
-        if (!(s->m.d[i] >= 0) || !isfinite(s->m.d[i]) || !(s->m.d2[i] >= 0) || !isfinite(s->m.d2[i]))
-            return bad(err, n, "rank %d: measured cycle times are negative or not finite", i);
+        const double m[4] = { s->m.d[i], s->m.d2[i], s->m.l[i], s->m.l2[i] };
+        for (int k = 0; k < 4; k++)
+            if (!(m[k] >= 0) || !isfinite(m[k])) return bad(err, n, "rank %d: measured cycle times or lags are negative or not finite", i);
     }
     if (s->cost_seen < 0 || s->cost_seen > 1) return bad(err, n, "cost_seen %d is not 0 or 1", s->cost_seen);
-    if (!(s->m.lag_sum >= 0) || !isfinite(s->m.lag_sum)) return bad(err, n, "measured lag is negative or not finite");
     for (int l = 0; l < NLV; l++)
         if (!isfinite(s->score[l]) || !isfinite(s->se[l]) || !isfinite(s->rate[l]) || !isfinite(s->lag[l]) ||
-            s->score[l] < 0 || s->se[l] < 0 || s->rate[l] < 0 || s->lag[l] < 0)
+            !isfinite(s->pool_w[l]) || s->score[l] < 0 || s->se[l] < 0 || s->rate[l] < 0 || s->lag[l] < 0 ||
+            s->pool_w[l] < 0)
             return bad(err, n, "score of level %d is negative or not finite", l);
     if (s->phase < 0 || s->phase > 1 || s->nqueue < 0 || s->nqueue > NLV || s->incumbent < -1 || s->incumbent >= NLV)
         return bad(err, n, "probe phase %d / queue %d / incumbent %d out of range", s->phase, s->nqueue, s->incumbent);
     for (int q = 0; q < s->nqueue; q++)
         if (s->queue[q] < 0 || s->queue[q] >= NLV) return bad(err, n, "probe queue entry %d out of range", s->queue[q]);
-    if (!isfinite(s->ref) || !isfinite(s->ref_se) || s->ref < 0 || s->ref_se < 0)
-        return bad(err, n, "reference score is negative or not finite");
     return 0;
 }
 
