@@ -665,13 +665,14 @@ int ctl_policy_observe(ctl_policy_t *p, const pcoll_record_t *rec, ctl_decision_
     row.tau = track_tau(p, rec);
     if (rg >= s->mode_from && row.active > 0) window_push(s, &row);
     sig_t g = signals(s);
+    int rate_rule = c->kind == CTL_ADAPTIVE && c->rule == CTL_RULE_RATE;
+    if (rate_rule) g.gain = NAN;   /* its costs are cycle times (ctl_step_cost): no gain in them */
     if (!isnan(g.gain)) {
         if (p->st.gain_n == 0 || g.gain < p->st.gain_min) p->st.gain_min = g.gain;
         if (p->st.gain_n == 0 || g.gain > p->st.gain_max) p->st.gain_max = g.gain;
         p->st.gain_sum += g.gain;
         p->st.gain_n++;
     }
-    int rate_rule = c->kind == CTL_ADAPTIVE && c->rule == CTL_RULE_RATE;
     if (rate_rule) rate_observe(p, rec, (int)row.active);
 
     /* 2. the level */
@@ -761,7 +762,8 @@ void ctl_policy_stats(const ctl_policy_t *p, ctl_policy_stats_t *st)
     st->light_block_until = s->lblock > s->base ? s->lblock - s->base : 0;
     st->window_fill = s->w_len;
     sig_t g = signals(s);
-    st->L = g.L; st->A = g.A; st->F = g.F; st->T = g.T; st->gain = g.gain;
+    st->L = g.L; st->A = g.A; st->F = g.F; st->T = g.T;
+    st->gain = p->c.kind == CTL_ADAPTIVE && p->c.rule == CTL_RULE_RATE ? NAN : g.gain;
     const int order[3] = { LV_SYNC, LV_MAJ, LV_LIGHT };
     int chosen = s->phase ? s->incumbent : s->level;
     st->choice = -1;
