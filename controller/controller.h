@@ -67,15 +67,18 @@
  *   rank joins) closes once it holds `window` deposits, at least 2 of every rank and, in partial
  *   levels, `window` rounds (their random fresh sets must average out). It gives
  *       rate  R = sum_p n_p / d_p            gradients per second (n_p deposits in d_p seconds)
- *       lag   lambda                          mean lag of the gradients in sync steps: gradients
- *                                             applied between a rank's previous round and the one
- *                                             taking its gradient, over the active ranks; 0 in
- *                                             sync; each rank weighted by its share of R
- *       score S = R / (1 + lambda)            staleness=weight [default]: a gradient lambda sync
- *                                             steps old counts as 1/(1+lambda) of a fresh one
- *                                             (the step scaling of staleness-aware SGD);
- *                                             staleness=bound: S = R (the bound tau is trusted)
- *   with standard errors from the spread of the cycle times and lags. Scores of a level are pooled
+ *       lag   lambda of a gradient            gradients applied between its rank's previous round
+ *                                             and the one taking it, over the active ranks: its
+ *                                             age in sync steps (0 in sync; about (P-1)/P in solo
+ *                                             with alike ranks)
+ *       worth w(lambda)                       staleness=quadratic [default] 1/(1+lambda^2): the
+ *                                             drift a stale gradient misses grows with the square
+ *                                             of its delay (perturbed-iterate bounds of delayed
+ *                                             SGD); staleness=linear 1/(1+lambda) (staleness-aware
+ *                                             SGD's step scaling); staleness=bound 1 (tau trusted)
+ *       score S = sum_p r_p mean_p(w)         fresh-gradient equivalents per second, each rank's
+ *                                             worth weighted by its rate r_p = n_p / d_p
+ *   with standard errors from the spread of the cycle times and worths. Scores of a level are pooled
  *   (inverse-variance) until the run's conditions change.
  *   Probe: the run starts by measuring every level in turn (start level, then the others, least
  *   partial first) and keeps the least partial level that no more partial one beats by 2 standard
@@ -87,7 +90,8 @@
  *   away (Z_CHANGE, the control-chart limit) means the conditions changed (a rank became slow or
  *   recovered): the pools are dropped and every level is probed at once.
  *   No threshold of this rule depends on the machine: rates are in the run's own units, lambda is
- *   in sync steps, Z_SWITCH and Z_CHANGE are confidence levels. Without step times the rule cannot
+ *   in sync steps, Z_SWITCH and Z_CHANGE are confidence levels. Which worth function fits a model
+ *   is the one modelling choice (key staleness); none has a constant to tune. Without step times the rule cannot
  *   measure and keeps the start rule.
  * 3b. rule=thresholds: thresholds on the window signals above. Defaults in brackets.
  *   LIGHT -> MAJORITY   L >= maj_enter [4.0]  or  (tau > 0 and T >= wait_enter [0.10])
@@ -191,7 +195,7 @@ enum {
 typedef enum { CTL_STATIC = 0, CTL_ADAPTIVE = 1 } ctl_kind_t;
 typedef enum { CTL_TAU_LIBRARY = 0, CTL_TAU_POLICY = 1 } ctl_tau_by_t;
 typedef enum { CTL_RULE_RATE = 0, CTL_RULE_THRESHOLDS = 1 } ctl_rule_t;
-typedef enum { CTL_STALE_WEIGHT = 0, CTL_STALE_BOUND = 1 } ctl_staleness_t;
+typedef enum { CTL_STALE_QUADRATIC = 0, CTL_STALE_LINEAR = 1, CTL_STALE_BOUND = 2 } ctl_staleness_t;
 
 typedef struct {
     ctl_kind_t kind;       /* [CTL_ADAPTIVE] */
@@ -219,7 +223,7 @@ typedef struct {
     double pay_exit;       /* a due sync probe waits for gain >= this [1.3] */
     int cost_n;            /* step times kept per rank for the gain [32] */
     ctl_rule_t rule;       /* adaptive: how the level is chosen [CTL_RULE_RATE] */
-    ctl_staleness_t staleness; /* rule=rate: what a stale gradient is worth [CTL_STALE_WEIGHT] */
+    ctl_staleness_t staleness; /* rule=rate: what a stale gradient is worth [CTL_STALE_QUADRATIC] */
 } ctl_policy_cfg_t;
 
 /* Bits of ctl_decision_t.what */
@@ -261,7 +265,7 @@ typedef struct {
     /* rule=rate: the latest measurement of each level, indexed sync, majority, light (NAN: none) */
     double rate[3];           /* gradients per second the level delivered */
     double lag[3];            /* mean lag of its gradients, in sync steps */
-    double score[3];          /* rate discounted for staleness: what the choice compares */
+    double score[3];          /* the rate in fresh-gradient equivalents: what the choice compares */
     uint64_t choices;         /* rule=rate: probes of every level completed (this handle) */
     uint64_t choice_changes;  /* ... that chose another level than the one before the probe */
     int choice;               /* the level the latest completed probe chose, as an index of rate[]

@@ -20,12 +20,12 @@ typedef struct {
     char type;
     size_t off;
     double lo, hi, def;
-    const char *names[3];
+    const char *names[4];
 } polkey_t;
 
 #define KI(k, f, lo, hi, def) { k, 'i', offsetof(ctl_policy_cfg_t, f), lo, hi, def, { 0 } }
 #define KD(k, f, lo, hi, def) { k, 'd', offsetof(ctl_policy_cfg_t, f), lo, hi, def, { 0 } }
-#define KE(k, f, def, n0, n1) { k, 'e', offsetof(ctl_policy_cfg_t, f), 0, 1, def, { n0, n1, 0 } }
+#define KE(k, f, def, ...) { k, 'e', offsetof(ctl_policy_cfg_t, f), 0, sizeof((const char *[]){ __VA_ARGS__ }) / sizeof(char *) - 1, def, { __VA_ARGS__ } }
 static const polkey_t KEYS[] = {
     KI("tau", tau, 0, 1000000, 0),
     KE("tau_by", tau_by, CTL_TAU_LIBRARY, "library", "policy"),
@@ -47,7 +47,7 @@ static const polkey_t KEYS[] = {
     KD("pay_exit", pay_exit, 0, 100, 1.3),
     KI("cost_n", cost_n, 2, 1024, 32),
     KE("rule", rule, CTL_RULE_RATE, "rate", "thresholds"),
-    KE("staleness", staleness, CTL_STALE_WEIGHT, "weight", "bound"),
+    KE("staleness", staleness, CTL_STALE_QUADRATIC, "quadratic", "linear", "bound"),
     { "start", 'r', offsetof(ctl_policy_cfg_t, base), 0, 0, 0, { 0 } },
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
@@ -162,8 +162,9 @@ static int parse_key(const polkey_t *k, const char *v, ctl_policy_cfg_t *c, char
         return 0;
     }
     case 'e':
-        snprintf(want, n, "%s or %s", k->names[0], k->names[1]);
-        for (int i = 0; i < 3 && k->names[i]; i++)
+        snprintf(want, n, "%s%s%s or %s", k->names[0], k->names[2] ? ", " : "", k->names[2] ? k->names[1] : "",
+                 k->names[k->names[2] ? 2 : 1]);
+        for (int i = 0; i < 4 && k->names[i]; i++)
             if (!strcmp(v, k->names[i])) { *key_int(c, k) = i; return 0; }
         return -1;
     default:

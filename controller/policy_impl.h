@@ -14,7 +14,8 @@ enum { LV_LIGHT = 0, LV_MAJ = 1, LV_SYNC = 2, NLV = 3 };
 typedef struct {
     uint32_t *n;        /* [P] deposits counted */
     double *d, *d2;     /* [P] sum of their cycle times and of their squares (s, s^2) */
-    double *l, *l2;     /* [P] sum of the lags (in sync steps) of those gradients and of their squares */
+    double *l;          /* [P] sum of the lags (in sync steps) of those gradients */
+    double *e, *e2;     /* [P] sum of their worths (staleness key) and of the squares */
     uint8_t *skip;      /* [P] 1: p's next deposit is skipped (its cycle began in another mode) */
     uint32_t rounds;    /* rounds counted */
 } meas_t;

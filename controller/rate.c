@@ -24,7 +24,7 @@ static void meas_reset(struct ctl_state *s)
 {
     for (int i = 0; i < s->P; i++) {
         s->m.n[i] = 0;
-        s->m.d[i] = s->m.d2[i] = s->m.l[i] = s->m.l2[i] = 0;
+        s->m.d[i] = s->m.d2[i] = s->m.l[i] = s->m.e[i] = s->m.e2[i] = 0;
         s->m.skip[i] = 1;
     }
     s->m.rounds = 0;
@@ -62,6 +62,18 @@ void rate_start(struct ctl_state *s)
     meas_reset(s);
 }
 
+/* What a gradient lag sync steps old is worth, relative to a fresh one (staleness key):
+ *   quadratic [default] 1 / (1 + lag^2): the drift of the weights a stale gradient misses grows
+ *     with the square of its delay (the perturbed-iterate analyses of delayed SGD bound it by
+ *     eta^2 tau^2 G^2), so a lag well under a sync step costs little and several cost much;
+ *   linear 1 / (1 + lag): staleness-aware SGD's step scaling, a harsher view of small lags;
+ *   bound 1: within the bound tau every gradient counts (what the convergence theorem needs).
+ * The lag is in sync steps: dimensionless, 0 in sync, about (P-1)/P in solo with alike ranks. */
+static double worth(ctl_staleness_t k, double lag)
+{
+    return k == CTL_STALE_QUADRATIC ? 1 / (1 + lag * lag) : k == CTL_STALE_LINEAR ? 1 / (1 + lag) : 1;
+}
+
 /* Counts round rec into the measurement of the level in force. The cycle time a rank reports with
  * a deposit (pcoll_set_cost: the wall time since its previous deposit) is what the rule pays per
  * gradient in this level: compute, injected delay, waiting for the round, applying rounds. The
@@ -87,54 +99,41 @@ void rate_observe(ctl_policy_t *p, const pcoll_record_t *rec, int nactive)
             if (s->m.skip[i]) { s->m.skip[i] = 0; continue; }
             float v = rec->cost ? rec->cost[i] : 0.0f;
             if (!(v > 0) || !isfinite(v)) continue;
-            double x = (double)v / rec->fresh[i], lag = (double)s->gsince[i] / P;
+            double x = (double)v / rec->fresh[i], lag = (double)s->gsince[i] / P, w = worth(p->c.staleness, lag);
             s->m.n[i] += rec->fresh[i];
             s->m.d[i] += v;
             s->m.d2[i] += rec->fresh[i] * x * x;
             s->m.l[i] += rec->fresh[i] * lag;
-            s->m.l2[i] += rec->fresh[i] * lag * lag;
+            s->m.e[i] += rec->fresh[i] * w;
+            s->m.e2[i] += rec->fresh[i] * w * w;
         }
     }
     for (int i = 0; i < P; i++) s->gsince[i] = rec->fresh[i] ? 0 : s->gsince[i] + nf;
 }
 
-/* Score of the measurement so far (0 until every rank has 2 deposits in it). With r_p = n_p / d_p (rank p's deposits
- * per second of its own wall time) and L_p the mean lag of its gradients:
- *   rate  R = sum_p r_p
- *   lag   lambda = sum_p r_p L_p / R   (each rank's lag weighted by its measured share of the
- *                                       gradients, not by how many of its deposits the sample
- *                                       happened to catch: a slow rank's one or two deposits
- *                                       would otherwise swing it)
- *   score S = R / (1 + lambda)         (staleness=weight: a gradient lambda sync steps old counts
- *                                       as 1/(1+lambda) of a fresh one, as staleness-aware SGD
- *                                       scales its step; staleness=bound: S = R, tau is trusted)
- * Standard errors: of R, the sum of the ranks' (the bound for any correlation between them: in
- * sync every rank's cycle is the same round); of lambda, from the spread of each rank's lags;
- * of S, both propagated. */
+/* Score of the measurement so far (0 until every rank has 2 deposits in it). With r_p = n_p / d_p
+ * (rank p's deposits per second of its own wall time) and w_p the mean worth of its gradients:
+ *   rate  R = sum_p r_p                gradients per second
+ *   score S = sum_p r_p w_p            fresh-gradient equivalents per second
+ * Each rank's worth is weighted by its measured rate, not by how many of its deposits the sample
+ * happened to catch (a slow rank's one or two deposits would otherwise swing it). Standard error:
+ * the sum of the ranks' errors of r_p w_p (the bound for any correlation between them: in sync
+ * every rank's cycle is the same round), from the spread of their cycle times and worths. */
 static int meas_score(const ctl_policy_t *p, double *score, double *se)
 {
-    const struct ctl_state *s = &p->s;
-    const meas_t *m = &s->m;
+    const meas_t *m = &p->s.m;
     for (int i = 0; i < p->P; i++)
         if (m->n[i] < 2) return 0;
-    double R = 0, se_R = 0, lw = 0, var_l = 0;
+    double S = 0, err = 0;
     for (int i = 0; i < p->P; i++) {
-        double n = m->n[i], mean = m->d[i] / n, r = 1.0 / mean;
-        double var = (m->d2[i] - n * mean * mean) / (n - 1);
-        R += r;
-        se_R += var > 0 ? r * sqrt(var / n) / mean : 0;
-        lw += r * m->l[i] / n;
+        double n = m->n[i], mean = m->d[i] / n, r = 1.0 / mean, w = m->e[i] / n;
+        double var_d = (m->d2[i] - n * mean * mean) / (n - 1), var_w = (m->e2[i] - n * w * w) / (n - 1);
+        double se_r = var_d > 0 ? r * sqrt(var_d / n) / mean : 0, se_w = var_w > 0 ? sqrt(var_w / n) : 0;
+        S += r * w;
+        err += sqrt(se_r * w * se_r * w + r * se_w * r * se_w);
     }
-    double lag = lw / R;
-    for (int i = 0; i < p->P; i++) {
-        double n = m->n[i], w = 1.0 / (m->d[i] / n) / R, lm = m->l[i] / n;
-        double v = (m->l2[i] - n * lm * lm) / (n - 1);
-        var_l += v > 0 ? w * w * v / n : 0;
-    }
-    const int weigh = p->c.staleness == CTL_STALE_WEIGHT;
-    const double f = weigh ? 1.0 / (1.0 + lag) : 1.0;
-    *score = R * f;
-    *se = weigh ? sqrt(se_R * se_R * f * f + R * R * f * f * f * f * var_l) : se_R;
+    *score = S;
+    *se = err;
     return 1;
 }
 
@@ -170,7 +169,7 @@ static int meas_close(ctl_policy_t *p, uint64_t rg, double *score, double *se)
     s->lag[s->level] = lw / R;
     s->scored_at[s->level] = rg;
     for (int i = 0; i < p->P; i++)
-        s->m.n[i] = 0, s->m.d[i] = s->m.d2[i] = s->m.l[i] = s->m.l2[i] = 0;
+        s->m.n[i] = 0, s->m.d[i] = s->m.d2[i] = s->m.l[i] = s->m.e[i] = s->m.e2[i] = 0;
     s->m.rounds = 0;
     return 1;
 }

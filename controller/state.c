@@ -37,11 +37,12 @@ int state_alloc(struct ctl_state *s, int P, int window, int cost_n)
     s->m.d = calloc(P, sizeof(double));
     s->m.d2 = calloc(P, sizeof(double));
     s->m.l = calloc(P, sizeof(double));
-    s->m.l2 = calloc(P, sizeof(double));
+    s->m.e = calloc(P, sizeof(double));
+    s->m.e2 = calloc(P, sizeof(double));
     s->m.skip = calloc(P, 1);
     if (!s->w_max || !s->w_fresh || !s->w_active || !s->w_nmax || !s->w_nfresh || !s->w_nfree || !s->w_tau ||
         !s->ns || !s->cost || !s->cost_cnt || !s->cost_pos || !s->act || !s->gsince || !s->m.n || !s->m.d ||
-        !s->m.d2 || !s->m.l || !s->m.l2 || !s->m.skip) {
+        !s->m.d2 || !s->m.l || !s->m.e || !s->m.e2 || !s->m.skip) {
         state_free(s);
         return CTL_ERR_NOMEM;
     }
@@ -52,7 +53,7 @@ void state_free(struct ctl_state *s)
 {
     free(s->w_max); free(s->w_fresh); free(s->w_active); free(s->w_nmax); free(s->w_nfresh);
     free(s->w_nfree); free(s->w_tau); free(s->ns); free(s->cost); free(s->cost_cnt); free(s->cost_pos);
-    free(s->act); free(s->gsince); free(s->m.n); free(s->m.d); free(s->m.d2); free(s->m.l); free(s->m.l2);
+    free(s->act); free(s->gsince); free(s->m.n); free(s->m.d); free(s->m.d2); free(s->m.l); free(s->m.e); free(s->m.e2);
     free(s->m.skip);
     memset(s, 0, sizeof *s);
 }
@@ -111,7 +112,8 @@ static int fields(struct ctl_state *s, fld_t *f)
     ARR(w_nfresh, W, '4'); ARR(w_nfree, W, '4'); ARR(w_tau, W, '1');
     ARR(ns, P, '4'); ARR(cost, P * (size_t)s->cost_n, 'f'); ARR(cost_cnt, P, '4'); ARR(cost_pos, P, '4');
     ARR(act, P, '1'); ONE(cost_seen, '4');
-    ARR(m.n, P, '4'); ARR(m.d, P, 'd'); ARR(m.d2, P, 'd'); ARR(m.l, P, 'd'); ARR(m.l2, P, 'd');
+    ARR(m.n, P, '4'); ARR(m.d, P, 'd'); ARR(m.d2, P, 'd'); ARR(m.l, P, 'd'); ARR(m.e, P, 'd');
+    ARR(m.e2, P, 'd');
     ARR(m.skip, P, '1'); ONE(m.rounds, '4'); ARR(gsince, P, '4');
     ARR(score, NLV, 'd'); ARR(se, NLV, 'd'); ARR(pool_w, NLV, 'd'); ARR(rate, NLV, 'd'); ARR(lag, NLV, 'd'); ARR(scored_at, NLV, '8');
     ONE(phase, '4'); ARR(queue, NLV, '4'); ONE(nqueue, '4'); ONE(incumbent, '4'); ONE(grads, '8'); ONE(next_probe, '8');
@@ -246,8 +248,8 @@ static int validate(const struct ctl_state *s, char *err, size_t n)
         for (int k = 0; k < N; k++)
             if (!(s->cost[(size_t)i * N + k] >= 0) || !isfinite(s->cost[(size_t)i * N + k]))
                 return bad(err, n, "rank %d: step time %d is negative or not finite", i, k);
-        const double m[4] = { s->m.d[i], s->m.d2[i], s->m.l[i], s->m.l2[i] };
-        for (int k = 0; k < 4; k++)
+        const double m[5] = { s->m.d[i], s->m.d2[i], s->m.l[i], s->m.e[i], s->m.e2[i] };
+        for (int k = 0; k < 5; k++)
             if (!(m[k] >= 0) || !isfinite(m[k])) return bad(err, n, "rank %d: measured cycle times or lags are negative or not finite", i);
     }
     if (s->cost_seen < 0 || s->cost_seen > 1) return bad(err, n, "cost_seen %d is not 0 or 1", s->cost_seen);

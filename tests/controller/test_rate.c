@@ -5,8 +5,8 @@
  *
  * What "decides right" means here does not come from the rule: each scenario is also run under the
  * three static rules, and the true score of a rule is what it delivered over the whole run --
- * gradients per unit of time, discounted by the mean lag of its gradients in sync steps, i.e. the
- * quantity the rule estimates in its probes. The adaptive run must spend most of its time in a
+ * the gradients it took per unit of time, each counted at its worth 1/(1+lag^2) (lag: its age in
+ * sync steps; staleness=quadratic, the default), i.e. the quantity the rule estimates in probes. The adaptive run must spend most of its time in a
  * rule whose true score is within 5% of the best one (the rule is allowed to keep the less stale
  * of two rules the noise cannot tell apart), switch rarely, and never depend on P, the scale of
  * the step times or the noise beyond that.
@@ -57,7 +57,7 @@ static void run_scen(const char *spec, const scen_t *sc, uint64_t from, outcome_
     sim_start(&g, sc->jitter, sc->lat);
     sim_report_cycles(&g);
     uint32_t gsince[MAXP] = {0};
-    double lag_sum = 0, t_prev = 0, t_from = 0;
+    double lag_sum = 0, worth = 0, t_prev = 0, t_from = 0;
     uint64_t grads = 0, lag_n = 0;
     for (uint64_t r = 0; r < sc->N; r++) {
         if (sc->change_at && r == sc->change_at) g.period[0] = sc->change_to;
@@ -78,7 +78,12 @@ static void run_scen(const char *spec, const scen_t *sc, uint64_t from, outcome_
             uint32_t nf = 0;
             for (int p = 0; p < sc->P; p++) nf += rec->fresh[p];
             for (int p = 0; p < sc->P; p++)
-                if (rec->fresh[p]) { lag_sum += (double)gsince[p] / sc->P; lag_n++; }
+                if (rec->fresh[p]) {
+                    double lag = (double)gsince[p] / sc->P;
+                    lag_sum += lag;
+                    worth += 1 / (1 + lag * lag);
+                    lag_n++;
+                }
             grads += nf;
         }
         uint32_t nf = 0;
@@ -89,7 +94,7 @@ static void run_scen(const char *spec, const scen_t *sc, uint64_t from, outcome_
     o->total = t_prev - t_from;
     o->rate = grads / o->total;
     o->lag = lag_n ? lag_sum / lag_n : 0;
-    o->score = o->rate / (1 + o->lag);
+    o->score = worth / o->total;
     ctl_policy_stats_t st;
     ctl_policy_stats(pol, &st);
     o->final_mode = st.mode;
