@@ -23,8 +23,14 @@ ALL_BINS  += $(B)/bench/pcoll-sim $(B)/bench/pcoll-sim-calibrate
 TEST_BINS += $(B)/tests/test_sim
 
 .PHONY: bench-sim
-# make bench-sim: the model from P=4 to 4,096 (flat and tree activation), table + JSON
+# make bench-sim: the model without skew from P=4 to 4,096 (flat vs tree activation), and under
+# linear skew and log-normal delays to P=1,024 (a partial rule under skew runs about one round
+# per deposit, so the model's cost grows as P^2 per iteration); table, JSON and the figure.
+SIM_COST = $(if $(wildcard $(B)/bench/sim-cost.json),--cost $(B)/bench/sim-cost.json,)
 bench-sim: $(B)/bench/pcoll-sim
 	$(B)/bench/pcoll-sim --P 4,8,16,32,64,128,256,512,1024,2048,4096 --iters 16 --warmup 2 \
-	  --imbalance none --imbalance linear:unit=1 --imbalance lognormal:mean=5,std=2 \
-	  $(if $(wildcard $(B)/bench/sim-cost.json),--cost $(B)/bench/sim-cost.json,) --json $(B)/bench/sim.json
+	  --imbalance none $(SIM_COST) --json $(B)/bench/sim-none.json
+	$(B)/bench/pcoll-sim --P 4,8,16,32,64,128,256,512,1024 --iters 16 --warmup 2 \
+	  --imbalance linear:unit=1 --imbalance lognormal:mean=5,std=2 $(SIM_COST) --json $(B)/bench/sim-skew.json
+	jq -s '.[0] + {results: (.[0].results + .[1].results)}' $(B)/bench/sim-none.json $(B)/bench/sim-skew.json > $(B)/bench/sim.json
+	sh collectives/sim/plot.sh $(B)/bench/sim.json $(B)/bench/figures $(wildcard $(B)/bench/collectives-p*.json)
