@@ -650,6 +650,64 @@ static void hash_decision(uint64_t *h, uint64_t r, uint64_t e, int what, const p
     for (int j = 0; j < nr->nwait; j++) fnv(h, (uint64_t)nr->wait[j]);
 }
 
+/* The gain's range and mean over the rounds where it was defined. */
+static void note_gain(ctl_policy_stats_t *st, double gain)
+{
+    if (isnan(gain)) return;
+    if (st->gain_n == 0 || gain < st->gain_min) st->gain_min = gain;
+    if (st->gain_n == 0 || gain > st->gain_max) st->gain_max = gain;
+    st->gain_sum += gain;
+    st->gain_n++;
+}
+
+/* The decision made observing round r (what: CTL_DEC_* bits; level verdict v, wait set p->tmp[0..nw)):
+ * switch bookkeeping, the new rule, the hash, and *out (old rule: a copy of the wait set, so the
+ * caller sees it after it is overwritten). */
+static void commit(ctl_policy_t *p, uint64_t r, int what, const verdict_t *v, int nw, const sig_t *g,
+                   const char *wwhy, ctl_decision_t *out)
+{
+    struct ctl_state *s = &p->s;
+    const uint64_t e = r + (uint64_t)p->c.lag, eg = s->base + e;
+    pcoll_rule_t oldr, newr;
+    level_rule(p, s->level, &oldr);
+    memcpy(p->old_wait, p->wait, p->nwait * sizeof(int));
+    p->old_nwait = p->nwait;
+    oldr.nwait = p->old_nwait;
+    oldr.wait = p->old_nwait ? p->old_wait : NULL;
+    qsort(p->tmp, nw, sizeof(int), cmp_int);
+    memcpy(p->wait, p->tmp, nw * sizeof(int));
+    p->nwait = nw;
+    if (what & CTL_DEC_MODE) {
+        if (p->c.rule == CTL_RULE_RATE) rate_switched(p, s->level, v->to, v->probe);
+        else thresholds_switched(p, v->to, v, eg);
+        if (v->probe) p->st.probes++;
+        s->prev_level = s->level;
+        s->level = v->to;
+        s->mode_from = eg;
+        window_reset(s);
+        p->st.mode_switches++;
+    }
+    if (what & CTL_DEC_WAIT) p->st.wait_changes++;
+    p->st.decisions++;
+    p->rule_from = e;   /* wait-only decisions do not restart the window */
+    level_rule(p, s->level, &newr);
+    newr.nwait = p->nwait;
+    newr.wait = p->nwait ? p->wait : NULL;
+    hash_decision(&p->hash, r, e, what, &newr);
+    if (!out) return;
+    memset(out, 0, sizeof *out);
+    out->round = r;
+    out->effective = e;
+    out->what = what;
+    out->old_rule = oldr;
+    out->new_rule = newr;
+    out->L = g->L; out->A = g->A; out->F = g->F; out->T = g->T; out->gain = g->gain;
+    if ((what & CTL_DEC_MODE) && nw) snprintf(out->reason, sizeof out->reason, "%s; %s", v->why, wwhy);
+    else if (what & CTL_DEC_MODE) snprintf(out->reason, sizeof out->reason, "%s", v->why);
+    else if (nw) snprintf(out->reason, sizeof out->reason, "%s", wwhy);
+    else snprintf(out->reason, sizeof out->reason, "wait set cleared");
+}
+
 int ctl_policy_observe(ctl_policy_t *p, const pcoll_record_t *rec, ctl_decision_t *out)
 {
     if (!p || !rec) return CTL_ERR_ARG;
@@ -658,7 +716,7 @@ int ctl_policy_observe(ctl_policy_t *p, const pcoll_record_t *rec, ctl_decision_
     const ctl_policy_cfg_t *c = &p->c;
     struct ctl_state *s = &p->s;
     const uint64_t r = rec->round, rg = s->base + r;   /* local and global round */
-    const uint64_t e = r + (uint64_t)c->lag, eg = rg + (uint64_t)c->lag;
+    const uint64_t e = r + (uint64_t)c->lag;
 
     /* 1. what the round says: window row, step times, tau, rate measurement */
     wrow_t row = count_round(p, rec);
@@ -668,12 +726,7 @@ int ctl_policy_observe(ctl_policy_t *p, const pcoll_record_t *rec, ctl_decision_
     sig_t g = signals(s);
     int rate_rule = c->kind == CTL_ADAPTIVE && c->rule == CTL_RULE_RATE;
     if (rate_rule) g.gain = NAN;   /* its costs are cycle times (ctl_step_cost): no gain in them */
-    if (!isnan(g.gain)) {
-        if (p->st.gain_n == 0 || g.gain < p->st.gain_min) p->st.gain_min = g.gain;
-        if (p->st.gain_n == 0 || g.gain > p->st.gain_max) p->st.gain_max = g.gain;
-        p->st.gain_sum += g.gain;
-        p->st.gain_n++;
-    }
+    note_gain(&p->st, g.gain);
     if (rate_rule) rate_observe(p, rec, (int)row.active);
 
     /* 2. the level */
@@ -695,48 +748,7 @@ int ctl_policy_observe(ctl_policy_t *p, const pcoll_record_t *rec, ctl_decision_
     p->st.rounds++;
     if (!what) return 0;
 
-    /* 4. commit: old rule (a copy of the wait set: the caller sees it after we overwrite), switch
-     * bookkeeping, new rule, hash */
-    pcoll_rule_t oldr, newr;
-    level_rule(p, s->level, &oldr);
-    memcpy(p->old_wait, p->wait, p->nwait * sizeof(int));
-    p->old_nwait = p->nwait;
-    oldr.nwait = p->old_nwait;
-    oldr.wait = p->old_nwait ? p->old_wait : NULL;
-    qsort(p->tmp, nw, sizeof(int), cmp_int);
-    memcpy(p->wait, p->tmp, nw * sizeof(int));
-    p->nwait = nw;
-    if (what & CTL_DEC_MODE) {
-        if (rate_rule) rate_switched(p, s->level, v.to, v.probe);
-        else thresholds_switched(p, v.to, &v, eg);
-        if (v.probe) p->st.probes++;
-        s->prev_level = s->level;
-        s->level = v.to;
-        s->mode_from = eg;
-        window_reset(s);
-        p->st.mode_switches++;
-    }
-    if (what & CTL_DEC_WAIT) p->st.wait_changes++;
-    p->st.decisions++;
-    p->rule_from = e;   /* wait-only decisions do not restart the window */
-    level_rule(p, s->level, &newr);
-    newr.nwait = p->nwait;
-    newr.wait = p->nwait ? p->wait : NULL;
-    hash_decision(&p->hash, r, e, what, &newr);
-
-    if (out) {
-        memset(out, 0, sizeof *out);
-        out->round = r;
-        out->effective = e;
-        out->what = what;
-        out->old_rule = oldr;
-        out->new_rule = newr;
-        out->L = g.L; out->A = g.A; out->F = g.F; out->T = g.T; out->gain = g.gain;
-        if ((what & CTL_DEC_MODE) && nw) snprintf(out->reason, sizeof out->reason, "%s; %s", v.why, wwhy);
-        else if (what & CTL_DEC_MODE) snprintf(out->reason, sizeof out->reason, "%s", v.why);
-        else if (nw) snprintf(out->reason, sizeof out->reason, "%s", wwhy);
-        else snprintf(out->reason, sizeof out->reason, "wait set cleared");
-    }
+    commit(p, r, what, &v, nw, &g, wwhy, out);
     return 1;
 }
 
