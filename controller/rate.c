@@ -8,7 +8,12 @@
  *     the discount). Staler gradients are never taken on a difference the noise could explain.
  *   Z_CHANGE = 3: a settled choice is re-probed at once when a new measurement of it lies more than
  *     3 standard errors from the one it was chosen on (the usual control-chart limit: about one
- *     false alarm in 370 measurements), e.g. when a rank becomes slow in the middle of a run. */
+ *     false alarm in 370 measurements), e.g. when a rank becomes slow in the middle of a run.
+ * The other numbers are counts of the run's own events, not thresholds on what it measures:
+ * `window` (deposits, and rounds in partial levels, per measurement), `probe` and `probe_max`
+ * (sync rounds' worth of gradients between probes), and 2 deposits of every rank (the fewest a
+ * spread can be estimated from). The worth of a stale gradient (key staleness) is a modelling
+ * choice without a constant (worth() below). */
 #include "controller/policy_impl.h"
 
 #include <math.h>
