@@ -519,7 +519,8 @@ int main(int argc, char **argv) {
             double t2 = now();
             acc.loss_sum += loss; acc.loss_n++;
             acc.correct += top1; acc.seen += b->n;
-            /* the step time travels with the deposit: the controller estimates from it what sync costs */
+            /* the step time (or, for rule=rate, the time since the previous deposit) travels with
+             * the deposit: the controller measures from it what each mode costs (ctl_step_cost) */
             rc = pcoll_set_cost(h, ctl_step_cost(forced_sync ? &cc_sync.policy : &cc.policy, t2 - t0, t2 - t_dep));
             if (rc) die("pcoll_set_cost", pcoll_last_error(h));
             t_dep = t2;
@@ -580,8 +581,9 @@ int main(int argc, char **argv) {
                 json_array_append_new(jswitch, o);
                 if (!C.quiet) printf("  controller: epoch %d round %llu: %s\n", epoch + 1, (unsigned long long)sw[i].round, sw[i].reason);
             }
-        /* adaptive: the next epoch continues where this one ended -- mode, LIGHT block, sync spell
-         * (the policy is a pure function of the records, so every rank carries over the same) */
+        /* adaptive: the next epoch continues the controller's whole state (ctl_state_t: mode, probes,
+         * window, measurements); the policy is a pure function of the records, so every rank
+         * carries over the same */
         if (cc.policy.kind == CTL_ADAPTIVE && !forced_sync) {
             ctl_state_free(carried);
             if (!(carried = ctl_state(ctl))) die("controller", "out of memory (controller state)");
