@@ -53,16 +53,21 @@ pcoll_init() {
   if [ "$(id -u)" = 0 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   fi
-  local nodes=${SLURM_JOB_NUM_NODES:-1} cores
+  local nodes=${SLURM_JOB_NUM_NODES:-1} cores per_node
   cores=$(nproc 2>/dev/null || echo 1)
+  per_node=$(( (RANKS + nodes - 1) / nodes ))
+  export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
   if [ "$nodes" = 1 ]; then
     # one node: shared memory only (there is no InfiniBand device for UCX on these machines)
     export OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader} OMPI_MCA_pml=${OMPI_MCA_pml:-ob1}
-    export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
-    # more ranks than cores: spin-waiting ranks steal the cores (8-rank allreduce 6 ms instead of 0.1)
-    if [ "$RANKS" -gt "$cores" ]; then
-      export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_rmaps_base_oversubscribe=1
-    fi
+  elif [ -z "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
+    # several nodes without an RDMA device: TCP between nodes, shared memory within one
+    export OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader,tcp} OMPI_MCA_pml=${OMPI_MCA_pml:-ob1}
+  fi
+  # more ranks on a node than it has cores: spin-waiting ranks steal the cores (8-rank allreduce
+  # 6 ms instead of 0.1)
+  if [ "$per_node" -gt "$cores" ]; then
+    export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_rmaps_base_oversubscribe=1
   fi
 
   if [ -z "${LAUNCHER:-}" ]; then
@@ -77,12 +82,21 @@ pcoll_init() {
   fi
 }
 
+pcoll_hosts() {  # the job's host names, comma separated (scontrol expands a Slurm node list)
+  if [ -n "${SLURM_JOB_NODELIST:-}" ] && command -v scontrol >/dev/null; then
+    scontrol show hostnames "$SLURM_JOB_NODELIST" 2>/dev/null | paste -sd, -
+  else
+    hostname -s
+  fi
+}
+
 pcoll_rundir() {  # create $RUN_DIR and its job.txt (after the checks, so a failed check leaves nothing)
   [ -f "$RUN_DIR/job.txt" ] && return 0
   mkdir -p "$RUN_DIR" || pcoll_die "cannot create $RUN_DIR"
   {
     echo "experiment=$EXPERIMENT"; echo "job_id=$JOB_ID"; echo "ranks=$RANKS"
     echo "launcher=$LAUNCHER"; echo "nodelist=${SLURM_JOB_NODELIST:-$(hostname -s)}"
+    echo "nodes=$(pcoll_hosts)"; echo "ompi_btl=${OMPI_MCA_btl:-}"; echo "ompi_pml=${OMPI_MCA_pml:-}"
     echo "mode=${MODE:-}"; echo "imbalance=${IMBALANCE:-}"; echo "data=${DATA:-}"
     echo "epochs=${EPOCHS:-}"; echo "tau=${TAU:-}"; echo "extra=${EXTRA:-}"; echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "git=$(git -C "$PCOLL_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
