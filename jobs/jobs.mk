@@ -10,3 +10,10 @@ slurm-test: $(B)/bin/eager-train $(B)/bench/bench_collectives $(B)/bin/pcoll-val
 	@B=$(B) T='^jobs_slurm' bash tests/run.sh
 jobs-test: build-all
 	@B=$(B) T='^jobs_' bash tests/run.sh
+
+# tests/jobs/gen_data: small CIFAR-10 / ImageNet / UCF101 data sets in their real formats for
+# tests/jobs/scripts_test.sh (the file writers of tests/data/testutil.c)
+$(B)/tests/jobs_gen_data: tests/jobs/gen_data.c $(B)/tests/data/testutil.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -ljpeg -lz $(LDLIBS)
+TEST_BINS += $(B)/tests/jobs_gen_data

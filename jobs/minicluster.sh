@@ -24,7 +24,9 @@
 # Slurm 22.05 (Debian 12: slurmctld slurmd slurm-client, or slurm-wlm), munge and iproute2.
 # Environment: MINICLUSTER_PORT (slurmctld port, default 16817; slurmd uses PORT+1),
 #   MINICLUSTER_AUTH=munge|none (default munge: munged started by hand with a key in DIR;
-#   none: auth/none + cred/none, no munge needed).
+#   none: auth/none + cred/none, no munge needed), MINICLUSTER_GPUS (default 0: GPUs declared per
+#   node as a generic resource count without device files, so that scripts asking for
+#   --gpus-per-task are scheduled; the jobs see no GPU).
 # Settings from DESIGN.md section 7: ProctrackType=proctrack/linuxproc, TaskPlugin=task/none,
 # no accounting database (job states come from `scontrol show job`, kept MinJobAge seconds).
 set -euo pipefail
@@ -139,14 +141,15 @@ down() {
   echo "minicluster: down ($dir)"
 }
 
-node_conf() {  # node_conf NODES CPUS: the NodeName and PartitionName lines
-  local nodes=$1 cpus=$2 i
+node_conf() {  # node_conf NODES CPUS GPUS: the NodeName and PartitionName lines
+  local nodes=$1 cpus=$2 gres="" i
+  [ "$3" -gt 0 ] && gres=" Gres=gpu:$3"
   if [ "$nodes" = 1 ]; then
-    echo "NodeName=$(hostname -s) NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN"
+    echo "NodeName=$(hostname -s) NodeAddr=127.0.0.1 CPUs=$cpus$gres State=UNKNOWN"
     echo "PartitionName=debug Nodes=$(hostname -s) Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO"
     return
   fi
-  for i in $(seq "$nodes"); do echo "NodeName=pcnode$i NodeAddr=$NET.$((i + 1)) CPUs=$cpus State=UNKNOWN"; done
+  for i in $(seq "$nodes"); do echo "NodeName=pcnode$i NodeAddr=$NET.$((i + 1)) CPUs=$cpus$gres State=UNKNOWN"; done
   echo "PartitionName=debug Nodes=pcnode[1-$nodes] Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO"
 }
 
@@ -172,6 +175,8 @@ start_slurmd() {  # start_slurmd NODE NODES: in the node's namespaces when NODES
 
 up() {
   local cpus=${3:-8} nodes=${4:-1} port=${MINICLUSTER_PORT:-16817} auth=${MINICLUSTER_AUTH:-munge}
+  local gpus=${MINICLUSTER_GPUS:-0}
+  case "$gpus" in ''|*[!0-9]*) die "MINICLUSTER_GPUS='$gpus' is not a count";; esac
   local host ctladdr=127.0.0.1 b
   host=$(hostname -s)
   case "$nodes" in ''|*[!0-9]*|0) die "NODES='$nodes' is not a positive integer";; esac
@@ -238,8 +243,15 @@ MinJobAge=600
 KillWait=5
 InactiveLimit=0
 SlurmdTimeout=60
-$(node_conf "$nodes" "$cpus")
+GresTypes=gpu
+$(node_conf "$nodes" "$cpus" "$gpus")
 EOF
+  # declared GPUs: placeholder files DIR/gpu/<i> (Slurm drops a GPU without a File), never opened
+  : >"$dir/gres.conf"
+  if [ "$gpus" -gt 0 ]; then
+    mkdir -p "$dir/gpu"
+    for b in $(seq 0 $((gpus - 1))); do : >"$dir/gpu/$b"; echo "Name=gpu File=$dir/gpu/$b" >>"$dir/gres.conf"; done
+  fi
   # the pmix plugin's per-step folders (else /tmp/spmix_appdir_*)
   echo "PMIxCliTmpDirBase=$dir/tmp" >"$dir/mpi.conf"
   printf 'export SLURM_CONF=%q\n' "$dir/slurm.conf" >"$dir/env"
@@ -263,7 +275,7 @@ EOF
   [ "$idle" = "$nodes" ] || {
     tail -n 20 "$dir/log/slurmctld.log" "$dir"/log/slurmd-*.log >&2 || true
     down; die "nodes ${names[*]} not all idle after 15 s (states: '${state}')"; }
-  echo "minicluster: up in $dir: $nodes node(s) ${names[*]}, $cpus CPUs each, auth/$auth, port $port (. $dir/env)"
+  echo "minicluster: up in $dir: $nodes node(s) ${names[*]}, $cpus CPUs$([ "$gpus" = 0 ] || echo " + $gpus GPU slots") each, auth/$auth, port $port (. $dir/env)"
 }
 
 case "$cmd" in

@@ -1,6 +1,6 @@
 #!/bin/bash
 # tests/jobs/nodes_test.sh: the jobs_slurm_nodes line of tests/jobs.tests (part of make slurm-test).
-# A two-node Slurm cluster on this machine (jobs/minicluster.sh up DIR 4 2: each node's slurmd in
+# A two-node Slurm cluster on this machine (jobs/minicluster.sh up DIR 8 2: each node's slurmd in
 # its own network and UTS namespace, joined by veths on a bridge; slurmctld and munged shared), then
 #   0. the nodes: srun on both gives two host names, and neither node has a route out of its /24
 #   1. the Fig. 9 benchmark      sbatch -N 2 -n 4 jobs/allreduce.sbatch     (8 iterations)
@@ -19,7 +19,7 @@ set -uo pipefail
 # shellcheck source=tests/jobs/slurm_lib.sh
 . "$(dirname "$0")/slurm_lib.sh"
 slurm_setup "SLURM TWO-NODE TEST"
-cluster_up 2 4
+cluster_up 2 8  # room for the three jobs at once
 rc=$?
 if [ $rc = 3 ]; then
   echo "SLURM TWO-NODE TEST NOT RUN: this machine forbids network namespaces ($(grep -o 'namespaces unavailable: .*' <<<"$cluster_msg" | tail -n 1))"
