@@ -71,6 +71,10 @@ syntax)
   chk allreduce --ntasks=32; chk hyperplane --ntasks=8; chk imagenet --ntasks=64; chk imagenet --gpus-per-task=1
   chk cifar10 --ntasks=8; chk cifar10 --gpus-per-task=1; chk ucf101 --ntasks=8; chk ucf101 --gpus-per-task=1
   chk fmnist --ntasks=4
+  # the epochs fmnist.sbatch documents are the trainer's fmnist preset (trainer/config.c's table)
+  want=$(sed -n 's/^ *{"fmnist", "[^"]*", "fmnist", "\([0-9]*\)".*/\1/p' trainer/config.c)
+  [ -n "$want" ] || fail "trainer/config.c: no fmnist preset line found"
+  grep -q "trainer's fmnist preset, $want epochs" jobs/fmnist.sbatch || fail "jobs/fmnist.sbatch does not document the trainer's $want fmnist epochs"
   grep -q 'random:k=2,d=320' jobs/imagenet.sbatch && grep -q 'inherent:unit=' jobs/ucf101.sbatch || fail "paper imbalance defaults"
   if command -v shellcheck >/dev/null; then shellcheck -S warning -x -e SC1090,SC1091 jobs/*.sh jobs/*.sbatch tests/jobs/*.sh || fail shellcheck; fi
   echo "PASS";;
