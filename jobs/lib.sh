@@ -17,6 +17,9 @@
 #   EPOCHS      --epochs (default: the trainer's paper default for the experiment)
 #   SEED        --seed
 #   TAU         --tau (staleness bound: a rank rejected TAU rounds in a row is waited for)
+#   DEVICE      --device: cpu | cuda | auto (cuda when `nvidia-smi -L` lists a GPU on the node that
+#               runs the script, else cpu, said on stderr). The GPU scripts (cifar10, imagenet,
+#               ucf101) default to auto; unset elsewhere: the trainer's cpu
 #   OUT         results root (default: <repo>/results/runs); runs go to $OUT/<experiment>/<jobid>/
 #   EXTRA       more eager-train (or bench_collectives) arguments, word-split
 #   B           build folder (default: build)
@@ -98,7 +101,7 @@ pcoll_rundir() {  # create $RUN_DIR and its job.txt (after the checks, so a fail
     echo "launcher=$LAUNCHER"; echo "nodelist=${SLURM_JOB_NODELIST:-$(hostname -s)}"
     echo "nodes=$(pcoll_hosts)"; echo "ompi_btl=${OMPI_MCA_btl:-}"; echo "ompi_pml=${OMPI_MCA_pml:-}"
     echo "mode=${MODE:-}"; echo "imbalance=${IMBALANCE:-}"; echo "data=${DATA:-}"
-    echo "epochs=${EPOCHS:-}"; echo "tau=${TAU:-}"; echo "extra=${EXTRA:-}"; echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "epochs=${EPOCHS:-}"; echo "tau=${TAU:-}"; echo "device=${DEVICE:-}"; echo "extra=${EXTRA:-}"; echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "git=$(git -C "$PCOLL_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
   } >"$RUN_DIR/job.txt"
   echo "$PCOLL_SCRIPT: job $JOB_ID, $RANKS ranks via $LAUNCHER, results in $RUN_DIR"
@@ -123,6 +126,11 @@ pcoll_need_data() {  # PATH HINT
 
 pcoll_train() {
   pcoll_need_bin bin/eager-train
+  if [ "${DEVICE:-}" = auto ]; then
+    DEVICE=cpu
+    if command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then DEVICE=cuda
+    else echo "$PCOLL_SCRIPT: no GPU listed by nvidia-smi on $(hostname -s): --device cpu" >&2; fi
+  fi
   pcoll_rundir
   local m name rc=0 r
   local -a args=(--experiment "$EXPERIMENT")
@@ -131,6 +139,7 @@ pcoll_train() {
   [ -n "${EPOCHS:-}" ] && args+=(--epochs "$EPOCHS")
   [ -n "${SEED:-}" ] && args+=(--seed "$SEED")
   [ -n "${TAU:-}" ] && args+=(--tau "$TAU")
+  [ -n "${DEVICE:-}" ] && args+=(--device "$DEVICE")
   IFS=, read -r -a modes <<<"${MODE:-sync}"
   for m in "${modes[@]}"; do
     name=${m//[^A-Za-z0-9_-]/}   # quorum:3 -> quorum3

@@ -8,9 +8,10 @@
 #   imagenet.sbatch    ImageNet-style JPEG tree, ResNet-50 at width 4 on 32 px crops, batch 16
 #   ucf101.sbatch      UCF101 feature files + classInd.txt + split lists, LSTM 16 units over 8 frames
 #   hyperplane.sbatch  synthetic: 256 features, 1024 samples
-# each with its script's default imbalance and 2 ranks (one per node). Checks: COMPLETED with exit
-# 0:0, every run's JSON validates (pcoll-validate) with the job id, the experiment, the data folder
-# and the script's default imbalance recorded, and pcoll-compare reads each results folder.
+# each with its script's defaults (imbalance; DEVICE=auto finds no GPU: cpu) and 2 ranks (one per
+# node). Checks: COMPLETED with exit
+# 0:0, every run's JSON validates (pcoll-validate) with the job id, the experiment, the data folder,
+# the script's default imbalance and device cpu recorded, and pcoll-compare reads each results folder.
 # (allreduce.sbatch and fmnist.sbatch: tests/jobs/nodes_test.sh and tests/jobs/slurm_test.sh.)
 # Exit: 0 pass, 1 fail, 77 skip (no Slurm / not root: one line says why).
 # Environment: B (build folder), KEEP=1 keeps the temp folder, MINICLUSTER_PORT, MINICLUSTER_AUTH.
@@ -60,11 +61,17 @@ for e in cifar10 imagenet ucf101 hyperplane; do
     [ "$(jq -r .config.mode "$d/$m.json")" = "$m" ] || fail "$d/$m.json: config.mode is not $m"
     got=$(jq -r .config.imbalance "$d/$m.json")
     [ "$got" = "$want" ] || fail "$d/$m.json: imbalance '$got', not the script's default '$want'"
+    # the GPU scripts' DEVICE=auto: no GPU on these nodes, so cpu (hyperplane: the trainer's cpu)
+    [ "$(jq -r .config.device "$d/$m.json")" = cpu ] || fail "$d/$m.json: device is not cpu"
     if [ -d "$T/data/$e" ]; then
       got=$(jq -r '.config["data-path"]' "$d/$m.json")
       [ "$got" = "$T/data/$e" ] || fail "$d/$m.json: data path '$got', not $T/data/$e"
     fi
   done
+  if [ -d "$T/data/$e" ]; then
+    grep -q "^device=cpu\$" "$d/job.txt" && grep -q "$e.sbatch: no GPU listed by nvidia-smi on pcnode1: --device cpu" "$T/out/${id[$e]}.out" \
+      || fail "$e: DEVICE=auto did not say it chose cpu (job.txt: $(grep '^device=' "$d/job.txt"))"
+  fi
   check_compare "$d" sync majority
   echo "$e (job ${id[$e]}): sync, majority valid, imbalance $want, pcoll-compare reads $d;" \
     "sync top-1 $(jq -r '.summary.final_test_top1 // "-"' "$d/sync.json"), $(jq -r .summary.wall_s "$d/sync.json") s"
