@@ -24,6 +24,9 @@
 #   EXTRA       more eager-train (or bench_collectives) arguments, word-split
 #   B           build folder (default: build)
 #   LAUNCHER    srun | mpirun (default: srun under Slurm when it has pmix, else mpirun)
+#   RESTARTS    restart a failed run up to N times from its last checkpoint on the ranks that
+#               remain (default 0; see pcoll_elastic); CKPT_EVERY (default 1) epochs between
+#               checkpoints. Under Slurm submit with --no-kill so that a dead node does not end the job
 #   PCOLL_JOB_ID  job id used in the results folder when not under Slurm (jobs/local.sh sets
 #               local-<timestamp>); under Slurm it is $SLURM_JOB_ID
 # Exit status of pcoll_train: the first failing run's, after all modes were tried.
@@ -107,12 +110,63 @@ pcoll_rundir() {  # create $RUN_DIR and its job.txt (after the checks, so a fail
   echo "$PCOLL_SCRIPT: job $JOB_ID, $RANKS ranks via $LAUNCHER, results in $RUN_DIR"
 }
 
-pcoll_launch() {
+pcoll_launch() {  # with RESTARTS, one dead rank ends the step at once (the others would wait for it)
   if [ "$LAUNCHER" = srun ]; then
-    srun --mpi=pmix -n "$RANKS" "$@"
+    local -a opts=()
+    [ "${RESTARTS:-0}" -gt 0 ] && opts+=(--kill-on-bad-exit=1)
+    [ -n "${PCOLL_EXCLUDE:-}" ] && opts+=(--exclude="$PCOLL_EXCLUDE")
+    srun --mpi=pmix -n "$RANKS" "${opts[@]}" "$@"
   else
     mpirun --oversubscribe --bind-to none -np "$RANKS" "$@"
   fi
+}
+
+# pcoll_elastic NAME PROG ARGS...: one training run, restarted up to $RESTARTS times (default 0)
+# when it fails. With RESTARTS > 0 the run checkpoints to $RUN_DIR/ckpt-NAME every $CKPT_EVERY
+# epochs (default 1) and a restart resumes from its latest.ckpt (from scratch when there is none
+# yet) on the ranks that remain: RANKS minus the ranks of the job's nodes that Slurm marks down,
+# fail or not responding (those nodes are excluded), or RANKS - 1 when every node is up (a rank
+# died; the launcher ended the others). Each restart is a line in job.txt and on stderr:
+#   restart.NAME.K=exit R, ranks P -> P', resumed after epoch E, lost S s
+# (S: seconds from the checkpoint it resumes from, or from the start, to the failure). RANKS is
+# restored afterwards. Returns the last launch's exit status.
+pcoll_elastic() {
+  local name=$1 k=0 r p0=$RANKS prev t0 tf dead per e lost ck
+  shift
+  case "${RESTARTS:-0}" in ''|*[!0-9]*) pcoll_die "RESTARTS='${RESTARTS}' is not a count";; esac
+  local -a opts=()
+  ck=$RUN_DIR/ckpt-$name
+  [ "${RESTARTS:-0}" -gt 0 ] && opts=(--ckpt-dir "$ck" --ckpt-every "${CKPT_EVERY:-1}")
+  t0=$(date +%s)
+  while :; do
+    pcoll_launch "$@" "${opts[@]}"
+    r=$?
+    [ $r -eq 0 ] || [ $k -ge "${RESTARTS:-0}" ] && break
+    tf=$(date +%s); k=$((k + 1)); prev=$RANKS
+    dead=""
+    if [ -n "${SLURM_JOB_NODELIST:-}" ] && command -v sinfo >/dev/null; then
+      dead=$(sinfo -h -N -n "$SLURM_JOB_NODELIST" -t down,fail,no_respond -o %N 2>/dev/null | sort -u | paste -sd, -)
+    fi
+    if [ -n "$dead" ]; then
+      per=$(( (p0 + ${SLURM_JOB_NUM_NODES:-1} - 1) / ${SLURM_JOB_NUM_NODES:-1} ))
+      RANKS=$(( RANKS - per * $(tr ',' '\n' <<<"$dead" | wc -l) ))
+      PCOLL_EXCLUDE=${PCOLL_EXCLUDE:+$PCOLL_EXCLUDE,}$dead
+    else
+      RANKS=$((RANKS - 1))
+    fi
+    [ "$RANKS" -ge 1 ] || { echo "$PCOLL_SCRIPT: $name: no ranks left to restart on" >&2; break; }
+    e=0; lost=$((tf - t0))
+    if [ -f "$ck/latest.ckpt" ]; then
+      e=$(find "$ck" -name 'ckpt-*.ckpt' -printf '%f\n' | sort | tail -n 1 | sed 's/^ckpt-0*\([0-9][0-9]*\)\.ckpt$/\1/')
+      lost=$((tf - $(stat -c %Y "$ck/latest.ckpt")))
+      [[ " ${opts[*]} " == *" --resume "* ]] || opts+=(--resume)
+    fi
+    echo "restart.$name.$k=exit $r, ranks $prev -> $RANKS$([ -n "$dead" ] && echo " (nodes $dead down)"), resumed after epoch $e, lost $lost s" \
+      | tee -a "$RUN_DIR/job.txt" | sed "s/^/$PCOLL_SCRIPT: /" >&2
+    t0=$tf
+  done
+  RANKS=$p0; PCOLL_EXCLUDE=""
+  return $r
 }
 
 pcoll_need_bin() {
@@ -147,7 +201,7 @@ pcoll_train() {
     [ "$m" = adaptive ] && [ -n "${POLICY_OPTS:-}" ] && margs+=(--policy-opts "$POLICY_OPTS")
     echo "$PCOLL_SCRIPT: $m -> $RUN_DIR/$name.json"
     # shellcheck disable=SC2086  # EXTRA is word-split on purpose
-    pcoll_launch "$B/bin/eager-train" "${args[@]}" "${margs[@]}" "$@" ${EXTRA:-} \
+    pcoll_elastic "$name" "$B/bin/eager-train" "${args[@]}" "${margs[@]}" "$@" ${EXTRA:-} \
       --out "$RUN_DIR/$name.json"
     r=$?
     if [ $r -ne 0 ]; then
