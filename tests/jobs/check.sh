@@ -58,17 +58,17 @@ elastic_local)
   # RESTARTS=1, 4 ranks, 3 epochs checkpointed every epoch: one rank killed in epoch 2, the script
   # resumes from epoch 1's checkpoint on 3 ranks and finishes; that equals a fresh 3-rank run
   # resumed from the same checkpoint (losses of epochs 2-3 and the final weights hash)
-  # (768 samples: 3 steps per rank and epoch; linear:unit=200 keeps epoch 2 longer than the 0.3 s
-  # the kill waits, on any machine: 3 x 600 ms of injected delay on the slowest rank)
-  a=(--limit-train 768 --limit-test 256 --epochs 3 --quiet)
-  export IMBALANCE=linear:unit=200
-  (OUT=$T/runs RANKS=4 RESTARTS=1 MODE=sync jobs/local.sh jobs/fmnist.sbatch "${a[@]}" 2>&1 | while IFS= read -r l; do echo "$(date +%T.%N | cut -c1-12) $l"; done >"$T/run.log"; echo "${PIPESTATUS[0]}" >"$T/rc") &
+  # (hyperplane, 64 features, 1024 samples: 4 steps per rank and epoch, and the script's default
+  # imbalance, one random rank waiting 300 ms per step, keeps epoch 2 longer than the 0.3 s the kill
+  # waits on any machine; the compute is negligible)
+  a=(--hp-features 64 --hp-samples 1024 --epochs 3 --quiet)
+  (OUT=$T/runs RANKS=4 RESTARTS=1 MODE=sync jobs/local.sh jobs/hyperplane.sbatch "${a[@]}" 2>&1 | while IFS= read -r l; do echo "$(date +%T.%N | cut -c1-12) $l"; done >"$T/run.log"; echo "${PIPESTATUS[0]}" >"$T/rc") &
   killed=""
   for _ in $(seq 1200); do  # up to 120 s: wait for epoch 1's checkpoint, then kill one rank
-    if compgen -G "$T/runs/fmnist/local-*/ckpt-sync/ckpt-0001.ckpt" >/dev/null; then
+    if compgen -G "$T/runs/hyperplane/local-*/ckpt-sync/ckpt-0001.ckpt" >/dev/null; then
       sleep 0.3
-      compgen -G "$T/runs/fmnist/local-*/ckpt-sync/ckpt-0002.ckpt" >/dev/null && fail "epoch 2 ended before the kill: nothing to test"
-      killed=$(pgrep -f "eager-train .*$T/runs/fmnist/" | tail -n 1)
+      compgen -G "$T/runs/hyperplane/local-*/ckpt-sync/ckpt-0002.ckpt" >/dev/null && fail "epoch 2 ended before the kill: nothing to test"
+      killed=$(pgrep -f "eager-train .*$T/runs/hyperplane/" | tail -n 1)
       [ -n "$killed" ] && kill -KILL "$killed" && echo "$(date +%T.%N | cut -c1-12) killed rank pid $killed"
       break
     fi
@@ -79,15 +79,15 @@ elastic_local)
   cat "$T/run.log"
   [ -n "$killed" ] || fail "no rank to kill (no checkpoint after epoch 1?)"
   [ "$(cat "$T/rc")" = 0 ] || fail "the restarted job exited $(cat "$T/rc")"
-  d=$(echo "$T"/runs/fmnist/local-*)
+  d=$(echo "$T"/runs/hyperplane/local-*)
   grep -q '^restart\.sync\.1=exit [1-9][0-9]*, ranks 4 -> 3, resumed after epoch 1, lost [0-9]* s$' "$d/job.txt" \
     || fail "job.txt has no restart line 'ranks 4 -> 3, resumed after epoch 1': $(grep restart "$d/job.txt")"
   "$B/bin/pcoll-validate" results/schema/run.schema.json "$d/sync.json" || fail "sync.json does not validate"
   [ "$(jq -r .environment.ranks "$d/sync.json")" = 3 ] || fail "the resumed run did not have 3 ranks"
   mkdir -p "$T/fresh" && cp "$d/ckpt-sync/ckpt-0001.ckpt" "$T/fresh/latest.ckpt"
-  OUT=$T/fresh RANKS=3 MODE=sync EXTRA="--ckpt-dir $T/fresh --resume" jobs/local.sh jobs/fmnist.sbatch "${a[@]}" >/dev/null 2>&1 \
+  OUT=$T/fresh RANKS=3 MODE=sync EXTRA="--ckpt-dir $T/fresh --resume" jobs/local.sh jobs/hyperplane.sbatch "${a[@]}" >/dev/null 2>&1 \
     || fail "the fresh 3-rank run from the checkpoint failed"
-  f=$(echo "$T"/fresh/fmnist/local-*/sync.json)
+  f=$(echo "$T"/fresh/hyperplane/local-*/sync.json)
   q='[.epochs[] | {epoch, train_loss, test_loss, weights_hash}]'
   [ "$(jq -c "$q" "$d/sync.json")" = "$(jq -c "$q" "$f")" ] \
     || fail "after the restart: $(jq -c "$q" "$d/sync.json"); fresh 3-rank run from the checkpoint: $(jq -c "$q" "$f")"
