@@ -62,7 +62,7 @@ elastic_local)
   # imbalance, one random rank waiting 300 ms per step, keeps epoch 2 longer than the 0.3 s the kill
   # waits on any machine; the compute is negligible)
   a=(--hp-features 64 --hp-samples 1024 --epochs 3 --quiet)
-  (OUT=$T/runs RANKS=4 RESTARTS=1 MODE=sync jobs/local.sh jobs/hyperplane.sbatch "${a[@]}" 2>&1 | while IFS= read -r l; do echo "$(date +%T.%N | cut -c1-12) $l"; done >"$T/run.log"; echo "${PIPESTATUS[0]}" >"$T/rc") &
+  (OUT=$T/runs RANKS=4 RESTARTS=1 MODE=sync jobs/local.sh jobs/hyperplane.sbatch "${a[@]}" 2>&1 | while IFS= read -r l; do echo "$(date +%T.%N | cut -c1-12) $l"; done >"$T/run.log"; r=${PIPESTATUS[0]}; echo "$(date +%T.%N | cut -c1-12) script exited $r" >>"$T/run.log"; echo "$r" >"$T/rc") &
   killed=""
   for _ in $(seq 1200); do  # up to 120 s: wait for epoch 1's checkpoint, then kill one rank
     if compgen -G "$T/runs/hyperplane/local-*/ckpt-sync/ckpt-0001.ckpt" >/dev/null; then
