@@ -24,9 +24,8 @@
 #   EXTRA       more eager-train (or bench_collectives) arguments, word-split
 #   B           build folder (default: build)
 #   LAUNCHER    srun | mpirun (default: srun under Slurm when it has pmix, else mpirun)
-#   RESTARTS    restart a failed run up to N times from its last checkpoint on the ranks that
-#               remain (default 0; see pcoll_elastic); CKPT_EVERY (default 1) epochs between
-#               checkpoints. Under Slurm submit with --no-kill so that a dead node does not end the job
+#   RESTARTS    restart a failed run up to N times from its last checkpoint on one rank fewer
+#               (default 0; see pcoll_elastic); CKPT_EVERY (default 1) epochs between checkpoints
 #   PCOLL_JOB_ID  job id used in the results folder when not under Slurm (jobs/local.sh sets
 #               local-<timestamp>); under Slurm it is $SLURM_JOB_ID
 # Exit status of pcoll_train: the first failing run's, after all modes were tried.
@@ -114,24 +113,42 @@ pcoll_launch() {  # with RESTARTS, one dead rank ends the step at once (the othe
   if [ "$LAUNCHER" = srun ]; then
     local -a opts=()
     [ "${RESTARTS:-0}" -gt 0 ] && opts+=(--kill-on-bad-exit=1)
-    [ -n "${PCOLL_EXCLUDE:-}" ] && opts+=(--exclude="$PCOLL_EXCLUDE")
     srun --mpi=pmix -n "$RANKS" "${opts[@]}" "$@"
   else
     mpirun --oversubscribe --bind-to none -np "$RANKS" "$@"
   fi
 }
 
+pcoll_down_nodes() {  # under Slurm: the job's nodes marked down, fail or not responding (comma list)
+  sinfo -h -N -n "$SLURM_JOB_NODELIST" -t down,fail,no_respond -o %N 2>/dev/null | sort -u | paste -sd, -
+}
+
+pcoll_settle() {  # under Slurm, after a failed step: wait until Slurm has its verdict, i.e. no
+  # step of this job is left, or one of its nodes is marked down (a dead node answers no ping:
+  # after the cluster's SlurmdTimeout); at most 2 x SlurmdTimeout
+  local limit i
+  limit=$(scontrol show config 2>/dev/null | sed -n 's/^SlurmdTimeout *= *\([0-9]*\) sec.*/\1/p')
+  limit=${limit:-300}
+  for ((i = 0; i < 4 * limit; i++)); do
+    squeue -h -s -j "$SLURM_JOB_ID" -o %i 2>/dev/null | grep -q '^[0-9]*\.[0-9]*$' || return 0
+    [ -n "$(pcoll_down_nodes)" ] && return 0
+    sleep 0.5
+  done
+  echo "$PCOLL_SCRIPT: a step of job $SLURM_JOB_ID is still listed after $((2 * limit)) s" >&2
+}
+
 # pcoll_elastic NAME PROG ARGS...: one training run, restarted up to $RESTARTS times (default 0)
 # when it fails. With RESTARTS > 0 the run checkpoints to $RUN_DIR/ckpt-NAME every $CKPT_EVERY
 # epochs (default 1) and a restart resumes from its latest.ckpt (from scratch when there is none
-# yet) on the ranks that remain: RANKS minus the ranks of the job's nodes that Slurm marks down,
-# fail or not responding (those nodes are excluded), or RANKS - 1 when every node is up (a rank
-# died; the launcher ended the others). Each restart is a line in job.txt and on stderr:
+# yet) on one rank fewer (a rank died; srun --kill-on-bad-exit or mpirun ended the others). Under
+# Slurm it first waits for Slurm's verdict on the failed step (pcoll_settle); when one of the job's
+# nodes is down it stops with a message instead (no restart inside this allocation). Each restart
+# is a line in job.txt and on stderr:
 #   restart.NAME.K=exit R, ranks P -> P', resumed after epoch E, lost S s
 # (S: seconds from the checkpoint it resumes from, or from the start, to the failure). RANKS is
 # restored afterwards. Returns the last launch's exit status.
 pcoll_elastic() {
-  local name=$1 k=0 r p0=$RANKS prev t0 tf dead per e lost ck
+  local name=$1 k=0 r p0=$RANKS prev t0 tf dead e lost ck
   shift
   case "${RESTARTS:-0}" in ''|*[!0-9]*) pcoll_die "RESTARTS='${RESTARTS}' is not a count";; esac
   local -a opts=()
@@ -143,16 +160,16 @@ pcoll_elastic() {
     r=$?
     [ $r -eq 0 ] || [ $k -ge "${RESTARTS:-0}" ] && break
     tf=$(date +%s); k=$((k + 1)); prev=$RANKS
-    dead=""
+    RANKS=$((RANKS - 1))
     if [ -n "${SLURM_JOB_NODELIST:-}" ] && command -v sinfo >/dev/null; then
-      dead=$(sinfo -h -N -n "$SLURM_JOB_NODELIST" -t down,fail,no_respond -o %N 2>/dev/null | sort -u | paste -sd, -)
-    fi
-    if [ -n "$dead" ]; then
-      per=$(( (p0 + ${SLURM_JOB_NUM_NODES:-1} - 1) / ${SLURM_JOB_NUM_NODES:-1} ))
-      RANKS=$(( RANKS - per * $(tr ',' '\n' <<<"$dead" | wc -l) ))
-      PCOLL_EXCLUDE=${PCOLL_EXCLUDE:+$PCOLL_EXCLUDE,}$dead
-    else
-      RANKS=$((RANKS - 1))
+      pcoll_settle
+      dead=$(pcoll_down_nodes)
+      if [ -n "$dead" ]; then
+        # Slurm 22.05 keeps the failed step listed on a dead node, and a new step then waits for
+        # its CPUs forever: no restart inside this allocation
+        echo "$PCOLL_SCRIPT: $name: node(s) $dead of job $SLURM_JOB_ID are down; no restart in this allocation (to continue from the last checkpoint, submit again with EXTRA='--ckpt-dir $ck --resume')" >&2
+        break
+      fi
     fi
     [ "$RANKS" -ge 1 ] || { echo "$PCOLL_SCRIPT: $name: no ranks left to restart on" >&2; break; }
     e=0; lost=$((tf - t0))
@@ -161,11 +178,11 @@ pcoll_elastic() {
       lost=$((tf - $(stat -c %Y "$ck/latest.ckpt")))
       [[ " ${opts[*]} " == *" --resume "* ]] || opts+=(--resume)
     fi
-    echo "restart.$name.$k=exit $r, ranks $prev -> $RANKS$([ -n "$dead" ] && echo " (nodes $dead down)"), resumed after epoch $e, lost $lost s" \
+    echo "restart.$name.$k=exit $r, ranks $prev -> $RANKS, resumed after epoch $e, lost $lost s" \
       | tee -a "$RUN_DIR/job.txt" | sed "s/^/$PCOLL_SCRIPT: /" >&2
     t0=$tf
   done
-  RANKS=$p0; PCOLL_EXCLUDE=""
+  RANKS=$p0
   return $r
 }
 
