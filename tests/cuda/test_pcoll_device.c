@@ -30,6 +30,12 @@
 #include <time.h>
 #include <unistd.h>
 
+/* bytes dst <- src on stream st, returns when the copy is done */
+static cudaError_t copy_wait(cudaStream_t st, void *dst, const void *src, size_t bytes) {
+    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, st);
+    return e == cudaSuccess ? cudaStreamSynchronize(st) : e;
+}
+
 int main(int argc, char **argv) {
     int provided;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -143,6 +149,8 @@ int main(int argc, char **argv) {
 
     float *g = malloc(n * sizeof *g), *gd = NULL, *resh = malloc(n * sizeof *resh);
     if (cudaMalloc((void **)&gd, n * sizeof *gd) != cudaSuccess) { fprintf(stderr, "rank %d: cudaMalloc failed\n", me); MPI_Abort(MPI_COMM_WORLD, 1); }
+    cudaStream_t ts;  /* this test's copies: a non-blocking stream, waited for (never the legacy stream) */
+    if (cudaStreamCreateWithFlags(&ts, cudaStreamNonBlocking) != cudaSuccess) { fprintf(stderr, "rank %d: cudaStreamCreate failed\n", me); MPI_Abort(MPI_COMM_WORLD, 1); }
     double *w = calloc(n, sizeof *w);            /* replica: w += result of every round */
     double *dep_sum = calloc(n, sizeof *dep_sum); /* this rank's deposits, summed */
     int *seen = calloc((size_t)steps, sizeof *seen);
@@ -170,7 +178,7 @@ int main(int argc, char **argv) {
         sleep_us(d);
         make_grad(g, n, me, s);
         for (size_t k = 0; k < n; k++) dep_sum[k] += g[k];
-        if (cudaMemcpy(gd, g, n * sizeof *g, cudaMemcpyHostToDevice) != cudaSuccess) { fprintf(stderr, "rank %d: cudaMemcpy failed\n", me); fails++; break; }
+        if (copy_wait(ts, gd, g, n * sizeof *g) != cudaSuccess) { fprintf(stderr, "rank %d: cudaMemcpy failed\n", me); fails++; break; }
         pcollCheck(pcoll_set_cost(h, cost_of(me, s)));
         int rc = pcoll_deposit(h, gd, newer ? PCOLL_ACCUMULATE : 0);
         if (rc) { fprintf(stderr, "rank %d: deposit: %s\n", me, pcoll_last_error(h)); fails++; break; }
@@ -180,7 +188,7 @@ int main(int argc, char **argv) {
         const float *resd, *res = resh;
         uint64_t r;
         while (pcoll_next(h, &r, &resd, &rec) == PCOLL_OK) {
-            if (cudaMemcpy(resh, resd, n * sizeof *resh, cudaMemcpyDeviceToHost) != cudaSuccess) {
+            if (copy_wait(ts, resh, resd, n * sizeof *resh) != cudaSuccess) {
                 fprintf(stderr, "rank %d: result %llu: cudaMemcpy failed\n", me, (unsigned long long)r);
                 fails++;
                 break;
@@ -242,6 +250,7 @@ int main(int argc, char **argv) {
     if (!me) printf("%s: %d check failures\n", tot ? "FAIL" : "OK", tot);
     pcoll_record_free(&rec);
     cudaFree(gd); free(resh);
+    cudaStreamDestroy(ts);
     free(g); free(w); free(dep_sum); free(seen); free(streak_at); free(all_sum); free(tot_dep);
     free(all); free(apl);
     MPI_Finalize();
