@@ -15,7 +15,7 @@ $(B)/trainer/cuda/device_pick.o: trainer/cuda/device_pick.c trainer/cuda/nn_cuda
 	$(CC) $(CFLAGS) -c $< -o $@
 $(B)/tests/test_device_pick: tests/cuda/test_device_pick.c $(B)/trainer/cuda/device_pick.o
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $^ -o $@ $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
 TEST_BINS += $(B)/tests/test_device_pick
 
 # the graph-replay and algorithm rules: plain C on cuDNN's enum values (headers only, no GPU)
@@ -26,7 +26,7 @@ $(B)/trainer/cuda/rules.o: trainer/cuda/rules.c trainer/cuda/rules.h trainer/cud
 	$(CC) $(CFLAGS) $(CUDNN_INC) -c $< -o $@
 $(B)/tests/test_cuda_rules: tests/cuda/test_cuda_rules.c $(B)/trainer/cuda/rules.o
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(CUDNN_INC) $^ -o $@ $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS) $(CUDNN_INC) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
 TEST_BINS += $(B)/tests/test_cuda_rules
 endif
 

@@ -51,9 +51,10 @@ json_t *metrics_environment(int P, char **hosts, int argc, char **argv) {
 /* PAPI: cycles, instructions and L2 cache misses of the training (application) thread, read and
  * reset once per epoch. Every rank tries; the counters are reported only if every rank has them.
  * libpapi is optional at run time: it is opened with dlopen (never a link-time dependency, so a
- * machine without it, or with another PAPI soname, still runs the trainer), trying in order
- * $EAGER_PAPI_LIB, the soname of the papi.h this was built with, libpapi.so and libpapi.so.MAJOR;
- * PAPI_library_init then refuses a library whose version differs from the header's. */
+ * machine without it, or with another PAPI soname, still runs the trainer): $EAGER_PAPI_LIB
+ * alone when set (a path or soname), else in order the soname of the papi.h this was built
+ * with, libpapi.so and libpapi.so.MAJOR; PAPI_library_init then refuses a library whose version
+ * differs from the header's. */
 static int papi_on;
 static char papi_why[300] = "built without PAPI (papi.h not found at build time; 'make deps' "
                             "installs libpapi-dev)";
@@ -75,10 +76,12 @@ static int papi_load(void) {
     int nc = 0;
     const char *env = getenv("EAGER_PAPI_LIB");
     if (env && *env) snprintf(cand[nc++], sizeof cand[0], "%s", env);
-    snprintf(cand[nc++], sizeof cand[0], "libpapi.so.%d.%d", PAPI_VERSION_MAJOR(PAPI_VERSION),
-             PAPI_VERSION_MINOR(PAPI_VERSION));
-    snprintf(cand[nc++], sizeof cand[0], "libpapi.so");
-    snprintf(cand[nc++], sizeof cand[0], "libpapi.so.%d", PAPI_VERSION_MAJOR(PAPI_VERSION));
+    else {
+        snprintf(cand[nc++], sizeof cand[0], "libpapi.so.%d.%d", PAPI_VERSION_MAJOR(PAPI_VERSION),
+                 PAPI_VERSION_MINOR(PAPI_VERSION));
+        snprintf(cand[nc++], sizeof cand[0], "libpapi.so");
+        snprintf(cand[nc++], sizeof cand[0], "libpapi.so.%d", PAPI_VERSION_MAJOR(PAPI_VERSION));
+    }
     void *h = NULL;
     const char *first_err = NULL;
     char errbuf[160] = "";
@@ -87,9 +90,8 @@ static int papi_load(void) {
         if (!h && !first_err) { snprintf(errbuf, sizeof errbuf, "%s", dlerror()); first_err = errbuf; }
     }
     if (!h) {
-        snprintf(papi_why, sizeof papi_why, "unavailable (libpapi not found: %.150s; also tried libpapi.so, "
-                 "libpapi.so.%d; EAGER_PAPI_LIB may name it)", first_err ? first_err : "?",
-                 PAPI_VERSION_MAJOR(PAPI_VERSION));
+        snprintf(papi_why, sizeof papi_why, "unavailable (libpapi not found: %.150s%s)", first_err ? first_err : "?",
+                 nc > 1 ? "; also tried libpapi.so and libpapi.so.MAJOR; EAGER_PAPI_LIB may name it" : "");
         return 0;
     }
     struct { void **fn; const char *name; } sym[] = {
