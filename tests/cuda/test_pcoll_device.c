@@ -17,6 +17,7 @@
  * Options: --mode sync|solo|majority|quorum:Q|mixed|dynamic  --steps N  --n N  --delay-us U
  *          --seed S  --slow RANK --slow-factor F  --tau T  --newer (WAIT_NEWER + ACCUMULATE)
  *          --expect-streak-growth  --mismatch FIELD  --div p|fresh
+ *          --reuse (then a second handle: it must reuse the first one's NCCL communicator)
  * Exit 0 = all checks passed on every rank.
  */
 #include "collectives/pcoll.h"
@@ -29,6 +30,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+long pcoll_dev_comm_inits(void); /* libpcoll_cuda.a (collectives/pcoll_impl.h): ncclCommInitRank calls */
 
 /* bytes dst <- src on stream st, returns when the copy is done */
 static cudaError_t copy_wait(cudaStream_t st, void *dst, const void *src, size_t bytes) {
@@ -63,7 +66,7 @@ int main(int argc, char **argv) {
         }
     }
     const char *mode = "sync", *mismatch = NULL, *div = NULL;
-    int steps = 200, tau = 0, slow = -1, newer = 0, growth = 0;
+    int steps = 200, tau = 0, slow = -1, newer = 0, growth = 0, reuse = 0;
     size_t n = 64;
     double delay_us = 500, slow_factor = 4;
     uint64_t seed = 7;
@@ -81,6 +84,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--div")) div = v, i++;
         else if (!strcmp(a, "--path")) setenv("PCOLL_DEVICE_PATH", v, 1), i++;
         else if (!strcmp(a, "--newer")) newer = 1;
+        else if (!strcmp(a, "--reuse")) reuse = 1;
         else if (!strcmp(a, "--expect-streak-growth")) growth = 1;
         else { if (!me) fprintf(stderr, "test_pcoll: unknown option %s\n", a); MPI_Abort(MPI_COMM_WORLD, 2); }
     }
@@ -210,6 +214,24 @@ int main(int argc, char **argv) {
     int rc = pcoll_finalize(&h, 120.0);
     CHECK(rc == PCOLL_OK, "finalize: %s", pcoll_strerror(rc));
     if (!newer && !cfg.div) for (int s = 0; s < steps; s++) CHECK(seen[s] == 1, "step %d seen %d times", s, seen[s]);
+    if (reuse) {  /* a second handle over the same ranks (the trainer's next epoch) bootstraps no NCCL */
+        long before = pcoll_dev_comm_inits();
+        CHECK(before <= 1, "%ld NCCL communicators created by one handle", before);
+        pcoll_t *h2 = NULL;
+        pcollCheck(pcoll_create(MPI_COMM_WORLD, n, PCOLL_MEM_DEVICE, &cfg, &h2));
+        pcollCheck(pcoll_deposit(h2, gd, 0));
+        pcoll_join(h2);
+        const float *r2;
+        uint64_t rr;
+        int w2;
+        while ((w2 = pcoll_wait(h2, PCOLL_WAIT_NEWER, 60.0, NULL)) == PCOLL_OK)
+            while (pcoll_next(h2, &rr, &r2, &rec) == PCOLL_OK) {}
+        CHECK(w2 == PCOLL_DONE, "second handle: wait: %s", pcoll_strerror(w2));
+        CHECK(pcoll_finalize(&h2, 120.0) == PCOLL_OK, "second handle: finalize");
+        CHECK(pcoll_dev_comm_inits() == before, "second handle created a new NCCL communicator (%ld -> %ld)",
+              before, pcoll_dev_comm_inits());
+        if (!me) printf("reuse: %ld NCCL communicator(s) for two handles\n", pcoll_dev_comm_inits());
+    }
 
     /* conservation: sum over rounds = sum over deposits (double sums of integers: exact) */
     double *tot_dep = calloc(n, sizeof *tot_dep);
