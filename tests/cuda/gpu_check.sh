@@ -95,6 +95,11 @@ step() {
 preflight() {
   echo "gpu_check: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), build folder $B, OUT=$OUT, budget ${BUDGET}s"
   echo "== host: $(uname -srm); $(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-?}")"
+  # libnn is built with -march=native (trainer/nn.mk): the build machine's vector ISA must be here
+  local fl miss_isa="" x
+  fl=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
+  for x in avx2 fma bmi2 f16c; do [[ $fl == *" $x "* ]] || miss_isa="$miss_isa $x"; done
+  echo "== cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') x $(nproc)${miss_isa:+; WARNING: lacks$miss_isa (libnn built with -march=native: expect SIGILL)}"
   echo "== binaries (ldd: what is missing on this machine)"
   local f n=0 miss
   for f in "$B"/bin/* "$B"/tests/* "$B"/bench/*; do
