@@ -143,6 +143,10 @@ preflight() {
 # the JSON of the training step says the steps ran as a CUDA graph
 train_and_check() {
   "$@" || return $?
+  if ! command -v python3 > /dev/null; then
+    grep -Eq '"graph": *true' "$OUT/train_fmnist_cuda.json" && echo "cuda_graph: graph true"
+    return $?
+  fi
   python3 - "$OUT/train_fmnist_cuda.json" << 'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
