@@ -72,6 +72,7 @@ include collectives/collectives.mk
 -include controller/controller.mk
 -include trainer/trainer.mk
 -include results/results.mk
+-include trainer/ref/ddp.mk
 -include jobs/jobs.mk
 
 build-all: $(ALL_BINS) $(TEST_BINS)

@@ -59,6 +59,7 @@ typedef struct {
   const char *modelabel; /* mode, or adaptive/<policy> */
   const char *extra;     /* "[lr=0.1]" when runs of the table differ in lr, else "" */
   const char *pextra;    /* extra without the keys a sync run ignores (pairing by seed) */
+  int ddp;               /* a PyTorch DDP run (ddp-run/1, trainer/ref/ddp_mirror.py): mode "ddp" */
 } run_t;
 
 typedef struct { double mean, std; int n; } stat_t;
@@ -71,6 +72,8 @@ typedef struct {
   double *wait;
   int base; /* row index of the sync baseline, -1 if none */
   double speedup, dtop1, dloss;
+  int dbase;                 /* row index of the DDP baseline, -1 if none */
+  double vs_ddp, ttt_vs_ddp; /* mean wall / DDP's, mean time to target / DDP's */
   stat_t pdtop1; /* paired Δtop-1 in points: each run minus the sync run of its seed */
 } row_t;
 
@@ -81,6 +84,7 @@ typedef struct {
   plist notes; /* char* */
   int classif;
   int paired;    /* repeats and seed-paired sync runs: the paired Δ column is shown */
+  int has_ddp;   /* a row of DDP runs: the "vs DDP" columns are shown */
   double target; /* NAN if none / differing */
 } group_t;
 
@@ -117,7 +121,7 @@ extern const char *const cmp_group_keys[]; /* config keys that make a table: dat
 int key_eq(const char *a, const char *b);  /* '-' and '_' alike */
 int key_in(const char *k, const char *const *l);
 int key_ignored(const compare_t *c, const char *k); /* never splits rows */
-int key_moot(const char *k, const run_t *r);        /* does not matter in r's mode */
+int key_moot(const char *k, const run_t *r);        /* does not matter in r's mode (or to DDP) */
 int key_blind_to_sync(const char *k);               /* does not pair runs with sync runs */
 char *cfg_val(const compare_t *c, const run_t *r, const char *k); /* value text, --assume */
 
@@ -128,6 +132,7 @@ void cmp_group(compare_t *c);
 stat_t stat_of(const double *x, int n); /* mean, sample std, n over the non-NAN values */
 void row_stats(row_t *row);             /* the row's stat_t fields and mean wait per rank */
 void sync_baselines(group_t *g);        /* base, speedup and deltas of every row */
+void ddp_baselines(group_t *g);         /* dbase and the "vs DDP" ratios of every row */
 int paired_deltas(compare_t *c, group_t *g); /* pdtop1 of every row; the pairs found */
 
 /* compare_print.c */

@@ -24,7 +24,7 @@ void print_csv(const compare_t *c, FILE *o) {
                                "policy_label", "imbalance", "extra", "n", "wall_s", "wall_s_std",
                                "time_to_target_s", "time_to_target_s_std", "reached", "final_top1_pct",
                                "final_top1_pct_std", "final_top5_pct", "final_top5_pct_std", "delta_top1_pts",
-                               "speedup", "final_train_loss", "final_train_loss_std", "final_test_loss",
+                               "speedup", "time_vs_ddp", "time_to_target_vs_ddp", "final_train_loss", "final_train_loss_std", "final_test_loss",
                                "final_test_loss_std", "delta_loss", "mean_staleness", "mean_staleness_std",
                                "max_staleness", "max_streak", "fresh_fraction", "wait_s", "files", NULL};
   for (int k = 0; head[k]; k++) csv_field(o, head[k], head[k + 1] == NULL);
@@ -41,6 +41,7 @@ void print_csv(const compare_t *c, FILE *o) {
                          csv_num(r->ttt.mean), csv_num(r->ttt.std), aprintf("%d", r->ttt.n),
                          csv_num(100 * r->top1.mean), csv_num(100 * r->top1.std), csv_num(100 * r->top5.mean),
                          csv_num(100 * r->top5.std), csv_num(r->dtop1), csv_num(r->speedup),
+                         csv_num(r->vs_ddp), csv_num(r->ttt_vs_ddp),
                          csv_num(r->train_loss.mean), csv_num(r->train_loss.std), csv_num(r->test_loss.mean),
                          csv_num(r->test_loss.std), csv_num(r->dloss), csv_num(r->mstal.mean),
                          csv_num(r->mstal.std), csv_num(r->maxstal.mean), csv_num(r->streak.mean),
@@ -97,6 +98,9 @@ int write_json(const compare_t *c, const char *out) {
       json_object_set_new(o, "delta_loss", jnv(r->dloss));
       json_object_set_new(o, "speedup", jnv(r->speedup));
       json_object_set_new(o, "baseline", r->base >= 0 ? json_string(((row_t *)g->rows.v[r->base])->label) : json_null());
+      json_object_set_new(o, "time_vs_ddp", jnv(r->vs_ddp));
+      json_object_set_new(o, "time_to_target_vs_ddp", jnv(r->ttt_vs_ddp));
+      json_object_set_new(o, "ddp_baseline", r->dbase >= 0 ? json_string(((row_t *)g->rows.v[r->dbase])->label) : json_null());
       json_object_set_new(o, "mean_staleness", jstat(r->mstal, 1));
       json_object_set_new(o, "max_staleness", jstat(r->maxstal, 1));
       json_object_set_new(o, "max_streak", jstat(r->streak, 1));

@@ -27,6 +27,7 @@ static int cmp_table(const void *pa, const void *pb) {
 }
 
 static int mode_order(const char *m) {
+  if (!strcmp(m, "ddp")) return -1;
   if (!strcmp(m, "sync")) return 0;
   if (!strcmp(m, "solo")) return 1;
   if (!strcmp(m, "majority")) return 2;
@@ -35,7 +36,7 @@ static int mode_order(const char *m) {
   return 5;
 }
 
-/* rows: balanced first, then by imbalance, mode (sync, solo, majority, quorum:Q by Q, adaptive),
+/* rows: balanced first, then by imbalance, mode (ddp, sync, solo, majority, quorum:Q by Q, adaptive),
  * label, differing keys */
 static int cmp_row(const void *pa, const void *pb) {
   const row_t *a = *(const row_t *const *)pa, *b = *(const row_t *const *)pb;
@@ -204,6 +205,8 @@ static void make_rows(group_t *g) {
 /* 5. */
 static void compare_rows(compare_t *c, group_t *g) {
   sync_baselines(g);
+  ddp_baselines(g);
+  for (int j = 0; j < g->rows.n; j++) g->has_ddp |= !strcmp(((row_t *)g->rows.v[j])->mode, "ddp");
   int repeats = 0;
   for (int j = 0; j < g->rows.n; j++) repeats |= ((row_t *)g->rows.v[j])->runs.n > 1;
   if (g->classif && paired_deltas(c, g) && repeats && (g->paired = 1))
@@ -216,6 +219,9 @@ static void compare_rows(compare_t *c, group_t *g) {
   int nobase = 0;
   for (int j = 0; j < g->rows.n; j++) nobase |= ((row_t *)g->rows.v[j])->base < 0;
   if (nobase) pl_push(&g->notes, astrdup("note: '-' in speedup / Δ: no sync run of the same setting and imbalance"));
+  if (g->has_ddp)
+    pl_push(&g->notes, astrdup("note: vs DDP: this row's mean wall time (to target: mean time to target) over that "
+                               "of the pytorch-ddp row of the same imbalance; below 1 is faster than DDP"));
 }
 
 void cmp_group(compare_t *c) {

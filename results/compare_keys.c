@@ -40,6 +40,7 @@ int key_ignored(const compare_t *c, const char *k) {
 int key_blind_to_sync(const char *k) { return key_in(k, adaptive_keys) || key_in(k, sync_blind_keys); }
 
 int key_moot(const char *k, const run_t *r) {
+  if (r->ddp && !json_object_get(r->cfg, k)) return 1; /* a trainer option DDP has no counterpart of */
   return (key_in(k, adaptive_keys) && strcmp(r->mode, "adaptive")) ||
          (key_in(k, sync_blind_keys) && !strcmp(r->mode, "sync"));
 }

@@ -1,4 +1,5 @@
-/* compare_load.c -- pcoll-compare's inputs: run files (eager-sgd-run/1) become run_t with the
+/* compare_load.c -- pcoll-compare's inputs: run files (eager-sgd-run/1, and PyTorch DDP runs of
+ * trainer/ref/ddp_mirror.py: ddp-run/1 with "program": "pytorch-ddp") become run_t with the
  * figures the tables use; allreduce benchmark files become bench_t; other JSON is skipped. */
 #include "results/compare.h"
 #include <dirent.h>
@@ -10,6 +11,7 @@
 #include <sys/stat.h>
 
 #define RUN_SCHEMA "eager-sgd-run/1"
+#define DDP_SCHEMA "ddp-run/1" /* the subset of RUN_SCHEMA a DDP run has: config, epochs, summary */
 
 static const char *num_text(const json_t *o, const char *k) {
   const json_t *v = json_object_get(o, k);
@@ -57,8 +59,9 @@ static void read_waits(run_t *r, const json_t *ranks) {
   }
 }
 
-static void add_run(compare_t *c, const char *path, json_t *root) {
+static void add_run(compare_t *c, const char *path, json_t *root, int ddp) {
   run_t *r = amalloc(sizeof *r);
+  r->ddp = ddp;
   r->path = astrdup(path);
   r->root = root;
   const json_t *cfg = json_object_get(root, "config");
@@ -94,13 +97,17 @@ static void add_run(compare_t *c, const char *path, json_t *root) {
   r->seed = jnum(cfg, "seed");
   size_t ne = json_array_size(ep);
   r->whash = ne ? jstr(json_array_get(ep, ne - 1), "weights_hash") : NULL;
-  read_waits(r, json_object_get(root, "ranks"));
-  if (!strcmp(r->mode, "adaptive") && r->policy && strcmp(r->policy, "none") && strcmp(r->policy, ""))
+  if (!ddp) read_waits(r, json_object_get(root, "ranks"));
+  if (ddp) {
+    r->mode = "ddp";
+    r->modelabel = jstr(root, "program") ? jstr(root, "program") : "pytorch-ddp";
+  } else if (!strcmp(r->mode, "adaptive") && r->policy && strcmp(r->policy, "none") && strcmp(r->policy, ""))
     r->modelabel = aprintf("adaptive/%s", r->policy);
   else r->modelabel = r->mode;
   r->extra = r->pextra = "";
   if (!json_is_object(sum) || !json_is_array(ep) || !json_is_object(cfg))
-    cmp_note(c, "%s lacks config, epochs or summary; check it with pcoll-validate results/schema/run.schema.json", path);
+    cmp_note(c, "%s lacks config, epochs or summary; check it with pcoll-validate results/schema/%s.schema.json", path,
+             ddp ? "ddp" : "run");
   if (r->exit && strcmp(r->exit, "ok"))
     cmp_note(c, "%s ended with exit \"%s\" (its numbers cover what it finished)", path, r->exit);
   pl_push(&c->runs, r);
@@ -127,8 +134,8 @@ int cmp_load_file(compare_t *c, const char *path, plist *seen, int explicit) {
     return 0;
   }
   const char *schema = jstr(root, "schema");
-  if (schema && !strcmp(schema, RUN_SCHEMA)) {
-    add_run(c, path, root);
+  if (schema && (!strcmp(schema, RUN_SCHEMA) || !strcmp(schema, DDP_SCHEMA))) {
+    add_run(c, path, root, !strcmp(schema, DDP_SCHEMA));
     return 0;
   }
   if (json_is_object(root) && json_is_array(json_object_get(root, "results")) &&
@@ -139,7 +146,7 @@ int cmp_load_file(compare_t *c, const char *path, plist *seen, int explicit) {
     pl_push(&c->benches, b);
     return 0;
   }
-  if (schema) fprintf(stderr, "note: skipping %s: schema \"%s\" is not %s\n", path, schema, RUN_SCHEMA);
+  if (schema) fprintf(stderr, "note: skipping %s: schema \"%s\" is not %s or %s\n", path, schema, RUN_SCHEMA, DDP_SCHEMA);
   else fprintf(stderr, "note: skipping %s: not an %s run file%s\n", path, RUN_SCHEMA,
                explicit ? " (no \"schema\" key)" : "");
   json_decref(root);

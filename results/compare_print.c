@@ -64,7 +64,7 @@ const char *group_title(const group_t *g) {
   return sb_take(&b);
 }
 
-#define NCOL_MAX 16
+#define NCOL_MAX 20
 typedef struct { int ncol; const char *head[NCOL_MAX]; } cols_t;
 
 static void row_cells(const group_t *g, const row_t *row, const char **c, cols_t *h) {
@@ -90,6 +90,10 @@ static void row_cells(const group_t *g, const row_t *row, const char **c, cols_t
     COL("Δloss", fmt_num(row->dloss, "%+.4g"));
   }
   COL("speedup", isnan(row->speedup) ? "-" : aprintf("%.2fx", row->speedup));
+  if (g->has_ddp) {
+    COL("time vs DDP", fmt_num(row->vs_ddp, "%.2f"));
+    if (g->classif) COL("to target vs DDP", fmt_num(row->ttt_vs_ddp, "%.2f"));
+  }
   COL("staleness mean", fmt_stat(row->mstal, "%.2f", 1));
   COL("staleness max", fmt_int_stat(row->maxstal));
   COL("max streak", fmt_int_stat(row->streak));

@@ -53,13 +53,13 @@ void row_stats(row_t *row) {
   }
 }
 
-/* The sync row that is g's row j's baseline: the one of the same imbalance and differing keys,
- * else the only sync row of that imbalance; -1 if none. */
-static int sync_row_of(const group_t *g, const row_t *row) {
+/* The row of mode `mode` that is row's baseline in g: the one of the same imbalance and differing
+ * keys, else the only such row of that imbalance; -1 if none. */
+static int baseline_row(const group_t *g, const row_t *row, const char *mode) {
   int cand = -1, ncand = 0;
   for (int k = 0; k < g->rows.n; k++) {
     const row_t *s = g->rows.v[k];
-    if (strcmp(s->mode, "sync") || strcmp(s->imbalance, row->imbalance)) continue;
+    if (strcmp(s->mode, mode) || strcmp(s->imbalance, row->imbalance)) continue;
     if (!strcmp(s->extra, row->extra)) return k;
     cand = k;
     ncand++;
@@ -70,7 +70,7 @@ static int sync_row_of(const group_t *g, const row_t *row) {
 void sync_baselines(group_t *g) {
   for (int j = 0; j < g->rows.n; j++) {
     row_t *row = g->rows.v[j];
-    row->base = sync_row_of(g, row);
+    row->base = baseline_row(g, row, "sync");
     row->speedup = row->dtop1 = row->dloss = NAN;
     if (row->base < 0) continue;
     const row_t *s = g->rows.v[row->base];
@@ -78,6 +78,18 @@ void sync_baselines(group_t *g) {
     if (s->top1.n && row->top1.n) row->dtop1 = 100.0 * (row->top1.mean - s->top1.mean);
     if (s->test_loss.n && row->test_loss.n) row->dloss = row->test_loss.mean - s->test_loss.mean;
     else if (s->train_loss.n && row->train_loss.n) row->dloss = row->train_loss.mean - s->train_loss.mean;
+  }
+}
+
+static double ratio(stat_t a, stat_t b) { return a.n && b.n && b.mean > 0 ? a.mean / b.mean : NAN; }
+
+void ddp_baselines(group_t *g) {
+  for (int j = 0; j < g->rows.n; j++) {
+    row_t *row = g->rows.v[j];
+    row->dbase = baseline_row(g, row, "ddp");
+    const row_t *d = row->dbase >= 0 ? g->rows.v[row->dbase] : NULL;
+    row->vs_ddp = d ? ratio(row->wall, d->wall) : NAN;
+    row->ttt_vs_ddp = d ? ratio(row->ttt, d->ttt) : NAN;
   }
 }
 
