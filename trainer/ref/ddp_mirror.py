@@ -52,7 +52,15 @@ PRESETS = {
     "fmnist": {"model": "resnet-fmnist", "data": "fmnist", "epochs": 5, "batch": 64, "lr": 0.1,
                "base-batch": 0, "wd": 5e-4, "warmup": 0.0, "milestones": "4", "target-top1": 0.90,
                "data-path": "/usr/share/datasets/fashion-mnist"},
+    "hyperplane": {"model": "hyperplane features=%d", "data": "hyperplane", "epochs": 5, "batch": 64,
+                   "lr": 0.25, "base-batch": 0, "wd": 0.0, "warmup": 0.0, "milestones": "",
+                   "target-top1": 0.0, "data-path": ""},
 }
+
+
+def model_desc(args):
+    d = PRESETS[args.experiment]["model"]
+    return d % args.hp_features if "%d" in d else d
 
 
 def parse(argv=None):
@@ -75,6 +83,8 @@ def parse(argv=None):
     a.add_argument("--imbalance", default="none", help="eager-train's --imbalance syntax (trainer/imbalance.c)")
     a.add_argument("--limit-train", type=int, default=0)
     a.add_argument("--limit-test", type=int, default=0)
+    a.add_argument("--hp-features", type=int, default=8192, help="hyperplane features")
+    a.add_argument("--hp-samples", type=int, default=16384, help="hyperplane training samples (test: 1/8)")
     a.add_argument("--max-steps", type=int, default=0)
     a.add_argument("--out", default="ddp-run.json")
     a.add_argument("--mirror-ref", default="", help="also write the mirror reference (initial hash, losses) here")
@@ -187,8 +197,10 @@ class Imbalance:
 def build_model(desc):
     import torch.nn as nn
     import torch.nn.functional as F
+    if desc.startswith("hyperplane features="):  # one fully connected layer, F -> 1, MSE loss
+        return nn.Linear(int(desc.split("=")[1]), 1)
     if desc != "resnet-fmnist":
-        raise SystemExit("ddp_mirror: model '%s' is not mirrored (resnet-fmnist is)" % desc)
+        raise SystemExit("ddp_mirror: model '%s' is not mirrored (resnet-fmnist, hyperplane features=F are)" % desc)
 
     class Basic(nn.Module):
         def __init__(self, cin, planes, stride):
@@ -305,6 +317,80 @@ def load_fmnist(path, split, limit):
     return x, y
 
 
+def prep_fmnist(xu8):
+    """trainer/data/fmnist.c: (p/255 - 0.2860)/0.3530 in float32, NCHW with C=1."""
+    return ((xu8.float() / 255.0 - 0.2860) / 0.3530).unsqueeze(1)
+
+
+class FashionMNIST:
+    classify = True
+
+    def __init__(self, args, split):
+        import numpy as np
+        import torch
+        x, y = load_fmnist(args.data_path, split, args.limit_train if split == "train" else args.limit_test)
+        self.x, self.y, self.n = torch.from_numpy(np.array(x)), torch.from_numpy(y.astype(np.int64)), len(y)
+
+    def batch(self, idx):
+        return prep_fmnist(self.x[idx]), self.y[idx]
+
+
+def np_mix64(z):
+    import numpy as np
+    with np.errstate(over="ignore"):
+        z = z + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+class Hyperplane:
+    """trainer/data/hyperplane.c: y = a.x + 0.1 e, generated per sample from its own stream
+    rng_key(seed, HP_X, split, i) (F/2 draws, two 32-bit uniforms each, then one normal)."""
+    classify = False
+
+    def __init__(self, args, split):
+        import numpy as np
+        F = args.hp_features
+        n = args.hp_samples if split == "train" else args.hp_samples // 8
+        lim = args.limit_train if split == "train" else args.limit_test
+        self.n = min(n, lim) if lim > 0 else n
+        self.F, self.split, self.seed = F, 0 if split == "train" else 1, args.seed
+        ka = np_mix64(np.uint64(mix64(mix64(args.seed) ^ 0x4841)) ^ np.arange(F, dtype=np.uint64))
+        ua = (np_mix64(np_mix64(ka) + np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+        self.a = (2.0 * ua - 1.0).astype(np.float32)
+        self.noise = float(np.float32(0.1))
+
+    def batch(self, idx):
+        import numpy as np
+        import torch
+        i = np.asarray(idx, dtype=np.uint64)
+        s0 = np_mix64(np_mix64(np.uint64(mix64(mix64(self.seed) ^ 0x4858)) ^ np.uint64(self.split)) ^ i)
+        half = (self.F + 1) // 2
+        with np.errstate(over="ignore"):
+            st = s0[:, None] + np.arange(1, half + 1, dtype=np.uint64)[None, :] * np.uint64(0x9E3779B97F4A7C15)
+        u = np_mix64(st)
+        sc = math.sqrt(3.0 / self.F) / 2147483648.0
+        lo = ((u & np.uint64(0xFFFFFFFF)).astype(np.float64) - 2147483647.5) * sc
+        hi = ((u >> np.uint64(32)).astype(np.float64) - 2147483647.5) * sc
+        x = np.empty((len(i), 2 * half), dtype=np.float32)
+        x[:, 0::2], x[:, 1::2] = lo, hi
+        x = x[:, :self.F]
+        y = np.cumsum(self.a.astype(np.float64)[None, :] * x.astype(np.float64), axis=1)[:, -1]  # in order, as C
+        t = np.empty((len(i), 1), dtype=np.float32)
+        with np.errstate(over="ignore"):
+            d1, d2 = np_mix64(st[:, -1] + np.uint64(0x9E3779B97F4A7C15)), np_mix64(st[:, -1] + np.uint64(2 * 0x9E3779B97F4A7C15 % (1 << 64)))
+        for r in range(len(i)):  # rng_normal with libm's log and cos, as C
+            u1 = max(float(int(d1[r]) >> 11) * 2.0 ** -53, 1e-300)
+            u2 = float(int(d2[r]) >> 11) * 2.0 ** -53
+            t[r, 0] = y[r] + self.noise * (math.sqrt(-2.0 * math.log(u1)) * math.cos(6.283185307179586 * u2))
+        return torch.from_numpy(x.copy()), torch.from_numpy(t)
+
+
+def open_data(args, split):
+    return FashionMNIST(args, split) if PRESETS[args.experiment]["data"] == "fmnist" else Hyperplane(args, split)
+
+
 def lr_at(args, ranks, e):
     """trainer/nn/optim.c nn_lr_at: warm-up, linear scaling, milestones."""
     peak = args.lr
@@ -334,16 +420,14 @@ def worker(rank, args):
         pass
     P = args.ranks
     dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % args.port, rank=rank, world_size=P)
-    xtr, ytr = load_fmnist(args.data_path, "train", args.limit_train)
-    xte, yte = load_fmnist(args.data_path, "test", args.limit_test)
-    xtr_t, ytr_t = torch.from_numpy(np.array(xtr)), torch.from_numpy(ytr.astype(np.int64))
-    xte_t, yte_t = torch.from_numpy(np.array(xte)), torch.from_numpy(yte.astype(np.int64))
+    train, test = open_data(args, "train"), open_data(args, "test")
+    cls = train.classify
 
-    def prep(xu8):  # trainer/data/fmnist.c: (p/255 - 0.2860)/0.3530 in float32, NCHW, C=1
-        return ((xu8.float() / 255.0 - 0.2860) / 0.3530).unsqueeze(1)
+    def loss_of(out, y, reduction="mean"):
+        return F.cross_entropy(out, y, reduction=reduction) if cls else F.mse_loss(out, y, reduction=reduction)
 
     torch.manual_seed(args.seed)
-    model = build_model(PRESETS[args.experiment]["model"])
+    model = build_model(model_desc(args))
     if args.init == "c":
         c_init(model, args.seed)
     init_hash = fnv1a64(model) if rank == 0 and args.mirror_ref else None
@@ -367,7 +451,7 @@ def worker(rank, args):
     opt = torch.optim.SGD([{"params": decay, "weight_decay": args.wd}, {"params": rest, "weight_decay": 0.0}],
                           lr=args.lr, momentum=args.momentum, dampening=0, nesterov=bool(args.nesterov))
     bn_bufs = [b for n, b in model.named_buffers() if n.endswith("running_mean") or n.endswith("running_var")]
-    N = len(ytr)
+    N = train.n
     lim = N // P * P
     steps = (lim // P) // args.batch
     if args.max_steps and steps > args.max_steps:
@@ -377,7 +461,7 @@ def worker(rank, args):
     if rank == 0 and not args.quiet:
         print("ddp_mirror: %s, %d ranks (gloo), %d threads each, %d parameters, %d training samples, %d test, "
               "%d steps/rank/epoch, imbalance %s" % (args.experiment, P, torch.get_num_threads(), nparams, N,
-                                                     len(yte), steps, args.imbalance), flush=True)
+                                                     test.n, steps, args.imbalance), flush=True)
 
     def bn_average():  # eager-train's sync_replicas: the ranks' BN running statistics averaged
         with torch.no_grad():
@@ -387,19 +471,18 @@ def worker(rank, args):
 
     def evaluate():
         model.eval()
-        idx = torch.arange(rank, len(yte_t), P)
+        idx = torch.arange(rank, test.n, P)
         s = torch.zeros(3, dtype=torch.float64)
         with torch.no_grad():
             for k in range(0, len(idx), args.batch):
-                ii = idx[k:k + args.batch]
-                out = model(prep(xte_t[ii]))
-                y = yte_t[ii]
-                s[0] += F.cross_entropy(out, y, reduction="sum").item()
-                s[1] += (out.argmax(1) == y).sum().item()
-                s[2] += len(ii)
+                x, y = test.batch(idx[k:k + args.batch])
+                out = model(x)
+                s[0] += loss_of(out, y).item() * len(y)  # eager-train: the batch's mean loss x its size
+                s[1] += (out.argmax(1) == y).sum().item() if cls else 0
+                s[2] += len(y)
         dist.all_reduce(s)
         model.train()
-        return s[0].item() / s[2].item(), s[1].item() / s[2].item()
+        return s[0].item() / s[2].item(), s[1].item() / s[2].item() if cls else None
 
     # the epochs' permutations (pure Python) are set-up, outside the timed loop
     perms = [torch.tensor(data_permutation(N, args.seed, e)[:lim], dtype=torch.int64) for e in range(args.epochs)]
@@ -412,19 +495,18 @@ def worker(rank, args):
         loss_sum, correct, seen = 0.0, 0, 0
         for s in range(steps):
             step["t0"], step["index"] = time.perf_counter(), epoch * steps + s
-            ii = shard[s * args.batch:(s + 1) * args.batch]
-            x, y = prep(xtr_t[ii]), ytr_t[ii]
-            step["cost"] = float(len(ii))
+            x, y = train.batch(shard[s * args.batch:(s + 1) * args.batch])
+            step["cost"] = float(len(y))
             lr = lr_at(args, P, epoch + s / steps)
             for gp in opt.param_groups:
                 gp["lr"] = lr
             opt.zero_grad(set_to_none=True)
             out = ddp(x)
-            loss = F.cross_entropy(out, y)
+            loss = loss_of(out, y)
             loss.backward()  # the hook injects the delay, then the gradients are averaged
             opt.step()
             loss_sum += loss.item()
-            correct += (out.argmax(1) == y).sum().item()
+            correct += (out.argmax(1) == y).sum().item() if cls else 0
             seen += len(y)
         bn_average()
         ep_s = time.perf_counter() - te0
@@ -433,38 +515,40 @@ def worker(rank, args):
         st = torch.tensor([loss_sum, float(steps), float(correct), float(seen)], dtype=torch.float64)
         dist.all_reduce(st)
         rec = {"epoch": epoch + 1, "wall_s": wall_ep, "epoch_s": ep_s, "lr": lr_at(args, P, epoch),
-               "train_loss": st[0].item() / st[1].item(), "train_top1": st[2].item() / st[3].item(),
+               "train_loss": st[0].item() / st[1].item(), "train_top1": st[2].item() / st[3].item() if cls else None,
                "test_loss": tl, "test_top1": t1, "steps": steps * P, "samples": int(st[3].item())}
         epochs.append(rec)
-        if reached is None and t1 >= args.target_top1:
+        if reached is None and cls and args.target_top1 > 0 and t1 >= args.target_top1:
             reached = wall_ep
         if rank == 0 and not args.quiet:
-            print("epoch %3d/%d  %7.1f s  loss %.4f  test loss %.4f  test top-1 %.2f%%  lr %.4g" % (
-                epoch + 1, args.epochs, wall_ep, rec["train_loss"], tl, 100 * t1, rec["lr"]), flush=True)
+            print("epoch %3d/%d  %7.1f s  loss %.4f  test loss %.4f  test top-1 %s  lr %.4g" % (
+                epoch + 1, args.epochs, wall_ep, rec["train_loss"], tl, "%.2f%%" % (100 * t1) if cls else "-",
+                rec["lr"]), flush=True)
     wall = time.perf_counter() - t_start
     tt = torch.tensor([step["compute"], step["inject"]], dtype=torch.float64)
     allt = [torch.zeros(2, dtype=torch.float64) for _ in range(P)]
     dist.all_gather(allt, tt)
     if rank == 0:
-        write_outputs(args, torch.__version__, torch.get_num_threads(), N, len(yte), epochs, allt, wall, reached,
-                      init_hash, nparams)
+        write_outputs(args, torch.__version__, torch.get_num_threads(), N, test.n, epochs, allt, wall, reached,
+                      init_hash, nparams, cls)
     dist.destroy_process_group()
 
 
 def trainer_config(args, threads):
     """The run's settings under eager-train's option names (what pcoll-compare compares)."""
-    c = {"experiment": args.experiment, "model": PRESETS[args.experiment]["model"],
+    c = {"experiment": args.experiment, "model": model_desc(args),
          "data": PRESETS[args.experiment]["data"], "mode": "ddp", "ranks": args.ranks, "threads": threads}
     for k in ("epochs", "batch", "lr", "base-batch", "momentum", "wd", "wd-bn", "nesterov", "warmup",
               "warmup-start-lr", "milestones", "gamma", "seed", "imbalance", "limit-train", "limit-test",
-              "max-steps", "target-top1", "data-path", "out"):
+              "max-steps", "target-top1", "data-path", "out") + (("hp-features", "hp-samples")
+                                                                     if args.experiment == "hyperplane" else ()):
         c[k] = getattr(args, k.replace("-", "_"))
     for k in ("wd-bn", "nesterov"):
         c[k] = bool(c[k])
     return c
 
 
-def write_outputs(args, torch_version, threads, ntrain, ntest, epochs, allt, wall, reached, init_hash, nparams):
+def write_outputs(args, torch_version, threads, ntrain, ntest, epochs, allt, wall, reached, init_hash, nparams, cls):
     res = {"schema": "ddp-run/1", "program": "pytorch-ddp", "experiment": args.experiment,
            "config": trainer_config(args, threads),
            "ddp": {"backend": "gloo", "torch": torch_version, "init": args.init,
@@ -474,7 +558,7 @@ def write_outputs(args, torch_version, threads, ntrain, ntest, epochs, allt, wal
            "epochs": epochs,
            "ranks": [{"rank": p, "compute_s": a[0].item(), "inject_s": a[1].item()} for p, a in enumerate(allt)],
            "summary": {"wall_s": wall, "epochs": args.epochs, "final_test_top1": epochs[-1]["test_top1"],
-                       "final_train_loss": epochs[-1]["train_loss"], "target_top1": args.target_top1,
+                       "final_train_loss": epochs[-1]["train_loss"], "target_top1": args.target_top1 if cls else None,
                        "time_to_target_s": reached, "ntrain": ntrain, "ntest": ntest}}
     with open(args.out, "w") as f:
         json.dump(res, f, indent=1)
@@ -490,8 +574,8 @@ def write_outputs(args, torch_version, threads, ntrain, ntest, epochs, allt, wal
             json.dump(ref, f, indent=1)
             f.write("\n")
     if not args.quiet:
-        print("ddp_mirror: %d epochs in %.1f s, final test top-1 %.2f%%, wrote %s%s" % (
-            args.epochs, wall, 100 * epochs[-1]["test_top1"], args.out,
+        print("ddp_mirror: %d epochs in %.1f s, final test loss %.4g, wrote %s%s" % (
+            args.epochs, wall, epochs[-1]["test_loss"], args.out,
             " and " + args.mirror_ref if args.mirror_ref else ""), flush=True)
 
 
@@ -499,7 +583,7 @@ def mirror_args(args):
     """eager-train's flags for the same run (mpirun -np RANKS eager-train ARGS)."""
     a = ["--experiment", args.experiment, "--seed", str(args.seed), "--threads", str(args.threads)]
     for k in ("epochs", "batch", "lr", "wd", "milestones", "gamma", "momentum", "limit-train", "limit-test",
-              "max-steps", "imbalance"):
+              "max-steps", "imbalance") + (("hp-features", "hp-samples") if args.experiment == "hyperplane" else ()):
         a += ["--" + k, str(getattr(args, k.replace("-", "_")))]
     return a
 
