@@ -4,9 +4,11 @@ exactly, so that eager-train's modes race the tool its users run today on the sa
 
 What is mirrored (sources: trainer/config.c presets, trainer/nn/zoo.c, init.c, optim.c,
 trainer/data/common.c, iter.c, trainer/imbalance.c, trainer/main.c):
-  model      the preset's model (resnet-fmnist: conv3x3(1->16)+BN+ReLU, 3 stages x 1 BasicBlock
-             16/32/64 channels, stride 2 at stages 2-3, 1x1 conv+BN shortcut where the shape
-             changes, global average pool, Linear(64->10); BN momentum 0.1, eps 1e-5)
+  presets    fmnist (resnet-fmnist: conv3x3(1->16)+BN+ReLU, 3 stages x 1 BasicBlock, 16/32/64
+             channels, stride 2 at stages 2-3, 1x1 conv+BN shortcut where the shape changes, global
+             average pool, Linear(64->10); BN momentum 0.1, eps 1e-5; Fashion-MNIST IDX files) and
+             hyperplane (Linear(F->1), MSE; the synthetic data of trainer/data/hyperplane.c, every
+             sample from its own splitmix64 stream, bit for bit)
   weights    --init c (default): eager-train's own generator (splitmix64 seeded by --seed; conv
              N(0, 2/fan_out) by Box-Muller, linear U(+-1/sqrt(fan_in)), BN 1/0), bit for bit
   data order per epoch data_permutation(N, seed, epoch); rank r takes positions r, r+P, ... of the
@@ -33,6 +35,7 @@ test_top1, and summary: the subset pcoll-compare reads (results/schema/ddp.schem
 eager-train against without Python: the initial weights' FNV-1a hash and every epoch's losses.
 
 Usage: python3 trainer/ref/ddp_mirror.py --ranks 4 --epochs 2 --imbalance random:k=1,d=100 --out run.json
+       (--experiment hyperplane --hp-features F --hp-samples N for the regression preset)
 """
 import argparse
 import datetime
