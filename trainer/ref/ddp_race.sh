@@ -22,7 +22,7 @@
 #     --dry-run            print the commands only
 # A step time is what the balanced sync run of the first seed measured about itself (ranks[]
 # compute_s / steps, mean over ranks), so the delays scale with the model and the machine.
-# Per P, DIR/pP/compare.{md,json,csv} is pcoll-compare's table with the target set to DDP's mean
+# Per P, DIR/compare-pP.{md,json,csv} is pcoll-compare's table with the target set to DDP's mean
 # final top-1 without imbalance: "to target vs DDP" is then how much sooner a mode reaches the
 # accuracy DDP ends with.
 # Needs $B/bin/eager-train, $B/bin/pcoll-compare, jq, and for DDP $DDP_PY with torch (ddp_venv.sh).
@@ -125,14 +125,18 @@ for P in $RANKS; do
   done
   [ $DRY = 1 ] && continue
   # the target: DDP's mean final top-1 without imbalance (else the preset's target)
+  # (regression presets have no top-1: each run's own target, i.e. none)
   tgt=()
   if [ $DDP = 1 ] && ls "$D"/none/ddp-s*.json >/dev/null 2>&1; then
-    t=$(jq -s '[.[].summary.final_test_top1] | add / length' "$D"/none/ddp-s*.json)
-    tgt=(--target "$t")
-    echo "ddp_race: P=$P: target top-1 = DDP's mean final top-1 without imbalance, $t"
+    t=$(jq -s '[.[].summary.final_test_top1 | numbers] | if length > 0 then add / length else empty end' "$D"/none/ddp-s*.json)
+    if [ -n "$t" ]; then
+      tgt=(--target "$t")
+      echo "ddp_race: P=$P: target top-1 = DDP's mean final top-1 without imbalance, $t"
+    fi
   fi
-  "$B/bin/pcoll-compare" "${tgt[@]}" --json "$D/compare.json" --csv="$D/compare.csv" "$D" >/dev/null 2>&1
-  "$B/bin/pcoll-compare" "${tgt[@]}" "$D" >"$D/compare.md" 2>&1 || fails=$((fails + 1))
-  cat "$D/compare.md"
+  C=$OUT/compare-p$P
+  "$B/bin/pcoll-compare" "${tgt[@]}" --json "$C.json" --csv="$C.csv" "$D" >/dev/null 2>&1
+  "$B/bin/pcoll-compare" "${tgt[@]}" "$D" >"$C.md" 2>&1 || fails=$((fails + 1))
+  cat "$C.md"
 done
 [ $fails -eq 0 ] || { echo "ddp_race: $fails run(s) failed"; exit 1; }
