@@ -3,7 +3,9 @@
 # on a tiny fixed run, without Python unless --live:
 #   1. the initial weights: $B/tests/ddp_init_hash MODEL SEED gives REF's nparams and FNV-1a hash
 #      (bit for bit: both sides run eager-train's generator);
-#   2. the training: mpirun -np RANKS eager-train REF.eager_train_args gives, epoch by epoch (each
+#   2. the injected delays: REF.delays (every imbalance model, DDP's Python) are the doubles that
+#      $B/tests/ddp_imb_delays (eager-train's trainer/imbalance.c) gives for the same steps and ranks;
+#   3. the training: mpirun -np RANKS eager-train REF.eager_train_args gives, epoch by epoch (each
 #      epoch is one step per rank, then the BN statistics average and an evaluation), REF's lr
 #      exactly and its train loss, test loss and test top-1 within rounding (LOSS_RTOL relative;
 #      top-1 may differ by TOP1_SAMPLES test sample).
@@ -28,7 +30,8 @@ LOSS_RTOL=${LOSS_RTOL:-3e-4}
 TOP1_SAMPLES=1
 T=$B/bin/eager-train
 H=$B/tests/ddp_init_hash
-[ -x "$T" ] && [ -x "$H" ] || { echo "SKIP: $T or $H not built (make build-all)"; exit 77; }
+DL=$B/tests/ddp_imb_delays
+[ -x "$T" ] && [ -x "$H" ] && [ -x "$DL" ] || { echo "SKIP: $T, $H or $DL not built (make build-all)"; exit 77; }
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ddp_check.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 
@@ -63,6 +66,21 @@ got=$("$H" "$model" "$seed") || { echo "FAIL: ddp_init_hash $model $seed"; retur
 want="$(jq -r .nparams "$REF") $(jq -r .init_hash "$REF")"
 if [ "$got" = "$want" ]; then echo "initial weights: $model seed $seed: $got (same as PyTorch's)"
 else echo "FAIL: initial weights of $model seed $seed: eager-train's generator gives '$got', the DDP mirror '$want'"; fails=$((fails + 1)); fi
+
+local k n spec
+n=$(jq '.delays | length' "$REF")
+for ((k = 0; k < n; k++)); do
+  spec=$(jq -r ".delays[$k].spec" "$REF")
+  "$DL" $(jq -r ".delays[$k] | \"\\(.spec) \\(.seed) \\(.ranks) \\(.steps) \\(.compute_ms) \\(.cost)\"" "$REF") >"$TMP/delays.json" ||
+    { echo "FAIL: ddp_imb_delays $spec"; fails=$((fails + 1)); continue; }
+  if jq -e --slurpfile c "$TMP/delays.json" ".delays[$k].ms == \$c[0]" "$REF" >/dev/null; then
+    echo "delays: $spec: the same as eager-train's ($(jq -r ".delays[$k] | \"\\(.steps) steps x \\(.ranks) ranks\"" "$REF"))"
+  else
+    echo "FAIL: delays of $spec differ from eager-train's: DDP $(jq -c ".delays[$k].ms[0:2]" "$REF"), eager-train $(jq -c '.[0:2]' "$TMP/delays.json") (first steps)"
+    fails=$((fails + 1))
+  fi
+done
+[ "$n" -gt 0 ] || { echo "FAIL: $REF has no delay table"; fails=$((fails + 1)); }
 
 timeout 300 $MPIRUN -np "$ranks" "$T" "${ARGS[@]}" --quiet --out "$TMP/run.json" >"$TMP/log" 2>&1 ||
   { echo "FAIL: eager-train ${ARGS[*]} failed:"; tail -20 "$TMP/log"; return 1; }

@@ -198,53 +198,15 @@ class Imbalance:
 
 # ------------------------------------------------------------------ model (trainer/nn/zoo.c)
 def build_model(desc):
-    import torch.nn as nn
-    import torch.nn.functional as F
+    """The preset's model as trainer/ref/make_ref.py mirrors trainer/nn/zoo.c (the C nn library's
+    reference tests check that mirror layer by layer)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import make_ref
     if desc.startswith("hyperplane features="):  # one fully connected layer, F -> 1, MSE loss
-        return nn.Linear(int(desc.split("=")[1]), 1)
-    if desc != "resnet-fmnist":
-        raise SystemExit("ddp_mirror: model '%s' is not mirrored (resnet-fmnist, hyperplane features=F are)" % desc)
-
-    class Basic(nn.Module):
-        def __init__(self, cin, planes, stride):
-            super().__init__()
-            self.conv1 = nn.Conv2d(cin, planes, 3, stride, 1, bias=False)
-            self.bn1 = nn.BatchNorm2d(planes)
-            self.conv2 = nn.Conv2d(planes, planes, 3, 1, 1, bias=False)
-            self.bn2 = nn.BatchNorm2d(planes)
-            self.downsample = None
-            if stride != 1 or cin != planes:
-                self.downsample = nn.Sequential(nn.Conv2d(cin, planes, 1, stride, bias=False), nn.BatchNorm2d(planes))
-
-        def forward(self, x):
-            y = F.relu(self.bn1(self.conv1(x)))
-            y = self.bn2(self.conv2(y))
-            return F.relu(y + (self.downsample(x) if self.downsample is not None else x))
-
-    class ResNetFMNIST(nn.Module):
-        def __init__(self, width=16, blocks=(1, 1, 1), classes=10, cin=1):
-            super().__init__()
-            self.conv1 = nn.Conv2d(cin, width, 3, 1, 1, bias=False)
-            self.bn1 = nn.BatchNorm2d(width)
-            c = width
-            for st, nb in enumerate(blocks):
-                planes = width << st
-                layers = []
-                for bi in range(nb):
-                    layers.append(Basic(c, planes, 2 if (bi == 0 and st > 0) else 1))
-                    c = planes
-                setattr(self, "layer%d" % (st + 1), nn.Sequential(*layers))
-            self.fc = nn.Linear(c, classes)
-            for m in self.modules():
-                if isinstance(m, nn.Conv2d):
-                    nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
-
-        def forward(self, x):
-            x = F.relu(self.bn1(self.conv1(x)))
-            x = self.layer3(self.layer2(self.layer1(x)))
-            return self.fc(x.mean(dim=(2, 3)))
-
-    return ResNetFMNIST()
+        return make_ref.Hyperplane(int(desc.split("=")[1]), 1)
+    if desc == "resnet-fmnist":  # stem 3x3, stages of 1 basic block, widths 16/32/64, shortcut B
+        return make_ref.ResNet(False, False, [1, 1, 1], 16, False, 10, 1)
+    raise SystemExit("ddp_mirror: model '%s' is not mirrored (resnet-fmnist, hyperplane features=F are)" % desc)
 
 
 def c_init(model, seed):
@@ -552,6 +514,7 @@ def trainer_config(args, threads):
 
 
 def write_outputs(args, torch_version, threads, ntrain, ntest, epochs, allt, wall, reached, init_hash, nparams, cls):
+    hooked = args.imb.kind != "none"
     res = {"schema": "ddp-run/1", "program": "pytorch-ddp", "experiment": args.experiment,
            "config": trainer_config(args, threads),
            "ddp": {"backend": "gloo", "torch": torch_version, "init": args.init,
@@ -559,7 +522,8 @@ def write_outputs(args, torch_version, threads, ntrain, ntest, epochs, allt, wal
            "environment": {"ranks": args.ranks, "date": datetime.datetime.now().astimezone().isoformat(),
                            "command": " ".join([sys.executable] + sys.argv), "host": os.uname().nodename},
            "epochs": epochs,
-           "ranks": [{"rank": p, "compute_s": a[0].item(), "inject_s": a[1].item()} for p, a in enumerate(allt)],
+           "ranks": [{"rank": p, "compute_s": a[0].item() if hooked else None, "inject_s": a[1].item() if hooked else None}
+                     for p, a in enumerate(allt)],  # measured in the injection hook (none without imbalance)
            "summary": {"wall_s": wall, "epochs": args.epochs, "final_test_top1": epochs[-1]["test_top1"],
                        "final_train_loss": epochs[-1]["train_loss"], "target_top1": args.target_top1 if cls else None,
                        "time_to_target_s": reached, "ntrain": ntrain, "ntest": ntest}}
@@ -570,7 +534,7 @@ def write_outputs(args, torch_version, threads, ntrain, ntest, epochs, allt, wal
                "date": res["environment"]["date"], "command": res["environment"]["command"],
                "ranks": args.ranks, "model": res["config"]["model"], "seed": args.seed,
                "nparams": nparams, "init_hash": init_hash,
-               "eager_train_args": mirror_args(args),
+               "eager_train_args": mirror_args(args), "delays": delay_table(args.seed),
                "epochs": [{k: e[k] for k in ("epoch", "lr", "train_loss", "train_top1", "test_loss", "test_top1")}
                           for e in epochs]}
         with open(args.mirror_ref, "w") as f:
@@ -580,6 +544,18 @@ def write_outputs(args, torch_version, threads, ntrain, ntest, epochs, allt, wal
         print("ddp_mirror: %d epochs in %.1f s, final test loss %.4g, wrote %s%s" % (
             args.epochs, wall, epochs[-1]["test_loss"], args.out,
             " and " + args.mirror_ref if args.mirror_ref else ""), flush=True)
+
+
+# one spec per imbalance model (and busy=1), for the reference's delay table
+DELAY_SPECS = ["none", "linear:unit=20", "random:k=2,d=320", "random:k=1,d=50,busy=1", "lognormal:mean=475,std=144",
+               "slow:rank=1,factor=3", "inherent:unit=0.5"]
+
+
+def delay_table(seed, ranks=4, steps=32, compute_ms=10.0, cost=64.0):
+    """Every model's delay for steps x ranks, as trainer/ref/ddp_imb_delays.c prints eager-train's."""
+    return [{"spec": spec, "seed": seed, "ranks": ranks, "steps": steps, "compute_ms": compute_ms, "cost": cost,
+             "ms": [[Imbalance(spec).delay_ms(seed, st, r, ranks, compute_ms, cost) for r in range(ranks)]
+                    for st in range(steps)]} for spec in DELAY_SPECS]
 
 
 def mirror_args(args):
