@@ -17,6 +17,8 @@ static void usage(FILE *f) {
     "  files are skipped with a note). One table per experiment+data+model+ranks+epochs+batch; one\n"
     "  row per mode/policy + imbalance; repeats (same setting and mode) give mean ± std, n=.\n"
     "  Allreduce benchmark files (build/bench/collectives.json) give a latency table and Fig. 9.\n"
+    "  PyTorch DDP runs (ddp-run/1, trainer/ref/ddp_mirror.py) join their setting's table as\n"
+    "  pytorch-ddp rows, with \"time vs DDP\" and \"to target vs DDP\" columns.\n"
     "options:\n"
     "  --target T      target test top-1 for time to target (0..1, or percent if > 1);\n"
     "                  default: each run's summary.target_top1\n"

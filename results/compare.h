@@ -2,10 +2,10 @@
  * compare_t, passed to every step; no file shares a global with another.
  *
  *   compare.c         the command line: options, inputs, which outputs
- *   compare_load.c    reading run and benchmark files into run_t / bench_t
+ *   compare_load.c    reading run files (eager-train's and PyTorch DDP's) and benchmark files
  *   compare_keys.c    which config keys split rows, and their values
  *   compare_group.c   tables (settings) and rows (mode + imbalance + differing keys)
- *   compare_stats.c   row statistics, sync baselines, seed-paired deltas
+ *   compare_stats.c   row statistics, sync and DDP baselines, seed-paired deltas
  *   compare_print.c   the Markdown tables
  *   compare_export.c  CSV and JSON
  *   compare_plot.c    figures (gnuplot)
