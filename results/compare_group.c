@@ -71,12 +71,8 @@ static void make_tables(compare_t *c) {
     }
     if (!g) {
       g = amalloc(sizeof *g);
-      g->experiment = r->experiment;
-      g->data = r->data;
-      g->model = r->model;
-      g->ranks_s = r->ranks_s;
-      g->epochs_s = r->epochs_s;
-      g->batch_s = r->batch_s;
+      *g = (group_t){.experiment = r->experiment, .data = r->data, .model = r->model, .ranks_s = r->ranks_s,
+                     .epochs_s = r->epochs_s, .batch_s = r->batch_s};
       pl_push(&c->groups, g);
     }
     pl_push(&g->runs, r);
@@ -189,11 +185,8 @@ static void make_rows(group_t *g) {
     }
     if (!row) {
       row = amalloc(sizeof *row);
-      row->mode = r->mode;
-      row->modelabel = r->modelabel;
-      row->imbalance = r->imbalance;
-      row->extra = r->extra;
-      row->label = *r->extra ? aprintf("%s %s", r->modelabel, r->extra) : r->modelabel;
+      *row = (row_t){.mode = r->mode, .modelabel = r->modelabel, .imbalance = r->imbalance, .extra = r->extra,
+                     .label = *r->extra ? aprintf("%s %s", r->modelabel, r->extra) : r->modelabel};
       pl_push(&g->rows, row);
     }
     pl_push(&row->runs, r);
