@@ -75,6 +75,7 @@ include collectives/collectives.mk
 -include trainer/trainer.mk
 -include collectives/sim/sim.mk
 -include results/results.mk
+-include trainer/ref/ddp.mk
 -include jobs/jobs.mk
 
 build-all: $(ALL_BINS) $(TEST_BINS)

@@ -515,7 +515,7 @@ int main(int argc, char **argv) {
             double t1 = now();
             double d = imb_delay_ms(&imb, C.seed, (uint64_t)epoch * (uint64_t)(global ? nbatches : steps) + (uint64_t)s, me, P,
                                     (t1 - t0) * 1e3, b->cost);
-            sleep_ms(d);
+            if (imb.busy) imb_busy_ms(d); else sleep_ms(d);  /* busy=1: the delay is computed */
             double t2 = now();
             acc.loss_sum += loss; acc.loss_n++;
             acc.correct += top1; acc.seen += b->n;
