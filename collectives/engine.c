@@ -176,6 +176,77 @@ static int dev_round(struct pcoll *h, float *send, int send_slot, float *recv, c
 }
 #endif
 
+/* Doubles the results ring, keeping round q at slot q % K for the rounds the application has
+ * not read yet ([lent, r)); the other slots (and their buffers) fill the new places. Caller
+ * holds mu. */
+static int ring_grow(struct pcoll *h, uint64_t lent, uint64_t r) {
+    int K = h->K, K2 = 2 * K;
+    ring_slot_t *nr = calloc((size_t)K2, sizeof *nr);
+    uint8_t *placed = calloc((size_t)K2, 1), *moved = calloc((size_t)K, 1);
+    int rc = nr && placed && moved ? PCOLL_OK : PCOLL_ERR_NOMEM;
+    for (int i = 0; !rc && i < K2; i++) rc = pcoll_record_init(&nr[i].rec, h->P);
+    if (!rc) {
+        for (uint64_t q = lent; q < r; q++) {
+            ring_slot_t *o = &h->ring[q % (uint64_t)K], *d = &nr[q % (uint64_t)K2];
+            pcoll_record_free(&d->rec);
+            *d = *o;
+            placed[q % (uint64_t)K2] = 1; moved[q % (uint64_t)K] = 1;
+        }
+        int j = 0;
+        for (int i = 0; i < K; i++) {
+            if (moved[i]) continue;
+            while (placed[j]) j++;
+            pcoll_record_free(&nr[j].rec);
+            nr[j] = h->ring[i];
+            placed[j] = 1;
+        }
+        free(h->ring);
+        h->ring = nr;
+        h->K = K2;
+        nr = NULL;
+    }
+    if (nr) for (int i = 0; i < K2; i++) pcoll_record_free(&nr[i].rec);
+    free(nr); free(placed); free(moved);
+    return rc;
+}
+
+/* The ring slot of round r (caller holds mu; may wait, releasing it). Rounds [lent, r) are
+ * completed and not yet read by the application; if slot r % K is one of them, this rank is
+ * held back: the engine waits for pcoll_next, and the other ranks wait for it in round r's
+ * reduction (backpressure on the whole job; never a failure). The one exception: while an
+ * application thread is blocked in pcoll_wait(CONSUMED) it cannot call pcoll_next before its
+ * deposit's round completes, so the ring doubles instead (at most one more round per such
+ * wait). NULL: results are dropped (finalize, or this rank failed) or out of memory. */
+static ring_slot_t *ring_slot(struct pcoll *h, uint64_t r) {
+    for (;;) {
+        if (h->drop || h->err) return NULL;
+        uint64_t lent = h->handed ? h->handed - 1 : 0;
+        if (r - lent < (uint64_t)h->K) break;
+        if (h->waiting_consumed) {
+            if (ring_grow(h, lent, r)) {
+                pcoll_set_error(h, PCOLL_ERR_NOMEM, "rank %d: out of memory growing the results "
+                                "ring to %d slots", h->me, 2 * h->K);
+                return NULL;
+            }
+            continue;
+        }
+        pthread_cond_wait(&h->cv_eng, &h->mu);
+    }
+    ring_slot_t *s = &h->ring[r % (uint64_t)h->K];
+    if (!s->buf) {
+#ifdef PCOLL_HAVE_NCCL
+        if (h->mem == PCOLL_MEM_DEVICE) s->buf = pcoll_dev_calloc(h->nbuf); else
+#endif
+        s->buf = malloc(h->nbuf * sizeof(float));
+        if (!s->buf) {
+            pcoll_set_error(h, PCOLL_ERR_NOMEM, "rank %d: out of memory for a result buffer of "
+                            "%zu floats (ring of %d)", h->me, h->nbuf, h->K);
+            return NULL;
+        }
+    }
+    return s;
+}
+
 /* Steps 3-5 for round r. */
 static int run_round(struct pcoll *h, uint64_t r) {
     int P = h->P;
@@ -187,15 +258,8 @@ static int run_round(struct pcoll *h, uint64_t r) {
     float cost = 0;
 
     pthread_mutex_lock(&h->mu);
+    ring_slot_t *slot = ring_slot(h, r);
     failed = h->err != 0;
-    int slot = (int)(r % (uint64_t)(h->K + 1));
-    if (!failed && r - h->handed >= (uint64_t)h->K) {
-        pcoll_set_error(h, PCOLL_ERR_RING, "rank %d fell more than K=%d rounds behind: round %llu "
-            "completes while only %llu were handed out by pcoll_next (the ring was not "
-            "overwritten; apply rounds sooner, raise cfg.ring, or set cfg.tau < K)", h->me, h->K,
-            (unsigned long long)r, (unsigned long long)h->handed);
-        failed = 1;
-    }
     int send_slot = -1;        /* deposit slot taken (device path: wait for its copy) */
     if (!failed && h->pending > 0) {
         send_slot = h->dep_cur;
@@ -219,7 +283,7 @@ static int run_round(struct pcoll *h, uint64_t r) {
     h->started = r + 1;
     pthread_mutex_unlock(&h->mu);
 
-    recv = failed ? h->scratch : h->ring[slot];
+    recv = slot && !failed ? slot->buf : h->scratch;
     const my_meta_t mm = {fresh_cnt, flags, stale, cost};
     const float *rm;           /* the reduced metadata (host memory) */
     double t_start, t_end;
@@ -271,6 +335,7 @@ static int run_round(struct pcoll *h, uint64_t r) {
         if (fl & PCOLL_F_JOINED) h->joined[p] = 1;
     }
     rec->nfresh = nfresh;
+    if (slot && !failed) pcoll_record_copy(&slot->rec, rec);
     h->nactive = 0;
     for (int p = 0; p < P; p++) if (!h->joined[p]) h->active[h->nactive++] = p;
     pthread_mutex_unlock(&h->mu);
@@ -288,6 +353,7 @@ static int run_round(struct pcoll *h, uint64_t r) {
 
     pthread_mutex_lock(&h->mu);
     h->completed = r + 1;
+    if (h->drop || !slot || failed) h->handed = h->completed;  /* nothing to hand out */
     pthread_cond_broadcast(&h->cv_app);
     pthread_mutex_unlock(&h->mu);
     return PCOLL_OK;
@@ -333,6 +399,7 @@ void *pcoll_engine_main(void *arg) {
     }
     if (rc == PCOLL_OK) final_drain(h);
     pthread_mutex_lock(&h->mu);
+    h->clean = rc == PCOLL_OK;
     h->done = 1;
     pthread_cond_broadcast(&h->cv_app);
     pthread_mutex_unlock(&h->mu);
