@@ -148,13 +148,10 @@ static void destroy(struct pcoll *h, int comms, int retire) {
     for (int i = 0; i < h->nrules; i++) free(h->rules[i].wait);
     free(h->rules);
     free(h->joined); free(h->streak); free(h->active); free(h->ready_round);
+    free(h->cnt_round); free(h->cnt_val);
     free(h->sent_to); free(h->recv_from); free(h->plan.inwait); free(h->max_streak);
-    if (retire) {  /* the mutex and condition variables stay valid with the shell */
-        struct pcoll keep = *h;
-        memset(h, 0, sizeof *h);
-        h->closing = 1; h->P = keep.P; h->me = keep.me; h->peer_failed = -1;
-        h->mu = keep.mu; h->cv_app = keep.cv_app; h->cv_eng = keep.cv_eng; h->cv_live = keep.cv_live;
-        h->ctl = h->data = h->hb = MPI_COMM_NULL;
+    if (retire) {   /* keep the struct: closing stays set, mutex and conditions stay valid;
+                       the fields are never written again (a late enter() only touches inflight) */
         pthread_mutex_lock(&g_retired_mu);
         h->retired_next = g_retired;
         g_retired = h;
@@ -355,6 +352,7 @@ int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t 
     nomem |= !(h->joined = calloc((size_t)P, 1)) || !(h->streak = calloc((size_t)P, 4));
     nomem |= !(h->active = calloc((size_t)P, sizeof(int)));
     nomem |= !(h->ready_round = calloc((size_t)P, 8));
+    nomem |= !(h->cnt_round = calloc((size_t)P, 8)) || !(h->cnt_val = calloc((size_t)P, 8));
     nomem |= !(h->sent_to = calloc((size_t)P, 8)) || !(h->recv_from = calloc((size_t)P, 8));
     nomem |= !(h->plan.inwait = calloc((size_t)P, 1)) || !(h->max_streak = calloc((size_t)P, 4));
     nomem |= !(h->hb_req = calloc((size_t)P, sizeof(MPI_Request))) || !(h->hb_buf = calloc((size_t)P * HB_LEN, 8));

@@ -26,7 +26,8 @@
                                 [3] step time (s) reported with the deposit (pcoll_set_cost) */
 #define META_MAX 16777215u   /* 2^24 - 1: larger staleness saturates */
 
-enum { TAG_READY = 1, TAG_ACT = 2 };          /* payload: uint64_t round */
+enum { TAG_READY = 1, TAG_ACT = 2, TAG_COUNT = 4 };   /* payload: uint64_t round, value */
+#define NOT_ACTIVATED (-2)                    /* engine.c activate(): no ACT(r) received yet */
 enum { PATH_SYNC, PATH_ANY, PATH_COORD };     /* how a round gets activated */
 
 typedef struct {
@@ -44,7 +45,8 @@ typedef struct {
     int initiator;    /* majority: i_r */
     int path;         /* PATH_* */
     int coord;        /* PATH_COORD: the rank that counts READY messages */
-    int need_ready;   /* PATH_COORD: this rank must send READY when it is ready */
+    int need_ready;   /* PATH_COORD: in the wait set: send READY to coord when ready */
+    int count_up;     /* PATH_COORD, quorum: ready counts travel up the tree rooted at coord */
     uint8_t *inwait;  /* [P] W_r (rule's wait set + tau-bound ranks), active ranks only */
     int nwait;
 } plan_t;
@@ -121,6 +123,8 @@ struct pcoll {
     int *active;               /* [nactive] ranks not joined, ascending */
     int nactive;
     uint64_t *ready_round;     /* [P] coordinator: last round each rank said READY for (+1) */
+    uint64_t *cnt_round;       /* [P] last round (+1) each child reported a COUNT for ... */
+    uint64_t *cnt_val;         /* [P] ... and the ready ranks in its subtree */
     uint64_t *sent_to, *recv_from;  /* [P] control messages, for the final drain */
     plan_t plan;
 
@@ -199,7 +203,8 @@ int pcoll_dev_scale(pcoll_dev_t *d, float *recv, size_t n, float s, char *msg, s
 /* trigger.c */
 const rule_ent_t *rule_at(const struct pcoll *h, uint64_t r);
 void plan_round(struct pcoll *h, uint64_t r, plan_t *pl);
-int plan_satisfied(const struct pcoll *h, const plan_t *pl, uint64_t r, int self_ready);
+int plan_satisfied(const struct pcoll *h, const plan_t *pl, uint64_t r, int self_ready,
+                   uint64_t tree_cnt);
 uint64_t pcoll_mix64(uint64_t x);
 
 /* pcoll.c */
