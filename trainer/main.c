@@ -357,11 +357,11 @@ int main(int argc, char **argv) {
     if (!strcmp(C.device, "cuda")) {
 #ifdef HAVE_NN_CUDA
         MPI_Comm nd;
-        int lrank = 0;
+        int lrank = 0, lsize = 1;
         MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &nd);
-        MPI_Comm_rank(nd, &lrank);
+        MPI_Comm_rank(nd, &lrank); MPI_Comm_size(nd, &lsize);
         MPI_Comm_free(&nd);
-        int ok = nn_cuda_select_device(lrank, err, sizeof err) == 0;
+        int ok = nn_cuda_select_local_device(lrank, lsize, err, sizeof err) >= 0;  /* a device index */
         agree_or_exit(ok, "--device cuda", err);
         G = nn_cuda_model_build(m, C.batch, C.tf32 ? NN_CUDA_TF32_DEFAULT : NN_CUDA_TF32_OFF, err, sizeof err);
         agree_or_exit(G != NULL, "--device cuda", err);
@@ -515,7 +515,7 @@ int main(int argc, char **argv) {
             double t1 = now();
             double d = imb_delay_ms(&imb, C.seed, (uint64_t)epoch * (uint64_t)(global ? nbatches : steps) + (uint64_t)s, me, P,
                                     (t1 - t0) * 1e3, b->cost);
-            sleep_ms(d);
+            if (imb.busy) imb_busy_ms(d); else sleep_ms(d);  /* busy=1: the delay is computed */
             double t2 = now();
             acc.loss_sum += loss; acc.loss_n++;
             acc.correct += top1; acc.seen += b->n;
@@ -745,6 +745,9 @@ int main(int argc, char **argv) {
         json_object_set_new(s, "straggler", json_integer(strag));
         json_object_set_new(s, "exit", json_string(exit_code ? "error" : "ok"));
         json_object_set_new(root, "summary", s);
+#ifdef HAVE_NN_CUDA
+        if (G) json_object_set_new(root, "cuda_graph", metrics_cuda_graph(G));
+#endif
         if (metrics_write(root, C.out, err, sizeof err)) { fprintf(stderr, "eager-train: %s\n", err); exit_code = 1; }
         else if (!C.quiet) {
             char t1s[32] = "-";
