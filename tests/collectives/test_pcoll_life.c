@@ -16,9 +16,10 @@
  *                   the record of the round that is overwriting it
  *   --case dead     rank P-1 stops itself (SIGSTOP) after 10 rounds: every other rank's call
  *                   returns PCOLL_ERR_PEER naming it within the library's bound, and finalize
- *                   returns an error at once instead of waiting; the survivors then print
- *                   ALL-DETECTED and end the job with MPI_Abort
- * Exit 0 = all checks passed on every rank (dead: the runner greps ALL-DETECTED).
+ *                   returns an error at once instead of waiting; rank 0 then writes
+ *                   ALL-DETECTED to the file named by --marker (stdout may be lost when the job
+ *                   is aborted) and the survivors end the job with MPI_Abort
+ * Exit 0 = all checks passed on every rank (dead: the runner greps the marker file).
  */
 #include "collectives/pcoll.h"
 #include <pthread.h>
@@ -250,7 +251,7 @@ static void case_evict(void) {
     free(g);
 }
 
-static void case_dead(void) {
+static void case_dead(const char *marker) {
     MPI_Comm alive;   /* the survivors, to agree that all of them detected it */
     MPI_Comm_split(MPI_COMM_WORLD, me == P - 1, me, &alive);
     pcoll_t *h = make(PCOLL_SYNC, 16, 0);
@@ -277,7 +278,11 @@ static void case_dead(void) {
     CHECK(strstr(pcoll_last_error(h), want) != NULL, "the first error is kept: %s", pcoll_last_error(h));
     int tot = 0;
     MPI_Allreduce(&fails, &tot, 1, MPI_INT, MPI_SUM, alive);
-    if (me == 0) printf(tot ? "FAIL: %d check failures\n" : "ALL-DETECTED (%d check failures)\n", tot);
+    if (me == 0) {
+        printf(tot ? "FAIL: %d check failures\n" : "ALL-DETECTED (%d check failures)\n", tot);
+        FILE *f = marker ? fopen(marker, "w") : NULL;
+        if (f) { fprintf(f, tot ? "FAIL\n" : "ALL-DETECTED\n"); fclose(f); }
+    }
     fflush(stdout);
     MPI_Abort(MPI_COMM_WORLD, tot ? 1 : 3);
 }
@@ -287,14 +292,15 @@ int main(int argc, char **argv) {
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_size(MPI_COMM_WORLD, &P);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    const char *c = argc == 3 && !strcmp(argv[1], "--case") ? argv[2] : "";
+    const char *c = argc >= 3 && !strcmp(argv[1], "--case") ? argv[2] : "";
+    const char *marker = argc == 5 && !strcmp(argv[3], "--marker") ? argv[4] : NULL;
     if (!strcmp(c, "close")) case_close();
     else if (!strcmp(c, "nodrain")) case_nodrain();
     else if (!strcmp(c, "rule")) case_rule();
     else if (!strcmp(c, "args")) case_args();
     else if (!strcmp(c, "evict")) case_evict();
-    else if (!strcmp(c, "dead")) case_dead();
-    else { if (!me) fprintf(stderr, "usage: test_pcoll_life --case close|nodrain|rule|args|evict|dead\n"); MPI_Abort(MPI_COMM_WORLD, 2); }
+    else if (!strcmp(c, "dead")) case_dead(marker);
+    else { if (!me) fprintf(stderr, "usage: test_pcoll_life --case close|nodrain|rule|args|evict|dead [--marker FILE]\n"); MPI_Abort(MPI_COMM_WORLD, 2); }
     int tot = 0;
     MPI_Allreduce(&fails, &tot, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (!me) printf("%s: %d check failures\n", tot ? "FAIL" : "OK", tot);
