@@ -22,12 +22,7 @@
 #include <time.h>
 
 static void timed_wait(struct pcoll *h, double sec) {  /* caller holds mu */
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    long ns = ts.tv_nsec + (long)(sec * 1e9);
-    ts.tv_sec += ns / 1000000000L;
-    ts.tv_nsec = ns % 1000000000L;
-    pthread_cond_timedwait(&h->cv_eng, &h->mu, &ts);
+    pcoll_cond_wait_s(&h->cv_eng, &h->mu, sec);
 }
 
 static int mpi_fail(struct pcoll *h, int rc, const char *what) {

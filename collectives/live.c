@@ -106,14 +106,7 @@ void *pcoll_live_main(void *arg) {
         send_all(h, failed ? LIVE_FAILED : LIVE_OK);
         receive_all(h, &gap_max);
         pthread_mutex_lock(&h->mu);
-        if (!h->live_stop) {
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            long ns = ts.tv_nsec + (long)(period * 1e9);
-            ts.tv_sec += ns / 1000000000L;
-            ts.tv_nsec = ns % 1000000000L;
-            pthread_cond_timedwait(&h->cv_live, &h->mu, &ts);
-        }
+        if (!h->live_stop) pcoll_cond_wait_s(&h->cv_live, &h->mu, period);
         double t = pcoll_now(), late = t - t_prev - 2 * period;
         if (late > 0)   /* this thread was not running: do not count that against the peers */
             for (int p = 0; p < h->P; p++) h->heard_at[p] += late;

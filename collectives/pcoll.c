@@ -12,6 +12,16 @@ double pcoll_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Waits on cv (mu held) for at most sec seconds. */
+void pcoll_cond_wait_s(pthread_cond_t *cv, pthread_mutex_t *mu, double sec) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long ns = ts.tv_nsec + (long)((sec - (double)(long)sec) * 1e9);
+    ts.tv_sec += (time_t)sec + ns / 1000000000L;
+    ts.tv_nsec = ns % 1000000000L;
+    pthread_cond_timedwait(cv, mu, &ts);
+}
+
 /* Sticky error of this rank (caller holds mu). The first one is kept: later errors are its
  * consequences, and every later call returns the first code with the first message. */
 void pcoll_set_error(struct pcoll *h, int code, const char *fmt, ...) {

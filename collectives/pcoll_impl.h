@@ -219,6 +219,7 @@ uint64_t pcoll_mix64(uint64_t x);
 void pcoll_set_error(struct pcoll *h, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 double pcoll_now(void);
+void pcoll_cond_wait_s(pthread_cond_t *cv, pthread_mutex_t *mu, double sec);
 
 void pcoll_call_error(struct pcoll *h, const char *fmt, ...)   /* caller holds mu */
     __attribute__((format(printf, 2, 3)));
