@@ -9,7 +9,7 @@
  * Costs: --cost reads the JSON that pcoll-sim-calibrate writes (measured on the machine being
  * modelled); single flags override it. Quorum is Q = P/2, as in bench_collectives.
  * --validate: for each measured row of a bench_collectives JSON (its ranks, mode, skew, size),
- * the model's prediction beside it, with the same iterations and unit.
+ * the model's prediction beside it (tree activation, as libpcoll), same iterations and unit.
  */
 #include "collectives/sim/sim.h"
 #include "trainer/trainer.h"
@@ -120,7 +120,7 @@ static int validate(run_ctx_t *x, const char *path) {
         else snprintf(sk, sizeof sk, "none");
         size_t bytes = (size_t)json_integer_value(json_object_get(row, "bytes"));
         double meas = json_number_value(json_object_get(row, "mean_latency_us"));
-        if ((rc = run_one(x, P, rule, SIM_ACT_FLAT, sk, iters, warm, bytes, meas))) break;
+        if ((rc = run_one(x, P, rule, SIM_ACT_TREE, sk, iters, warm, bytes, meas))) break;   /* libpcoll activates over the tree */
     }
     json_decref(j);
     return rc;
