@@ -17,8 +17,7 @@
 #define META_N 16
 
 uint64_t ckpt_desc_hash(const char *desc, size_t nparams) {
-    uint64_t h = 1469598103934665603ull;
-    for (const char *p = desc; *p; p++) h = (h ^ (uint8_t)*p) * 1099511628211ull;
+    uint64_t h = fnv1a64(FNV1A64_INIT, desc, strlen(desc));
     return (h ^ nparams) * 1099511628211ull;
 }
 

@@ -37,7 +37,7 @@ static const opt_t opts[] = {
     O("momentum", T_DBL, momentum, "0.9", 0, 1, "SGD momentum (PyTorch formulation)"),
     O("wd", T_DBL, wd, "", 0, 1, "* weight decay"),
     O("wd-bn", T_BOOL, wd_bn, "0", 0, 1, "apply weight decay to batch-norm parameters and biases too"),
-    O("wd-per", T_STR, wd_per, "sample", 0, 0, "sample: a round decays by --wd x |F|/P, the share of a whole round's gradients it carries, so every mode decays as much per sample learnt; round: full decay every round (before 2026-11-30; partial rounds decayed P/|F| times harder)"),
+    O("wd-per", T_STR, wd_per, "sample", 0, 0, "sample: a round decays by --wd x |F|/P, the share of a whole round's gradients it carries, so every mode decays as much per sample learnt; round: full decay every round (a partial round of |F| gradients then decays as much as a whole one)"),
     O("nesterov", T_BOOL, nesterov, "0", 0, 1, "Nesterov momentum"),
     O("warmup", T_DBL, warmup, "", 0, 1000, "* linear warm-up epochs"),
     O("warmup-start-lr", T_DBL, warmup_start_lr, "-1", -1, 100, "warm-up start lr (-1: base lr unscaled)"),
@@ -45,8 +45,8 @@ static const opt_t opts[] = {
     O("gamma", T_DBL, gamma, "0.1", 0, 1, "lr decay factor at each milestone"),
     O("mode", T_STR, mode, "sync", 0, 0, "sync | solo | majority | quorum:Q | adaptive"),
     O("policy-opts", T_STR, policy_opts, "light_fresh=0.5", 0, 0, "adaptive policy options (controller.h), e.g. 'window=32,maj_enter=4'; the default keeps solo only while its rounds carry half the gradients ('' = the streak and wait signals alone)"),
-    O("initial-sync", T_INT, initial_sync, "0", 0, 100000, "run the first N epochs synchronously whatever --mode says (0: none); README: what it did to accuracy"),
-    O("final-sync", T_INT, final_sync, "0", 0, 100000, "run the last N epochs synchronously whatever --mode says (0: none); README: what it did to accuracy"),
+    O("initial-sync", T_INT, initial_sync, "0", 0, 100000, "run the first N epochs synchronously whatever --mode says (0: none; docs/EXPERIMENTS.md: its effect on accuracy)"),
+    O("final-sync", T_INT, final_sync, "0", 0, 100000, "run the last N epochs synchronously whatever --mode says (0: none; docs/EXPERIMENTS.md: its effect on accuracy)"),
     O("tau", T_INT, tau, "0", 0, 1 << 20, "staleness bound: a rank whose rejection streak reaches tau is waited for (0: none)"),
     O("ring", T_INT, ring, "0", 0, 1 << 20, "rounds a slow rank may lag (results ring); 0: max(16, 2 tau + 2)"),
     O("div", T_STR, div, "p", 0, 0, "average the sum by p (ranks, the paper) or fresh (contributors)"),
@@ -160,7 +160,7 @@ static int read_file(cfg_t *c, const char *path, uint8_t *given, char *err, size
     return 0;
 }
 
-/* Defaults marked * in --help: the paper's settings per experiment (DESIGN.md section 5). */
+/* Defaults marked * in --help: the paper's settings per experiment (docs/DESIGN.md). */
 static void apply_experiment(cfg_t *c, const uint8_t *given) {
     struct { const char *e, *model, *data, *epochs, *batch, *lr, *bb, *wd, *warm, *ms, *target; } t[] = {
         {"fmnist", "resnet-fmnist", "fmnist", "5", "64", "0.1", "0", "5e-4", "0", "4", "0.90"},
@@ -272,10 +272,12 @@ int cfg_parse(cfg_t *c, int argc, char **argv, char *err, size_t n) {
 void cfg_print_help(FILE *f) {
     fprintf(f, "eager-train: eager-SGD data-parallel training on libpcoll partial allreduces.\n"
                "usage: mpirun -np P eager-train [--option value | --option=value]...\n"
+               "The semantics of a round, tau, the epoch modes and the controller: docs/DESIGN.md;\n"
+               "results and the commands that reproduce them: docs/EXPERIMENTS.md.\n"
                "options (* = default depends on --experiment):\n");
     for (int i = 0; i < NOPTS; i++)
-        fprintf(f, "  --%-16s %-8s %s%s%s%s\n", opts[i].name, *opts[i].def ? opts[i].def : "*",
-                opts[i].help, opts[i].ty == T_BOOL ? " [flag]" : "", "", "");
+        fprintf(f, "  --%-16s %-8s %s%s\n", opts[i].name, *opts[i].def ? opts[i].def : "*", opts[i].help,
+                opts[i].ty == T_BOOL ? " [flag]" : "");
 }
 
 static void val(const cfg_t *c, const opt_t *o, char *buf, size_t n) {

@@ -1,4 +1,4 @@
-/* dealer.c -- global epoch semantics (DESIGN.md section 5): batches of one epoch-wide permutation
+/* dealer.c -- global epoch semantics (docs/DESIGN.md, epochs): batches of one epoch-wide permutation
  * are dealt from the round history, with no message of their own.
  *
  *   before round 0   rank p holds batches p, P+p, ..., (ahead-1)P+p      cursor = ahead x P

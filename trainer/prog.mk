@@ -1,18 +1,20 @@
 # trainer/prog.mk: the eager-train program (MPI): trainer/*.c on nn + data + controller + libpcoll.
-TRAIN_SRCS := trainer/main.c trainer/config.c trainer/imbalance.c trainer/metrics.c trainer/checkpoint.c \
-              trainer/dealer.c
-TRAIN_OBJS := $(patsubst %.c,$(B)/%.o,$(TRAIN_SRCS))
-TRAIN_BIN  := $(B)/bin/eager-train
-ALL_BINS   += $(TRAIN_BIN)
-
 # --device cuda: with the CUDA backend and the device-capable libpcoll when both were built
 TRAIN_CUDA := $(if $(and $(NN_CUDA_LIB),$(LIBPCOLL_CUDA)),1,)
 TRAIN_PCOLL := $(if $(TRAIN_CUDA),$(LIBPCOLL_CUDA),$(LIBPCOLL))
 
+TRAIN_SRCS := trainer/main.c trainer/setup.c trainer/epoch.c trainer/rounds.c trainer/replicas.c \
+              trainer/runlog.c trainer/run.c trainer/backend.c trainer/backend_cpu.c \
+              $(if $(TRAIN_CUDA),trainer/backend_cuda.c,) \
+              trainer/config.c trainer/imbalance.c trainer/metrics.c trainer/checkpoint.c trainer/dealer.c
+TRAIN_OBJS := $(patsubst %.c,$(B)/%.o,$(TRAIN_SRCS))
+TRAIN_BIN  := $(B)/bin/eager-train
+ALL_BINS   += $(TRAIN_BIN)
+
 $(B)/trainer/%.o: trainer/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(MPI_CFLAGS) $(NN_OMP) $(if $(HAVE_PAPI),-DHAVE_PAPI,) \
-	  $(if $(TRAIN_CUDA),-DHAVE_NN_CUDA -I$(CUDA_HOME)/include,) -c $< -o $@
+	  $(if $(TRAIN_CUDA),-I$(CUDA_HOME)/include,) -c $< -o $@
 
 $(TRAIN_BIN): $(TRAIN_OBJS) $(if $(TRAIN_CUDA),$(NN_CUDA_LIB),) $(NN_LIB) $(DATA_LIB) $(B)/libcontroller.a $(TRAIN_PCOLL)
 	@mkdir -p $(dir $@)

@@ -1,14 +1,14 @@
-/* trainer.h -- the eager-SGD trainer program (build/bin/eager-train): its modules' shared header.
+/* trainer.h -- the eager-SGD trainer program (build/bin/eager-train): its self-contained modules.
  *
  *   config.c      options (table with defaults and help), config file + flags, validation
  *   imbalance.c   injected delays: a pure function of (seed, step, rank)
- *   metrics.c     the run's JSON (results/schema/run.schema.json), written with jansson
+ *   metrics.c     pieces of the run's JSON (results/schema/run.schema.json), written with jansson
  *   checkpoint.c  atomic checkpoints (temporary file, fsync, rename) and resume
  *   dealer.c      --epoch-mode global: batches dealt from the round history
- *   main.c        MPI set-up, the eager-SGD step loop on libpcoll, evaluation, progress
  *
- * Data flows one way: data -> nn (gradient) -> libpcoll (rounds) -> nn (apply); the controller
- * sets libpcoll's rules; metrics only read.
+ * The program around them (the run context, set-up, the epoch loop, backends, output) is
+ * described in run.h. Data flows one way: data -> backend (gradient) -> libpcoll (rounds) ->
+ * backend (apply); the controller sets libpcoll's rules; the run log only reads.
  */
 #ifndef TRAINER_H
 #define TRAINER_H
@@ -16,6 +16,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+/* FNV-1a 64: the trainer's hash of bytes (weights, decisions, model descriptions). */
+#define FNV1A64_INIT 1469598103934665603ull
+static inline uint64_t fnv1a64(uint64_t h, const void *p, size_t n) {
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
 
 /* ---- configuration --------------------------------------------------------------------- */
 typedef struct {
@@ -35,7 +43,7 @@ typedef struct {
     int tau, ring;
     char div[8];            /* p | fresh */
     char wd_per[8];         /* sample | round */
-    char epoch_mode[8];     /* shard | global (DESIGN.md section 5) */
+    char epoch_mode[8];     /* shard | global (docs/DESIGN.md) */
     uint64_t seed;
     char imbalance[128];    /* none | linear:unit=MS | random:k=K,d=MS | lognormal:mean=MS,std=MS
                                | slow:rank=R,factor=F | inherent:unit=MS */
