@@ -2,7 +2,6 @@
  * config file, the flags, printing and the JSON copy, so they cannot drift apart.
  * Config file: "key = value" lines, '#' comments, keys = long option names. Flags win. */
 #include "trainer/trainer.h"
-#include "collectives/pcoll.h"
 #include "controller/controller.h"
 #include <ctype.h>
 #include <errno.h>
@@ -44,10 +43,10 @@ static const opt_t opts[] = {
     O("milestones", T_STR, milestones, "", 0, 0, "* comma list of epochs where lr is multiplied by gamma"),
     O("gamma", T_DBL, gamma, "0.1", 0, 1, "lr decay factor at each milestone"),
     O("mode", T_STR, mode, "sync", 0, 0, "sync | solo | majority | quorum:Q | adaptive"),
-    O("policy-opts", T_STR, policy_opts, "light_fresh=0.5", 0, 0, "adaptive policy options (controller.h), e.g. 'window=32,maj_enter=4'; the default keeps solo only while its rounds carry half the gradients ('' = the streak and wait signals alone)"),
+    O("policy-opts", T_STR, policy_opts, "light_fresh=0.5", 0, 0, "adaptive policy options (controller.h) except tau, e.g. 'window=32,maj_enter=4' or 'tau_by=policy' (the policy, not libpcoll, enforces --tau); the default keeps solo only while its rounds carry half the gradients ('' = the streak and wait signals alone)"),
     O("initial-sync", T_INT, initial_sync, "0", 0, 100000, "run the first N epochs synchronously whatever --mode says (0: none; docs/EXPERIMENTS.md: its effect on accuracy)"),
     O("final-sync", T_INT, final_sync, "0", 0, 100000, "run the last N epochs synchronously whatever --mode says (0: none; docs/EXPERIMENTS.md: its effect on accuracy)"),
-    O("tau", T_INT, tau, "0", 0, 1 << 20, "staleness bound: a rank whose rejection streak reaches tau is waited for (0: none)"),
+    O("tau", T_INT, tau, "4", 0, 1 << 20, "staleness bound, the one place it is set: a rank whose deposits were left out of tau rounds in a row is waited for in the next, so no applied gradient is more than tau rounds stale. Bounded staleness is what eager-SGD's convergence argument assumes, so the default is finite; 4 is the bound the runs in docs/EXPERIMENTS.md use (0: unbounded)"),
     O("ring", T_INT, ring, "0", 0, 1 << 20, "rounds a slow rank may lag (results ring); 0: max(16, 2 tau + 2)"),
     O("div", T_STR, div, "p", 0, 0, "average the sum by p (ranks, the paper) or fresh (contributors)"),
     O("epoch-mode", T_STR, epoch_mode, "shard", 0, 0, "shard (each rank runs its 1/P of the data, the paper's) or global (batches dealt from the round history: fast ranks take more)"),
@@ -191,6 +190,29 @@ static void apply_experiment(cfg_t *c, const uint8_t *given) {
     }
 }
 
+/* 1 if the comma list s has the key k (as "k=..." or a bare "k"). */
+static int has_key(const char *s, const char *k) {
+    size_t kl = strlen(k);
+    for (const char *p = s;; p++) {
+        if (!strncmp(p, k, kl) && (p[kl] == '=' || p[kl] == ',' || !p[kl])) return 1;
+        if (!(p = strchr(p, ','))) return 0;
+    }
+}
+
+/* --mode and --policy-opts, parsed once into c->policy with the bound of --tau. */
+static int parse_policy(cfg_t *c, char *err, size_t n) {
+    if (has_key(c->policy_opts, "tau"))
+        return snprintf(err, n, "--policy-opts '%s': the staleness bound is set by --tau only", c->policy_opts), -1;
+    snprintf(c->policy_spec, sizeof c->policy_spec, "%s%s%s", c->mode, *c->policy_opts ? "," : "", c->policy_opts);
+    char e[300];
+    if (ctl_policy_parse(c->policy_spec, &c->policy, e, sizeof e))
+        return snprintf(err, n, "--mode '%s' --policy-opts '%s': %s", c->mode, c->policy_opts, e), -1;
+    c->policy.tau = c->tau;
+    if (ctl_policy_check(&c->policy, e, sizeof e))
+        return snprintf(err, n, "--tau %d with --mode '%s' --policy-opts '%s': %s", c->tau, c->mode, c->policy_opts, e), -1;
+    return 0;
+}
+
 int cfg_parse(cfg_t *c, int argc, char **argv, char *err, size_t n) {
     memset(c, 0, sizeof *c);
     uint8_t given[NOPTS] = {0};
@@ -242,9 +264,6 @@ int cfg_parse(cfg_t *c, int argc, char **argv, char *err, size_t n) {
                               "ucf101, hyperplane", c->experiment), -1;
     apply_experiment(c, given);
     /* validate the composite values */
-    pcoll_rule_t ru;
-    if (strcmp(c->mode, "adaptive") && pcoll_parse_mode(c->mode, &ru))
-        return snprintf(err, n, "--mode '%s' is not sync, solo, majority, quorum:Q or adaptive", c->mode), -1;
     if (strcmp(c->device, "cpu") && strcmp(c->device, "cuda"))
         return snprintf(err, n, "--device '%s' must be cpu or cuda", c->device), -1;
     if (strcmp(c->wd_per, "sample") && strcmp(c->wd_per, "round"))
@@ -255,10 +274,7 @@ int cfg_parse(cfg_t *c, int argc, char **argv, char *err, size_t n) {
         return snprintf(err, n, "--epoch-mode '%s' must be shard or global", c->epoch_mode), -1;
     imb_t im;
     if (imb_parse(c->imbalance, &im, err, n)) return -1;
-    char pol[400];
-    snprintf(pol, sizeof pol, "%s%s%s", c->mode, *c->policy_opts ? "," : "", c->policy_opts);
-    ctl_policy_cfg_t pc;
-    if (ctl_policy_parse(pol, &pc, err, n)) return -1;
+    if (parse_policy(c, err, n)) return -1;
     for (const char *s = c->milestones; *s; s++)
         if (!isdigit((unsigned char)*s) && *s != ',' && *s != '.')
             return snprintf(err, n, "--milestones '%s' must be a comma list of epochs", c->milestones), -1;

@@ -63,7 +63,6 @@ typedef struct run {
     nn_lr_sched_t sched;
     ctl_config_t ctl;       /* controller of the epochs that follow --mode */
     ctl_config_t ctl_sync;  /* controller of --initial-sync / --final-sync epochs */
-    char policy[400];       /* --mode and --policy-opts as one policy string */
     pcoll_config_t pcoll;
     imb_t imb;
     int global;             /* --epoch-mode global */

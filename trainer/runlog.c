@@ -70,7 +70,7 @@ void runlog_open(run_t *r, int argc, char **argv) {
     set(rd, "records", l->rounds = json_array());
     set(root, "rounds", rd);
     json_t *ct = json_object();
-    set(ct, "policy", json_string(r->policy));
+    set(ct, "policy", json_string(r->cfg.policy_spec));
     set(ct, "decision_hash", json_string(""));
     set(ct, "switches", l->switches = json_array());
     set(root, "controller", ct);

@@ -167,9 +167,7 @@ void run_set_rounds(run_t *r) {
     char err[1024] = "";
     ctl_config_t *cc = &r->ctl;
     ctl_config_default(cc);
-    snprintf(r->policy, sizeof r->policy, "%s%s%s", c->mode, *c->policy_opts ? "," : "", c->policy_opts);
-    run_agree(r, ctl_policy_parse(r->policy, &cc->policy, err, sizeof err) == 0, "policy", err);
-    cc->policy.tau = c->tau;
+    cc->policy = c->policy;
     cc->t_warn = c->t_warn;
     cc->t_abort = c->t_abort;
     cc->log = stderr;
@@ -180,7 +178,7 @@ void run_set_rounds(run_t *r) {
     pcoll_config_default(pc);
     pc->div = !strcmp(c->div, "fresh") ? PCOLL_DIV_FRESH : PCOLL_DIV_P;
     pc->seed = c->seed;
-    pc->tau = c->tau;
+    pc->tau = c->policy.tau_by == CTL_TAU_LIBRARY ? c->tau : 0;  /* tau_by=policy: the policy's rules */
     pc->ring = c->ring ? c->ring : (2 * c->tau + 2 > 16 ? 2 * c->tau + 2 : 16);
     pc->horizon = 1;
     pc->poll_max_us = 2000;  /* idle engines poll at most every 2 ms: cheap on oversubscribed cores */

@@ -13,6 +13,7 @@
 #ifndef TRAINER_H
 #define TRAINER_H
 
+#include "controller/controller.h"
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -59,6 +60,9 @@ typedef struct {
     int quiet;
     char device[8];         /* cpu | cuda */
     int tf32;               /* cuda: TF32 for cuDNN convolutions (PyTorch's default) */
+    /* derived by cfg_parse, not options: */
+    char policy_spec[400];  /* --mode and --policy-opts as one controller policy string */
+    ctl_policy_cfg_t policy;/* that string parsed (the mode's one parse), tau = --tau */
 } cfg_t;
 
 /* Parses argv (and --config FILE, whose keys are the long option names); flags win over the
