@@ -24,8 +24,8 @@
 typedef struct backend backend_t;
 
 typedef struct {
-    const char *name;   /* the --device value that selects this backend */
-    pcoll_mem_t mem;    /* memory kind of grads() and of the round results apply() reads */
+    const char *name; /* the --device value that selects this backend */
+    pcoll_mem_t mem;  /* memory kind of grads() and of the round results apply() reads */
     /* Builds the backend on the host model (kept, not owned). local_rank: this rank's index
      * among the ranks of its host (picks the GPU). NULL with the reason in err. */
     backend_t *(*open)(nn_model_t *host, const cfg_t *c, int local_rank, char *err, size_t n);
@@ -33,10 +33,10 @@ typedef struct {
     /* One training step's computation: zero the gradient, forward, backward, then check the
      * loss and gradient are finite (step names the step in the message). */
     int (*train_step)(backend_t *b, const nn_batch_t *batch, long step, char *err, size_t n);
-    const float *(*grads)(backend_t *b);   /* the last step's gradient (nparams floats, `mem`) */
-    double (*loss)(const backend_t *b);    /* loss of the last forward (mean over the batch) */
-    int (*top1)(const backend_t *b);       /* correct top-1 / top-5 predictions of the last */
-    int (*top5)(const backend_t *b);       /* forward (counts over the batch) */
+    const float *(*grads)(backend_t *b); /* the last step's gradient (nparams floats, `mem`) */
+    double (*loss)(const backend_t *b);  /* loss of the last forward (mean over the batch) */
+    int (*top1)(const backend_t *b);     /* correct top-1 / top-5 predictions of the last */
+    int (*top5)(const backend_t *b);     /* forward (counts over the batch) */
     /* SGD with momentum on the model with a round's result (nparams floats in `mem`). */
     int (*apply)(backend_t *b, const float *round, const nn_sgd_t *sgd, char *err, size_t n);
     /* Training mode (BN on batch statistics) or evaluation mode (running statistics). */
@@ -48,20 +48,20 @@ typedef struct {
     /* FNV-1a 64 over parameters, momentum and BN statistics (equal iff the replicas are). */
     int (*hash)(backend_t *b, uint64_t *h, char *err, size_t n);
     /* Checkpoints (checkpoint.c's format, written from / read into the host model). */
-    int (*save)(backend_t *b, const char *dir, const ckpt_meta_t *meta, char *path, size_t plen,
-                char *err, size_t n);
+    int (*save)(backend_t *b, const char *dir, const ckpt_meta_t *meta, char *path, size_t plen, char *err,
+                size_t n);
     int (*load)(backend_t *b, const char *dir, ckpt_meta_t *meta, char *err, size_t n);
 } backend_ops_t;
 
 struct backend {
     const backend_ops_t *ops;
-    nn_model_t *host;   /* the host model the backend mirrors */
+    nn_model_t *host; /* the host model the backend mirrors */
 };
 
 /* Opens the backend named by device ("cpu" | "cuda"). NULL with the reason in err: an unknown
  * name, a build without that backend (naming what the build lacked), or the backend's own open. */
-backend_t *backend_open(const char *device, nn_model_t *host, const cfg_t *c, int local_rank,
-                        char *err, size_t n);
+backend_t *backend_open(const char *device, nn_model_t *host, const cfg_t *c, int local_rank, char *err,
+                        size_t n);
 
 /* Host-model steps shared by the backends: the BN average over comm (collective) and the hash. */
 int backend_host_average_bn(nn_model_t *m, MPI_Comm comm);

@@ -39,7 +39,8 @@ static int cpu_forward(backend_t *b, const nn_batch_t *batch, char *err, size_t 
 }
 
 static int cpu_average_bn(backend_t *b, MPI_Comm comm, char *err, size_t n) {
-    if (backend_host_average_bn(b->host, comm)) return snprintf(err, n, "MPI_Allreduce of the BN statistics failed"), -1;
+    if (backend_host_average_bn(b->host, comm))
+        return snprintf(err, n, "MPI_Allreduce of the BN statistics failed"), -1;
     return 0;
 }
 
@@ -59,8 +60,20 @@ static int cpu_load(backend_t *b, const char *dir, ckpt_meta_t *meta, char *err,
 }
 
 const backend_ops_t backend_cpu = {
-    .name = "cpu", .mem = PCOLL_MEM_HOST, .open = cpu_open, .close = cpu_close,
-    .train_step = cpu_train_step, .grads = cpu_grads, .loss = cpu_loss, .top1 = cpu_top1,
-    .top5 = cpu_top5, .apply = cpu_apply, .set_training = cpu_set_training, .forward = cpu_forward,
-    .average_bn = cpu_average_bn, .hash = cpu_hash, .save = cpu_save, .load = cpu_load,
+    .name = "cpu",
+    .mem = PCOLL_MEM_HOST,
+    .open = cpu_open,
+    .close = cpu_close,
+    .train_step = cpu_train_step,
+    .grads = cpu_grads,
+    .loss = cpu_loss,
+    .top1 = cpu_top1,
+    .top5 = cpu_top5,
+    .apply = cpu_apply,
+    .set_training = cpu_set_training,
+    .forward = cpu_forward,
+    .average_bn = cpu_average_bn,
+    .hash = cpu_hash,
+    .save = cpu_save,
+    .load = cpu_load,
 };

@@ -30,7 +30,10 @@ static backend_t *cuda_open(nn_model_t *host, const cfg_t *c, int local_rank, ch
     b->base.ops = &backend_cuda;
     b->base.host = host;
     b->g = nn_cuda_model_build(host, c->batch, c->tf32 ? NN_CUDA_TF32_DEFAULT : NN_CUDA_TF32_OFF, err, n);
-    if (!b->g) { free(b); return NULL; }
+    if (!b->g) {
+        free(b);
+        return NULL;
+    }
     return &b->base;
 }
 
@@ -67,7 +70,8 @@ static int cuda_average_bn(backend_t *b, MPI_Comm comm, char *err, size_t n) {
     nn_model_t *m = b->host;
     if (!m->nbn_stats) return 0;
     if (fail(b, nn_cuda_bn_stats_to_host(G(b), m->bn_stats), "cuda copy to host", err, n)) return -1;
-    if (backend_host_average_bn(m, comm)) return snprintf(err, n, "MPI_Allreduce of the BN statistics failed"), -1;
+    if (backend_host_average_bn(m, comm))
+        return snprintf(err, n, "MPI_Allreduce of the BN statistics failed"), -1;
     return fail(b, nn_cuda_bn_stats_from_host(G(b), m->bn_stats), "cuda copy to device", err, n);
 }
 
@@ -94,9 +98,20 @@ static int cuda_load(backend_t *b, const char *dir, ckpt_meta_t *meta, char *err
 }
 
 const backend_ops_t backend_cuda = {
-    .name = "cuda", .mem = PCOLL_MEM_DEVICE, .open = cuda_open, .close = cuda_close,
-    .train_step = cuda_train_step, .grads = cuda_grads, .loss = cuda_loss, .top1 = cuda_top1,
-    .top5 = cuda_top5, .apply = cuda_apply, .set_training = cuda_set_training,
-    .forward = cuda_forward, .average_bn = cuda_average_bn, .hash = cuda_hash, .save = cuda_save,
+    .name = "cuda",
+    .mem = PCOLL_MEM_DEVICE,
+    .open = cuda_open,
+    .close = cuda_close,
+    .train_step = cuda_train_step,
+    .grads = cuda_grads,
+    .loss = cuda_loss,
+    .top1 = cuda_top1,
+    .top5 = cuda_top5,
+    .apply = cuda_apply,
+    .set_training = cuda_set_training,
+    .forward = cuda_forward,
+    .average_bn = cuda_average_bn,
+    .hash = cuda_hash,
+    .save = cuda_save,
     .load = cuda_load,
 };

@@ -27,7 +27,7 @@ int dealer_round(dealer_t *d, const uint8_t *fresh) {
     for (int p = 0; p < d->P; p++)
         for (int k = 0; k < fresh[p] && d->cursor < d->nb; k++, d->cursor++)
             if (p == d->me) {
-                if (d->tail - d->head >= DEALER_QMAX) return -1;  /* more deposits than batches */
+                if (d->tail - d->head >= DEALER_QMAX) return -1; /* more deposits than batches */
                 d->q[d->tail++ % DEALER_QMAX] = d->cursor;
             }
     return 0;

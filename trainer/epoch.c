@@ -39,7 +39,8 @@ static data_iter_t *open_epoch(run_t *r, int epoch, epoch_t *e, dealer_t *dl) {
     it = data_iter_new_global(r->train, c->batch, DATA_AUGMENT | DATA_PREFETCH, err, sizeof err);
     run_agree(r, it != NULL, "training data", err);
     e->nbatches = ntrain / c->batch;
-    if (c->max_steps && e->nbatches > (int64_t)c->max_steps * r->P) e->nbatches = (int64_t)c->max_steps * r->P;
+    if (c->max_steps && e->nbatches > (int64_t)c->max_steps * r->P)
+        e->nbatches = (int64_t)c->max_steps * r->P;
     run_agree(r, e->nbatches > 0, "training data", "no full batch: lower --batch or use more data");
     e->steps = (long)((e->nbatches + r->P - 1) / r->P);
     data_permutation(ntrain, c->seed, epoch, r->perm);
@@ -56,7 +57,7 @@ static int step(run_t *r, int epoch, long s, epoch_t *e, pcoll_t *h, data_iter_t
     char err[1024] = "";
     const data_batch_t *b;
     int64_t gb;
-    if (r->global && !dealer_take(dl, &gb)) return 0;   /* nothing more dealt to me: join */
+    if (r->global && !dealer_take(dl, &gb)) return 0; /* nothing more dealt to me: join */
     double t0 = run_now();
     int got = data_iter_next(it, &b, err, sizeof err);
     if (got < 0) run_die(r, "training data", err);
@@ -64,7 +65,8 @@ static int step(run_t *r, int epoch, long s, epoch_t *e, pcoll_t *h, data_iter_t
     e->mysteps++;
     nn_batch_t nb;
     to_batch(&nb, b);
-    if (be->ops->train_step(be, &nb, (long)epoch * e->steps + s, err, sizeof err)) run_die(r, "training", err);
+    if (be->ops->train_step(be, &nb, (long)epoch * e->steps + s, err, sizeof err))
+        run_die(r, "training", err);
     double t1 = run_now();
     uint64_t per_epoch = (uint64_t)(r->global ? e->nbatches : e->steps);
     sleep_ms(imb_delay_ms(&r->imb, c->seed, (uint64_t)epoch * per_epoch + (uint64_t)s, r->me, r->P,
@@ -77,7 +79,8 @@ static int step(run_t *r, int epoch, long s, epoch_t *e, pcoll_t *h, data_iter_t
     /* the step time travels with the deposit: the controller estimates from it what sync costs */
     if (pcoll_set_cost(h, t2 - t0)) run_die(r, "pcoll_set_cost", pcoll_last_error(h));
     if (pcoll_deposit(h, be->ops->grads(be), 0)) run_die(r, "pcoll_deposit", pcoll_last_error(h));
-    if (pcoll_wait(h, PCOLL_WAIT_CONSUMED, c->t_abort + 5, NULL)) run_die(r, "pcoll_wait", pcoll_last_error(h));
+    if (pcoll_wait(h, PCOLL_WAIT_CONSUMED, c->t_abort + 5, NULL))
+        run_die(r, "pcoll_wait", pcoll_last_error(h));
     double t3 = run_now();
     apply_rounds(r, h, epoch, e, r->global ? dl : NULL);
     if (r->global) submit_dealt(r, it, dl, epoch);
@@ -96,15 +99,19 @@ static void end_controller(run_t *r, int epoch, ctl_t *ctl, ctl_config_t *cc, ep
     char err[512];
     int cw = ctl_wait(ctl, r->cfg.t_abort + 5);
     if (cw != CTL_OK)
-        run_die(r, "controller", cw == CTL_ERR_TIMEOUT ? "the thread did not end after the all-joined round" : ctl_last_error(ctl));
+        run_die(r, "controller",
+                cw == CTL_ERR_TIMEOUT ? "the thread did not end after the all-joined round"
+                                      : ctl_last_error(ctl));
     uint64_t ch = 0;
     ctl_stats(ctl, &e->ctl, &ch);
     uint64_t v[2] = {ch, e->ctl.rounds}, lo[2], hi[2];
     MPI_Allreduce(v, lo, 2, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
     MPI_Allreduce(v, hi, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-    snprintf(err, sizeof err, "epoch %d: the ranks' controllers disagree (decision hash %016llx..%016llx, "
-             "rounds observed %llu..%llu; internal)", epoch + 1, (unsigned long long)lo[0],
-             (unsigned long long)hi[0], (unsigned long long)lo[1], (unsigned long long)hi[1]);
+    snprintf(err, sizeof err,
+             "epoch %d: the ranks' controllers disagree (decision hash %016llx..%016llx, "
+             "rounds observed %llu..%llu; internal)",
+             epoch + 1, (unsigned long long)lo[0], (unsigned long long)hi[0], (unsigned long long)lo[1],
+             (unsigned long long)hi[1]);
     run_agree(r, lo[0] == hi[0] && lo[1] == hi[1], "controller", err);
     r->tot.decision_hash = fnv1a64(r->tot.decision_hash, &ch, sizeof ch);
     ctl_switch_t sw[64];

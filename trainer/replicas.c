@@ -23,7 +23,8 @@ static uint64_t check_replicas(run_t *r, int epoch) {
             fprintf(stderr, "eager-train: replicas differ after epoch %d: weight hashes", epoch);
             for (int p = 0; p < r->P; p++) fprintf(stderr, " rank %d=%016llx", p, (unsigned long long)all[p]);
             fprintf(stderr, "\n  ranks differing from rank 0:");
-            for (int p = 1; p < r->P; p++) if (all[p] != all[0]) fprintf(stderr, " %d", p);
+            for (int p = 1; p < r->P; p++)
+                if (all[p] != all[0]) fprintf(stderr, " %d", p);
             fprintf(stderr, "\n");
         }
         snprintf(err, sizeof err, "replicas differ after epoch %d", epoch);
@@ -41,8 +42,8 @@ static void evaluate(run_t *r, double *loss, double *top1, double *top5) {
     backend_t *be = r->be;
     data_iter_t *it = data_iter_new(r->test, r->me, r->P, r->cfg.batch, 0, DATA_EVAL_FLAGS, err, sizeof err);
     if (!it) run_die(r, "evaluation data", err);
-    be->ops->set_training(be, getenv("EAGER_EVAL_BATCHSTATS") ? 1 : 0);  /* debugging aid */
-    double s[4] = {0, 0, 0, 0};  /* loss sum, top1, top5, samples */
+    be->ops->set_training(be, getenv("EAGER_EVAL_BATCHSTATS") ? 1 : 0); /* debugging aid */
+    double s[4] = {0, 0, 0, 0};                                         /* loss sum, top1, top5, samples */
     const data_batch_t *b;
     int rc;
     while ((rc = data_iter_next(it, &b, err, sizeof err)) == 1) {
@@ -66,8 +67,9 @@ static void evaluate(run_t *r, double *loss, double *top1, double *top5) {
 
 /* The epoch's figures over all ranks, and the run's totals. */
 static void sum_epoch(run_t *r, const epoch_t *e, epoch_report_t *p) {
-    double loc[7] = {e->loss_sum, (double)e->loss_n, (double)e->correct, (double)e->seen,
-                     (double)e->rounds, (double)e->fresh_sum, (double)e->mysteps}, glob[7];
+    double loc[7] = {e->loss_sum,       (double)e->loss_n,    (double)e->correct, (double)e->seen,
+                     (double)e->rounds, (double)e->fresh_sum, (double)e->mysteps},
+           glob[7];
     MPI_Allreduce(loc, glob, 7, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     p->steps_min = p->steps_max = e->mysteps;
     if (r->global) {
@@ -96,7 +98,8 @@ static void checkpoint(run_t *r, int epoch, double wall) {
     ckpt_meta_t meta = {epoch + 1, r->cfg.seed, 0, wall, r->P};
     char path[1200] = "", err[1200] = "";
     int ok = 1;
-    if (r->me == 0) ok = r->be->ops->save(r->be, r->cfg.ckpt_dir, &meta, path, sizeof path, err, sizeof err) == 0;
+    if (r->me == 0)
+        ok = r->be->ops->save(r->be, r->cfg.ckpt_dir, &meta, path, sizeof path, err, sizeof err) == 0;
     run_agree(r, ok, "checkpoint", err);
     runlog_checkpoint(r, path);
 }
@@ -113,10 +116,11 @@ void end_epoch(run_t *r, int epoch, epoch_t *e) {
         evaluate(r, &p.test_loss, &p.test_top1, &p.test_top5);
         p.evaluated = 1;
     }
-    p.lr = nn_lr_at(&r->sched, epoch);  /* the lr this epoch started with */
+    p.lr = nn_lr_at(&r->sched, epoch); /* the lr this epoch started with */
     sum_epoch(r, e, &p);
     runlog_epoch(r, epoch, e, &p);
     r->tot.epochs_done = epoch + 1;
-    if (*c->ckpt_dir && ((c->ckpt_every && (epoch + 1) % c->ckpt_every == 0) || last)) checkpoint(r, epoch, p.wall);
+    if (*c->ckpt_dir && ((c->ckpt_every && (epoch + 1) % c->ckpt_every == 0) || last))
+        checkpoint(r, epoch, p.wall);
     runlog_save(r);
 }

@@ -45,8 +45,9 @@ int apply_rounds(run_t *r, pcoll_t *h, int epoch, epoch_t *e, dealer_t *dl) {
     char err[512];
     int rc, k = 0;
     while ((rc = pcoll_next(h, &round, &res, rec)) == PCOLL_OK) {
-        if (rec->nfresh == 0) continue;  /* a round that only carried joins: not an SGD step */
-        if (dl && dealer_round(dl, rec->fresh)) run_die(r, "global epoch", "a rank deposited without a batch (internal)");
+        if (rec->nfresh == 0) continue; /* a round that only carried joins: not an SGD step */
+        if (dl && dealer_round(dl, rec->fresh))
+            run_die(r, "global epoch", "a rank deposited without a batch (internal)");
         r->sgd.lr = (float)lr_of(&r->sched, epoch, e->fresh_sum, e->nbatches);
         r->sgd.wd = wd_of(&r->cfg, rec, r->P);
         if (r->be->ops->apply(r->be, res, &r->sgd, err, sizeof err)) run_die(r, "apply a round", err);

@@ -22,58 +22,58 @@
 
 typedef struct runlog runlog_t;
 
-typedef struct {            /* this rank's timers and counters, summed over the run */
+typedef struct { /* this rank's timers and counters, summed over the run */
     double compute, inject, wait, apply;
     long steps;
     uint32_t max_streak;
 } rank_stats_t;
 
-typedef struct {            /* one epoch on this rank */
-    double t0;              /* start (MPI_Wtime) */
-    long steps;             /* shard: this rank's steps; global: batches / P (nominal) */
-    int64_t nbatches;       /* batches of the epoch, all ranks together */
-    long mysteps;           /* steps this rank ran */
-    double loss_sum;        /* training loss and top-1 of this rank's steps */
+typedef struct {      /* one epoch on this rank */
+    double t0;        /* start (MPI_Wtime) */
+    long steps;       /* shard: this rank's steps; global: batches / P (nominal) */
+    int64_t nbatches; /* batches of the epoch, all ranks together */
+    long mysteps;     /* steps this rank ran */
+    double loss_sum;  /* training loss and top-1 of this rank's steps */
     long loss_n, correct, seen;
-    uint64_t rounds, fresh_sum, stale_n;   /* rounds applied (every rank applies every round) */
+    uint64_t rounds, fresh_sum, stale_n; /* rounds applied (every rank applies every round) */
     double stale_sum;
     uint32_t max_stale, max_streak;
     ctl_policy_stats_t ctl; /* the controller's statistics at the epoch end (equal on all ranks) */
 } epoch_t;
 
-typedef struct {            /* the run so far (equal on every rank) */
+typedef struct { /* the run so far (equal on every rank) */
     int epochs_done;
     uint64_t rounds, fresh, stale_n;
     double stale;
     uint32_t max_stale, max_streak;
-    double final_top1, final_top5, final_loss;   /* -1: not evaluated yet */
+    double final_top1, final_top5, final_loss; /* -1: not evaluated yet */
     double t_target;        /* wall time when target_top1 was first reached (-1: not yet) */
     uint64_t decision_hash; /* FNV-1a over every epoch's controller decision hash */
 } run_totals_t;
 
 typedef struct run {
     cfg_t cfg;
-    int P, me;              /* world size and this rank */
-    int local_rank, local_ranks;   /* on this host */
-    int threads;            /* compute threads of this rank */
+    int P, me;                   /* world size and this rank */
+    int local_rank, local_ranks; /* on this host */
+    int threads;                 /* compute threads of this rank */
     data_set_t *train, *test;
-    nn_model_t *model;      /* host model: the CPU backend trains it, others mirror it */
+    nn_model_t *model; /* host model: the CPU backend trains it, others mirror it */
     backend_t *be;
     nn_sgd_t sgd;
     nn_lr_sched_t sched;
-    ctl_config_t ctl;       /* controller of the epochs that follow --mode */
-    ctl_config_t ctl_sync;  /* controller of --initial-sync / --final-sync epochs */
+    ctl_config_t ctl;      /* controller of the epochs that follow --mode */
+    ctl_config_t ctl_sync; /* controller of --initial-sync / --final-sync epochs */
     pcoll_config_t pcoll;
     imb_t imb;
-    int global;             /* --epoch-mode global */
-    int64_t *perm;          /* global: this epoch's permutation of the training set */
-    int epoch0;             /* first epoch to run (> 0 after --resume) */
-    double wall0;           /* training wall time before this process (--resume) */
-    double t_start;         /* MPI_Wtime of the run's start, less wall0 */
+    int global;     /* --epoch-mode global */
+    int64_t *perm;  /* global: this epoch's permutation of the training set */
+    int epoch0;     /* first epoch to run (> 0 after --resume) */
+    double wall0;   /* training wall time before this process (--resume) */
+    double t_start; /* MPI_Wtime of the run's start, less wall0 */
     rank_stats_t rs;
     run_totals_t tot;
-    pcoll_record_t rec;     /* scratch record of pcoll_next */
-    runlog_t *log;          /* output: console and JSON (rank 0 writes) */
+    pcoll_record_t rec; /* scratch record of pcoll_next */
+    runlog_t *log;      /* output: console and JSON (rank 0 writes) */
 } run_t;
 
 /* ---- setup.c --------------------------------------------------------------------------- */
@@ -81,13 +81,13 @@ typedef struct run {
 int run_init(run_t *r, int *argc, char ***argv);
 /* Options: 0 to go on, 1 after --help was printed (MPI finalized). Bad options: every rank exits. */
 int run_configure(run_t *r, int argc, char **argv);
-void run_set_threads(run_t *r);      /* the host's cores shared by its ranks */
-void run_open_data(run_t *r);        /* training and test sets */
-void run_build_model(run_t *r);      /* the host model, checked against the data's shape */
-void run_set_optimiser(run_t *r);    /* SGD and the lr schedule */
-void run_open_backend(run_t *r);     /* --device */
-void run_resume(run_t *r);           /* --resume: model, epoch and wall time from the checkpoint */
-void run_set_rounds(run_t *r);       /* controller, libpcoll and imbalance configuration */
+void run_set_threads(run_t *r);   /* the host's cores shared by its ranks */
+void run_open_data(run_t *r);     /* training and test sets */
+void run_build_model(run_t *r);   /* the host model, checked against the data's shape */
+void run_set_optimiser(run_t *r); /* SGD and the lr schedule */
+void run_open_backend(run_t *r);  /* --device */
+void run_resume(run_t *r);        /* --resume: model, epoch and wall time from the checkpoint */
+void run_set_rounds(run_t *r);    /* controller, libpcoll and imbalance configuration */
 
 /* ---- epoch.c --------------------------------------------------------------------------- */
 /* Trains one epoch: every step, every round applied, the join, the controller's end of epoch. */

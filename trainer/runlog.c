@@ -5,10 +5,10 @@
 #include <string.h>
 
 struct runlog {
-    json_t *root, *epochs, *rounds, *switches;   /* rank 0 only */
-    ragg_t agg;                                   /* rounds not yet in a record (rank 0) */
-    char *hosts_buf, **hosts;                     /* every rank's host (rank 0) */
-    int papi;                                     /* every rank counts with PAPI */
+    json_t *root, *epochs, *rounds, *switches; /* rank 0 only */
+    ragg_t agg;                                /* rounds not yet in a record (rank 0) */
+    char *hosts_buf, **hosts;                  /* every rank's host (rank 0) */
+    int papi;                                  /* every rank counts with PAPI */
 };
 
 static int talk(const run_t *r) { return r->me == 0 && !r->cfg.quiet; }
@@ -17,8 +17,10 @@ static void set(json_t *o, const char *k, json_t *v) { json_object_set_new(o, k,
 static json_t *real_or_null(int ok, double v) { return ok ? json_real(v) : json_null(); }
 
 static const char *rule_name(pcoll_mode_t m, int q, char *buf, size_t n) {
-    if (m == PCOLL_QUORUM) snprintf(buf, n, "quorum:%d", q);
-    else snprintf(buf, n, "%s", pcoll_mode_name(m));
+    if (m == PCOLL_QUORUM)
+        snprintf(buf, n, "quorum:%d", q);
+    else
+        snprintf(buf, n, "%s", pcoll_mode_name(m));
     return buf;
 }
 
@@ -30,7 +32,8 @@ void runlog_config(const run_t *r) {
 }
 
 void runlog_resumed(const run_t *r) {
-    if (talk(r)) printf("eager-train: resumed from %s/latest.ckpt after epoch %d\n", r->cfg.ckpt_dir, r->epoch0);
+    if (talk(r))
+        printf("eager-train: resumed from %s/latest.ckpt after epoch %d\n", r->cfg.ckpt_dir, r->epoch0);
 }
 
 static void gather_hosts(run_t *r, runlog_t *l) {
@@ -113,7 +116,8 @@ void runlog_switches(run_t *r, int epoch, const ctl_switch_t *sw, size_t n) {
         set(o, "reason", json_string(sw[i].reason));
         json_array_append_new(r->log->switches, o);
         if (!r->cfg.quiet)
-            printf("  controller: epoch %d round %llu: %s\n", epoch + 1, (unsigned long long)sw[i].round, sw[i].reason);
+            printf("  controller: epoch %d round %llu: %s\n", epoch + 1, (unsigned long long)sw[i].round,
+                   sw[i].reason);
     }
 }
 
@@ -152,17 +156,19 @@ static void epoch_line(const run_t *r, int epoch, const epoch_t *e, const epoch_
     if (r->global)
         snprintf(steps, sizeof steps, "global: %lld batches, %ld-%ld per rank", (long long)e->nbatches,
                  p->steps_min, p->steps_max);
-    else snprintf(steps, sizeof steps, "%ld steps x %d ranks", e->steps, r->P);
+    else
+        snprintf(steps, sizeof steps, "%ld steps x %d ranks", e->steps, r->P);
     double rate = p->samples / p->epoch_s;
     if (data_num_classes(r->train) > 0)
         printf("epoch %3d/%d  %6.1f s  loss %.4f  train %.2f%%  test %s%.2f%% (top-5 %.2f%%)  "
-               "%.0f samples/s  rounds %llu fresh %.2f  lr %.4g  [%s]\n", epoch + 1, r->cfg.epochs, p->wall,
-               p->train_loss, 100 * p->train_top1, p->evaluated ? "" : "-", p->evaluated ? 100 * p->test_top1 : 0,
-               p->evaluated ? 100 * p->test_top5 : 0, rate, (unsigned long long)e->rounds, p->fresh_fraction,
-               p->lr, steps);
+               "%.0f samples/s  rounds %llu fresh %.2f  lr %.4g  [%s]\n",
+               epoch + 1, r->cfg.epochs, p->wall, p->train_loss, 100 * p->train_top1, p->evaluated ? "" : "-",
+               p->evaluated ? 100 * p->test_top1 : 0, p->evaluated ? 100 * p->test_top5 : 0, rate,
+               (unsigned long long)e->rounds, p->fresh_fraction, p->lr, steps);
     else
         printf("epoch %3d/%d  %6.1f s  train loss %.6f  test loss %.6f  %.0f samples/s  rounds %llu "
-               "fresh %.2f  [%s]\n", epoch + 1, r->cfg.epochs, p->wall, p->train_loss, p->test_loss, rate,
+               "fresh %.2f  [%s]\n",
+               epoch + 1, r->cfg.epochs, p->wall, p->train_loss, p->test_loss, rate,
                (unsigned long long)e->rounds, p->fresh_fraction, steps);
     fflush(stdout);
 }
@@ -191,7 +197,7 @@ void runlog_epoch(run_t *r, int epoch, const epoch_t *e, const epoch_report_t *p
     set(o, "mean_staleness", json_real(e->stale_n ? e->stale_sum / e->stale_n : 0));
     set(o, "max_staleness", json_integer(e->max_stale));
     set(o, "max_streak", json_integer(e->max_streak));
-    set(o, "gain", gain_json(&e->ctl));   /* the controller's G over this epoch's rounds */
+    set(o, "gain", gain_json(&e->ctl)); /* the controller's G over this epoch's rounds */
     set(o, "weights_hash", json_string(hx));
     json_array_append_new(r->log->epochs, o);
     if (!r->cfg.quiet) epoch_line(r, epoch, e, p);
@@ -259,10 +265,13 @@ int runlog_finish(run_t *r, const char *exit_reason, int collective) {
     runlog_t *l = r->log;
     if (!l) return 0;
     const rank_stats_t *rs = &r->rs;
-    double mine[6] = {rs->compute, rs->inject, rs->wait, rs->apply, (double)rs->steps, (double)rs->max_streak};
+    double mine[6] = {rs->compute, rs->inject,        rs->wait,
+                      rs->apply,   (double)rs->steps, (double)rs->max_streak};
     double *all = r->me == 0 ? malloc((size_t)r->P * sizeof mine) : NULL;
-    if (collective) MPI_Gather(mine, 6, MPI_DOUBLE, all, 6, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    else if (all) memcpy(all, mine, sizeof mine);
+    if (collective)
+        MPI_Gather(mine, 6, MPI_DOUBLE, all, 6, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    else if (all)
+        memcpy(all, mine, sizeof mine);
     int failed = 0;
     if (r->me == 0) {
         runlog_rounds_flush(r, r->tot.epochs_done);

@@ -21,8 +21,10 @@ int run_init(run_t *r, int *argc, char ***argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &r->me);
     if (provided >= MPI_THREAD_MULTIPLE) return 0;
     if (!r->me)
-        fprintf(stderr, "eager-train: the MPI library provides thread level %d, libpcoll needs "
-                "MPI_THREAD_MULTIPLE\n", provided);
+        fprintf(stderr,
+                "eager-train: the MPI library provides thread level %d, libpcoll needs "
+                "MPI_THREAD_MULTIPLE\n",
+                provided);
     MPI_Finalize();
     return 1;
 }
@@ -34,7 +36,8 @@ static void default_out(cfg_t *c) {
     mkdir("results/runs", 0755);
     char mode[64];
     snprintf(mode, sizeof mode, "%s", c->mode);
-    for (char *p = mode; *p; p++) if (*p == ':') *p = '-';
+    for (char *p = mode; *p; p++)
+        if (*p == ':') *p = '-';
     snprintf(c->out, sizeof c->out, "results/runs/%s-%s.json", c->experiment, mode);
 }
 
@@ -49,7 +52,8 @@ int run_configure(run_t *r, int argc, char **argv) {
     run_agree(r, rc == 0, "configuration", err);
     default_out(&r->cfg);
     r->global = !strcmp(r->cfg.epoch_mode, "global");
-    r->tot = (run_totals_t){.final_top1 = -1, .final_top5 = -1, .t_target = -1, .decision_hash = FNV1A64_INIT};
+    r->tot =
+        (run_totals_t){.final_top1 = -1, .final_top5 = -1, .t_target = -1, .decision_hash = FNV1A64_INIT};
     return 0;
 }
 
@@ -60,7 +64,8 @@ void run_set_threads(run_t *r) {
     MPI_Comm_rank(node, &r->local_rank);
     MPI_Comm_free(&node);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    r->threads = r->cfg.threads ? r->cfg.threads : (int)(cores / r->local_ranks > 0 ? cores / r->local_ranks : 1);
+    r->threads =
+        r->cfg.threads ? r->cfg.threads : (int)(cores / r->local_ranks > 0 ? cores / r->local_ranks : 1);
     openblas_set_num_threads(r->threads);
 #ifdef _OPENMP
     omp_set_num_threads(r->threads);
@@ -68,16 +73,22 @@ void run_set_threads(run_t *r) {
 }
 
 static int data_kind(const char *s) {
-    return !strcmp(s, "cifar10") ? DATA_CIFAR10 : !strcmp(s, "imagenet") ? DATA_IMAGENET :
-           !strcmp(s, "ucf101") ? DATA_UCF101 : !strcmp(s, "hyperplane") ? DATA_HYPERPLANE :
-           !strcmp(s, "fmnist") ? DATA_FMNIST : 0;
+    return !strcmp(s, "cifar10")      ? DATA_CIFAR10
+           : !strcmp(s, "imagenet")   ? DATA_IMAGENET
+           : !strcmp(s, "ucf101")     ? DATA_UCF101
+           : !strcmp(s, "hyperplane") ? DATA_HYPERPLANE
+           : !strcmp(s, "fmnist")     ? DATA_FMNIST
+                                      : 0;
 }
 
 static data_set_t *open_split(const cfg_t *c, data_split_t split, char *err, size_t n) {
     data_spec_t s;
     memset(&s, 0, sizeof s);
     s.kind = data_kind(c->data);
-    if (!s.kind) { snprintf(err, n, "--data '%s' is not a data kind", c->data); return NULL; }
+    if (!s.kind) {
+        snprintf(err, n, "--data '%s' is not a data kind", c->data);
+        return NULL;
+    }
     s.path = *c->data_path ? c->data_path : NULL;
     s.split = split;
     s.seed = c->seed;
@@ -109,15 +120,21 @@ void run_build_model(run_t *r) {
     /* the model's input against the data's sample shape, reported with both shapes */
     int d[3] = {0, 0, 0};
     int nd = data_sample_shape(r->train, d), ok = 1;
-    if (m->in_ndim == 3 && nd == 3) ok = d[0] == m->in_shape[0] && d[1] == m->in_shape[1] && d[2] == m->in_shape[2];
-    else if (m->in_ndim == 2 && nd == 2) ok = d[1] == m->in_shape[1];
-    else if (m->in_ndim == 1 && nd == 1) ok = d[0] == m->in_shape[0];
-    else ok = 0;
-    snprintf(err, sizeof err, "model '%s' expects input %dx%dx%d (ndim %d) but %s samples are %dx%dx%d (ndim %d)",
-             c->model, m->in_shape[0], m->in_shape[1], m->in_shape[2], m->in_ndim, c->data, d[0], d[1], d[2], nd);
+    if (m->in_ndim == 3 && nd == 3)
+        ok = d[0] == m->in_shape[0] && d[1] == m->in_shape[1] && d[2] == m->in_shape[2];
+    else if (m->in_ndim == 2 && nd == 2)
+        ok = d[1] == m->in_shape[1];
+    else if (m->in_ndim == 1 && nd == 1)
+        ok = d[0] == m->in_shape[0];
+    else
+        ok = 0;
+    snprintf(err, sizeof err,
+             "model '%s' expects input %dx%dx%d (ndim %d) but %s samples are %dx%dx%d (ndim %d)", c->model,
+             m->in_shape[0], m->in_shape[1], m->in_shape[2], m->in_ndim, c->data, d[0], d[1], d[2], nd);
     run_agree(r, ok, "shape mismatch", err);
     int classes = data_num_classes(r->train);
-    snprintf(err, sizeof err, "model '%s' has %d outputs but %s has %d classes", c->model, m->nout, c->data, classes);
+    snprintf(err, sizeof err, "model '%s' has %d outputs but %s has %d classes", c->model, m->nout, c->data,
+             classes);
     run_agree(r, classes == 0 || classes == m->nout, "shape mismatch", err);
 }
 
@@ -152,7 +169,8 @@ void run_resume(run_t *r) {
         int ok = r->be->ops->load(r->be, c->ckpt_dir, &meta, err, sizeof err) == 0;
         if (ok && meta.seed != c->seed) {
             ok = 0;
-            snprintf(err, sizeof err, "checkpoint %s/latest.ckpt was written with --seed %llu, this run has --seed %llu",
+            snprintf(err, sizeof err,
+                     "checkpoint %s/latest.ckpt was written with --seed %llu, this run has --seed %llu",
                      c->ckpt_dir, (unsigned long long)meta.seed, (unsigned long long)c->seed);
         }
         run_agree(r, ok, "resume", err);
@@ -171,17 +189,17 @@ void run_set_rounds(run_t *r) {
     cc->t_warn = c->t_warn;
     cc->t_abort = c->t_abort;
     cc->log = stderr;
-    r->ctl_sync = *cc;  /* the epochs of --initial-sync / --final-sync: a static sync policy */
+    r->ctl_sync = *cc; /* the epochs of --initial-sync / --final-sync: a static sync policy */
     run_agree(r, ctl_policy_parse("sync", &r->ctl_sync.policy, err, sizeof err) == 0, "policy", err);
     r->ctl_sync.policy.tau = c->tau;
     pcoll_config_t *pc = &r->pcoll;
     pcoll_config_default(pc);
     pc->div = !strcmp(c->div, "fresh") ? PCOLL_DIV_FRESH : PCOLL_DIV_P;
     pc->seed = c->seed;
-    pc->tau = c->policy.tau_by == CTL_TAU_LIBRARY ? c->tau : 0;  /* tau_by=policy: the policy's rules */
+    pc->tau = c->policy.tau_by == CTL_TAU_LIBRARY ? c->tau : 0; /* tau_by=policy: the policy's rules */
     pc->ring = c->ring ? c->ring : (2 * c->tau + 2 > 16 ? 2 * c->tau + 2 : 16);
     pc->horizon = 1;
-    pc->poll_max_us = 2000;  /* idle engines poll at most every 2 ms: cheap on oversubscribed cores */
+    pc->poll_max_us = 2000; /* idle engines poll at most every 2 ms: cheap on oversubscribed cores */
     pc->records = 1024;
     imb_parse(c->imbalance, &r->imb, err, sizeof err);
     pcoll_record_init(&r->rec, r->P);

@@ -28,27 +28,27 @@ static inline uint64_t fnv1a64(uint64_t h, const void *p, size_t n) {
 
 /* ---- configuration --------------------------------------------------------------------- */
 typedef struct {
-    char config[256];       /* file the options came from ("" = none) */
-    char experiment[32];    /* fmnist | cifar10 | imagenet | ucf101 | hyperplane */
-    char model[256];        /* nn model description (default from the experiment) */
-    char data[32];          /* data kind (default from the experiment) */
+    char config[256];    /* file the options came from ("" = none) */
+    char experiment[32]; /* fmnist | cifar10 | imagenet | ucf101 | hyperplane */
+    char model[256];     /* nn model description (default from the experiment) */
+    char data[32];       /* data kind (default from the experiment) */
     char data_path[512];
     int epochs, batch, eval_every, ckpt_every, log_every, max_steps, threads;
     double lr, momentum, wd, gamma, warmup, warmup_start_lr;
     int wd_bn, nesterov, base_batch;
-    char milestones[128];   /* comma list of epochs */
-    char mode[64];          /* sync | solo | majority | quorum:Q | adaptive */
-    char policy_opts[256];  /* extra adaptive-policy options, e.g. "window=32,maj_enter=4" */
-    int initial_sync;       /* the first N epochs run synchronously, whatever --mode says */
-    int final_sync;         /* the last N epochs run synchronously, whatever --mode says */
+    char milestones[128];  /* comma list of epochs */
+    char mode[64];         /* sync | solo | majority | quorum:Q | adaptive */
+    char policy_opts[256]; /* extra adaptive-policy options, e.g. "window=32,maj_enter=4" */
+    int initial_sync;      /* the first N epochs run synchronously, whatever --mode says */
+    int final_sync;        /* the last N epochs run synchronously, whatever --mode says */
     int tau, ring;
-    char div[8];            /* p | fresh */
-    char wd_per[8];         /* sample | round */
-    char epoch_mode[8];     /* shard | global (docs/DESIGN.md) */
+    char div[8];        /* p | fresh */
+    char wd_per[8];     /* sample | round */
+    char epoch_mode[8]; /* shard | global (docs/DESIGN.md) */
     uint64_t seed;
-    char imbalance[128];    /* none | linear:unit=MS | random:k=K,d=MS | lognormal:mean=MS,std=MS
+    char imbalance[128]; /* none | linear:unit=MS | random:k=K,d=MS | lognormal:mean=MS,std=MS
                                | slow:rank=R,factor=F | inherent:unit=MS */
-    char out[512];          /* metrics JSON */
+    char out[512];       /* metrics JSON */
     char ckpt_dir[512];
     int resume;
     int round_agg;
@@ -58,11 +58,11 @@ typedef struct {
     long hp_samples;
     double t_warn, t_abort;
     int quiet;
-    char device[8];         /* cpu | cuda */
-    int tf32;               /* cuda: TF32 for cuDNN convolutions (PyTorch's default) */
+    char device[8]; /* cpu | cuda */
+    int tf32;       /* cuda: TF32 for cuDNN convolutions (PyTorch's default) */
     /* derived by cfg_parse, not options: */
-    char policy_spec[400];  /* --mode and --policy-opts as one controller policy string */
-    ctl_policy_cfg_t policy;/* that string parsed (the mode's one parse), tau = --tau */
+    char policy_spec[400];   /* --mode and --policy-opts as one controller policy string */
+    ctl_policy_cfg_t policy; /* that string parsed (the mode's one parse), tau = --tau */
 } cfg_t;
 
 /* Parses argv (and --config FILE, whose keys are the long option names); flags win over the
@@ -85,20 +85,20 @@ typedef struct {
 int imb_parse(const char *s, imb_t *m, char *err, size_t errlen);
 /* Delay in ms for (step, rank): pure. compute_ms: this step's measured compute time (slow);
  * cost: the batch's inherent cost (inherent). */
-double imb_delay_ms(const imb_t *m, uint64_t seed, uint64_t step, int rank, int P,
-                    double compute_ms, double cost);
+double imb_delay_ms(const imb_t *m, uint64_t seed, uint64_t step, int rank, int P, double compute_ms,
+                    double cost);
 
 /* ---- checkpoints ------------------------------------------------------------------------ */
 struct nn_model;
 typedef struct {
-    int epoch;             /* epochs completed */
+    int epoch; /* epochs completed */
     uint64_t seed;
-    uint64_t desc_hash;    /* model description + parameter count */
-    double wall_s;         /* training wall time so far */
+    uint64_t desc_hash; /* model description + parameter count */
+    double wall_s;      /* training wall time so far */
     int ranks;
 } ckpt_meta_t;
-int ckpt_save(const char *dir, const struct nn_model *m, const ckpt_meta_t *meta, char *path_out,
-              size_t plen, char *err, size_t errlen);
+int ckpt_save(const char *dir, const struct nn_model *m, const ckpt_meta_t *meta, char *path_out, size_t plen,
+              char *err, size_t errlen);
 /* Loads dir/latest; refuses (error naming the file and field) a checkpoint of another model,
  * seed or a corrupt/truncated file. */
 int ckpt_load(const char *dir, struct nn_model *m, ckpt_meta_t *meta, char *err, size_t errlen);
@@ -107,9 +107,9 @@ uint64_t ckpt_desc_hash(const char *desc, size_t nparams);
 /* ---- global epochs (dealer.c) ------------------------------------------------------------ */
 #define DEALER_QMAX 8
 typedef struct {
-    int64_t nb, cursor;           /* batches of the epoch; next batch not yet dealt */
+    int64_t nb, cursor; /* batches of the epoch; next batch not yet dealt */
     int P, me;
-    int64_t q[DEALER_QMAX];       /* my batches: taken [head, tail), submitted [head.., sub) */
+    int64_t q[DEALER_QMAX]; /* my batches: taken [head, tail), submitted [head.., sub) */
     unsigned head, sub, tail;
 } dealer_t;
 /* Rank p starts with `ahead` batches (p, P+p, ...). -1 on a bad argument. */

@@ -5,8 +5,15 @@
 #include <string.h>
 
 static int fails;
-#define CHECK(c, ...) do { if (!(c)) { fails++; printf("CHECK failed line %d: %s: ", __LINE__, #c); \
-    printf(__VA_ARGS__); printf("\n"); } } while (0)
+#define CHECK(c, ...)                                           \
+    do {                                                        \
+        if (!(c)) {                                             \
+            fails++;                                            \
+            printf("CHECK failed line %d: %s: ", __LINE__, #c); \
+            printf(__VA_ARGS__);                                \
+            printf("\n");                                       \
+        }                                                       \
+    } while (0)
 
 int main(void) {
     imb_t m;
@@ -35,7 +42,9 @@ int main(void) {
         for (int r = 0; r < 4; r++) {
             double d = imb_delay_ms(&m, 3, (uint64_t)s, r, 4, 0, 0);
             CHECK(d > 0, "lognormal must be positive");
-            s1 += d; s2 += d * d; n++;
+            s1 += d;
+            s2 += d * d;
+            n++;
         }
     double mean = s1 / n, sd = sqrt(s2 / n - mean * mean);
     printf("lognormal(475, 144): sample mean %.1f std %.1f over %ld draws\n", mean, sd, n);
@@ -45,7 +54,8 @@ int main(void) {
     CHECK(imb_delay_ms(&m, 1, 1, 0, 4, 10, 0) == 0, "other ranks not slowed");
     CHECK(imb_parse("inherent:unit=0.5", &m, err, sizeof err) == 0, "%s", err);
     CHECK(imb_delay_ms(&m, 1, 1, 0, 4, 10, 300) == 150, "inherent: cost x unit");
-    const char *bad[] = {"linear", "random:k=0,d=5", "lognormal:mean=1", "slow:factor=2", "foo", "linear:unit=x"};
+    const char *bad[] = {"linear", "random:k=0,d=5", "lognormal:mean=1", "slow:factor=2",
+                         "foo",    "linear:unit=x"};
     for (int i = 0; i < 6; i++) {
         CHECK(imb_parse(bad[i], &m, err, sizeof err) != 0, "'%s' accepted", bad[i]);
         CHECK(strstr(err, bad[i]) != NULL, "message does not quote '%s': %s", bad[i], err);
