@@ -23,7 +23,9 @@ static int fail(const backend_t *b, int rc, const char *what, char *err, size_t 
     return -1;
 }
 
-static backend_t *cuda_open(nn_model_t *host, const cfg_t *c, int local_rank, char *err, size_t n) {
+static backend_t *cuda_open(nn_model_t *host, const cfg_t *c, int local_rank, int local_ranks, char *err,
+                            size_t n) {
+    (void)local_ranks;
     if (nn_cuda_select_device(local_rank, err, n) < 0) return NULL;
     cuda_backend_t *b = calloc(1, sizeof *b);
     if (!b) return snprintf(err, n, "out of memory"), NULL;

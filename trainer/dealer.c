@@ -9,8 +9,8 @@
  * overlap and, once every rank has run out, every batch 0..nbatches-1 was taken exactly once. A
  * rank that has just deposited holds ahead-1 more batches, so its next batch is always known
  * (and can be prefetched) while it waits; fast ranks are fresh more often and take more batches,
- * so a permanently slow rank no longer sets the epoch time. In sync every rank is fresh in every
- * round, which deals batch r x P + p to rank p: interleaved sharding.
+ * so a permanently slow rank does not set the epoch time (it does with shard epochs). In sync
+ * every rank is fresh in every round, which deals batch r x P + p to rank p: interleaved sharding.
  */
 #include "trainer/trainer.h"
 

@@ -156,7 +156,7 @@ void run_set_optimiser(run_t *r) {
 
 void run_open_backend(run_t *r) {
     char err[1024] = "", what[32];
-    r->be = backend_open(r->cfg.device, r->model, &r->cfg, r->local_rank, err, sizeof err);
+    r->be = backend_open(r->cfg.device, r->model, &r->cfg, r->local_rank, r->local_ranks, err, sizeof err);
     snprintf(what, sizeof what, "--device %s", r->cfg.device);
     run_agree(r, r->be != NULL, what, err);
 }
