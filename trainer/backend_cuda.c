@@ -14,12 +14,12 @@ typedef struct {
     nn_cuda_model_t *g;
 } cuda_backend_t;
 
-static nn_cuda_model_t *G(const backend_t *b) { return ((const cuda_backend_t *)b)->g; }
+static nn_cuda_model_t *gpu(const backend_t *b) { return ((const cuda_backend_t *)b)->g; }
 
 /* -1 with "what: <nn_cuda's message>" in err when rc is non-zero. */
 static int fail(const backend_t *b, int rc, const char *what, char *err, size_t n) {
     if (!rc) return 0;
-    snprintf(err, n, "%s: %s", what, nn_cuda_error(G(b)));
+    snprintf(err, n, "%s: %s", what, nn_cuda_error(gpu(b)));
     return -1;
 }
 
@@ -40,46 +40,46 @@ static backend_t *cuda_open(nn_model_t *host, const cfg_t *c, int local_rank, in
 }
 
 static void cuda_close(backend_t *b) {
-    nn_cuda_model_free(G(b));
+    nn_cuda_model_free(gpu(b));
     free(b);
 }
 
 static int cuda_train_step(backend_t *b, const nn_batch_t *batch, long step, char *err, size_t n) {
-    if (fail(b, nn_cuda_step_graph(G(b), batch), "model (cuda)", err, n)) return -1;
-    if (nn_cuda_check_finite(G(b), step, err, n)) return -1;
-    return fail(b, nn_cuda_sync(G(b)), "cuda", err, n);
+    if (fail(b, nn_cuda_step_graph(gpu(b), batch), "model (cuda)", err, n)) return -1;
+    if (nn_cuda_check_finite(gpu(b), step, err, n)) return -1;
+    return fail(b, nn_cuda_sync(gpu(b)), "cuda", err, n);
 }
 
-static const float *cuda_grads(backend_t *b) { return nn_cuda_grads(G(b)); }
-static double cuda_loss(const backend_t *b) { return nn_cuda_loss(G(b)); }
-static int cuda_top1(const backend_t *b) { return nn_cuda_top1(G(b)); }
-static int cuda_top5(const backend_t *b) { return nn_cuda_top5(G(b)); }
+static const float *cuda_grads(backend_t *b) { return nn_cuda_grads(gpu(b)); }
+static double cuda_loss(const backend_t *b) { return nn_cuda_loss(gpu(b)); }
+static int cuda_top1(const backend_t *b) { return nn_cuda_top1(gpu(b)); }
+static int cuda_top5(const backend_t *b) { return nn_cuda_top5(gpu(b)); }
 
 static int cuda_apply(backend_t *b, const float *round, const nn_sgd_t *sgd, char *err, size_t n) {
-    return fail(b, nn_cuda_sgd_step_grad(G(b), round, sgd), "cuda sgd", err, n);
+    return fail(b, nn_cuda_sgd_step_grad(gpu(b), round, sgd), "cuda sgd", err, n);
 }
 
 static void cuda_set_training(backend_t *b, int training) {
-    nn_cuda_set_training(G(b), training);
+    nn_cuda_set_training(gpu(b), training);
     nn_set_training(b->host, training);
 }
 
 static int cuda_forward(backend_t *b, const nn_batch_t *batch, char *err, size_t n) {
-    return fail(b, nn_cuda_forward(G(b), batch), "forward (cuda)", err, n);
+    return fail(b, nn_cuda_forward(gpu(b), batch), "forward (cuda)", err, n);
 }
 
 static int cuda_average_bn(backend_t *b, MPI_Comm comm, char *err, size_t n) {
     nn_model_t *m = b->host;
     if (!m->nbn_stats) return 0;
-    if (fail(b, nn_cuda_bn_stats_to_host(G(b), m->bn_stats), "cuda copy to host", err, n)) return -1;
+    if (fail(b, nn_cuda_bn_stats_to_host(gpu(b), m->bn_stats), "cuda copy to host", err, n)) return -1;
     if (backend_host_average_bn(m, comm))
         return snprintf(err, n, "MPI_Allreduce of the BN statistics failed"), -1;
-    return fail(b, nn_cuda_bn_stats_from_host(G(b), m->bn_stats), "cuda copy to device", err, n);
+    return fail(b, nn_cuda_bn_stats_from_host(gpu(b), m->bn_stats), "cuda copy to device", err, n);
 }
 
 /* Copies parameters, momentum and BN statistics to the host model. */
 static int to_host(backend_t *b, char *err, size_t n) {
-    return fail(b, nn_cuda_copy_params_to_host(G(b), b->host), "cuda copy to host", err, n);
+    return fail(b, nn_cuda_copy_params_to_host(gpu(b), b->host), "cuda copy to host", err, n);
 }
 
 static int cuda_hash(backend_t *b, uint64_t *h, char *err, size_t n) {
@@ -96,7 +96,7 @@ static int cuda_save(backend_t *b, const char *dir, const ckpt_meta_t *meta, cha
 
 static int cuda_load(backend_t *b, const char *dir, ckpt_meta_t *meta, char *err, size_t n) {
     if (ckpt_load(dir, b->host, meta, err, n)) return -1;
-    return fail(b, nn_cuda_copy_params_from_host(G(b), b->host), "cuda copy to device", err, n);
+    return fail(b, nn_cuda_copy_params_from_host(gpu(b), b->host), "cuda copy to device", err, n);
 }
 
 const backend_ops_t backend_cuda = {

@@ -20,6 +20,13 @@ static void sleep_ms(double ms) {
     nanosleep(&ts, NULL);
 }
 
+typedef struct {      /* what one epoch's steps work with */
+    data_iter_t *it;  /* the training batches */
+    dealer_t dl;      /* global epochs: who trains which batch */
+    pcoll_t *h;       /* the epoch's libpcoll handle */
+    ctl_config_t *cc; /* the epoch's controller configuration */
+} epoch_io_t;
+
 /* The epoch's training iterator; sets e->steps and e->nbatches (global: deals the first batches). */
 static data_iter_t *open_epoch(run_t *r, int epoch, epoch_t *e, dealer_t *dl) {
     const cfg_t *c = &r->cfg;
@@ -51,15 +58,15 @@ static data_iter_t *open_epoch(run_t *r, int epoch, epoch_t *e, dealer_t *dl) {
 
 /* One step: batch s of the epoch through the backend, the injected delay, the deposit, the
  * wait, the rounds completed meanwhile. Returns 0 when a global epoch has no batch left for me. */
-static int step(run_t *r, int epoch, long s, epoch_t *e, pcoll_t *h, data_iter_t *it, dealer_t *dl) {
+static int step(run_t *r, int epoch, long s, epoch_t *e, epoch_io_t *x) {
     const cfg_t *c = &r->cfg;
     backend_t *be = r->be;
     char err[1024] = "";
     const data_batch_t *b;
     int64_t gb;
-    if (r->global && !dealer_take(dl, &gb)) return 0; /* nothing more dealt to me: join */
+    if (r->global && !dealer_take(&x->dl, &gb)) return 0; /* nothing more dealt to me: join */
     double t0 = run_now();
-    int got = data_iter_next(it, &b, err, sizeof err);
+    int got = data_iter_next(x->it, &b, err, sizeof err);
     if (got < 0) run_die(r, "training data", err);
     if (got == 0) run_die(r, "training data", "shard ended before its batch count (internal)");
     e->mysteps++;
@@ -76,14 +83,17 @@ static int step(run_t *r, int epoch, long s, epoch_t *e, pcoll_t *h, data_iter_t
     e->loss_n++;
     e->correct += be->ops->top1(be);
     e->seen += b->n;
-    /* the step time travels with the deposit: the controller estimates from it what sync costs */
-    if (pcoll_set_cost(h, t2 - t0)) run_die(r, "pcoll_set_cost", pcoll_last_error(h));
-    if (pcoll_deposit(h, be->ops->grads(be), 0)) run_die(r, "pcoll_deposit", pcoll_last_error(h));
-    if (pcoll_wait(h, PCOLL_WAIT_CONSUMED, c->t_abort + 5, NULL))
-        run_die(r, "pcoll_wait", pcoll_last_error(h));
+    /* the step time (or, for rule=rate, the time since the previous deposit) travels with the
+     * deposit: the controller measures from it what each mode costs (ctl_step_cost) */
+    if (pcoll_set_cost(x->h, ctl_step_cost(&x->cc->policy, t2 - t0, t2 - e->t_dep)))
+        run_die(r, "pcoll_set_cost", pcoll_last_error(x->h));
+    e->t_dep = t2;
+    if (pcoll_deposit(x->h, be->ops->grads(be), 0)) run_die(r, "pcoll_deposit", pcoll_last_error(x->h));
+    if (pcoll_wait(x->h, PCOLL_WAIT_CONSUMED, c->t_abort + 5, NULL))
+        run_die(r, "pcoll_wait", pcoll_last_error(x->h));
     double t3 = run_now();
-    apply_rounds(r, h, epoch, e, r->global ? dl : NULL);
-    if (r->global) submit_dealt(r, it, dl, epoch);
+    apply_rounds(r, x->h, epoch, e, r->global ? &x->dl : NULL);
+    if (r->global) submit_dealt(r, x->it, &x->dl, epoch);
     double t4 = run_now();
     rank_stats_t *rs = &r->rs;
     rs->compute += t1 - t0, rs->inject += t2 - t1, rs->wait += t3 - t2, rs->apply += t4 - t3;
@@ -117,31 +127,37 @@ static void end_controller(run_t *r, int epoch, ctl_t *ctl, ctl_config_t *cc, ep
     ctl_switch_t sw[64];
     size_t nsw = ctl_switch_log(ctl, sw, 64);
     runlog_switches(r, epoch, sw, nsw < 64 ? nsw : 64);
-    /* adaptive: the next epoch continues where this one ended (mode, LIGHT block, sync spell) */
-    if (cc == &r->ctl && cc->policy.kind == CTL_ADAPTIVE) ctl_policy_carry(&e->ctl, &cc->policy);
+    /* adaptive: the next epoch continues the controller's whole state (ctl_state_t: mode, probes,
+     * window, measurements); the policy is a pure function of the records, so every rank carries
+     * over the same */
+    if (cc == &r->ctl && cc->policy.kind == CTL_ADAPTIVE) {
+        ctl_state_free(r->carried);
+        if (!(r->carried = ctl_state(ctl))) run_die(r, "controller", "out of memory (controller state)");
+        cc->resume = r->carried;
+    }
     if (ctl_stop(&ctl) != CTL_OK) run_die(r, "controller", "the controller thread ended with an error");
 }
 
 void train_epoch(run_t *r, int epoch, epoch_t *e) {
     const cfg_t *c = &r->cfg;
     *e = (epoch_t){.t0 = run_now()};
-    dealer_t dl;
-    data_iter_t *it = open_epoch(r, epoch, e, &dl);
-    pcoll_t *h = NULL;
-    int rc = pcoll_create(MPI_COMM_WORLD, r->model->nparams, r->be->ops->mem, &r->pcoll, &h);
+    epoch_io_t x = {0};
+    x.it = open_epoch(r, epoch, e, &x.dl);
+    int rc = pcoll_create(MPI_COMM_WORLD, r->model->nparams, r->be->ops->mem, &r->pcoll, &x.h);
     run_agree(r, rc == PCOLL_OK, "pcoll_create", pcoll_last_error(NULL));
     const int forced_sync = epoch < c->initial_sync || epoch >= c->epochs - c->final_sync;
-    ctl_config_t *cc = forced_sync ? &r->ctl_sync : &r->ctl;
+    x.cc = forced_sync ? &r->ctl_sync : &r->ctl;
     ctl_t *ctl = NULL;
-    if (ctl_start(h, cc, &ctl)) run_die(r, "controller", "ctl_start failed");
+    if (ctl_start(x.h, x.cc, &ctl)) run_die(r, "controller", "ctl_start failed");
+    e->t_dep = run_now();
     for (long s = 0; r->global || s < e->steps; s++)
-        if (!step(r, epoch, s, e, h, it, &dl)) break;
-    pcoll_join(h);
-    while ((rc = pcoll_wait(h, PCOLL_WAIT_NEWER, c->t_abort + 5, NULL)) == PCOLL_OK)
-        apply_rounds(r, h, epoch, e, r->global ? &dl : NULL);
-    if (rc != PCOLL_DONE) run_die(r, "pcoll_wait (epoch end)", pcoll_last_error(h));
+        if (!step(r, epoch, s, e, &x)) break;
+    pcoll_join(x.h);
+    while ((rc = pcoll_wait(x.h, PCOLL_WAIT_NEWER, c->t_abort + 5, NULL)) == PCOLL_OK)
+        apply_rounds(r, x.h, epoch, e, r->global ? &x.dl : NULL);
+    if (rc != PCOLL_DONE) run_die(r, "pcoll_wait (epoch end)", pcoll_last_error(x.h));
     runlog_rounds_flush(r, epoch);
-    data_iter_free(it);
-    end_controller(r, epoch, ctl, cc, e);
-    if ((rc = pcoll_finalize(&h, c->t_abort + 5))) run_die(r, "pcoll_finalize", pcoll_strerror(rc));
+    data_iter_free(x.it);
+    end_controller(r, epoch, ctl, x.cc, e);
+    if ((rc = pcoll_finalize(&x.h, c->t_abort + 5))) run_die(r, "pcoll_finalize", pcoll_strerror(rc));
 }

@@ -38,6 +38,7 @@ typedef struct {      /* one epoch on this rank */
     uint64_t rounds, fresh_sum, stale_n; /* rounds applied (every rank applies every round) */
     double stale_sum;
     uint32_t max_stale, max_streak;
+    double t_dep;           /* this rank's previous deposit (MPI_Wtime; the epoch start at first) */
     ctl_policy_stats_t ctl; /* the controller's statistics at the epoch end (equal on all ranks) */
 } epoch_t;
 
@@ -63,6 +64,7 @@ typedef struct run {
     nn_lr_sched_t sched;
     ctl_config_t ctl;      /* controller of the epochs that follow --mode */
     ctl_config_t ctl_sync; /* controller of --initial-sync / --final-sync epochs */
+    ctl_state_t *carried;  /* adaptive: the controller state the next epoch continues (ctl.resume) */
     pcoll_config_t pcoll;
     imb_t imb;
     int global;     /* --epoch-mode global */

@@ -142,12 +142,12 @@ void runlog_papi_epoch(run_t *r, int epoch) {
 }
 
 static json_t *gain_json(const ctl_policy_stats_t *s) {
-    if (!s->G_n) return json_null();
+    if (!s->gain_n) return json_null();
     json_t *g = json_object();
-    set(g, "min", json_real(s->G_min));
-    set(g, "mean", json_real(s->G_sum / (double)s->G_n));
-    set(g, "max", json_real(s->G_max));
-    set(g, "rounds", json_integer((json_int_t)s->G_n));
+    set(g, "min", json_real(s->gain_min));
+    set(g, "mean", json_real(s->gain_sum / (double)s->gain_n));
+    set(g, "max", json_real(s->gain_max));
+    set(g, "rounds", json_integer((json_int_t)s->gain_n));
     return g;
 }
 
@@ -197,7 +197,7 @@ void runlog_epoch(run_t *r, int epoch, const epoch_t *e, const epoch_report_t *p
     set(o, "mean_staleness", json_real(e->stale_n ? e->stale_sum / e->stale_n : 0));
     set(o, "max_staleness", json_integer(e->max_stale));
     set(o, "max_streak", json_integer(e->max_streak));
-    set(o, "gain", gain_json(&e->ctl)); /* the controller's G over this epoch's rounds */
+    set(o, "gain", gain_json(&e->ctl)); /* the controller's gain over this epoch's rounds */
     set(o, "weights_hash", json_string(hx));
     json_array_append_new(r->log->epochs, o);
     if (!r->cfg.quiet) epoch_line(r, epoch, e, p);
