@@ -23,10 +23,10 @@ $(TRAIN_BIN): $(TRAIN_OBJS) $(if $(TRAIN_CUDA),$(NN_CUDA_LIB),) $(NN_LIB) $(DATA
 
 $(B)/tests/test_imbalance: tests/trainer/test_imbalance.c $(B)/trainer/imbalance.o
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(MPI_CFLAGS) $^ -o $@ $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
 TEST_BINS += $(B)/tests/test_imbalance
 
 $(B)/tests/test_dealer: tests/trainer/test_dealer.c $(B)/trainer/dealer.o
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(MPI_CFLAGS) $^ -o $@ $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
 TEST_BINS += $(B)/tests/test_dealer
