@@ -53,6 +53,9 @@ typedef struct {
     int (*save)(backend_t *b, const char *dir, const ckpt_meta_t *meta, char *path, size_t plen, char *err,
                 size_t n);
     int (*load)(backend_t *b, const char *dir, ckpt_meta_t *meta, char *err, size_t n);
+    /* Adds the backend's own fields to the run's JSON object (rank 0, at the run's end); NULL:
+     * none. */
+    void (*add_json)(backend_t *b, struct json_t *run);
 } backend_ops_t;
 
 struct backend {

@@ -5,6 +5,7 @@
  * Linked only into CUDA builds (trainer/prog.mk); backend.c finds it at run time. */
 #include "trainer/backend.h"
 #include "trainer/cuda/nn_cuda.h"
+#include "trainer/metrics.h"
 #include <stdlib.h>
 
 extern const backend_ops_t backend_cuda;
@@ -25,8 +26,7 @@ static int fail(const backend_t *b, int rc, const char *what, char *err, size_t 
 
 static backend_t *cuda_open(nn_model_t *host, const cfg_t *c, int local_rank, int local_ranks, char *err,
                             size_t n) {
-    (void)local_ranks;
-    if (nn_cuda_select_device(local_rank, err, n) < 0) return NULL;
+    if (nn_cuda_select_local_device(local_rank, local_ranks, err, n) < 0) return NULL; /* a device index */
     cuda_backend_t *b = calloc(1, sizeof *b);
     if (!b) return snprintf(err, n, "out of memory"), NULL;
     b->base.ops = &backend_cuda;
@@ -99,6 +99,11 @@ static int cuda_load(backend_t *b, const char *dir, ckpt_meta_t *meta, char *err
     return fail(b, nn_cuda_copy_params_from_host(gpu(b), b->host), "cuda copy to device", err, n);
 }
 
+/* "cuda_graph": whether the training steps ran as CUDA graphs, and why not (metrics.c). */
+static void cuda_add_json(backend_t *b, json_t *run) {
+    json_object_set_new(run, "cuda_graph", metrics_cuda_graph(gpu(b)));
+}
+
 const backend_ops_t backend_cuda = {
     .name = "cuda",
     .mem = PCOLL_MEM_DEVICE,
@@ -116,4 +121,5 @@ const backend_ops_t backend_cuda = {
     .hash = cuda_hash,
     .save = cuda_save,
     .load = cuda_load,
+    .add_json = cuda_add_json,
 };

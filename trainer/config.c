@@ -2,7 +2,7 @@
  * config file, the flags, printing and the JSON copy, so they cannot drift apart.
  * Config file: "key = value" lines, '#' comments, keys = long option names. Flags win. */
 #include "controller/controller.h"
-#include "trainer/trainer.h"
+#include "trainer/run.h"
 #include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
@@ -75,7 +75,7 @@ static const opt_t opts[] = {
       "seed: initialisation, data order, augmentation, injection, majority draw"),
     O("imbalance", T_STR, imbalance, "none", 0, 0,
       "none | linear:unit=MS | random:k=K,d=MS | lognormal:mean=MS,std=MS | slow:rank=R,factor=F | "
-      "inherent:unit=MS"),
+      "inherent:unit=MS; append ,busy=1 to compute the delay instead of sleeping it"),
     O("eval-every", T_INT, eval_every, "1", 1, 100000,
       "evaluate on the test set every N epochs (and at the end)"),
     O("ckpt-every", T_INT, ckpt_every, "0", 0, 100000,
@@ -247,19 +247,17 @@ static int has_key(const char *s, const char *k) {
     }
 }
 
-/* --mode and --policy-opts, parsed once into c->policy with the bound of --tau. */
-static int parse_policy(cfg_t *c, char *err, size_t n) {
+int cfg_policy(const cfg_t *c, ctl_policy_cfg_t *policy, char *spec, size_t speclen, char *err, size_t n) {
     if (has_key(c->policy_opts, "tau"))
         return snprintf(err, n, "--policy-opts '%s': the staleness bound is set by --tau only",
                         c->policy_opts),
                -1;
-    snprintf(c->policy_spec, sizeof c->policy_spec, "%s%s%s", c->mode, *c->policy_opts ? "," : "",
-             c->policy_opts);
+    snprintf(spec, speclen, "%s%s%s", c->mode, *c->policy_opts ? "," : "", c->policy_opts);
     char e[300];
-    if (ctl_policy_parse(c->policy_spec, &c->policy, e, sizeof e))
+    if (ctl_policy_parse(spec, policy, e, sizeof e))
         return snprintf(err, n, "--mode '%s' --policy-opts '%s': %s", c->mode, c->policy_opts, e), -1;
-    c->policy.tau = c->tau;
-    if (ctl_policy_check(&c->policy, e, sizeof e))
+    policy->tau = c->tau;
+    if (ctl_policy_check(policy, e, sizeof e))
         return snprintf(err, n, "--tau %d with --mode '%s' --policy-opts '%s': %s", c->tau, c->mode,
                         c->policy_opts, e),
                -1;
@@ -336,7 +334,6 @@ int cfg_parse(cfg_t *c, int argc, char **argv, char *err, size_t n) {
         return snprintf(err, n, "--epoch-mode '%s' must be shard or global", c->epoch_mode), -1;
     imb_t im;
     if (imb_parse(c->imbalance, &im, err, n)) return -1;
-    if (parse_policy(c, err, n)) return -1;
     for (const char *s = c->milestones; *s; s++)
         if (!isdigit((unsigned char)*s) && *s != ',' && *s != '.')
             return snprintf(err, n, "--milestones '%s' must be a comma list of epochs", c->milestones), -1;

@@ -76,8 +76,12 @@ static int step(run_t *r, int epoch, long s, epoch_t *e, epoch_io_t *x) {
         run_die(r, "training", err);
     double t1 = run_now();
     uint64_t per_epoch = (uint64_t)(r->global ? e->nbatches : e->steps);
-    sleep_ms(imb_delay_ms(&r->imb, c->seed, (uint64_t)epoch * per_epoch + (uint64_t)s, r->me, r->P,
-                          (t1 - t0) * 1e3, b->cost));
+    double d = imb_delay_ms(&r->imb, c->seed, (uint64_t)epoch * per_epoch + (uint64_t)s, r->me, r->P,
+                            (t1 - t0) * 1e3, b->cost);
+    if (r->imb.busy)
+        imb_busy_ms(d); /* busy=1: the delay is computed */
+    else
+        sleep_ms(d);
     double t2 = run_now();
     e->loss_sum += be->ops->loss(be);
     e->loss_n++;

@@ -1,5 +1,6 @@
 # trainer/prog.mk: the eager-train program (MPI): trainer/*.c on nn + data + controller + libpcoll.
 # --device cuda: with the CUDA backend and the device-capable libpcoll when both were built
+# (HAVE_NN_CUDA: metrics.c's CUDA graph report, used by backend_cuda.c)
 TRAIN_CUDA := $(if $(and $(NN_CUDA_LIB),$(LIBPCOLL_CUDA)),1,)
 TRAIN_PCOLL := $(if $(TRAIN_CUDA),$(LIBPCOLL_CUDA),$(LIBPCOLL))
 
@@ -14,19 +15,21 @@ ALL_BINS   += $(TRAIN_BIN)
 $(B)/trainer/%.o: trainer/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(MPI_CFLAGS) $(NN_OMP) $(if $(HAVE_PAPI),-DHAVE_PAPI,) \
-	  $(if $(TRAIN_CUDA),-I$(CUDA_HOME)/include,) -c $< -o $@
+	  $(if $(TRAIN_CUDA),-DHAVE_NN_CUDA -I$(CUDA_HOME)/include,) -c $< -o $@
 
-$(TRAIN_BIN): $(TRAIN_OBJS) $(if $(TRAIN_CUDA),$(NN_CUDA_LIB),) $(NN_LIB) $(DATA_LIB) $(B)/libcontroller.a $(TRAIN_PCOLL)
+# relinked when a fragment's link flags change (data.mk: static libjpeg; here: no -lpapi)
+$(TRAIN_BIN): $(TRAIN_OBJS) $(if $(TRAIN_CUDA),$(NN_CUDA_LIB),) $(NN_LIB) $(DATA_LIB) $(B)/libcontroller.a $(TRAIN_PCOLL) \
+              trainer/prog.mk trainer/data.mk
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $^ -o $@ $(MPI_LIBS) $(NN_LDLIBS) $(DATA_LDLIBS) -ljansson \
-	  $(if $(TRAIN_CUDA),$(NN_CUDA_LDLIBS) $(PCOLL_CUDA_LDLIBS),) $(if $(HAVE_PAPI),-lpapi,) $(LDLIBS)
+	$(CC) $(LDFLAGS) $(filter-out %.mk,$^) -o $@ $(MPI_LIBS) $(NN_LDLIBS) $(DATA_LDLIBS) -ljansson \
+	  $(if $(TRAIN_CUDA),$(NN_CUDA_LDLIBS) $(PCOLL_CUDA_LDLIBS),) $(LDLIBS)
 
 $(B)/tests/test_imbalance: tests/trainer/test_imbalance.c $(B)/trainer/imbalance.o
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(MPI_CFLAGS) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
 TEST_BINS += $(B)/tests/test_imbalance
 
 $(B)/tests/test_dealer: tests/trainer/test_dealer.c $(B)/trainer/dealer.o
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(MPI_CFLAGS) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
 TEST_BINS += $(B)/tests/test_dealer

@@ -62,9 +62,11 @@ typedef struct run {
     backend_t *be;
     nn_sgd_t sgd;
     nn_lr_sched_t sched;
-    ctl_config_t ctl;      /* controller of the epochs that follow --mode */
-    ctl_config_t ctl_sync; /* controller of --initial-sync / --final-sync epochs */
-    ctl_state_t *carried;  /* adaptive: the controller state the next epoch continues (ctl.resume) */
+    ctl_config_t ctl;            /* controller of the epochs that follow --mode */
+    ctl_config_t ctl_sync;       /* controller of --initial-sync / --final-sync epochs */
+    char policy[400];            /* --mode and --policy-opts as one policy string (cfg_policy) */
+    ctl_policy_cfg_t policy_cfg; /* that string parsed, tau = --tau: the mode's one parse */
+    ctl_state_t *carried;        /* adaptive: the controller state the next epoch continues (ctl.resume) */
     pcoll_config_t pcoll;
     imb_t imb;
     int global;     /* --epoch-mode global */
@@ -77,6 +79,13 @@ typedef struct run {
     pcoll_record_t rec; /* scratch record of pcoll_next */
     runlog_t *log;      /* output: console and JSON (rank 0 writes) */
 } run_t;
+
+/* ---- config.c (the options themselves: trainer.h) ---------------------------------------- */
+/* --mode and --policy-opts as the controller's policy with the bound of --tau: the one place the
+ * mode is parsed and tau enters the policy. spec: the policy string. -1 with a message in err
+ * naming the options: a tau key in --policy-opts (tau is set by --tau only), a bad mode or key, a
+ * bound the policy cannot keep. */
+int cfg_policy(const cfg_t *c, ctl_policy_cfg_t *policy, char *spec, size_t speclen, char *err, size_t n);
 
 /* ---- setup.c --------------------------------------------------------------------------- */
 /* MPI with MPI_THREAD_MULTIPLE; zeroes r. Returns 0, or 1 after printing why (MPI finalized). */

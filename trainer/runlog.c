@@ -73,7 +73,7 @@ void runlog_open(run_t *r, int argc, char **argv) {
     set(rd, "records", l->rounds = json_array());
     set(root, "rounds", rd);
     json_t *ct = json_object();
-    set(ct, "policy", json_string(r->cfg.policy_spec));
+    set(ct, "policy", json_string(r->policy));
     set(ct, "decision_hash", json_string(""));
     set(ct, "switches", l->switches = json_array());
     set(root, "controller", ct);
@@ -281,6 +281,7 @@ int runlog_finish(run_t *r, const char *exit_reason, int collective) {
         set(json_object_get(l->root, "controller"), "decision_hash", json_string(hx));
         double wall = run_now() - r->t_start;
         set(l->root, "summary", summary_json(r, wall, strag, exit_reason));
+        if (r->be && r->be->ops->add_json) r->be->ops->add_json(r->be, l->root);
         failed = write_file(r);
         if (!failed && !exit_reason && !r->cfg.quiet) {
             char t1[32] = "-";

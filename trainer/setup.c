@@ -50,6 +50,8 @@ int run_configure(run_t *r, int argc, char **argv) {
         return 1;
     }
     run_agree(r, rc == 0, "configuration", err);
+    rc = cfg_policy(&r->cfg, &r->policy_cfg, r->policy, sizeof r->policy, err, sizeof err);
+    run_agree(r, rc == 0, "configuration", err);
     default_out(&r->cfg);
     r->global = !strcmp(r->cfg.epoch_mode, "global");
     r->tot =
@@ -185,7 +187,7 @@ void run_set_rounds(run_t *r) {
     char err[1024] = "";
     ctl_config_t *cc = &r->ctl;
     ctl_config_default(cc);
-    cc->policy = c->policy;
+    cc->policy = r->policy_cfg;
     cc->t_warn = c->t_warn;
     cc->t_abort = c->t_abort;
     cc->log = stderr;
@@ -196,7 +198,7 @@ void run_set_rounds(run_t *r) {
     pcoll_config_default(pc);
     pc->div = !strcmp(c->div, "fresh") ? PCOLL_DIV_FRESH : PCOLL_DIV_P;
     pc->seed = c->seed;
-    pc->tau = c->policy.tau_by == CTL_TAU_LIBRARY ? c->tau : 0; /* tau_by=policy: the policy's rules */
+    pc->tau = r->policy_cfg.tau_by == CTL_TAU_LIBRARY ? c->tau : 0; /* tau_by=policy: the policy's rules */
     pc->ring = c->ring ? c->ring : (2 * c->tau + 2 > 16 ? 2 * c->tau + 2 : 16);
     pc->horizon = 1;
     pc->poll_max_us = 2000; /* idle engines poll at most every 2 ms: cheap on oversubscribed cores */
