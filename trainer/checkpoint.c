@@ -4,8 +4,8 @@
  * Format: the nn tensor file (nn.h: "NNTF0001") holding param.*, mom.*, bn.* tensors and one
  * "trainer.meta" tensor: [version, epoch, ranks, wall_s, seed 4 x 16 bits, desc hash 4 x 16 bits,
  * nparams 4 x 16 bits] -- integers < 2^16 in floats are exact. */
-#include "trainer/trainer.h"
 #include "trainer/nn/nn.h"
+#include "trainer/trainer.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -14,15 +14,16 @@
 #include <unistd.h>
 
 #define META_VERSION 1
-#define META_N 16
+#define META_N       16
 
 uint64_t ckpt_desc_hash(const char *desc, size_t nparams) {
-    uint64_t h = 1469598103934665603ull;
-    for (const char *p = desc; *p; p++) h = (h ^ (uint8_t)*p) * 1099511628211ull;
+    uint64_t h = fnv1a64(FNV1A64_INIT, desc, strlen(desc));
     return (h ^ nparams) * 1099511628211ull;
 }
 
-static void put64(float *f, uint64_t v) { for (int i = 0; i < 4; i++) f[i] = (float)((v >> (16 * i)) & 0xFFFF); }
+static void put64(float *f, uint64_t v) {
+    for (int i = 0; i < 4; i++) f[i] = (float)((v >> (16 * i)) & 0xFFFF);
+}
 static uint64_t get64(const float *f) {
     uint64_t v = 0;
     for (int i = 0; i < 4; i++) v |= (uint64_t)f[i] << (16 * i);
@@ -50,8 +51,8 @@ static int write_atomic(const char *dir, const char *name, nn_tensor_t *ts, int 
     return 0;
 }
 
-int ckpt_save(const char *dir, const nn_model_t *m, const ckpt_meta_t *meta, char *path_out,
-              size_t plen, char *err, size_t n) {
+int ckpt_save(const char *dir, const nn_model_t *m, const ckpt_meta_t *meta, char *path_out, size_t plen,
+              char *err, size_t n) {
     if (mkdir(dir, 0755) && errno != EEXIST)
         return snprintf(err, n, "checkpoint folder %s: %s", dir, strerror(errno)), -1;
     int nt = 2 * m->nptensors + 2 * m->nbns + 1, k = 0;
@@ -62,7 +63,9 @@ int ckpt_save(const char *dir, const nn_model_t *m, const ckpt_meta_t *meta, cha
         const nn_param_t *p = &m->ptensors[i];
         for (int w = 0; w < 2; w++, k++) {
             snprintf(ts[k].name, sizeof ts[k].name, "%s.%s", w ? "mom" : "param", p->name);
-            ts[k].ndim = 1; ts[k].shape[0] = (int)p->n; ts[k].n = p->n;
+            ts[k].ndim = 1;
+            ts[k].shape[0] = (int)p->n;
+            ts[k].n = p->n;
             ts[k].data = (w ? m->mom : m->params) + p->off;
         }
     }
@@ -70,16 +73,24 @@ int ckpt_save(const char *dir, const nn_model_t *m, const ckpt_meta_t *meta, cha
         const nn_bnstat_t *b = &m->bns[i];
         for (int w = 0; w < 2; w++, k++) {
             snprintf(ts[k].name, sizeof ts[k].name, "bn.%s.%s", b->name, w ? "var" : "mean");
-            ts[k].ndim = 1; ts[k].shape[0] = b->c; ts[k].n = (size_t)b->c;
+            ts[k].ndim = 1;
+            ts[k].shape[0] = b->c;
+            ts[k].n = (size_t)b->c;
             ts[k].data = m->bn_stats + b->off + (w ? (size_t)b->c : 0);
         }
     }
-    mf[0] = META_VERSION; mf[1] = (float)meta->epoch; mf[2] = (float)meta->ranks;
+    mf[0] = META_VERSION;
+    mf[1] = (float)meta->epoch;
+    mf[2] = (float)meta->ranks;
     mf[3] = (float)meta->wall_s;
-    put64(mf + 4, meta->seed); put64(mf + 8, ckpt_desc_hash(m->desc, m->nparams));
+    put64(mf + 4, meta->seed);
+    put64(mf + 8, ckpt_desc_hash(m->desc, m->nparams));
     put64(mf + 12, m->nparams);
     snprintf(ts[k].name, sizeof ts[k].name, "trainer.meta");
-    ts[k].ndim = 1; ts[k].shape[0] = META_N; ts[k].n = META_N; ts[k].data = mf;
+    ts[k].ndim = 1;
+    ts[k].shape[0] = META_N;
+    ts[k].n = META_N;
+    ts[k].data = mf;
     k++;
     char name[64];
     snprintf(name, sizeof name, "ckpt-%04d.ckpt", meta->epoch);
@@ -98,19 +109,24 @@ int ckpt_load(const char *dir, nn_model_t *m, ckpt_meta_t *meta, char *err, size
     int rc = -1;
     const nn_tensor_t *mt = nn_tfile_find(f, "trainer.meta");
     if (!mt || mt->n != META_N || mt->data[0] != META_VERSION) {
-        snprintf(err, n, "checkpoint %s: missing or unknown 'trainer.meta' (not a checkpoint of this "
-                 "trainer, or another version)", path);
+        snprintf(err, n,
+                 "checkpoint %s: missing or unknown 'trainer.meta' (not a checkpoint of this "
+                 "trainer, or another version)",
+                 path);
         goto out;
     }
     uint64_t dh = get64(mt->data + 8), np = get64(mt->data + 12);
     if (np != m->nparams || dh != ckpt_desc_hash(m->desc, m->nparams)) {
-        snprintf(err, n, "checkpoint %s: model mismatch: it holds %llu parameters of another model "
-                 "description; this run builds '%s' with %zu parameters", path,
-                 (unsigned long long)np, m->desc, m->nparams);
+        snprintf(err, n,
+                 "checkpoint %s: model mismatch: it holds %llu parameters of another model "
+                 "description; this run builds '%s' with %zu parameters",
+                 path, (unsigned long long)np, m->desc, m->nparams);
         goto out;
     }
-    meta->epoch = (int)mt->data[1]; meta->ranks = (int)mt->data[2];
-    meta->wall_s = mt->data[3]; meta->seed = get64(mt->data + 4);
+    meta->epoch = (int)mt->data[1];
+    meta->ranks = (int)mt->data[2];
+    meta->wall_s = mt->data[3];
+    meta->seed = get64(mt->data + 4);
     for (int i = 0; i < m->nptensors; i++) {
         const nn_param_t *p = &m->ptensors[i];
         for (int w = 0; w < 2; w++) {
@@ -118,7 +134,8 @@ int ckpt_load(const char *dir, nn_model_t *m, ckpt_meta_t *meta, char *err, size
             snprintf(nm, sizeof nm, "%s.%s", w ? "mom" : "param", p->name);
             const nn_tensor_t *t = nn_tfile_find(f, nm);
             if (!t || t->n != p->n) {
-                snprintf(err, n, "checkpoint %s: tensor '%s' %s", path, nm, t ? "has the wrong size" : "is missing");
+                snprintf(err, n, "checkpoint %s: tensor '%s' %s", path, nm,
+                         t ? "has the wrong size" : "is missing");
                 goto out;
             }
             memcpy((w ? m->mom : m->params) + p->off, t->data, p->n * sizeof(float));
@@ -131,7 +148,8 @@ int ckpt_load(const char *dir, nn_model_t *m, ckpt_meta_t *meta, char *err, size
             snprintf(nm, sizeof nm, "bn.%s.%s", b->name, w ? "var" : "mean");
             const nn_tensor_t *t = nn_tfile_find(f, nm);
             if (!t || t->n != (size_t)b->c) {
-                snprintf(err, n, "checkpoint %s: tensor '%s' %s", path, nm, t ? "has the wrong size" : "is missing");
+                snprintf(err, n, "checkpoint %s: tensor '%s' %s", path, nm,
+                         t ? "has the wrong size" : "is missing");
                 goto out;
             }
             memcpy(m->bn_stats + b->off + (w ? (size_t)b->c : 0), t->data, (size_t)b->c * sizeof(float));

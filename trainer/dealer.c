@@ -1,4 +1,4 @@
-/* dealer.c -- global epoch semantics (DESIGN.md section 5): batches of one epoch-wide permutation
+/* dealer.c -- global epoch semantics (docs/DESIGN.md, epochs): batches of one epoch-wide permutation
  * are dealt from the round history, with no message of their own.
  *
  *   before round 0   rank p holds batches p, P+p, ..., (ahead-1)P+p      cursor = ahead x P
@@ -9,8 +9,8 @@
  * overlap and, once every rank has run out, every batch 0..nbatches-1 was taken exactly once. A
  * rank that has just deposited holds ahead-1 more batches, so its next batch is always known
  * (and can be prefetched) while it waits; fast ranks are fresh more often and take more batches,
- * so a permanently slow rank no longer sets the epoch time. In sync every rank is fresh in every
- * round, which deals batch r x P + p to rank p: interleaved sharding.
+ * so a permanently slow rank does not set the epoch time (it does with shard epochs). In sync
+ * every rank is fresh in every round, which deals batch r x P + p to rank p: interleaved sharding.
  */
 #include "trainer/trainer.h"
 
@@ -27,7 +27,7 @@ int dealer_round(dealer_t *d, const uint8_t *fresh) {
     for (int p = 0; p < d->P; p++)
         for (int k = 0; k < fresh[p] && d->cursor < d->nb; k++, d->cursor++)
             if (p == d->me) {
-                if (d->tail - d->head >= DEALER_QMAX) return -1;  /* more deposits than batches */
+                if (d->tail - d->head >= DEALER_QMAX) return -1; /* more deposits than batches */
                 d->q[d->tail++ % DEALER_QMAX] = d->cursor;
             }
     return 0;

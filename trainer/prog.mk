@@ -1,13 +1,16 @@
 # trainer/prog.mk: the eager-train program (MPI): trainer/*.c on nn + data + controller + libpcoll.
-TRAIN_SRCS := trainer/main.c trainer/config.c trainer/imbalance.c trainer/metrics.c trainer/checkpoint.c \
-              trainer/dealer.c
+# --device cuda: with the CUDA backend and the device-capable libpcoll when both were built
+# (HAVE_NN_CUDA: metrics.c's CUDA graph report, used by backend_cuda.c)
+TRAIN_CUDA := $(if $(and $(NN_CUDA_LIB),$(LIBPCOLL_CUDA)),1,)
+TRAIN_PCOLL := $(if $(TRAIN_CUDA),$(LIBPCOLL_CUDA),$(LIBPCOLL))
+
+TRAIN_SRCS := trainer/main.c trainer/setup.c trainer/epoch.c trainer/rounds.c trainer/replicas.c \
+              trainer/runlog.c trainer/run.c trainer/backend.c trainer/backend_cpu.c \
+              $(if $(TRAIN_CUDA),trainer/backend_cuda.c,) \
+              trainer/config.c trainer/imbalance.c trainer/metrics.c trainer/checkpoint.c trainer/dealer.c
 TRAIN_OBJS := $(patsubst %.c,$(B)/%.o,$(TRAIN_SRCS))
 TRAIN_BIN  := $(B)/bin/eager-train
 ALL_BINS   += $(TRAIN_BIN)
-
-# --device cuda: with the CUDA backend and the device-capable libpcoll when both were built
-TRAIN_CUDA := $(if $(and $(NN_CUDA_LIB),$(LIBPCOLL_CUDA)),1,)
-TRAIN_PCOLL := $(if $(TRAIN_CUDA),$(LIBPCOLL_CUDA),$(LIBPCOLL))
 
 $(B)/trainer/%.o: trainer/%.c
 	@mkdir -p $(dir $@)
@@ -23,10 +26,10 @@ $(TRAIN_BIN): $(TRAIN_OBJS) $(if $(TRAIN_CUDA),$(NN_CUDA_LIB),) $(NN_LIB) $(DATA
 
 $(B)/tests/test_imbalance: tests/trainer/test_imbalance.c $(B)/trainer/imbalance.o
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $^ -o $@ $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
 TEST_BINS += $(B)/tests/test_imbalance
 
 $(B)/tests/test_dealer: tests/trainer/test_dealer.c $(B)/trainer/dealer.o
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $^ -o $@ $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
 TEST_BINS += $(B)/tests/test_dealer

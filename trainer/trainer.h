@@ -1,14 +1,14 @@
-/* trainer.h -- the eager-SGD trainer program (build/bin/eager-train): its modules' shared header.
+/* trainer.h -- the eager-SGD trainer program (build/bin/eager-train): its self-contained modules.
  *
  *   config.c      options (table with defaults and help), config file + flags, validation
  *   imbalance.c   injected delays: a pure function of (seed, step, rank)
- *   metrics.c     the run's JSON (results/schema/run.schema.json), written with jansson
+ *   metrics.c     pieces of the run's JSON (results/schema/run.schema.json), written with jansson
  *   checkpoint.c  atomic checkpoints (temporary file, fsync, rename) and resume
  *   dealer.c      --epoch-mode global: batches dealt from the round history
- *   main.c        MPI set-up, the eager-SGD step loop on libpcoll, evaluation, progress
  *
- * Data flows one way: data -> nn (gradient) -> libpcoll (rounds) -> nn (apply); the controller
- * sets libpcoll's rules; metrics only read.
+ * The program around them (the run context, set-up, the epoch loop, backends, output) is
+ * described in run.h. Data flows one way: data -> backend (gradient) -> libpcoll (rounds) ->
+ * backend (apply); the controller sets libpcoll's rules; the run log only reads.
  */
 #ifndef TRAINER_H
 #define TRAINER_H
@@ -17,29 +17,37 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* FNV-1a 64: the trainer's hash of bytes (weights, decisions, model descriptions). */
+#define FNV1A64_INIT 1469598103934665603ull
+static inline uint64_t fnv1a64(uint64_t h, const void *p, size_t n) {
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
 /* ---- configuration --------------------------------------------------------------------- */
 typedef struct {
-    char config[256];       /* file the options came from ("" = none) */
-    char experiment[32];    /* fmnist | cifar10 | imagenet | ucf101 | hyperplane */
-    char model[256];        /* nn model description (default from the experiment) */
-    char data[32];          /* data kind (default from the experiment) */
+    char config[256];    /* file the options came from ("" = none) */
+    char experiment[32]; /* fmnist | cifar10 | imagenet | ucf101 | hyperplane */
+    char model[256];     /* nn model description (default from the experiment) */
+    char data[32];       /* data kind (default from the experiment) */
     char data_path[512];
     int epochs, batch, eval_every, ckpt_every, log_every, max_steps, threads;
     double lr, momentum, wd, gamma, warmup, warmup_start_lr;
     int wd_bn, nesterov, base_batch;
-    char milestones[128];   /* comma list of epochs */
-    char mode[64];          /* sync | solo | majority | quorum:Q | adaptive */
-    char policy_opts[256];  /* extra adaptive-policy options, e.g. "window=32,maj_enter=4" */
-    int initial_sync;       /* the first N epochs run synchronously, whatever --mode says */
-    int final_sync;         /* the last N epochs run synchronously, whatever --mode says */
+    char milestones[128];  /* comma list of epochs */
+    char mode[64];         /* sync | solo | majority | quorum:Q | adaptive */
+    char policy_opts[256]; /* extra adaptive-policy options, e.g. "window=32,maj_enter=4" */
+    int initial_sync;      /* the first N epochs run synchronously, whatever --mode says */
+    int final_sync;        /* the last N epochs run synchronously, whatever --mode says */
     int tau, ring;
-    char div[8];            /* p | fresh */
-    char wd_per[8];         /* sample | round */
-    char epoch_mode[8];     /* shard | global (DESIGN.md section 5) */
+    char div[8];        /* p | fresh */
+    char wd_per[8];     /* sample | round */
+    char epoch_mode[8]; /* shard | global (docs/DESIGN.md) */
     uint64_t seed;
-    char imbalance[128];    /* none | linear:unit=MS | random:k=K,d=MS | lognormal:mean=MS,std=MS
+    char imbalance[128]; /* none | linear:unit=MS | random:k=K,d=MS | lognormal:mean=MS,std=MS
                                | slow:rank=R,factor=F | inherent:unit=MS; ",busy=1": computed */
-    char out[512];          /* metrics JSON */
+    char out[512];       /* metrics JSON */
     char ckpt_dir[512];
     int resume;
     int round_agg;
@@ -49,8 +57,8 @@ typedef struct {
     long hp_samples;
     double t_warn, t_abort;
     int quiet;
-    char device[8];         /* cpu | cuda */
-    int tf32;               /* cuda: TF32 for cuDNN convolutions (PyTorch's default) */
+    char device[8]; /* cpu | cuda */
+    int tf32;       /* cuda: TF32 for cuDNN convolutions (PyTorch's default) */
 } cfg_t;
 
 /* Parses argv (and --config FILE, whose keys are the long option names); flags win over the
@@ -69,13 +77,13 @@ typedef struct {
     imb_kind_t kind;
     double unit_ms, delay_ms, mean_ms, std_ms, factor;
     int k, rank;
-    int busy;              /* 1: the delay is computed (imb_busy_ms), not slept */
+    int busy; /* 1: the delay is computed (imb_busy_ms), not slept */
 } imb_t;
 int imb_parse(const char *s, imb_t *m, char *err, size_t errlen);
 /* Delay in ms for (step, rank): pure. compute_ms: this step's measured compute time (slow);
  * cost: the batch's inherent cost (inherent). */
-double imb_delay_ms(const imb_t *m, uint64_t seed, uint64_t step, int rank, int P,
-                    double compute_ms, double cost);
+double imb_delay_ms(const imb_t *m, uint64_t seed, uint64_t step, int rank, int P, double compute_ms,
+                    double cost);
 /* Busy work on the calling thread until it has used ms of CPU time (its own clock, so time taken
  * from it by other processes does not count); returns the CPU ms used (0 for ms <= 0). */
 double imb_busy_ms(double ms);
@@ -83,14 +91,14 @@ double imb_busy_ms(double ms);
 /* ---- checkpoints ------------------------------------------------------------------------ */
 struct nn_model;
 typedef struct {
-    int epoch;             /* epochs completed */
+    int epoch; /* epochs completed */
     uint64_t seed;
-    uint64_t desc_hash;    /* model description + parameter count */
-    double wall_s;         /* training wall time so far */
+    uint64_t desc_hash; /* model description + parameter count */
+    double wall_s;      /* training wall time so far */
     int ranks;
 } ckpt_meta_t;
-int ckpt_save(const char *dir, const struct nn_model *m, const ckpt_meta_t *meta, char *path_out,
-              size_t plen, char *err, size_t errlen);
+int ckpt_save(const char *dir, const struct nn_model *m, const ckpt_meta_t *meta, char *path_out, size_t plen,
+              char *err, size_t errlen);
 /* Loads dir/latest; refuses (error naming the file and field) a checkpoint of another model,
  * seed or a corrupt/truncated file. */
 int ckpt_load(const char *dir, struct nn_model *m, ckpt_meta_t *meta, char *err, size_t errlen);
@@ -99,9 +107,9 @@ uint64_t ckpt_desc_hash(const char *desc, size_t nparams);
 /* ---- global epochs (dealer.c) ------------------------------------------------------------ */
 #define DEALER_QMAX 8
 typedef struct {
-    int64_t nb, cursor;           /* batches of the epoch; next batch not yet dealt */
+    int64_t nb, cursor; /* batches of the epoch; next batch not yet dealt */
     int P, me;
-    int64_t q[DEALER_QMAX];       /* my batches: taken [head, tail), submitted [head.., sub) */
+    int64_t q[DEALER_QMAX]; /* my batches: taken [head, tail), submitted [head.., sub) */
     unsigned head, sub, tail;
 } dealer_t;
 /* Rank p starts with `ahead` batches (p, P+p, ...). -1 on a bad argument. */

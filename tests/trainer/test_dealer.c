@@ -9,11 +9,23 @@
 #include <string.h>
 
 static int fails;
-#define CHECK(c, ...) do { if (!(c)) { fails++; fprintf(stderr, "CHECK failed %s:%d: %s: ", __FILE__, __LINE__, #c); \
-    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+#define CHECK(c, ...)                                                            \
+    do {                                                                         \
+        if (!(c)) {                                                              \
+            fails++;                                                             \
+            fprintf(stderr, "CHECK failed %s:%d: %s: ", __FILE__, __LINE__, #c); \
+            fprintf(stderr, __VA_ARGS__);                                        \
+            fputc('\n', stderr);                                                 \
+        }                                                                        \
+    } while (0)
 
 static uint64_t rng = 88172645463325252ull;
-static double u01(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return (rng >> 11) * 0x1.0p-53; }
+static double u01(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (rng >> 11) * 0x1.0p-53;
+}
 
 /* One epoch: p_fresh[p] = chance that a pending rank p is fresh in a round (1 for all: sync).
  * Returns batches taken per rank in taken[]. */
@@ -28,17 +40,30 @@ static void epoch(int P, int64_t nb, int ahead, const double *p_fresh, int sync,
         taken[p] = 0;
         int64_t b;
         while (dealer_unsubmitted(&d[p], &b)) {}
-        if (dealer_take(&d[p], &b)) { pending[p] = 1; cur[p] = b; }
+        if (dealer_take(&d[p], &b)) {
+            pending[p] = 1;
+            cur[p] = b;
+        }
     }
-    for (int p = 0; p < P; p++) if (pending[p]) { CHECK(owner[cur[p]] < 0, "batch %lld twice", (long long)cur[p]); owner[cur[p]] = p; taken[p]++; }
+    for (int p = 0; p < P; p++)
+        if (pending[p]) {
+            CHECK(owner[cur[p]] < 0, "batch %lld twice", (long long)cur[p]);
+            owner[cur[p]] = p;
+            taken[p]++;
+        }
     for (long r = 0;; r++) {
         int any = 0, nf = 0;
         for (int p = 0; p < P; p++) any |= pending[p];
         if (!any) break;
-        for (int p = 0; p < P; p++) { fresh[p] = pending[p] && (sync || u01() < p_fresh[p]); nf += fresh[p]; }
-        if (!nf) continue;   /* a round with no fresh gradient (joins only): the dealer never sees it */
-        if (sync) for (int p = 0; p < P; p++)
-            if (pending[p]) CHECK(cur[p] % P == p, "sync dealt batch %lld to rank %d", (long long)cur[p], p);
+        for (int p = 0; p < P; p++) {
+            fresh[p] = pending[p] && (sync || u01() < p_fresh[p]);
+            nf += fresh[p];
+        }
+        if (!nf) continue; /* a round with no fresh gradient (joins only): the dealer never sees it */
+        if (sync)
+            for (int p = 0; p < P; p++)
+                if (pending[p])
+                    CHECK(cur[p] % P == p, "sync dealt batch %lld to rank %d", (long long)cur[p], p);
         for (int p = 0; p < P; p++) CHECK(dealer_round(&d[p], fresh) == 0, "round %ld rank %d", r, p);
         for (int p = 1; p < P; p++) CHECK(d[p].cursor == d[0].cursor, "cursor differs: rank %d", p);
         for (int p = 0; p < P; p++) {
@@ -49,14 +74,20 @@ static void epoch(int P, int64_t nb, int ahead, const double *p_fresh, int sync,
             CHECK(b >= 0 && b < nb && owner[b] < 0, "rank %d took batch %lld (owner %lld)", p, (long long)b,
                   (long long)(b >= 0 && b < nb ? owner[b] : -2));
             if (b >= 0 && b < nb) owner[b] = p;
-            cur[p] = b; taken[p]++;
+            cur[p] = b;
+            taken[p]++;
         }
     }
-    for (int64_t b = 0; b < nb; b++) CHECK(owner[b] >= 0, "P=%d nb=%lld: batch %lld never dealt", P, (long long)nb, (long long)b);
+    for (int64_t b = 0; b < nb; b++)
+        CHECK(owner[b] >= 0, "P=%d nb=%lld: batch %lld never dealt", P, (long long)nb, (long long)b);
     int64_t sum = 0;
     for (int p = 0; p < P; p++) sum += taken[p];
     CHECK(sum == nb, "P=%d: %lld batches taken of %lld", P, (long long)sum, (long long)nb);
-    free(d); free(owner); free(cur); free(pending); free(fresh);
+    free(d);
+    free(owner);
+    free(cur);
+    free(pending);
+    free(fresh);
 }
 
 int main(void) {
@@ -65,7 +96,7 @@ int main(void) {
     int Ps[] = {1, 2, 3, 4, 5, 8, 16};
     for (size_t i = 0; i < sizeof Ps / sizeof *Ps; i++) {
         int P = Ps[i];
-        for (int p = 0; p < P; p++) pf[p] = 1.0 / (1 + p);   /* linear skew: rank p (p+1)x slower */
+        for (int p = 0; p < P; p++) pf[p] = 1.0 / (1 + p); /* linear skew: rank p (p+1)x slower */
         int64_t nbs[] = {0, 1, (int64_t)P - 1, (int64_t)P, 2 * (int64_t)P + 1, 468, 1000};
         for (size_t k = 0; k < sizeof nbs / sizeof *nbs; k++) {
             if (nbs[k] < 0) continue;
@@ -75,11 +106,13 @@ int main(void) {
             }
         }
         epoch(P, 1000, 2, pf, 0, taken);
-        if (P > 1) CHECK(taken[0] > 2 * taken[P - 1], "P=%d: fast rank took %lld, slow rank %lld", P,
-                         (long long)taken[0], (long long)taken[P - 1]);
+        if (P > 1)
+            CHECK(taken[0] > 2 * taken[P - 1], "P=%d: fast rank took %lld, slow rank %lld", P,
+                  (long long)taken[0], (long long)taken[P - 1]);
         epoch(P, 1000, 2, pf, 1, taken);
         for (int p = 0; p < P; p++)
-            CHECK(taken[p] == 1000 / P + (p < 1000 % P), "sync P=%d rank %d took %lld", P, p, (long long)taken[p]);
+            CHECK(taken[p] == 1000 / P + (p < 1000 % P), "sync P=%d rank %d took %lld", P, p,
+                  (long long)taken[p]);
     }
     epoch(4, 1000, 2, (double[]){1, 0.5, 0.33, 0.25}, 0, taken);
     printf("linear skew, P=4, 1000 batches: ranks took %lld %lld %lld %lld\n", (long long)taken[0],
@@ -95,7 +128,10 @@ int main(void) {
     int rc = 0;
     for (int i = 0; i < DEALER_QMAX + 2 && !rc; i++) rc = dealer_round(&d, &one);
     CHECK(rc < 0, "overflow not reported");
-    if (fails) { printf("FAIL: %d checks\n", fails); return 1; }
+    if (fails) {
+        printf("FAIL: %d checks\n", fails);
+        return 1;
+    }
     printf("dealer: all checks passed\n");
     return 0;
 }

@@ -7,8 +7,15 @@
 #include <time.h>
 
 static int fails;
-#define CHECK(c, ...) do { if (!(c)) { fails++; printf("CHECK failed line %d: %s: ", __LINE__, #c); \
-    printf(__VA_ARGS__); printf("\n"); } } while (0)
+#define CHECK(c, ...)                                           \
+    do {                                                        \
+        if (!(c)) {                                             \
+            fails++;                                            \
+            printf("CHECK failed line %d: %s: ", __LINE__, #c); \
+            printf(__VA_ARGS__);                                \
+            printf("\n");                                       \
+        }                                                       \
+    } while (0)
 
 int main(void) {
     imb_t m;
@@ -37,7 +44,9 @@ int main(void) {
         for (int r = 0; r < 4; r++) {
             double d = imb_delay_ms(&m, 3, (uint64_t)s, r, 4, 0, 0);
             CHECK(d > 0, "lognormal must be positive");
-            s1 += d; s2 += d * d; n++;
+            s1 += d;
+            s2 += d * d;
+            n++;
         }
     double mean = s1 / n, sd = sqrt(s2 / n - mean * mean);
     printf("lognormal(475, 144): sample mean %.1f std %.1f over %ld draws\n", mean, sd, n);
@@ -50,8 +59,10 @@ int main(void) {
     /* busy=1 on any model: same delays, computed instead of slept */
     CHECK(imb_parse("random:k=1,d=320", &m, err, sizeof err) == 0 && !m.busy, "%s: sleeps by default", err);
     CHECK(imb_parse("random:k=1,d=320,busy=1", &m, err, sizeof err) == 0 && m.busy && m.k == 1 &&
-          m.delay_ms == 320, "%s", err);
-    CHECK(imb_parse("lognormal:busy=1,mean=475,std=144", &m, err, sizeof err) == 0 && m.busy && m.mean_ms == 475,
+              m.delay_ms == 320,
+          "%s", err);
+    CHECK(imb_parse("lognormal:busy=1,mean=475,std=144", &m, err, sizeof err) == 0 && m.busy &&
+              m.mean_ms == 475,
           "%s", err);
     CHECK(imb_parse("slow:rank=1,factor=3,busy=0", &m, err, sizeof err) == 0 && !m.busy, "%s", err);
     CHECK(imb_busy_ms(0) == 0 && imb_busy_ms(-5) == 0, "no work for no delay");
@@ -62,10 +73,11 @@ int main(void) {
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
         double cpu = (c1.tv_sec - c0.tv_sec) * 1e3 + (c1.tv_nsec - c0.tv_nsec) / 1e6;
         printf("busy 30 ms: %.1f ms of this thread's CPU time\n", cpu);
-        CHECK(used >= 30 && cpu >= 30, "busy 30 ms used %g ms (thread CPU %g ms): it must compute, not sleep", used, cpu);
+        CHECK(used >= 30 && cpu >= 30, "busy 30 ms used %g ms (thread CPU %g ms): it must compute, not sleep",
+              used, cpu);
     }
-    const char *bad[] = {"linear", "random:k=0,d=5", "lognormal:mean=1", "slow:factor=2", "foo", "linear:unit=x",
-                         "random:k=1,d=5,busy=2", "linear:unit=5,busy=yes"};
+    const char *bad[] = {"linear", "random:k=0,d=5", "lognormal:mean=1",      "slow:factor=2",
+                         "foo",    "linear:unit=x",  "random:k=1,d=5,busy=2", "linear:unit=5,busy=yes"};
     for (int i = 0; i < 8; i++) {
         CHECK(imb_parse(bad[i], &m, err, sizeof err) != 0, "'%s' accepted", bad[i]);
         CHECK(strstr(err, bad[i]) != NULL, "message does not quote '%s': %s", bad[i], err);

@@ -1,0 +1,125 @@
+/* backend_cuda.c -- the CUDA backend: an adapter from backend.h to trainer/cuda/nn_cuda.h.
+ * The model lives on the GPU (nn_cuda mirrors the host model, same parameter layout); gradients
+ * and round results are device buffers (PCOLL_MEM_DEVICE). Whole-model operations copy to the
+ * host model first, so the hash, the BN average and checkpoints are the CPU backend's.
+ * Linked only into CUDA builds (trainer/prog.mk); backend.c finds it at run time. */
+#include "trainer/backend.h"
+#include "trainer/cuda/nn_cuda.h"
+#include "trainer/metrics.h"
+#include <stdlib.h>
+
+extern const backend_ops_t backend_cuda;
+
+typedef struct {
+    backend_t base;
+    nn_cuda_model_t *g;
+} cuda_backend_t;
+
+static nn_cuda_model_t *gpu(const backend_t *b) { return ((const cuda_backend_t *)b)->g; }
+
+/* -1 with "what: <nn_cuda's message>" in err when rc is non-zero. */
+static int fail(const backend_t *b, int rc, const char *what, char *err, size_t n) {
+    if (!rc) return 0;
+    snprintf(err, n, "%s: %s", what, nn_cuda_error(gpu(b)));
+    return -1;
+}
+
+static backend_t *cuda_open(nn_model_t *host, const cfg_t *c, int local_rank, int local_ranks, char *err,
+                            size_t n) {
+    if (nn_cuda_select_local_device(local_rank, local_ranks, err, n) < 0) return NULL; /* a device index */
+    cuda_backend_t *b = calloc(1, sizeof *b);
+    if (!b) return snprintf(err, n, "out of memory"), NULL;
+    b->base.ops = &backend_cuda;
+    b->base.host = host;
+    b->g = nn_cuda_model_build(host, c->batch, c->tf32 ? NN_CUDA_TF32_DEFAULT : NN_CUDA_TF32_OFF, err, n);
+    if (!b->g) {
+        free(b);
+        return NULL;
+    }
+    return &b->base;
+}
+
+static void cuda_close(backend_t *b) {
+    nn_cuda_model_free(gpu(b));
+    free(b);
+}
+
+static int cuda_train_step(backend_t *b, const nn_batch_t *batch, long step, char *err, size_t n) {
+    if (fail(b, nn_cuda_step_graph(gpu(b), batch), "model (cuda)", err, n)) return -1;
+    if (nn_cuda_check_finite(gpu(b), step, err, n)) return -1;
+    return fail(b, nn_cuda_sync(gpu(b)), "cuda", err, n);
+}
+
+static const float *cuda_grads(backend_t *b) { return nn_cuda_grads(gpu(b)); }
+static double cuda_loss(const backend_t *b) { return nn_cuda_loss(gpu(b)); }
+static int cuda_top1(const backend_t *b) { return nn_cuda_top1(gpu(b)); }
+static int cuda_top5(const backend_t *b) { return nn_cuda_top5(gpu(b)); }
+
+static int cuda_apply(backend_t *b, const float *round, const nn_sgd_t *sgd, char *err, size_t n) {
+    return fail(b, nn_cuda_sgd_step_grad(gpu(b), round, sgd), "cuda sgd", err, n);
+}
+
+static void cuda_set_training(backend_t *b, int training) {
+    nn_cuda_set_training(gpu(b), training);
+    nn_set_training(b->host, training);
+}
+
+static int cuda_forward(backend_t *b, const nn_batch_t *batch, char *err, size_t n) {
+    return fail(b, nn_cuda_forward(gpu(b), batch), "forward (cuda)", err, n);
+}
+
+static int cuda_average_bn(backend_t *b, MPI_Comm comm, char *err, size_t n) {
+    nn_model_t *m = b->host;
+    if (!m->nbn_stats) return 0;
+    if (fail(b, nn_cuda_bn_stats_to_host(gpu(b), m->bn_stats), "cuda copy to host", err, n)) return -1;
+    if (backend_host_average_bn(m, comm))
+        return snprintf(err, n, "MPI_Allreduce of the BN statistics failed"), -1;
+    return fail(b, nn_cuda_bn_stats_from_host(gpu(b), m->bn_stats), "cuda copy to device", err, n);
+}
+
+/* Copies parameters, momentum and BN statistics to the host model. */
+static int to_host(backend_t *b, char *err, size_t n) {
+    return fail(b, nn_cuda_copy_params_to_host(gpu(b), b->host), "cuda copy to host", err, n);
+}
+
+static int cuda_hash(backend_t *b, uint64_t *h, char *err, size_t n) {
+    if (to_host(b, err, n)) return -1;
+    *h = backend_host_hash(b->host);
+    return 0;
+}
+
+static int cuda_save(backend_t *b, const char *dir, const ckpt_meta_t *meta, char *path, size_t plen,
+                     char *err, size_t n) {
+    if (to_host(b, err, n)) return -1;
+    return ckpt_save(dir, b->host, meta, path, plen, err, n) ? -1 : 0;
+}
+
+static int cuda_load(backend_t *b, const char *dir, ckpt_meta_t *meta, char *err, size_t n) {
+    if (ckpt_load(dir, b->host, meta, err, n)) return -1;
+    return fail(b, nn_cuda_copy_params_from_host(gpu(b), b->host), "cuda copy to device", err, n);
+}
+
+/* "cuda_graph": whether the training steps ran as CUDA graphs, and why not (metrics.c). */
+static void cuda_add_json(backend_t *b, json_t *run) {
+    json_object_set_new(run, "cuda_graph", metrics_cuda_graph(gpu(b)));
+}
+
+const backend_ops_t backend_cuda = {
+    .name = "cuda",
+    .mem = PCOLL_MEM_DEVICE,
+    .open = cuda_open,
+    .close = cuda_close,
+    .train_step = cuda_train_step,
+    .grads = cuda_grads,
+    .loss = cuda_loss,
+    .top1 = cuda_top1,
+    .top5 = cuda_top5,
+    .apply = cuda_apply,
+    .set_training = cuda_set_training,
+    .forward = cuda_forward,
+    .average_bn = cuda_average_bn,
+    .hash = cuda_hash,
+    .save = cuda_save,
+    .load = cuda_load,
+    .add_json = cuda_add_json,
+};

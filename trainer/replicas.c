@@ -1,0 +1,126 @@
+/* replicas.c -- the epoch end: BN running statistics averaged across ranks (as DDP broadcasts
+ * buffers), the replicas checked bitwise equal (a hash of parameters, momentum and BN
+ * statistics), evaluation on the test set, the epoch's totals and record, the checkpoint. */
+#include "trainer/run.h"
+#include "trainer/runlog.h"
+#include <stdlib.h>
+
+/* Averages BN statistics, then compares the ranks' model hashes; returns the hash. A mismatch
+ * names the differing ranks, closes the run's JSON with the reason and aborts every rank. */
+static uint64_t check_replicas(run_t *r, int epoch) {
+    char err[512] = "";
+    backend_t *be = r->be;
+    if (be->ops->average_bn(be, MPI_COMM_WORLD, err, sizeof err)) run_die(r, "BN statistics", err);
+    uint64_t h = 0;
+    if (be->ops->hash(be, &h, err, sizeof err)) run_die(r, "weights hash", err);
+    uint64_t *all = malloc((size_t)r->P * sizeof *all);
+    if (!all) run_die(r, "weights hash", "out of memory");
+    MPI_Allgather(&h, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    int bad = 0;
+    for (int p = 1; p < r->P; p++) bad |= all[p] != all[0];
+    if (bad) {
+        if (r->me == 0) {
+            fprintf(stderr, "eager-train: replicas differ after epoch %d: weight hashes", epoch);
+            for (int p = 0; p < r->P; p++) fprintf(stderr, " rank %d=%016llx", p, (unsigned long long)all[p]);
+            fprintf(stderr, "\n  ranks differing from rank 0:");
+            for (int p = 1; p < r->P; p++)
+                if (all[p] != all[0]) fprintf(stderr, " %d", p);
+            fprintf(stderr, "\n");
+        }
+        snprintf(err, sizeof err, "replicas differ after epoch %d", epoch);
+        runlog_finish(r, err, 1);
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Abort(MPI_COMM_WORLD, 4);
+    }
+    free(all);
+    return h;
+}
+
+/* Test-set evaluation, sharded over the ranks; every rank gets the totals. */
+static void evaluate(run_t *r, double *loss, double *top1, double *top5) {
+    char err[512] = "";
+    backend_t *be = r->be;
+    data_iter_t *it = data_iter_new(r->test, r->me, r->P, r->cfg.batch, 0, DATA_EVAL_FLAGS, err, sizeof err);
+    if (!it) run_die(r, "evaluation data", err);
+    be->ops->set_training(be, getenv("EAGER_EVAL_BATCHSTATS") ? 1 : 0); /* debugging aid */
+    double s[4] = {0, 0, 0, 0};                                         /* loss sum, top1, top5, samples */
+    const data_batch_t *b;
+    int rc;
+    while ((rc = data_iter_next(it, &b, err, sizeof err)) == 1) {
+        nn_batch_t nb;
+        to_batch(&nb, b);
+        if (be->ops->forward(be, &nb, err, sizeof err)) run_die(r, "evaluation", err);
+        s[0] += be->ops->loss(be) * b->n;
+        s[1] += be->ops->top1(be);
+        s[2] += be->ops->top5(be);
+        s[3] += b->n;
+    }
+    if (rc < 0) run_die(r, "evaluation data", err);
+    data_iter_free(it);
+    be->ops->set_training(be, 1);
+    double t[4];
+    MPI_Allreduce(s, t, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    *loss = t[3] ? t[0] / t[3] : 0;
+    *top1 = t[3] ? t[1] / t[3] : 0;
+    *top5 = t[3] ? t[2] / t[3] : 0;
+}
+
+/* The epoch's figures over all ranks, and the run's totals. */
+static void sum_epoch(run_t *r, const epoch_t *e, epoch_report_t *p) {
+    double loc[7] = {e->loss_sum,       (double)e->loss_n,    (double)e->correct, (double)e->seen,
+                     (double)e->rounds, (double)e->fresh_sum, (double)e->mysteps},
+           glob[7];
+    MPI_Allreduce(loc, glob, 7, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    p->steps_min = p->steps_max = e->mysteps;
+    if (r->global) {
+        MPI_Allreduce(&e->mysteps, &p->steps_min, 1, MPI_LONG, MPI_MIN, MPI_COMM_WORLD);
+        MPI_Allreduce(&e->mysteps, &p->steps_max, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+    }
+    p->train_loss = glob[1] ? glob[0] / glob[1] : 0;
+    p->train_top1 = glob[3] ? glob[2] / glob[3] : 0;
+    p->samples = glob[3];
+    p->steps = glob[6];
+    p->fresh_fraction = e->rounds ? (double)e->fresh_sum / ((double)e->rounds * r->P) : 1;
+    run_totals_t *t = &r->tot;
+    t->rounds += e->rounds, t->fresh += e->fresh_sum, t->stale += e->stale_sum, t->stale_n += e->stale_n;
+    if (e->max_stale > t->max_stale) t->max_stale = e->max_stale;
+    if (e->max_streak > t->max_streak) t->max_streak = e->max_streak;
+    if (e->max_streak > r->rs.max_streak) r->rs.max_streak = e->max_streak;
+    t->final_loss = p->train_loss;
+    if (p->evaluated) t->final_top1 = p->test_top1, t->final_top5 = p->test_top5;
+    int hit = data_num_classes(r->train) > 0 && p->evaluated && r->cfg.target_top1 > 0 &&
+              p->test_top1 >= r->cfg.target_top1;
+    if (hit && t->t_target < 0) t->t_target = p->wall;
+}
+
+/* Every rank takes part; rank 0 writes. Failure: every rank exits naming the file. */
+static void checkpoint(run_t *r, int epoch, double wall) {
+    ckpt_meta_t meta = {epoch + 1, r->cfg.seed, 0, wall, r->P};
+    char path[1200] = "", err[1200] = "";
+    int ok = 1;
+    if (r->me == 0)
+        ok = r->be->ops->save(r->be, r->cfg.ckpt_dir, &meta, path, sizeof path, err, sizeof err) == 0;
+    run_agree(r, ok, "checkpoint", err);
+    runlog_checkpoint(r, path);
+}
+
+void end_epoch(run_t *r, int epoch, epoch_t *e) {
+    const cfg_t *c = &r->cfg;
+    epoch_report_t p = {.test_top1 = -1, .test_top5 = -1};
+    p.weights_hash = check_replicas(r, epoch);
+    double now = run_now();
+    p.epoch_s = now - e->t0;
+    p.wall = now - r->t_start;
+    int last = epoch + 1 == c->epochs;
+    if ((epoch + 1) % c->eval_every == 0 || last) {
+        evaluate(r, &p.test_loss, &p.test_top1, &p.test_top5);
+        p.evaluated = 1;
+    }
+    p.lr = nn_lr_at(&r->sched, epoch); /* the lr this epoch started with */
+    sum_epoch(r, e, &p);
+    runlog_epoch(r, epoch, e, &p);
+    r->tot.epochs_done = epoch + 1;
+    if (*c->ckpt_dir && ((c->ckpt_every && (epoch + 1) % c->ckpt_every == 0) || last))
+        checkpoint(r, epoch, p.wall);
+    runlog_save(r);
+}

@@ -1,0 +1,81 @@
+/* rounds.c -- applying completed rounds: every rank applies every round, in round order, with the
+ * same learning rate and weight decay, so the replicas stay bitwise equal. */
+#include "trainer/run.h"
+#include "trainer/runlog.h"
+#include <string.h>
+
+/* The lr of a round: a function of the epoch and of the fraction of the epoch's gradients that
+ * the rounds before it applied (the sum of their fresh counts over the epoch's batches: P x steps
+ * with even shards, or all batches dealt in a global epoch). Every rank holds the same records,
+ * so every replica uses the same lr, and the schedule advances with the samples learnt, not with
+ * the round count: a solo epoch has several times more rounds than a sync one, and a round index
+ * would move a milestone or warm-up that far ahead of its place. */
+static double lr_of(const nn_lr_sched_t *s, int epoch, uint64_t fresh_before, int64_t nbatches) {
+    double f = nbatches > 0 ? (double)fresh_before / (double)nbatches : 0;
+    return nn_lr_at(s, epoch + (f < 1 ? f : 1));
+}
+
+/* The weight decay of a round (--wd-per sample): --wd times the share of a whole round's
+ * gradients that it carries, |F_r| / P, so that every mode decays by --wd x batches / P per
+ * epoch, as sync does, whatever its round sizes. Decayed in full (--wd-per round), a partial
+ * round of |F| gradients would decay the weights as much as a whole sync round. --div fresh makes
+ * every round a whole step (full decay). */
+static float wd_of(const cfg_t *c, const pcoll_record_t *rec, int P) {
+    if (!strcmp(c->wd_per, "round") || !strcmp(c->div, "fresh")) return (float)c->wd;
+    return (float)(c->wd * (double)rec->nfresh / (double)P);
+}
+
+/* The record's staleness and streaks into the epoch's counters. */
+static void count_round(epoch_t *e, const pcoll_record_t *rec, int P) {
+    e->rounds++;
+    e->fresh_sum += (uint64_t)rec->nfresh;
+    for (int p = 0; p < P; p++) {
+        if (rec->streak[p] > e->max_streak) e->max_streak = rec->streak[p];
+        if (!rec->fresh[p]) continue;
+        e->stale_n++;
+        e->stale_sum += rec->staleness[p];
+        if (rec->staleness[p] > e->max_stale) e->max_stale = rec->staleness[p];
+    }
+}
+
+int apply_rounds(run_t *r, pcoll_t *h, int epoch, epoch_t *e, dealer_t *dl) {
+    pcoll_record_t *rec = &r->rec;
+    uint64_t round;
+    const float *res;
+    char err[512];
+    int rc, k = 0;
+    while ((rc = pcoll_next(h, &round, &res, rec)) == PCOLL_OK) {
+        if (rec->nfresh == 0) continue; /* a round that only carried joins: not an SGD step */
+        if (dl && dealer_round(dl, rec->fresh))
+            run_die(r, "global epoch", "a rank deposited without a batch (internal)");
+        r->sgd.lr = (float)lr_of(&r->sched, epoch, e->fresh_sum, e->nbatches);
+        r->sgd.wd = wd_of(&r->cfg, rec, r->P);
+        if (r->be->ops->apply(r->be, res, &r->sgd, err, sizeof err)) run_die(r, "apply a round", err);
+        count_round(e, rec, r->P);
+        runlog_round(r, rec, r->sgd.lr, r->sgd.wd, epoch);
+        k++;
+    }
+    if (rc < 0) run_die(r, "pcoll_next", pcoll_last_error(h));
+    return k;
+}
+
+void submit_dealt(run_t *r, data_iter_t *it, dealer_t *dl, int epoch) {
+    int64_t b;
+    while (dealer_unsubmitted(dl, &b))
+        if (data_iter_submit(it, r->perm + b * r->cfg.batch, r->cfg.batch, epoch))
+            run_die(r, "training data", "data_iter_submit failed");
+}
+
+void to_batch(nn_batch_t *nb, const data_batch_t *b) {
+    memset(nb, 0, sizeof *nb);
+    nb->x = b->x;
+    nb->labels = b->y;
+    nb->targets = b->target;
+    nb->lengths = b->lengths;
+    nb->n = b->n;
+    if (b->t_pad > 1) {
+        nb->ndim = 2;
+        nb->shape[0] = b->t_pad;
+        nb->shape[1] = (int)(b->x_stride / (size_t)b->t_pad);
+    }
+}

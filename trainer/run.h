@@ -1,0 +1,132 @@
+/* run.h -- eager-train's run context and the modules that work on it.
+ *
+ *   main.c      the outline: set up, train epoch after epoch, finish
+ *   setup.c     MPI, options, threads, data, model, optimiser, backend, resume, round config
+ *   epoch.c     one epoch: the step loop on libpcoll, the join, the controller's end of epoch
+ *   rounds.c    applying completed rounds (lr and weight decay of a round) and dealing batches
+ *   replicas.c  the epoch end: replicas checked equal, BN averaged, evaluation, checkpoint
+ *   runlog.c    every line on the console and every field of the run's JSON
+ *   run.c       fatal errors (one rank, or agreed by all) and the end of the run
+ *
+ * One run_t per process, passed by pointer; nothing lives in file-scope variables.
+ */
+#ifndef TRAINER_RUN_H
+#define TRAINER_RUN_H
+
+#include "collectives/pcoll.h"
+#include "controller/controller.h"
+#include "trainer/backend.h"
+#include "trainer/data/data.h"
+#include "trainer/nn/nn.h"
+#include "trainer/trainer.h"
+
+typedef struct runlog runlog_t;
+
+typedef struct { /* this rank's timers and counters, summed over the run */
+    double compute, inject, wait, apply;
+    long steps;
+    uint32_t max_streak;
+} rank_stats_t;
+
+typedef struct {      /* one epoch on this rank */
+    double t0;        /* start (MPI_Wtime) */
+    long steps;       /* shard: this rank's steps; global: batches / P (nominal) */
+    int64_t nbatches; /* batches of the epoch, all ranks together */
+    long mysteps;     /* steps this rank ran */
+    double loss_sum;  /* training loss and top-1 of this rank's steps */
+    long loss_n, correct, seen;
+    uint64_t rounds, fresh_sum, stale_n; /* rounds applied (every rank applies every round) */
+    double stale_sum;
+    uint32_t max_stale, max_streak;
+    double t_dep;           /* this rank's previous deposit (MPI_Wtime; the epoch start at first) */
+    ctl_policy_stats_t ctl; /* the controller's statistics at the epoch end (equal on all ranks) */
+} epoch_t;
+
+typedef struct { /* the run so far (equal on every rank) */
+    int epochs_done;
+    uint64_t rounds, fresh, stale_n;
+    double stale;
+    uint32_t max_stale, max_streak;
+    double final_top1, final_top5, final_loss; /* -1: not evaluated yet */
+    double t_target;        /* wall time when target_top1 was first reached (-1: not yet) */
+    uint64_t decision_hash; /* FNV-1a over every epoch's controller decision hash */
+} run_totals_t;
+
+typedef struct run {
+    cfg_t cfg;
+    int P, me;                   /* world size and this rank */
+    int local_rank, local_ranks; /* on this host */
+    int threads;                 /* compute threads of this rank */
+    data_set_t *train, *test;
+    nn_model_t *model; /* host model: the CPU backend trains it, others mirror it */
+    backend_t *be;
+    nn_sgd_t sgd;
+    nn_lr_sched_t sched;
+    ctl_config_t ctl;            /* controller of the epochs that follow --mode */
+    ctl_config_t ctl_sync;       /* controller of --initial-sync / --final-sync epochs */
+    char policy[400];            /* --mode and --policy-opts as one policy string (cfg_policy) */
+    ctl_policy_cfg_t policy_cfg; /* that string parsed, tau = --tau: the mode's one parse */
+    ctl_state_t *carried;        /* adaptive: the controller state the next epoch continues (ctl.resume) */
+    pcoll_config_t pcoll;
+    imb_t imb;
+    int global;     /* --epoch-mode global */
+    int64_t *perm;  /* global: this epoch's permutation of the training set */
+    int epoch0;     /* first epoch to run (> 0 after --resume) */
+    double wall0;   /* training wall time before this process (--resume) */
+    double t_start; /* MPI_Wtime of the run's start, less wall0 */
+    rank_stats_t rs;
+    run_totals_t tot;
+    pcoll_record_t rec; /* scratch record of pcoll_next */
+    runlog_t *log;      /* output: console and JSON (rank 0 writes) */
+} run_t;
+
+/* ---- config.c (the options themselves: trainer.h) ---------------------------------------- */
+/* --mode and --policy-opts as the controller's policy with the bound of --tau: the one place the
+ * mode is parsed and tau enters the policy. spec: the policy string. -1 with a message in err
+ * naming the options: a tau key in --policy-opts (tau is set by --tau only), a bad mode or key, a
+ * bound the policy cannot keep. */
+int cfg_policy(const cfg_t *c, ctl_policy_cfg_t *policy, char *spec, size_t speclen, char *err, size_t n);
+
+/* ---- setup.c --------------------------------------------------------------------------- */
+/* MPI with MPI_THREAD_MULTIPLE; zeroes r. Returns 0, or 1 after printing why (MPI finalized). */
+int run_init(run_t *r, int *argc, char ***argv);
+/* Options: 0 to go on, 1 after --help was printed (MPI finalized). Bad options: every rank exits. */
+int run_configure(run_t *r, int argc, char **argv);
+void run_set_threads(run_t *r);   /* the host's cores shared by its ranks */
+void run_open_data(run_t *r);     /* training and test sets */
+void run_build_model(run_t *r);   /* the host model, checked against the data's shape */
+void run_set_optimiser(run_t *r); /* SGD and the lr schedule */
+void run_open_backend(run_t *r);  /* --device */
+void run_resume(run_t *r);        /* --resume: model, epoch and wall time from the checkpoint */
+void run_set_rounds(run_t *r);    /* controller, libpcoll and imbalance configuration */
+
+/* ---- epoch.c --------------------------------------------------------------------------- */
+/* Trains one epoch: every step, every round applied, the join, the controller's end of epoch. */
+void train_epoch(run_t *r, int epoch, epoch_t *e);
+
+/* ---- rounds.c -------------------------------------------------------------------------- */
+/* Applies every completed round in order (SGD with the round's lr and weight decay); dl: the
+ * dealer of a global epoch (NULL: shard). Returns the rounds applied. */
+int apply_rounds(run_t *r, pcoll_t *h, int epoch, epoch_t *e, dealer_t *dl);
+/* Global epoch: hands every batch dealt to this rank to the loader. */
+void submit_dealt(run_t *r, data_iter_t *it, dealer_t *dl, int epoch);
+/* nn's batch view of a data batch. */
+void to_batch(nn_batch_t *nb, const data_batch_t *b);
+
+/* ---- replicas.c ------------------------------------------------------------------------ */
+/* The epoch end: replicas checked equal, BN averaged, evaluation, totals, log, checkpoint. */
+void end_epoch(run_t *r, int epoch, epoch_t *e);
+
+/* ---- run.c ----------------------------------------------------------------------------- */
+double run_now(void);
+/* Fatal error on this rank: message naming the rank, the run's JSON closed (rank 0), every rank
+ * aborted (non-zero). */
+_Noreturn void run_die(run_t *r, const char *what, const char *msg);
+/* Collective: returns if every rank is ok; otherwise the failing ranks' messages are printed,
+ * the run's JSON is closed with the reason, and every rank exits with status 1. */
+void run_agree(run_t *r, int ok, const char *what, const char *msg);
+/* Collective: the run's summary (exit "ok"), the final line; frees everything, finalizes MPI.
+ * Returns the process's exit status. */
+int run_finish(run_t *r);
+
+#endif

@@ -1,0 +1,301 @@
+/* runlog.c -- console lines and the run's JSON (runlog.h). */
+#include "trainer/runlog.h"
+#include "trainer/metrics.h"
+#include <stdlib.h>
+#include <string.h>
+
+struct runlog {
+    json_t *root, *epochs, *rounds, *switches; /* rank 0 only */
+    ragg_t agg;                                /* rounds not yet in a record (rank 0) */
+    char *hosts_buf, **hosts;                  /* every rank's host (rank 0) */
+    int papi;                                  /* every rank counts with PAPI */
+};
+
+static int talk(const run_t *r) { return r->me == 0 && !r->cfg.quiet; }
+
+static void set(json_t *o, const char *k, json_t *v) { json_object_set_new(o, k, v); }
+static json_t *real_or_null(int ok, double v) { return ok ? json_real(v) : json_null(); }
+
+static const char *rule_name(pcoll_mode_t m, int q, char *buf, size_t n) {
+    if (m == PCOLL_QUORUM)
+        snprintf(buf, n, "quorum:%d", q);
+    else
+        snprintf(buf, n, "%s", pcoll_mode_name(m));
+    return buf;
+}
+
+void runlog_config(const run_t *r) {
+    if (!talk(r)) return;
+    printf("eager-train: %d ranks, %d threads each; resolved configuration:\n", r->P, r->threads);
+    cfg_print(&r->cfg, stdout);
+    fflush(stdout);
+}
+
+void runlog_resumed(const run_t *r) {
+    if (talk(r))
+        printf("eager-train: resumed from %s/latest.ckpt after epoch %d\n", r->cfg.ckpt_dir, r->epoch0);
+}
+
+static void gather_hosts(run_t *r, runlog_t *l) {
+    char host[MPI_MAX_PROCESSOR_NAME] = "";
+    int hl = 0;
+    MPI_Get_processor_name(host, &hl);
+    if (r->me == 0) {
+        l->hosts_buf = calloc((size_t)r->P, MPI_MAX_PROCESSOR_NAME);
+        l->hosts = calloc((size_t)r->P, sizeof *l->hosts);
+        if (!l->hosts_buf || !l->hosts) run_die(r, "metrics", "out of memory for the host names");
+        for (int p = 0; p < r->P; p++) l->hosts[p] = l->hosts_buf + (size_t)p * MPI_MAX_PROCESSOR_NAME;
+    }
+    MPI_Gather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, l->hosts_buf, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0,
+               MPI_COMM_WORLD);
+}
+
+void runlog_open(run_t *r, int argc, char **argv) {
+    runlog_t *l = calloc(1, sizeof *l);
+    if (!l) run_die(r, "metrics", "out of memory");
+    ragg_reset(&l->agg);
+    gather_hosts(r, l);
+    int papi_mine = metrics_papi_start();
+    MPI_Allreduce(&papi_mine, &l->papi, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    r->log = l;
+    if (r->me) return;
+    json_t *root = l->root = json_object();
+    set(root, "schema", json_string("eager-sgd-run/1"));
+    set(root, "experiment", json_string(r->cfg.experiment));
+    json_t *jc = cfg_to_json(&r->cfg);
+    set(jc, "ranks", json_integer(r->P));
+    set(jc, "threads", json_integer(r->threads));
+    set(root, "config", jc);
+    set(root, "environment", metrics_environment(r->P, l->hosts, argc, argv));
+    set(root, "epochs", l->epochs = json_array());
+    json_t *rd = json_object();
+    set(rd, "aggregation", json_integer(r->cfg.round_agg));
+    set(rd, "records", l->rounds = json_array());
+    set(root, "rounds", rd);
+    json_t *ct = json_object();
+    set(ct, "policy", json_string(r->policy));
+    set(ct, "decision_hash", json_string(""));
+    set(ct, "switches", l->switches = json_array());
+    set(root, "controller", ct);
+    set(root, "papi", metrics_papi(l->papi));
+}
+
+void runlog_round(run_t *r, const pcoll_record_t *rec, double lr, double wd, int epoch) {
+    runlog_t *l = r->log;
+    if (r->me) return;
+    ragg_add(&l->agg, rec, lr, wd);
+    if (l->agg.n >= r->cfg.round_agg) runlog_rounds_flush(r, epoch);
+}
+
+void runlog_rounds_flush(run_t *r, int epoch) {
+    runlog_t *l = r->log;
+    if (r->me || !l->agg.n) return;
+    json_array_append_new(l->rounds, ragg_json(&l->agg, epoch));
+    ragg_reset(&l->agg);
+}
+
+void runlog_progress(const run_t *r, int epoch, long s, const epoch_t *e) {
+    if (!talk(r) || !r->cfg.log_every || (s + 1) % r->cfg.log_every) return;
+    double el = run_now() - e->t0, rate = (double)(s + 1) * r->cfg.batch * r->P / el;
+    printf("  epoch %d step %ld/%ld loss %.4f acc %.3f  %.0f samples/s  epoch left %.0f s\n", epoch + 1,
+           s + 1, e->steps, e->loss_sum / e->loss_n, e->seen ? (double)e->correct / e->seen : 0, rate,
+           el / (s + 1) * (e->steps - s - 1));
+    fflush(stdout);
+}
+
+void runlog_switches(run_t *r, int epoch, const ctl_switch_t *sw, size_t n) {
+    if (r->me) return;
+    for (size_t i = 0; i < n; i++) {
+        char a[32], b[32];
+        json_t *o = json_object();
+        set(o, "epoch", json_integer(epoch));
+        set(o, "round", json_integer((json_int_t)sw[i].round));
+        set(o, "effective", json_integer((json_int_t)sw[i].effective));
+        set(o, "from", json_string(rule_name(sw[i].old_mode, sw[i].old_quorum, a, sizeof a)));
+        set(o, "to", json_string(rule_name(sw[i].new_mode, sw[i].new_quorum, b, sizeof b)));
+        set(o, "reason", json_string(sw[i].reason));
+        json_array_append_new(r->log->switches, o);
+        if (!r->cfg.quiet)
+            printf("  controller: epoch %d round %llu: %s\n", epoch + 1, (unsigned long long)sw[i].round,
+                   sw[i].reason);
+    }
+}
+
+void runlog_papi_epoch(run_t *r, int epoch) {
+    if (!r->log->papi) return;
+    long long pv[3], *pall = r->me == 0 ? malloc((size_t)r->P * sizeof pv) : NULL;
+    if (r->me == 0 && !pall) run_die(r, "metrics", "out of memory for the PAPI counters");
+    metrics_papi_read(pv);
+    MPI_Gather(pv, 3, MPI_LONG_LONG, pall, 3, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+    if (r->me) return;
+    json_t *pr = json_object_get(json_object_get(r->log->root, "papi"), "per_rank");
+    for (int p = 0; p < r->P; p++) {
+        json_t *o = json_object();
+        set(o, "rank", json_integer(p));
+        set(o, "epoch", json_integer(epoch + 1));
+        set(o, "cycles", json_integer(pall[3 * p]));
+        set(o, "instructions", json_integer(pall[3 * p + 1]));
+        set(o, "cache_misses", json_integer(pall[3 * p + 2]));
+        json_array_append_new(pr, o);
+    }
+    free(pall);
+}
+
+static json_t *gain_json(const ctl_policy_stats_t *s) {
+    if (!s->gain_n) return json_null();
+    json_t *g = json_object();
+    set(g, "min", json_real(s->gain_min));
+    set(g, "mean", json_real(s->gain_sum / (double)s->gain_n));
+    set(g, "max", json_real(s->gain_max));
+    set(g, "rounds", json_integer((json_int_t)s->gain_n));
+    return g;
+}
+
+static void epoch_line(const run_t *r, int epoch, const epoch_t *e, const epoch_report_t *p) {
+    char steps[64];
+    if (r->global)
+        snprintf(steps, sizeof steps, "global: %lld batches, %ld-%ld per rank", (long long)e->nbatches,
+                 p->steps_min, p->steps_max);
+    else
+        snprintf(steps, sizeof steps, "%ld steps x %d ranks", e->steps, r->P);
+    double rate = p->samples / p->epoch_s;
+    if (data_num_classes(r->train) > 0)
+        printf("epoch %3d/%d  %6.1f s  loss %.4f  train %.2f%%  test %s%.2f%% (top-5 %.2f%%)  "
+               "%.0f samples/s  rounds %llu fresh %.2f  lr %.4g  [%s]\n",
+               epoch + 1, r->cfg.epochs, p->wall, p->train_loss, 100 * p->train_top1, p->evaluated ? "" : "-",
+               p->evaluated ? 100 * p->test_top1 : 0, p->evaluated ? 100 * p->test_top5 : 0, rate,
+               (unsigned long long)e->rounds, p->fresh_fraction, p->lr, steps);
+    else
+        printf("epoch %3d/%d  %6.1f s  train loss %.6f  test loss %.6f  %.0f samples/s  rounds %llu "
+               "fresh %.2f  [%s]\n",
+               epoch + 1, r->cfg.epochs, p->wall, p->train_loss, p->test_loss, rate,
+               (unsigned long long)e->rounds, p->fresh_fraction, steps);
+    fflush(stdout);
+}
+
+void runlog_epoch(run_t *r, int epoch, const epoch_t *e, const epoch_report_t *p) {
+    if (r->me) return;
+    int cls = data_num_classes(r->train) > 0, ev = p->evaluated;
+    char hx[32];
+    snprintf(hx, sizeof hx, "%016llx", (unsigned long long)p->weights_hash);
+    json_t *o = json_object();
+    set(o, "epoch", json_integer(epoch + 1));
+    set(o, "wall_s", json_real(p->wall));
+    set(o, "epoch_s", json_real(p->epoch_s));
+    set(o, "lr", json_real(p->lr));
+    set(o, "train_loss", json_real(p->train_loss));
+    set(o, "train_top1", real_or_null(cls, p->train_top1));
+    set(o, "test_loss", real_or_null(ev, p->test_loss));
+    set(o, "test_top1", real_or_null(ev && cls, p->test_top1));
+    set(o, "test_top5", real_or_null(ev && cls, p->test_top5));
+    set(o, "steps", json_integer((json_int_t)p->steps));
+    set(o, "rank_steps_min", json_integer(p->steps_min));
+    set(o, "rank_steps_max", json_integer(p->steps_max));
+    set(o, "samples", json_integer((json_int_t)p->samples));
+    set(o, "rounds", json_integer((json_int_t)e->rounds));
+    set(o, "fresh_fraction", json_real(p->fresh_fraction));
+    set(o, "mean_staleness", json_real(e->stale_n ? e->stale_sum / e->stale_n : 0));
+    set(o, "max_staleness", json_integer(e->max_stale));
+    set(o, "max_streak", json_integer(e->max_streak));
+    set(o, "gain", gain_json(&e->ctl)); /* the controller's gain over this epoch's rounds */
+    set(o, "weights_hash", json_string(hx));
+    json_array_append_new(r->log->epochs, o);
+    if (!r->cfg.quiet) epoch_line(r, epoch, e, p);
+}
+
+void runlog_checkpoint(const run_t *r, const char *path) {
+    if (talk(r)) printf("  checkpoint %s\n", path);
+}
+
+static int write_file(run_t *r) {
+    char err[1200];
+    if (!metrics_write(r->log->root, r->cfg.out, err, sizeof err)) return 0;
+    fprintf(stderr, "eager-train: %s\n", err);
+    return 1;
+}
+
+void runlog_save(run_t *r) {
+    if (r->me == 0) write_file(r);
+}
+
+/* Per-rank records of n ranks' stats v (6 values each); returns the straggler. */
+static int ranks_json(run_t *r, const double *all, int n) {
+    json_t *jr = json_array();
+    int strag = 0;
+    for (int p = 0; p < n; p++) {
+        const double *v = all + 6 * p;
+        json_t *o = json_object();
+        set(o, "rank", json_integer(p));
+        set(o, "host", json_string(r->log->hosts[p]));
+        set(o, "steps", json_integer((json_int_t)v[4]));
+        set(o, "compute_s", json_real(v[0]));
+        set(o, "inject_s", json_real(v[1]));
+        set(o, "wait_s", json_real(v[2]));
+        set(o, "apply_s", json_real(v[3]));
+        set(o, "max_streak", json_integer((json_int_t)v[5]));
+        json_array_append_new(jr, o);
+        if (v[0] + v[1] > all[6 * strag] + all[6 * strag + 1]) strag = p;
+    }
+    set(r->log->root, "ranks", jr);
+    return strag;
+}
+
+static json_t *summary_json(const run_t *r, double wall, int straggler, const char *exit_reason) {
+    const run_totals_t *t = &r->tot;
+    int cls = data_num_classes(r->train) > 0;
+    json_t *s = json_object();
+    set(s, "wall_s", json_real(wall));
+    set(s, "epochs", json_integer(t->epochs_done));
+    set(s, "final_test_top1", real_or_null(cls && t->final_top1 >= 0, t->final_top1));
+    set(s, "final_test_top5", real_or_null(cls && t->final_top5 >= 0, t->final_top5));
+    set(s, "final_train_loss", json_real(t->final_loss));
+    set(s, "target_top1", real_or_null(cls && r->cfg.target_top1 > 0, r->cfg.target_top1));
+    set(s, "time_to_target_s", real_or_null(t->t_target >= 0, t->t_target));
+    set(s, "fresh_fraction", json_real(t->rounds ? (double)t->fresh / ((double)t->rounds * r->P) : 1));
+    set(s, "mean_staleness", json_real(t->stale_n ? t->stale / t->stale_n : 0));
+    set(s, "max_staleness", json_integer(t->max_stale));
+    set(s, "max_streak", json_integer(t->max_streak));
+    set(s, "bn_stats", json_string("averaged across ranks before every evaluation and checkpoint"));
+    set(s, "straggler", json_integer(straggler));
+    set(s, "exit", json_string(exit_reason ? exit_reason : "ok"));
+    return s;
+}
+
+int runlog_finish(run_t *r, const char *exit_reason, int collective) {
+    runlog_t *l = r->log;
+    if (!l) return 0;
+    const rank_stats_t *rs = &r->rs;
+    double mine[6] = {rs->compute, rs->inject,        rs->wait,
+                      rs->apply,   (double)rs->steps, (double)rs->max_streak};
+    double *all = r->me == 0 ? malloc((size_t)r->P * sizeof mine) : NULL;
+    if (collective)
+        MPI_Gather(mine, 6, MPI_DOUBLE, all, 6, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    else if (all)
+        memcpy(all, mine, sizeof mine);
+    int failed = 0;
+    if (r->me == 0) {
+        runlog_rounds_flush(r, r->tot.epochs_done);
+        int strag = all ? ranks_json(r, all, collective ? r->P : 1) : 0;
+        char hx[32];
+        snprintf(hx, sizeof hx, "%016llx", (unsigned long long)r->tot.decision_hash);
+        set(json_object_get(l->root, "controller"), "decision_hash", json_string(hx));
+        double wall = run_now() - r->t_start;
+        set(l->root, "summary", summary_json(r, wall, strag, exit_reason));
+        if (r->be && r->be->ops->add_json) r->be->ops->add_json(r->be, l->root);
+        failed = write_file(r);
+        if (!failed && !exit_reason && !r->cfg.quiet) {
+            char t1[32] = "-";
+            if (r->tot.final_top1 >= 0 && data_num_classes(r->train) > 0)
+                snprintf(t1, sizeof t1, "%.2f%%", 100 * r->tot.final_top1);
+            printf("eager-train: %s: %d epochs in %.1f s, final test top-1 %s, metrics %s\n", r->cfg.mode,
+                   r->cfg.epochs, wall, t1, r->cfg.out);
+        }
+        json_decref(l->root);
+        free(all);
+        free(l->hosts);
+        free(l->hosts_buf);
+    }
+    free(l);
+    r->log = NULL;
+    return failed;
+}

@@ -1,0 +1,208 @@
+/* setup.c -- from the command line to a run ready for its first epoch. Every step that can fail
+ * on some rank is agreed by all (run_agree): bad input ends every rank with a message naming
+ * the option, file or rank, never a hang. */
+#include "trainer/run.h"
+#include "trainer/runlog.h"
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+extern void openblas_set_num_threads(int);
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+int run_init(run_t *r, int *argc, char ***argv) {
+    int provided;
+    memset(r, 0, sizeof *r);
+    MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_size(MPI_COMM_WORLD, &r->P);
+    MPI_Comm_rank(MPI_COMM_WORLD, &r->me);
+    if (provided >= MPI_THREAD_MULTIPLE) return 0;
+    if (!r->me)
+        fprintf(stderr,
+                "eager-train: the MPI library provides thread level %d, libpcoll needs "
+                "MPI_THREAD_MULTIPLE\n",
+                provided);
+    MPI_Finalize();
+    return 1;
+}
+
+/* The default --out: results/runs/<experiment>-<mode>.json (':' of quorum:Q as '-'). */
+static void default_out(cfg_t *c) {
+    if (*c->out) return;
+    mkdir("results", 0755);
+    mkdir("results/runs", 0755);
+    char mode[64];
+    snprintf(mode, sizeof mode, "%s", c->mode);
+    for (char *p = mode; *p; p++)
+        if (*p == ':') *p = '-';
+    snprintf(c->out, sizeof c->out, "results/runs/%s-%s.json", c->experiment, mode);
+}
+
+int run_configure(run_t *r, int argc, char **argv) {
+    char err[1024] = "";
+    int rc = cfg_parse(&r->cfg, argc, argv, err, sizeof err);
+    if (rc == 1) {
+        if (!r->me) cfg_print_help(stdout);
+        MPI_Finalize();
+        return 1;
+    }
+    run_agree(r, rc == 0, "configuration", err);
+    rc = cfg_policy(&r->cfg, &r->policy_cfg, r->policy, sizeof r->policy, err, sizeof err);
+    run_agree(r, rc == 0, "configuration", err);
+    default_out(&r->cfg);
+    r->global = !strcmp(r->cfg.epoch_mode, "global");
+    r->tot =
+        (run_totals_t){.final_top1 = -1, .final_top5 = -1, .t_target = -1, .decision_hash = FNV1A64_INIT};
+    return 0;
+}
+
+void run_set_threads(run_t *r) {
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, r->me, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &r->local_ranks);
+    MPI_Comm_rank(node, &r->local_rank);
+    MPI_Comm_free(&node);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    r->threads =
+        r->cfg.threads ? r->cfg.threads : (int)(cores / r->local_ranks > 0 ? cores / r->local_ranks : 1);
+    openblas_set_num_threads(r->threads);
+#ifdef _OPENMP
+    omp_set_num_threads(r->threads);
+#endif
+}
+
+static int data_kind(const char *s) {
+    return !strcmp(s, "cifar10")      ? DATA_CIFAR10
+           : !strcmp(s, "imagenet")   ? DATA_IMAGENET
+           : !strcmp(s, "ucf101")     ? DATA_UCF101
+           : !strcmp(s, "hyperplane") ? DATA_HYPERPLANE
+           : !strcmp(s, "fmnist")     ? DATA_FMNIST
+                                      : 0;
+}
+
+static data_set_t *open_split(const cfg_t *c, data_split_t split, char *err, size_t n) {
+    data_spec_t s;
+    memset(&s, 0, sizeof s);
+    s.kind = data_kind(c->data);
+    if (!s.kind) {
+        snprintf(err, n, "--data '%s' is not a data kind", c->data);
+        return NULL;
+    }
+    s.path = *c->data_path ? c->data_path : NULL;
+    s.split = split;
+    s.seed = c->seed;
+    s.image_size = c->image_size;
+    s.limit = split == DATA_TRAIN ? c->limit_train : c->limit_test;
+    s.ucf_split = c->ucf_split;
+    s.max_t = c->max_t;
+    s.hp_features = c->hp_features;
+    s.hp_samples = split == DATA_TRAIN ? c->hp_samples : c->hp_samples / 8;
+    return data_open(&s, err, n);
+}
+
+void run_open_data(run_t *r) {
+    char err[1024] = "";
+    r->train = open_split(&r->cfg, DATA_TRAIN, err, sizeof err);
+    run_agree(r, r->train != NULL, "training data", err);
+    r->test = open_split(&r->cfg, DATA_TEST, err, sizeof err);
+    run_agree(r, r->test != NULL, "test data", err);
+    if (!r->global) return;
+    r->perm = malloc((size_t)data_count(r->train) * sizeof *r->perm);
+    if (!r->perm) run_die(r, "global epoch", "out of memory for the permutation");
+}
+
+void run_build_model(run_t *r) {
+    const cfg_t *c = &r->cfg;
+    char err[1024] = "";
+    nn_model_t *m = r->model = nn_model_build(c->model, c->batch, c->seed, err, sizeof err);
+    run_agree(r, m != NULL, "model", err);
+    /* the model's input against the data's sample shape, reported with both shapes */
+    int d[3] = {0, 0, 0};
+    int nd = data_sample_shape(r->train, d), ok = 1;
+    if (m->in_ndim == 3 && nd == 3)
+        ok = d[0] == m->in_shape[0] && d[1] == m->in_shape[1] && d[2] == m->in_shape[2];
+    else if (m->in_ndim == 2 && nd == 2)
+        ok = d[1] == m->in_shape[1];
+    else if (m->in_ndim == 1 && nd == 1)
+        ok = d[0] == m->in_shape[0];
+    else
+        ok = 0;
+    snprintf(err, sizeof err,
+             "model '%s' expects input %dx%dx%d (ndim %d) but %s samples are %dx%dx%d (ndim %d)", c->model,
+             m->in_shape[0], m->in_shape[1], m->in_shape[2], m->in_ndim, c->data, d[0], d[1], d[2], nd);
+    run_agree(r, ok, "shape mismatch", err);
+    int classes = data_num_classes(r->train);
+    snprintf(err, sizeof err, "model '%s' has %d outputs but %s has %d classes", c->model, m->nout, c->data,
+             classes);
+    run_agree(r, classes == 0 || classes == m->nout, "shape mismatch", err);
+}
+
+void run_set_optimiser(run_t *r) {
+    cfg_t *c = &r->cfg;
+    r->sgd = (nn_sgd_t){(float)c->lr, (float)c->momentum, (float)c->wd, c->nesterov, c->wd_bn};
+    nn_lr_sched_t *s = &r->sched;
+    nn_lr_sched_default(s, c->lr);
+    s->base_batch = c->base_batch;
+    s->global_batch = c->batch * r->P;
+    s->warmup_epochs = c->warmup;
+    s->warmup_start_lr = c->warmup_start_lr;
+    s->gamma = c->gamma;
+    for (char *p = c->milestones; *p && s->nmilestones < 16;) {
+        s->milestones[s->nmilestones++] = strtod(p, &p);
+        while (*p == ',') p++;
+    }
+}
+
+void run_open_backend(run_t *r) {
+    char err[1024] = "", what[32];
+    r->be = backend_open(r->cfg.device, r->model, &r->cfg, r->local_rank, r->local_ranks, err, sizeof err);
+    snprintf(what, sizeof what, "--device %s", r->cfg.device);
+    run_agree(r, r->be != NULL, what, err);
+}
+
+void run_resume(run_t *r) {
+    const cfg_t *c = &r->cfg;
+    char err[1024] = "";
+    ckpt_meta_t meta = {0};
+    if (c->resume) {
+        int ok = r->be->ops->load(r->be, c->ckpt_dir, &meta, err, sizeof err) == 0;
+        if (ok && meta.seed != c->seed) {
+            ok = 0;
+            snprintf(err, sizeof err,
+                     "checkpoint %s/latest.ckpt was written with --seed %llu, this run has --seed %llu",
+                     c->ckpt_dir, (unsigned long long)meta.seed, (unsigned long long)c->seed);
+        }
+        run_agree(r, ok, "resume", err);
+        r->epoch0 = r->tot.epochs_done = meta.epoch;
+        runlog_resumed(r);
+    }
+    r->wall0 = meta.wall_s;
+}
+
+void run_set_rounds(run_t *r) {
+    const cfg_t *c = &r->cfg;
+    char err[1024] = "";
+    ctl_config_t *cc = &r->ctl;
+    ctl_config_default(cc);
+    cc->policy = r->policy_cfg;
+    cc->t_warn = c->t_warn;
+    cc->t_abort = c->t_abort;
+    cc->log = stderr;
+    r->ctl_sync = *cc; /* the epochs of --initial-sync / --final-sync: a static sync policy */
+    run_agree(r, ctl_policy_parse("sync", &r->ctl_sync.policy, err, sizeof err) == 0, "policy", err);
+    r->ctl_sync.policy.tau = c->tau;
+    pcoll_config_t *pc = &r->pcoll;
+    pcoll_config_default(pc);
+    pc->div = !strcmp(c->div, "fresh") ? PCOLL_DIV_FRESH : PCOLL_DIV_P;
+    pc->seed = c->seed;
+    pc->tau = r->policy_cfg.tau_by == CTL_TAU_LIBRARY ? c->tau : 0; /* tau_by=policy: the policy's rules */
+    pc->ring = c->ring ? c->ring : (2 * c->tau + 2 > 16 ? 2 * c->tau + 2 : 16);
+    pc->horizon = 1;
+    pc->poll_max_us = 2000; /* idle engines poll at most every 2 ms: cheap on oversubscribed cores */
+    pc->records = 1024;
+    imb_parse(c->imbalance, &r->imb, err, sizeof err);
+    pcoll_record_init(&r->rec, r->P);
+}
