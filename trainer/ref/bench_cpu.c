@@ -1,5 +1,6 @@
 /* bench_cpu.c: step time (forward + backward + SGD update) of the paper's models on the CPU.
  * Usage: nn_bench_cpu [iters=5] [model ...]   models: resnet32 resnet50 lstm fmnist
+ *        nn_bench_cpu --blas-coretype   prints nn_blas_coretype_hint() (nothing if none)
  * Prints one line per model: "model batch median_ms min_ms cpu_ms" (median wall time of iters
  * after 2 warm-ups, the fastest, and the median process CPU time: on a shared machine the CPU
  * time is the steadier figure, since waiting for a core does not count). */
@@ -18,6 +19,11 @@ static int cmp(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
+  if (argc > 1 && !strcmp(argv[1], "--blas-coretype")) { /* for bench_cpu.sh */
+    const char *h = nn_blas_coretype_hint();
+    if (h) printf("%s\n", h);
+    return 0;
+  }
   int iters = argc > 1 ? atoi(argv[1]) : 5;
   if (iters < 1) iters = 1;
   struct { const char *name, *desc; int batch; } all[] = {
