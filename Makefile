@@ -71,6 +71,7 @@ all: build-all
 include collectives/collectives.mk
 -include controller/controller.mk
 -include trainer/trainer.mk
+-include collectives/sim/sim.mk
 -include results/results.mk
 -include jobs/jobs.mk
 
