@@ -21,6 +21,9 @@
 #include <omp.h>
 #endif
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+
 static int nthr(void) {
 #ifdef _OPENMP
   return omp_get_max_threads();
@@ -28,9 +31,6 @@ static int nthr(void) {
   return 1;
 #endif
 }
-
-#if defined(__AVX512F__)
-#include <immintrin.h>
 
 enum {
   VL = 16,       /* floats per vector */
@@ -117,12 +117,19 @@ static inline __attribute__((always_inline)) void fwd_tile(
         _mm512_mask_storeu_ps(out + (size_t)(k0 + kk) * P + q0 + v * VL, m[v * 9 + 4], acc[kk][v]);
 }
 
-/* this thread's position range [*lo, *hi) of P, in whole vectors */
-static void thread_range(size_t *lo, size_t *hi, size_t P, int t, int T) {
+/* the calling OpenMP thread's position range [*lo, *hi) of P, in whole vectors (a function of
+ * P, the thread number and the team size only); returns the team size */
+static int thread_range(size_t *lo, size_t *hi, size_t P) {
+  int T = 1, t = 0;
+#ifdef _OPENMP
+  T = omp_get_num_threads();
+  t = omp_get_thread_num();
+#endif
   size_t nvec = (P + VL - 1) / VL, per = (nvec + T - 1) / T;
   size_t a = (size_t)t * per * VL, b = a + per * VL;
   *lo = a < P ? a : P;
   *hi = b < P ? b : P;
+  return T;
 }
 
 /* out (KO channels) = or += direct conv of in (KI channels) with packed weights wp */
@@ -133,13 +140,8 @@ static void direct(float *out, const float *in, const float *wp, const float *bi
   int nb = (KO + KB - 1) / KB;
 #pragma omp parallel
   {
-    int T = 1, tid = 0;
-#ifdef _OPENMP
-    T = omp_get_num_threads();
-    tid = omp_get_thread_num();
-#endif
     size_t lo, hi;
-    thread_range(&lo, &hi, P, tid, T);
+    thread_range(&lo, &hi, P);
     __mmask16 m[(CHUNK / (NV * VL) + 1) * NV * 9];
     for (size_t c0 = lo; c0 < hi; c0 += CHUNK) {
       size_t c1 = c0 + CHUNK < hi ? c0 + CHUNK : hi;
@@ -187,10 +189,13 @@ static inline __attribute__((always_inline)) void filt_tile(
 
 int nn_conv3_applies(int kh, int kw, int s, int p) { return kh == 3 && kw == 3 && s == 1 && p == 1; }
 
-size_t nn_conv3_ws_size(int C, int K) {
+/* floats of packed weights: forward (K rounded up to KB) or data gradient (C rounded up) */
+static size_t packed_size(int C, int K) {
   size_t pk = (size_t)((K + KB - 1) / KB) * KB * C * 9, pc = (size_t)((C + KB - 1) / KB) * KB * K * 9;
-  return (pk > pc ? pk : pc) + (size_t)nthr() * K * C * 9;
+  return pk > pc ? pk : pc;
 }
+
+size_t nn_conv3_ws_size(int C, int K) { return packed_size(C, K) + (size_t)nthr() * K * C * 9; }
 
 void nn_conv3_forward(float *out, float *ws, const float *in, const float *w, const float *b, int N,
                       int C, int H, int W, int K) {
@@ -201,22 +206,19 @@ void nn_conv3_forward(float *out, float *ws, const float *in, const float *w, co
 void nn_conv3_backward(float *din, float *dw, float *ws, const float *dout, const float *in,
                        const float *w, int N, int C, int H, int W, int K) {
   size_t P = (size_t)N * H * W, KC9 = (size_t)K * C * 9;
-  size_t pk = (size_t)((K + KB - 1) / KB) * KB * C * 9, pc = (size_t)((C + KB - 1) / KB) * KB * K * 9;
-  float *part = ws + (pk > pc ? pk : pc);
+  float *part = ws + packed_size(C, K);
   int used = 1;
 #pragma omp parallel
   {
-    int T = 1, tid = 0;
+    size_t lo, hi;
+    int T = thread_range(&lo, &hi, P), tid = 0;
 #ifdef _OPENMP
-    T = omp_get_num_threads();
     tid = omp_get_thread_num();
 #endif
 #pragma omp single
     used = T;
     float *dwp = part + (size_t)tid * KC9;
     memset(dwp, 0, sizeof(float) * KC9);
-    size_t lo, hi;
-    thread_range(&lo, &hi, P, tid, T);
     __mmask16 m[CHUNK / VL * 9];
     for (size_t c0 = lo; c0 < hi; c0 += CHUNK) {
       size_t c1 = c0 + CHUNK < hi ? c0 + CHUNK : hi;
