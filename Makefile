@@ -5,6 +5,7 @@
 #   make            build everything this machine can build      make test    all tests
 #   make deps       install Debian packages (idempotent)          make asan    tests under ASan+UBSan
 #   make bench-collectives  (P=8 UNIT_MS=1)                       make tsan    tests under TSan
+#   make gpu-check  on a GPU machine, from a build folder made elsewhere (tests/cuda/gpu_check.sh)
 
 B      ?= build
 SAN    ?=
@@ -30,8 +31,9 @@ ifeq ($(SAN),tsan)
 endif
 
 # ---- required pieces -------------------------------------------------------
-# Goals that install what is missing first (their recipes re-run make) must not stop here.
-SETUP_GOALS := deps deps-all test asan tsan demo clean
+# Goals that install what is missing first (their recipes re-run make), and gpu-check (runs a
+# build folder made elsewhere, needs no headers), must not stop here.
+SETUP_GOALS := deps deps-all test asan tsan demo clean gpu-check
 CHECK_REQ := $(if $(MAKECMDGOALS),$(filter-out $(SETUP_GOALS),$(MAKECMDGOALS)),all)
 HAVE_JANSSON := $(shell test -f /usr/include/jansson.h && echo 1)
 ifneq ($(CHECK_REQ),)
@@ -73,6 +75,7 @@ include collectives/collectives.mk
 -include trainer/trainer.mk
 -include collectives/sim/sim.mk
 -include results/results.mk
+-include trainer/ref/ddp.mk
 -include jobs/jobs.mk
 
 build-all: $(ALL_BINS) $(TEST_BINS)
@@ -99,5 +102,11 @@ tsan:
 
 clean:
 	rm -rf build build-asan build-tsan
+
+# make gpu-check: on a GPU machine, with a `build` folder made elsewhere (no rebuild, no headers
+# needed): preflight, GPU tests, short benchmarks, 2-rank CUDA training; logs under $$OUT
+.PHONY: gpu-check
+gpu-check:
+	@B=$(B) bash tests/cuda/gpu_check.sh
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -105,6 +105,20 @@ static void destroy(struct pcoll *h) {
 static char g_create_err[512];  /* message of a failed pcoll_create (no handle to hang it on) */
 
 #ifdef PCOLL_HAVE_NCCL
+/* MPI_Finalize deletes MPI_COMM_SELF's attributes first: there, every rank closes its cached
+ * NCCL communicators together (ncclCommFinalize + ncclCommDestroy, pcoll_nccl.cu). */
+static int dev_at_finalize(MPI_Comm c, int kv, void *attr, void *extra) {
+    (void)c; (void)kv; (void)attr; (void)extra;
+    pcoll_dev_shutdown();
+    return MPI_SUCCESS;
+}
+static void dev_finalize_hook(void) {
+    static int done;
+    int kv;
+    if (done || MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, dev_at_finalize, &kv, NULL) != MPI_SUCCESS) return;
+    done = MPI_Comm_set_attr(MPI_COMM_SELF, kv, NULL) == MPI_SUCCESS;
+}
+
 /* Device data path, collective: NCCL when every rank has its own GPU, else STAGED (NCCL refuses
  * two ranks of a communicator on one GPU).  PCOLL_DEVICE_PATH=nccl|staged forces a path (if any
  * rank asks for staged, all use it).  Every rank returns the same code. */
@@ -131,7 +145,17 @@ static int dev_setup(struct pcoll *h, MPI_Comm comm, const char *key) {
     memset(id, 0, sizeof id);
     size_t idn = pcoll_dev_id_bytes();
     int ok = idn <= sizeof id, all_ok = 0;
+    int reuse = 0;  /* NCCL once per run: the communicator rank 0 names, if every rank holds it */
     if (ok && path == PCOLL_DEVPATH_NCCL) {
+        unsigned char cid[256] = {0};
+        int have = pcoll_dev_cached_id(cid, P, me);
+        if (me == 0) memcpy(id, cid, idn);
+        MPI_Bcast(id, (int)idn, MPI_BYTE, 0, comm);
+        have = have && !memcmp(id, cid, idn);
+        MPI_Allreduce(&have, &reuse, 1, MPI_INT, MPI_LAND, comm);
+        if (!reuse) dev_finalize_hook();
+    }
+    if (ok && path == PCOLL_DEVPATH_NCCL && !reuse) {
         if (me == 0) ok = pcoll_dev_nccl_id(id, msg, sizeof msg) == PCOLL_OK;
         MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, comm);
         if (!all_ok) {

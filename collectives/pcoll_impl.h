@@ -136,6 +136,14 @@ typedef struct pcoll_dev pcoll_dev_t;
 int pcoll_dev_local(int *device, char *key, size_t klen, char *msg, size_t mlen); /* 1: ok */
 size_t pcoll_dev_id_bytes(void);
 int pcoll_dev_nccl_id(void *id, char *msg, size_t mlen);
+/* NCCL communicators are kept per process and reused by later handles over the same ranks and
+ * GPUs.  cached_id: 1 and the id of the newest idle cached communicator of rank me of P on the
+ * current GPU, else 0 (pcoll.c reuses it when every rank has the one rank 0 names).
+ * shutdown: ncclCommFinalize + ncclCommDestroy of every idle cached communicator (MPI_Finalize).
+ * comm_inits: ncclCommInitRank calls so far (tests). */
+int pcoll_dev_cached_id(void *id, int P, int me);
+void pcoll_dev_shutdown(void);
+long pcoll_dev_comm_inits(void);
 pcoll_dev_t *pcoll_dev_open(int path, int P, int me, const void *id, size_t nbuf, size_t nmeta,
                             char *msg, size_t mlen);
 void pcoll_dev_close(pcoll_dev_t *d);

@@ -7,6 +7,10 @@
 //            own stream (communicator bootstrapped over MPI: ncclGetUniqueId on rank 0, MPI_Bcast,
 //            ncclCommInitRank).  NCCL refuses two ranks of one communicator on the same GPU
 //            ("Duplicate GPU detected", since NCCL 2.5), so ...
+//            The communicator outlives the handle: the process keeps it (comm cache below) and a
+//            later handle over the same ranks and GPUs reuses it (the trainer creates a handle per
+//            epoch; NCCL is bootstrapped once per run).  pcoll_dev_shutdown, run from MPI_Finalize,
+//            closes every cached communicator with ncclCommFinalize + ncclCommDestroy.
 //   STAGED : ranks sharing a GPU (or PCOLL_DEVICE_PATH=staged): device -> pinned host copy,
 //            MPI_Allreduce on the engine's data communicator, pinned host -> device copy.
 // The per-rank metadata slots travel in the same reduced buffer in both paths (pinned host
@@ -18,6 +22,7 @@
 
 #include <cuda_runtime.h>
 #include <nccl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -29,6 +34,7 @@ struct pcoll_dev {
   cudaStream_t cst;  /* application: deposit copies */
   cudaEvent_t dep_ev[2], done_ev;
   ncclComm_t comm;
+  int cached;                   /* comm belongs to the comm cache (slot index), -1: own */
   float *meta_in, *meta_out;    /* pinned, nmeta floats (NCCL path) */
   float *host_send, *host_recv; /* pinned, nbuf floats (staged path) */
 };
@@ -92,11 +98,101 @@ int pcoll_dev_nccl_id(void *id, char *msg, size_t mlen) {
   return PCOLL_OK;
 }
 
+/* zeroed on this thread's per-thread stream and waited for: done before any stream uses it */
 float *pcoll_dev_calloc(size_t nfloats) {
   float *p = NULL;
   if (cudaMalloc((void **)&p, nfloats * sizeof(float)) != cudaSuccess) { cudaGetLastError(); return NULL; }
-  if (cudaMemset(p, 0, nfloats * sizeof(float)) != cudaSuccess) { cudaFree(p); cudaGetLastError(); return NULL; }
+  if (cudaMemsetAsync(p, 0, nfloats * sizeof(float), cudaStreamPerThread) != cudaSuccess ||
+      cudaStreamSynchronize(cudaStreamPerThread) != cudaSuccess) {
+    cudaFree(p);
+    cudaGetLastError();
+    return NULL;
+  }
   return p;
+}
+
+/* ---- comm cache: the process's NCCL communicators, by unique id, ranks and GPU ---------------- */
+enum { COMM_CACHE = 8 };
+static struct {
+  ncclComm_t comm;
+  ncclUniqueId id;
+  int P, me, device, busy, used; /* used: creation order, newest highest */
+} g_comm[COMM_CACHE];
+static int g_comm_seq;
+static long g_comm_inits;
+static pthread_mutex_t g_comm_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void close_comm(ncclComm_t c) {
+  ncclCommFinalize(c); /* blocking communicator: returns once its operations are flushed */
+  ncclCommDestroy(c);
+}
+
+int pcoll_dev_cached_id(void *id, int P, int me) {
+  int dev = -1, best = -1;
+  if (cudaGetDevice(&dev) != cudaSuccess) { cudaGetLastError(); return 0; }
+  pthread_mutex_lock(&g_comm_mu);
+  for (int i = 0; i < COMM_CACHE; i++)
+    if (g_comm[i].comm && !g_comm[i].busy && g_comm[i].P == P && g_comm[i].me == me && g_comm[i].device == dev &&
+        (best < 0 || g_comm[i].used > g_comm[best].used))
+      best = i;
+  if (best >= 0) memcpy(id, &g_comm[best].id, sizeof(ncclUniqueId));
+  pthread_mutex_unlock(&g_comm_mu);
+  return best >= 0;
+}
+
+long pcoll_dev_comm_inits(void) {
+  pthread_mutex_lock(&g_comm_mu);
+  long n = g_comm_inits;
+  pthread_mutex_unlock(&g_comm_mu);
+  return n;
+}
+
+void pcoll_dev_shutdown(void) {
+  pthread_mutex_lock(&g_comm_mu);
+  for (int i = 0; i < COMM_CACHE; i++)
+    if (g_comm[i].comm && !g_comm[i].busy) { /* a busy one belongs to a handle never freed: left alone */
+      int dev = 0;
+      cudaGetDevice(&dev);
+      cudaSetDevice(g_comm[i].device);
+      close_comm(g_comm[i].comm);
+      cudaSetDevice(dev);
+      memset(&g_comm[i], 0, sizeof g_comm[i]);
+    }
+  pthread_mutex_unlock(&g_comm_mu);
+}
+
+/* d->comm for rank me of P with unique id uid: the cached communicator of that id (collectively
+ * agreed by pcoll.c) or a new one, kept in the cache when it has room */
+static ncclResult_t take_comm(pcoll_dev_t *d, const ncclUniqueId *uid) {
+  pthread_mutex_lock(&g_comm_mu);
+  for (int i = 0; i < COMM_CACHE; i++)
+    if (g_comm[i].comm && !g_comm[i].busy && g_comm[i].P == d->P && g_comm[i].me == d->me &&
+        g_comm[i].device == d->device && !memcmp(&g_comm[i].id, uid, sizeof *uid)) {
+      g_comm[i].busy = 1;
+      d->comm = g_comm[i].comm;
+      d->cached = i;
+      pthread_mutex_unlock(&g_comm_mu);
+      return ncclSuccess;
+    }
+  pthread_mutex_unlock(&g_comm_mu);
+  ncclResult_t r = ncclCommInitRank(&d->comm, d->P, *uid, d->me);
+  if (r != ncclSuccess) { d->comm = NULL; return r; }
+  pthread_mutex_lock(&g_comm_mu);
+  g_comm_inits++;
+  for (int i = 0; i < COMM_CACHE; i++)
+    if (!g_comm[i].comm) {
+      g_comm[i].comm = d->comm;
+      g_comm[i].id = *uid;
+      g_comm[i].P = d->P;
+      g_comm[i].me = d->me;
+      g_comm[i].device = d->device;
+      g_comm[i].busy = 1;
+      g_comm[i].used = ++g_comm_seq;
+      d->cached = i;
+      break;
+    }
+  pthread_mutex_unlock(&g_comm_mu);
+  return ncclSuccess;
 }
 void pcoll_dev_free(float *p) {
   if (p) cudaFree(p);
@@ -106,7 +202,13 @@ void pcoll_dev_close(pcoll_dev_t *d) {
   if (!d) return;
   cudaSetDevice(d->device);
   if (d->st) cudaStreamSynchronize(d->st);
-  if (d->comm) ncclCommDestroy(d->comm);
+  if (d->comm && d->cached >= 0) { /* back to the cache for the next handle over these ranks */
+    pthread_mutex_lock(&g_comm_mu);
+    g_comm[d->cached].busy = 0;
+    pthread_mutex_unlock(&g_comm_mu);
+  } else if (d->comm) {
+    close_comm(d->comm);
+  }
   if (d->st) cudaStreamDestroy(d->st);
   if (d->cst) cudaStreamDestroy(d->cst);
   for (int i = 0; i < 2; i++) if (d->dep_ev[i]) cudaEventDestroy(d->dep_ev[i]);
@@ -123,7 +225,7 @@ pcoll_dev_t *pcoll_dev_open(int path, int P, int me, const void *id, size_t nbuf
                             size_t mlen) {
   pcoll_dev_t *d = (pcoll_dev_t *)calloc(1, sizeof *d);
   if (!d) { snprintf(msg, mlen, "out of memory"); return NULL; }
-  d->path = path; d->P = P; d->me = me; d->nbuf = nbuf; d->nmeta = nmeta;
+  d->path = path; d->P = P; d->me = me; d->nbuf = nbuf; d->nmeta = nmeta; d->cached = -1;
   cudaError_t e = cudaGetDevice(&d->device);
   const unsigned evf = cudaEventBlockingSync | cudaEventDisableTiming; /* waits sleep: no spinning */
   if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&d->st, cudaStreamNonBlocking);
@@ -143,7 +245,7 @@ pcoll_dev_t *pcoll_dev_open(int path, int P, int me, const void *id, size_t nbuf
   if (path == PCOLL_DEVPATH_NCCL) {
     ncclUniqueId uid;
     memcpy(&uid, id, sizeof uid);
-    ncclResult_t r = ncclCommInitRank(&d->comm, P, uid, me);
+    ncclResult_t r = take_comm(d, &uid);
     if (r != ncclSuccess) {
       snprintf(msg, mlen, "ncclCommInitRank (rank %d of %d, device %d): %s%s%s", me, P, d->device,
                ncclGetErrorString(r), ncclGetLastError(NULL) ? ": " : "", ncclGetLastError(NULL) ? ncclGetLastError(NULL) : "");

@@ -45,19 +45,55 @@
  *                            are (what staleness the gradients really have in this mode).
  *   T  tau-wait rate       = fraction of rounds of the window in which the staleness bound forced
  *                            at least one rank to be waited for (only with tau > 0).
- *   G  gain of partial     = S * sum_p (1/mean_p) / n_active over the step times c_p of the last
- *      rounds over sync      cost_n [32] deposits of each active rank (not windowed: they describe
- *                            the ranks, not the mode), S = mean_i max_p c_p[i] (i-th latest): the
- *                            rate at which partial rounds take gradients over sync's. 1 for equal
- *                            ranks, about k(P-1)/P + 1/P for one rank k times slower; the tail of
- *                            random delays raises S. NAN until every rank has reported cost_n/2
- *                            step times, and once a rank has joined (an epoch's tail); the rules
- *                            on G are off if no rank reports any.
+ *   gain  of partial rounds = S * sum_p (1/mean_p) / n_active over the step times c_p of the
+ *         over sync           last cost_n [32] deposits of each active rank (not windowed: they
+ *                             describe the ranks, not the mode), S = mean_i max_p c_p[i] (i-th
+ *                             latest): the rate at which partial rounds take gradients over
+ *                             sync's. 1 for equal ranks, about k(P-1)/P + 1/P for one rank k times
+ *                             slower; the tail of random delays raises S. NAN until every rank has
+ *                             reported cost_n/2 step times, and once a rank has joined (an epoch's
+ *                             tail); the rules on it are off if no rank reports any.
  *
  * ----------------------------------------------------------------------------------------------
  * 3. Adaptive policy ("adaptive"): three levels  LIGHT (solo, or quorum:Q if the start rule is a
- *    quorum)  <->  MAJORITY  <->  SYNC.  Defaults in brackets.
+ *    quorum)  <->  MAJORITY  <->  SYNC, chosen by one of two rules (key rule).
  * ----------------------------------------------------------------------------------------------
+ * 3a. rule=rate [default] (controller/rate.c): decide from what each level delivers on this run.
+ *   Each rank reports with every deposit its cycle time, the wall time since its previous deposit
+ *   (ctl_step_cost): computing, injected delay, waiting for rounds and applying them -- everything
+ *   a level costs it, communication and CPU contention included. The cycle times travel with the
+ *   deposits, so every rank scores every level from the same numbers. A measurement of the level
+ *   in force (from the first deposit of each rank whose cycle lies wholly in it; restarted when a
+ *   rank joins) closes once it holds `window` deposits, at least 2 of every rank and, in partial
+ *   levels, `window` rounds (their random fresh sets must average out). It gives
+ *       rate  R = sum_p n_p / d_p            gradients per second (n_p deposits in d_p seconds)
+ *       lag   lambda of a gradient            gradients applied between its rank's previous round
+ *                                             and the one taking it, over the active ranks: its
+ *                                             age in sync steps (0 in sync; about (P-1)/P in solo
+ *                                             with alike ranks)
+ *       worth w(lambda)                       staleness=quadratic [default] 1/(1+lambda^2): the
+ *                                             drift a stale gradient misses grows with the square
+ *                                             of its delay (perturbed-iterate bounds of delayed
+ *                                             SGD); staleness=linear 1/(1+lambda) (staleness-aware
+ *                                             SGD's step scaling); staleness=bound 1 (tau trusted)
+ *       score S = sum_p r_p mean_p(w)         fresh-gradient equivalents per second, each rank's
+ *                                             worth weighted by its rate r_p = n_p / d_p
+ *   with standard errors from the spread of the cycle times and worths. Scores of a level are pooled
+ *   (inverse-variance) until the run's conditions change.
+ *   Probe: the run starts by measuring every level in turn (start level, then the others, least
+ *   partial first) and keeps the least partial level that no more partial one beats by 2 standard
+ *   errors (Z_SWITCH: staler gradients are never taken on a difference the noise could explain).
+ *   A probe of a level already 2 standard errors below the best one measured ends early. The next
+ *   probe comes after `probe` [256] sync rounds' worth of gradients (P x probe), doubled up to
+ *   probe_max [4096] each time a probe keeps the choice, reset when it changes it. While settled,
+ *   every measurement of the chosen level is compared with its pool: more than 3 standard errors
+ *   away (Z_CHANGE, the control-chart limit) means the conditions changed (a rank became slow or
+ *   recovered): the pools are dropped and every level is probed at once.
+ *   No threshold of this rule depends on the machine: rates are in the run's own units, lambda is
+ *   in sync steps, Z_SWITCH and Z_CHANGE are confidence levels. Which worth function fits a model
+ *   is the one modelling choice (key staleness); none has a constant to tune. Without step times the rule cannot
+ *   measure and keeps the start rule.
+ * 3b. rule=thresholds: thresholds on the window signals above. Defaults in brackets.
  *   LIGHT -> MAJORITY   L >= maj_enter [4.0]  or  (tau > 0 and T >= wait_enter [0.10])
  *   MAJORITY -> LIGHT   L <= maj_exit [2.0]   and (tau == 0 or T <= wait_exit [0.02])
  *   MAJORITY -> SYNC    F <= sync_fresh [0.20]                  (rounds carry few gradients)
@@ -66,15 +102,15 @@
  *                       or tau > 0  and T >= sync_wait [0.50]   (the bound forces a wait in most
  *                                                                rounds anyway: partial rounds
  *                                                                no longer pay)
- *   LIGHT or MAJORITY   G < pay_enter [1.5]: the ranks are so alike that sync costs about what
+ *   LIGHT or MAJORITY   gain < pay_enter [1.5]: the ranks are so alike that sync costs about what
  *     -> SYNC           partial rounds do, and partial rounds only add staleness (checked first;
- *                       pay_enter=0 turns the rules on G off). G does not count communication
+ *                       pay_enter=0 turns the rules on the gain off). It does not count communication
  *                       or the extra rounds, and CPU contention inflates it: hence the margin.
  *   SYNC -> MAJORITY    probe: in sync every rank is fresh every round, so fresh sets and streaks
  *                       say nothing about imbalance. After sync_probe [256] rounds in sync the
  *                       policy tries majority again; with step times, a due probe waits until
- *                       G >= pay_exit [1.3] (the step times still show each rank's speed).
- *                       pay_exit may be below pay_enter: G reads lower in sync, where ranks
+ *                       gain >= pay_exit [1.3] (the step times still show each rank's speed).
+ *                       pay_exit may be below pay_enter: the gain reads lower in sync, where ranks
  *                       that wait leave the CPU to the others (measured on the development VM,
  *                       4 ranks on 2 cores, cost_n 32: no imbalance 1.24-1.39 in partial rounds,
  *                       1.09-1.14 in sync; linear skew 100 ms 1.61-1.80 and 1.45-1.56). A probe
@@ -115,11 +151,23 @@
  *    (only tau_by=policy wait sets change it).
  * ----------------------------------------------------------------------------------------------
  * Policy string (ctl_policy_parse): NAME[,key=value]...   NAME = adaptive | solo | majority |
- * sync | quorum:Q. Keys: tau, tau_by (library|policy), lag, window, dwell (= min_dwell),
- * max_dwell, maj_enter, maj_exit, wait_enter, wait_exit, sync_fresh, sync_streak, sync_wait,
- * probe (= sync_probe), probe_max, light_fresh, light_block, light_probe, sync_held, probe_start,
- * pay_enter, pay_exit, cost_n, start (adaptive only: solo | majority | sync | quorum:Q).
- * Example: "adaptive,tau=8,window=64".
+ * sync | quorum:Q. Keys (one table in policy.c): tau, tau_by (library|policy), lag, window,
+ * dwell (= min_dwell), max_dwell, maj_enter, maj_exit, wait_enter, wait_exit, sync_fresh,
+ * sync_streak, sync_wait, probe (= sync_probe), probe_max, light_fresh, pay_enter, pay_exit,
+ * cost_n, rule (rate|thresholds), staleness (weight|bound), start (adaptive only: solo |
+ * majority | sync | quorum:Q). Example: "adaptive,tau=8,window=64".
+ *
+ * ----------------------------------------------------------------------------------------------
+ * 6. Carried state (ctl_state_t, controller/state.c)
+ * ----------------------------------------------------------------------------------------------
+ * What the policy has learned -- the level and the round it took effect, LIGHT block, probe
+ * intervals and schedule, dwell, the window, natural streaks, step times, the rate rule's
+ * measurement, pools and probe queue -- is one opaque state, not configuration. A trainer that
+ * opens a handle per epoch carries it (ctl_state after ctl_wait, then ctl_config_t.resume), and a
+ * checkpoint stores its bytes (ctl_state_save / ctl_state_load). Round numbers in it count over
+ * all handles, so a policy resumed on a new handle makes the decisions one handle would have made
+ * (except that a change decided in the last lag rounds of a handle applies from the next handle's
+ * first round).
  */
 #ifndef CONTROLLER_H
 #define CONTROLLER_H
@@ -146,6 +194,8 @@ enum {
 
 typedef enum { CTL_STATIC = 0, CTL_ADAPTIVE = 1 } ctl_kind_t;
 typedef enum { CTL_TAU_LIBRARY = 0, CTL_TAU_POLICY = 1 } ctl_tau_by_t;
+typedef enum { CTL_RULE_RATE = 0, CTL_RULE_THRESHOLDS = 1 } ctl_rule_t;
+typedef enum { CTL_STALE_QUADRATIC = 0, CTL_STALE_LINEAR = 1, CTL_STALE_BOUND = 2 } ctl_staleness_t;
 
 typedef struct {
     ctl_kind_t kind;       /* [CTL_ADAPTIVE] */
@@ -165,21 +215,15 @@ typedef struct {
     double sync_wait;      /* T >= this in majority -> sync, when tau > 0 [0.50] */
     int sync_probe;        /* rounds in sync before probing majority [256] */
     int probe_max;         /* cap of the doubled probe interval [4096] */
-    double light_fresh;    /* F < this in LIGHT -> majority: rounds carry too few gradients, the
-                              rest arrive stale [0 = off; the experiments use 0.5]. Then LIGHT is blocked for a
-                              probe interval (sync_probe rounds, doubled up to probe_max each
-                              time a probe ends the same way) */
-    int light_block;       /* start blocked: no return to LIGHT before this round [0]; with
-                              light_probe, how a trainer carries the state into a new handle */
-    int light_probe;       /* start value of that probe interval (0 = sync_probe) [0] */
-    int sync_held;         /* start in sync as if it had held for this many rounds already: the
-                              next probe comes sync_held rounds sooner [0]. With probe_start, how
-                              a trainer carries a sync spell into a new handle (epochs shorter
-                              than the probe interval would otherwise never probe) */
-    int probe_start;       /* start value of the sync probe interval (0 = sync_probe) [0] */
-    double pay_enter;      /* G < this in LIGHT or MAJORITY -> sync (0 = off) [1.5] */
-    double pay_exit;       /* a due sync probe waits for G >= this [1.3] */
-    int cost_n;            /* step times kept per rank for G [32] */
+    double light_fresh;    /* thresholds: F < this in LIGHT -> majority: rounds carry too few gradients, the
+                              rest arrive stale [0 = off]. Then LIGHT is blocked for a probe
+                              interval (sync_probe rounds, doubled up to probe_max each time a
+                              probe ends the same way) */
+    double pay_enter;      /* gain < this in LIGHT or MAJORITY -> sync (0 = off) [1.5] */
+    double pay_exit;       /* a due sync probe waits for gain >= this [1.3] */
+    int cost_n;            /* step times kept per rank for the gain [32] */
+    ctl_rule_t rule;       /* adaptive: how the level is chosen [CTL_RULE_RATE] */
+    ctl_staleness_t staleness; /* rule=rate: what a stale gradient is worth [CTL_STALE_QUADRATIC] */
 } ctl_policy_cfg_t;
 
 /* Bits of ctl_decision_t.what */
@@ -194,7 +238,8 @@ typedef struct {
     pcoll_rule_t old_rule; /* rule in force at effective-1 per the schedule */
     pcoll_rule_t new_rule; /* rule from `effective` on. The wait arrays of old_rule/new_rule are
                               owned by the policy and valid until the next observe or free. */
-    double L, A, F, T, G;  /* signals of the window at the decision (NAN if undefined) */
+    double L, A, F, T;     /* signals of the window at the decision (NAN if undefined) */
+    double gain;           /* the step-time gain of partial rounds over sync (NAN if undefined) */
     char reason[224];      /* e.g. "L=5.10 >= maj_enter 4.00 over 32 rounds (A=4.20 F=0.13
                               T=0.00): solo -> majority" */
 } ctl_decision_t;
@@ -214,9 +259,17 @@ typedef struct {
     uint64_t light_block_until; /* no return to LIGHT before this effective round (0: none) */
     uint64_t light_exits;     /* LIGHT -> majority switches for F < light_fresh */
     int window_fill;          /* rounds in the current window */
-    double L, A, F, T, G;     /* signals of the current window (NAN if undefined) */
-    double G_min, G_max, G_sum; /* G over the observed rounds where it was defined */
-    uint64_t G_n;             /* ... how many (0: never; G_min/G_max are then NAN) */
+    double L, A, F, T, gain;  /* signals of the current window (NAN if undefined) */
+    double gain_min, gain_max, gain_sum; /* the gain over the observed rounds where it was defined */
+    uint64_t gain_n;          /* ... how many (0: never; gain_min/gain_max are then NAN) */
+    /* rule=rate: the latest measurement of each level, indexed sync, majority, light (NAN: none) */
+    double rate[3];           /* gradients per second the level delivered */
+    double lag[3];            /* mean lag of its gradients, in sync steps */
+    double score[3];          /* the rate in fresh-gradient equivalents: what the choice compares */
+    uint64_t choices;         /* rule=rate: probes of every level completed (this handle) */
+    uint64_t choice_changes;  /* ... that chose another level than the one before the probe */
+    int choice;               /* the level the latest completed probe chose, as an index of rate[]
+                                 (0 sync, 1 majority, 2 light; -1: none yet) */
     uint64_t tau_waits;       /* (rank, round) pairs that tau forced into a wait set */
     uint64_t tau_violations;  /* (rank, round) pairs with streak > tau in a record */
     uint64_t tau_misses;      /* tau_by=library: a rank the library had to wait for was not fresh */
@@ -224,6 +277,7 @@ typedef struct {
 } ctl_policy_stats_t;
 
 typedef struct ctl_policy ctl_policy_t;
+typedef struct ctl_state ctl_state_t;    /* opaque: the carried state of an adaptive policy */
 
 void ctl_policy_default(ctl_policy_cfg_t *c);
 /* Resets *c to the defaults, then applies the string (section 5 above). Returns CTL_OK or
@@ -233,6 +287,13 @@ int ctl_policy_parse(const char *s, ctl_policy_cfg_t *c, char *err, size_t n);
 int ctl_policy_check(const ctl_policy_cfg_t *c, char *err, size_t n);
 /* Canonical policy string of a config (parses back to the same config), for metrics JSON. */
 const char *ctl_policy_format(const ctl_policy_cfg_t *c, char *buf, size_t n);
+
+/* The step time a rank reports with each deposit (pcoll_set_cost) for policy c. rule=rate measures
+ * what each level delivers from the wall time between the rank's consecutive deposits, cycle_s
+ * (computing, injected delay, waiting for rounds, applying them: everything the level costs);
+ * rule=thresholds and the static policies estimate sync's cost from the step's own time, step_s
+ * (computing and injected delay). */
+double ctl_step_cost(const ctl_policy_cfg_t *c, double step_s, double cycle_s);
 
 /* NULL on a bad config (ctl_policy_check fails), P < 1 or P > PCOLL_MAX_RANKS, or no memory. */
 ctl_policy_t *ctl_policy_new(const ctl_policy_cfg_t *c, int P);
@@ -255,12 +316,29 @@ int ctl_policy_observe(ctl_policy_t *p, const pcoll_record_t *rec, ctl_decision_
 int ctl_policy_tau_wait(const ctl_policy_t *p, uint64_t *round, int *ranks, int max);
 
 void ctl_policy_stats(const ctl_policy_t *p, ctl_policy_stats_t *st);
-/* Carries an adaptive policy's state into the config of the next handle (a trainer opens one per
- * epoch): cfg must be the config the ended handle started with, st its final stats. Sets the
- * start rule to the mode it ended in, the LIGHT block still to run (light_block, light_probe) and
- * the sync spell so far (sync_held, probe_start), so that the next handle continues where this
- * one stopped instead of restarting every count. The window statistics are not carried. */
-void ctl_policy_carry(const ctl_policy_stats_t *st, ctl_policy_cfg_t *cfg);
+/* ---- carried state (section 6) ---------------------------------------------------------------
+ * Snapshot of everything the policy has learned (mode, LIGHT block, probe intervals and schedule,
+ * sync spell, dwell, window statistics, step times, rate measurements), taken after the last
+ * observed record: a policy resumed from it on a new handle continues with the decisions the
+ * uninterrupted policy would have made. NULL on no memory. Free with ctl_state_free. */
+ctl_state_t *ctl_policy_state(const ctl_policy_t *p);
+void ctl_state_free(ctl_state_t *s);
+/* Rounds observed over all handles the state has been through. */
+uint64_t ctl_state_rounds(const ctl_state_t *s);
+/* A policy for a new handle (records from round 0 again) continuing s. c must be adaptive, with
+ * the P, window and cost_n the state was made with (other keys may differ). The rounds 0 .. lag-1
+ * of the handle run the state's latest decided rule (ctl_policy_initial). NULL with a message in
+ * err on a mismatch or no memory. */
+ctl_policy_t *ctl_policy_resume(const ctl_policy_cfg_t *c, int P, const ctl_state_t *s, char *err, size_t n);
+/* Byte form of a state, for a checkpoint: versioned, little-endian, with a checksum. With buf
+ * NULL sets *len to the size needed and returns CTL_OK; else writes *len bytes (CTL_ERR_ARG if
+ * cap is smaller). */
+int ctl_state_save(const ctl_state_t *s, void *buf, size_t cap, size_t *len);
+/* Reads what ctl_state_save wrote. Checks the magic, version, shape, length, checksum and every
+ * field's range: bad bytes give CTL_ERR_ARG and a message in err naming what is wrong, never a
+ * crash. On success *out is a new state (ctl_state_free). */
+int ctl_state_load(const void *buf, size_t len, ctl_state_t **out, char *err, size_t n);
+
 /* FNV-1a 64 over the decisions so far (round, effective, what, new mode, quorum, wait set). */
 uint64_t ctl_policy_hash(const ctl_policy_t *p);
 
@@ -280,10 +358,13 @@ uint64_t ctl_policy_hash(const ctl_policy_t *p);
  *     (pcoll_set_horizon(h, UINT64_MAX)) so the finalize flush can run, and stops touching h;
  *   - pcoll_record_get returns PCOLL_ERR_STATE (finalize started/handle closing);
  *   - a libpcoll call fails (CTL_ERR_PCOLL) or the watchdog aborts (CTL_ERR_STALL).
- * Requirement on libpcoll (for the integration): a pcoll_record_get blocked on a handle that is
- * being finalized must return PCOLL_ERR_STATE, and pcoll_finalize must not free the handle while a
- * pcoll_record_get call is in progress. Call order in the application: pcoll_finalize, then
- * ctl_stop (which joins the thread).
+ * Shutdown order in the application: once pcoll_wait has returned PCOLL_DONE, ctl_wait (the thread
+ * ends by itself after the all-joined round, having released the horizon), then ctl_stop (joins
+ * and frees it), then pcoll_finalize. The thread reads the handle until it ends, so the handle
+ * must not be finalized before: stop the controller first, finalize libpcoll second. On an error
+ * path where the all-joined round never comes, ctl_stop still ends the thread within poll_s
+ * (later rounds then have no rules: finalize only to release resources). A pcoll_record_get on a
+ * handle that is closing returns PCOLL_ERR_STATE, which also ends the thread.
  *
  * Stall watchdog (local wall time, never used for decisions): if no round completes for t_warn
  * seconds, it prints one line to `log` naming the round waited for, its rule (initiator / wait
@@ -302,6 +383,8 @@ typedef struct {
     int log_switches;   /* print every mode switch to log [0] */
     void (*on_abort)(void *arg, const char *msg);   /* [NULL = print + MPI_Abort] */
     void *abort_arg;
+    const ctl_state_t *resume; /* adaptive: continue this state (ctl_policy_resume) instead of
+                                  starting afresh [NULL]; copied by ctl_start */
 } ctl_config_t;
 
 /* One mode switch in the log (wait-set-only decisions are counted, not logged). */
@@ -322,7 +405,8 @@ void ctl_config_default(ctl_config_t *c);
 int ctl_start(pcoll_t *h, const ctl_config_t *cfg, ctl_t **out);
 /* Asks the thread to stop (at its next poll), joins it, frees *c, sets *c = NULL. Returns the
  * thread's final status: CTL_OK, CTL_ERR_PCOLL or CTL_ERR_STALL. Stopping a controller while
- * rounds still run leaves later rounds without rules/horizon: call it after pcoll_finalize. */
+ * rounds still run leaves later rounds without rules/horizon: call ctl_wait first, and
+ * pcoll_finalize only after ctl_stop. */
 int ctl_stop(ctl_t **c);
 /* Waits up to timeout_s (< 0: no limit) for the thread to end by itself: after the all-joined
  * round (then ctl_stats, the switch log and the hash cover every round, and every rank holds the
@@ -337,6 +421,10 @@ int ctl_wait(ctl_t *c, double timeout_s);
 size_t ctl_switch_log(ctl_t *c, ctl_switch_t *out, size_t max);
 /* Policy statistics and decision hash so far (thread-safe snapshot). */
 int ctl_stats(ctl_t *c, ctl_policy_stats_t *st, uint64_t *hash);
+/* The policy's carried state once the thread has ended (after ctl_wait returned CTL_OK it covers
+ * every round and is the same on every rank): for the next handle's ctl_config_t.resume or a
+ * checkpoint (ctl_state_save). NULL while the thread runs, or on no memory. */
+ctl_state_t *ctl_state(ctl_t *c);
 /* Message of the error that ended the thread ("" if none). */
 const char *ctl_last_error(ctl_t *c);
 

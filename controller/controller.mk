@@ -1,7 +1,7 @@
 # controller/: the adaptive policy (pure) and the controller thread -> $(B)/libcontroller.a
 # Tests: tests/controller.tests (names ctl_*), sources in tests/controller/.
 
-CTL_SRCS := controller/policy.c controller/thread.c
+CTL_SRCS := controller/policy.c controller/state.c controller/rate.c controller/thread.c
 CTL_OBJS := $(patsubst %.c,$(B)/%.o,$(CTL_SRCS))
 
 $(B)/controller/%.o: controller/%.c
@@ -44,3 +44,15 @@ $(B)/tests/test_ctl_mpi: tests/controller/test_ctl_mpi.c $(B)/libcontroller.a $(
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(MPI_CFLAGS) $< -o $@ $(LDFLAGS) $(B)/libcontroller.a $(LIBPCOLL) $(MPI_LIBS) $(LDLIBS)
 TEST_BINS += $(B)/tests/test_ctl_mpi
+
+$(B)/tests/test_state: tests/controller/test_state.c $(B)/libcontroller.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) -MF $(B)/tests/test_state.d $< -o $@ $(LDFLAGS) $(B)/libcontroller.a $(LDLIBS)
+TEST_BINS += $(B)/tests/test_state
+controller: $(B)/tests/test_state
+
+$(B)/tests/test_rate: tests/controller/test_rate.c $(B)/libcontroller.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) -MF $(B)/tests/test_rate.d $< -o $@ $(LDFLAGS) $(B)/libcontroller.a $(LDLIBS)
+TEST_BINS += $(B)/tests/test_rate
+controller: $(B)/tests/test_rate

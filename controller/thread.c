@@ -118,8 +118,9 @@ static int push_pend(struct ctl *c, const ctl_decision_t *d)
     return CTL_OK;
 }
 
-/* Rule of round r from the posted decisions (drops pending ones that are now in effect). */
-static void rule_at(struct ctl *c, uint64_t r)
+/* Brings the watchdog's view of the rule in force (cur_*) to round r: applies, then drops, the
+ * posted decisions that are in effect by r. */
+static void pend_advance(struct ctl *c, uint64_t r)
 {
     size_t k = 0;
     while (k < c->npend && c->pend[k].effective <= r) {
@@ -175,7 +176,7 @@ static void peer_report(struct ctl *c, char *buf, size_t n, int k)
 
 static void stall_message(struct ctl *c, uint64_t r, double stalled, char *buf, size_t n)
 {
-    rule_at(c, r);
+    pend_advance(c, r);
     char mode[32];
     if (c->cur_mode == PCOLL_QUORUM) snprintf(mode, sizeof mode, "quorum:%d", c->cur_quorum);
     else snprintf(mode, sizeof mode, "%s", pcoll_mode_name(c->cur_mode));
@@ -274,7 +275,7 @@ static void *run(void *arg)
                 pcoll_set_horizon(c->h, UINT64_MAX);
                 break;
             }
-            rule_at(c, r + 1);
+            pend_advance(c, r + 1);
             r++;
             last = now_s();
             next_warn = c->cfg.t_warn;
@@ -343,7 +344,14 @@ int ctl_start(pcoll_t *h, const ctl_config_t *cfg, ctl_t **out)
     c->cfg = *cfg;
     c->P = pcoll_size(h);
     c->rank = pcoll_rank(h);
-    c->pol = ctl_policy_new(&cfg->policy, c->P);
+    char rerr[256] = "";
+    c->pol = cfg->resume ? ctl_policy_resume(&cfg->policy, c->P, cfg->resume, rerr, sizeof rerr)
+                         : ctl_policy_new(&cfg->policy, c->P);
+    if (!c->pol && cfg->resume && c->P >= 1) {
+        if (cfg->log) fprintf(cfg->log, "controller: cannot resume the policy: %s\n", rerr);
+        free(c);
+        return CTL_ERR_ARG;
+    }
     c->last_fresh = calloc(c->P > 0 ? c->P : 1, 1);
     c->last_flags = calloc(c->P > 0 ? c->P : 1, 1);
     c->last_streak = calloc(c->P > 0 ? c->P : 1, sizeof(uint32_t));
@@ -416,6 +424,15 @@ int ctl_stats(ctl_t *c, ctl_policy_stats_t *st, uint64_t *hash)
     if (hash) *hash = c->hash;
     pthread_mutex_unlock(&c->mu);
     return CTL_OK;
+}
+
+ctl_state_t *ctl_state(ctl_t *c)
+{
+    if (!c) return NULL;
+    pthread_mutex_lock(&c->mu);
+    int ended = c->ended;   /* the policy is the thread's until it has ended */
+    pthread_mutex_unlock(&c->mu);
+    return ended ? ctl_policy_state(c->pol) : NULL;
 }
 
 const char *ctl_last_error(ctl_t *c)

@@ -1,12 +1,19 @@
 # jobs/: Slurm job scripts (one per experiment of the paper), jobs/lib.sh (shared), jobs/local.sh
 # (the same scripts without Slurm), jobs/sweep.sh (all runs of one figure), jobs/minicluster.sh
-# (throw-away single-node Slurm cluster). See jobs/README.md.
-#   make slurm-test   install Slurm + munge if missing (root), bring up a single-node cluster in a
-#                     temp folder, sbatch the Fig. 9 benchmark and tiny fmnist runs, check them
-#                     (tests/jobs/slurm_test.sh; also the jobs_slurm line of tests/jobs.tests).
+# (throw-away Slurm cluster: one node, or several in network namespaces). See jobs/README.md.
+#   make slurm-test   install Slurm + munge if missing (root), then every jobs_slurm* line of
+#                     tests/jobs.tests: a one-node cluster (Fig. 9 benchmark, tiny fmnist runs, a
+#                     sweep) and a two-node one (sbatch -N 2 -n 4: Fig. 9, fmnist sync + adaptive)
 #   make jobs-test    every jobs_* test line (local runner, missing data, sweep, Slurm)
 .PHONY: slurm-test jobs-test
-slurm-test: $(B)/bin/eager-train $(B)/bench/bench_collectives $(B)/bin/pcoll-validate
-	@B=$(B) bash tests/jobs/slurm_test.sh
+slurm-test: $(B)/bin/eager-train $(B)/bench/bench_collectives $(B)/bin/pcoll-validate $(B)/bin/pcoll-compare
+	@B=$(B) T='^jobs_slurm' bash tests/run.sh
 jobs-test: build-all
 	@B=$(B) T='^jobs_' bash tests/run.sh
+
+# tests/jobs/gen_data: small CIFAR-10 / ImageNet / UCF101 data sets in their real formats for
+# tests/jobs/scripts_test.sh (the file writers of tests/data/testutil.c)
+$(B)/tests/jobs_gen_data: tests/jobs/gen_data.c $(B)/tests/data/testutil.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -ljpeg -lz $(LDLIBS)
+TEST_BINS += $(B)/tests/jobs_gen_data

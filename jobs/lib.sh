@@ -17,10 +17,15 @@
 #   EPOCHS      --epochs (default: the trainer's paper default for the experiment)
 #   SEED        --seed
 #   TAU         --tau (staleness bound: a rank rejected TAU rounds in a row is waited for)
+#   DEVICE      --device: cpu | cuda | auto (cuda when `nvidia-smi -L` lists a GPU on the node that
+#               runs the script, else cpu, said on stderr). The GPU scripts (cifar10, imagenet,
+#               ucf101) default to auto; unset elsewhere: the trainer's cpu
 #   OUT         results root (default: <repo>/results/runs); runs go to $OUT/<experiment>/<jobid>/
 #   EXTRA       more eager-train (or bench_collectives) arguments, word-split
 #   B           build folder (default: build)
 #   LAUNCHER    srun | mpirun (default: srun under Slurm when it has pmix, else mpirun)
+#   RESTARTS    restart a failed run up to N times from its last checkpoint on one rank fewer
+#               (default 0; see pcoll_elastic); CKPT_EVERY (default 1) epochs between checkpoints
 #   PCOLL_JOB_ID  job id used in the results folder when not under Slurm (jobs/local.sh sets
 #               local-<timestamp>); under Slurm it is $SLURM_JOB_ID
 # Exit status of pcoll_train: the first failing run's, after all modes were tried.
@@ -53,16 +58,21 @@ pcoll_init() {
   if [ "$(id -u)" = 0 ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   fi
-  local nodes=${SLURM_JOB_NUM_NODES:-1} cores
+  local nodes=${SLURM_JOB_NUM_NODES:-1} cores per_node
   cores=$(nproc 2>/dev/null || echo 1)
+  per_node=$(( (RANKS + nodes - 1) / nodes ))
+  export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
   if [ "$nodes" = 1 ]; then
     # one node: shared memory only (there is no InfiniBand device for UCX on these machines)
     export OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader} OMPI_MCA_pml=${OMPI_MCA_pml:-ob1}
-    export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
-    # more ranks than cores: spin-waiting ranks steal the cores (8-rank allreduce 6 ms instead of 0.1)
-    if [ "$RANKS" -gt "$cores" ]; then
-      export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_rmaps_base_oversubscribe=1
-    fi
+  elif [ -z "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
+    # several nodes without an RDMA device: TCP between nodes, shared memory within one
+    export OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader,tcp} OMPI_MCA_pml=${OMPI_MCA_pml:-ob1}
+  fi
+  # more ranks on a node than it has cores: spin-waiting ranks steal the cores (8-rank allreduce
+  # 6 ms instead of 0.1)
+  if [ "$per_node" -gt "$cores" ]; then
+    export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_rmaps_base_oversubscribe=1
   fi
 
   if [ -z "${LAUNCHER:-}" ]; then
@@ -77,25 +87,103 @@ pcoll_init() {
   fi
 }
 
+pcoll_hosts() {  # the job's host names, comma separated (scontrol expands a Slurm node list)
+  if [ -n "${SLURM_JOB_NODELIST:-}" ] && command -v scontrol >/dev/null; then
+    scontrol show hostnames "$SLURM_JOB_NODELIST" 2>/dev/null | paste -sd, -
+  else
+    hostname -s
+  fi
+}
+
 pcoll_rundir() {  # create $RUN_DIR and its job.txt (after the checks, so a failed check leaves nothing)
   [ -f "$RUN_DIR/job.txt" ] && return 0
   mkdir -p "$RUN_DIR" || pcoll_die "cannot create $RUN_DIR"
   {
     echo "experiment=$EXPERIMENT"; echo "job_id=$JOB_ID"; echo "ranks=$RANKS"
     echo "launcher=$LAUNCHER"; echo "nodelist=${SLURM_JOB_NODELIST:-$(hostname -s)}"
+    echo "nodes=$(pcoll_hosts)"; echo "ompi_btl=${OMPI_MCA_btl:-}"; echo "ompi_pml=${OMPI_MCA_pml:-}"
     echo "mode=${MODE:-}"; echo "imbalance=${IMBALANCE:-}"; echo "data=${DATA:-}"
-    echo "epochs=${EPOCHS:-}"; echo "tau=${TAU:-}"; echo "extra=${EXTRA:-}"; echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "epochs=${EPOCHS:-}"; echo "tau=${TAU:-}"; echo "device=${DEVICE:-}"; echo "extra=${EXTRA:-}"; echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "git=$(git -C "$PCOLL_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
   } >"$RUN_DIR/job.txt"
   echo "$PCOLL_SCRIPT: job $JOB_ID, $RANKS ranks via $LAUNCHER, results in $RUN_DIR"
 }
 
-pcoll_launch() {
+pcoll_launch() {  # with RESTARTS, one dead rank ends the step at once (the others would wait for it)
   if [ "$LAUNCHER" = srun ]; then
-    srun --mpi=pmix -n "$RANKS" "$@"
+    local -a opts=()
+    [ "${RESTARTS:-0}" -gt 0 ] && opts+=(--kill-on-bad-exit=1)
+    srun --mpi=pmix -n "$RANKS" "${opts[@]}" "$@"
   else
     mpirun --oversubscribe --bind-to none -np "$RANKS" "$@"
   fi
+}
+
+pcoll_down_nodes() {  # under Slurm: the job's nodes marked down, fail or not responding (comma list)
+  sinfo -h -N -n "$SLURM_JOB_NODELIST" -t down,fail,no_respond -o %N 2>/dev/null | sort -u | paste -sd, -
+}
+
+pcoll_settle() {  # under Slurm, after a failed step: wait until Slurm has its verdict, i.e. no
+  # step of this job is left, or one of its nodes is marked down (a dead node answers no ping:
+  # after the cluster's SlurmdTimeout); at most 2 x SlurmdTimeout
+  local limit i
+  limit=$(scontrol show config 2>/dev/null | sed -n 's/^SlurmdTimeout *= *\([0-9]*\) sec.*/\1/p')
+  limit=${limit:-300}
+  for ((i = 0; i < 4 * limit; i++)); do
+    squeue -h -s -j "$SLURM_JOB_ID" -o %i 2>/dev/null | grep -q '^[0-9]*\.[0-9]*$' || return 0
+    [ -n "$(pcoll_down_nodes)" ] && return 0
+    sleep 0.5
+  done
+  echo "$PCOLL_SCRIPT: a step of job $SLURM_JOB_ID is still listed after $((2 * limit)) s" >&2
+}
+
+# pcoll_elastic NAME PROG ARGS...: one training run, restarted up to $RESTARTS times (default 0)
+# when it fails. With RESTARTS > 0 the run checkpoints to $RUN_DIR/ckpt-NAME every $CKPT_EVERY
+# epochs (default 1) and a restart resumes from its latest.ckpt (from scratch when there is none
+# yet) on one rank fewer (a rank died; srun --kill-on-bad-exit or mpirun ended the others). Under
+# Slurm it first waits for Slurm's verdict on the failed step (pcoll_settle); when one of the job's
+# nodes is down it stops with a message instead (no restart inside this allocation). Each restart
+# is a line in job.txt and on stderr:
+#   restart.NAME.K=exit R, ranks P -> P', resumed after epoch E, lost S s
+# (S: seconds from the checkpoint it resumes from, or from the start, to the failure). RANKS is
+# restored afterwards. Returns the last launch's exit status.
+pcoll_elastic() {
+  local name=$1 k=0 r p0=$RANKS prev t0 tf dead e lost ck
+  shift
+  case "${RESTARTS:-0}" in ''|*[!0-9]*) pcoll_die "RESTARTS='${RESTARTS}' is not a count";; esac
+  local -a opts=()
+  ck=$RUN_DIR/ckpt-$name
+  [ "${RESTARTS:-0}" -gt 0 ] && opts=(--ckpt-dir "$ck" --ckpt-every "${CKPT_EVERY:-1}")
+  t0=$(date +%s)
+  while :; do
+    pcoll_launch "$@" "${opts[@]}"
+    r=$?
+    [ $r -eq 0 ] || [ $k -ge "${RESTARTS:-0}" ] && break
+    tf=$(date +%s); k=$((k + 1)); prev=$RANKS
+    RANKS=$((RANKS - 1))
+    if [ -n "${SLURM_JOB_NODELIST:-}" ] && command -v sinfo >/dev/null; then
+      pcoll_settle
+      dead=$(pcoll_down_nodes)
+      if [ -n "$dead" ]; then
+        # Slurm 22.05 keeps the failed step listed on a dead node, and a new step then waits for
+        # its CPUs forever: no restart inside this allocation
+        echo "$PCOLL_SCRIPT: $name: node(s) $dead of job $SLURM_JOB_ID are down; no restart in this allocation (to continue from the last checkpoint, submit again with EXTRA='--ckpt-dir $ck --resume')" >&2
+        break
+      fi
+    fi
+    [ "$RANKS" -ge 1 ] || { echo "$PCOLL_SCRIPT: $name: no ranks left to restart on" >&2; break; }
+    e=0; lost=$((tf - t0))
+    if [ -f "$ck/latest.ckpt" ]; then
+      e=$(find "$ck" -name 'ckpt-*.ckpt' -printf '%f\n' | sort | tail -n 1 | sed 's/^ckpt-0*\([0-9][0-9]*\)\.ckpt$/\1/')
+      lost=$((tf - $(stat -c %Y "$ck/latest.ckpt")))
+      [[ " ${opts[*]} " == *" --resume "* ]] || opts+=(--resume)
+    fi
+    echo "restart.$name.$k=exit $r, ranks $prev -> $RANKS, resumed after epoch $e, lost $lost s" \
+      | tee -a "$RUN_DIR/job.txt" | sed "s/^/$PCOLL_SCRIPT: /" >&2
+    t0=$tf
+  done
+  RANKS=$p0
+  return $r
 }
 
 pcoll_need_bin() {
@@ -109,6 +197,11 @@ pcoll_need_data() {  # PATH HINT
 
 pcoll_train() {
   pcoll_need_bin bin/eager-train
+  if [ "${DEVICE:-}" = auto ]; then
+    DEVICE=cpu
+    if command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then DEVICE=cuda
+    else echo "$PCOLL_SCRIPT: no GPU listed by nvidia-smi on $(hostname -s): --device cpu" >&2; fi
+  fi
   pcoll_rundir
   local m name rc=0 r
   local -a args=(--experiment "$EXPERIMENT")
@@ -117,6 +210,7 @@ pcoll_train() {
   [ -n "${EPOCHS:-}" ] && args+=(--epochs "$EPOCHS")
   [ -n "${SEED:-}" ] && args+=(--seed "$SEED")
   [ -n "${TAU:-}" ] && args+=(--tau "$TAU")
+  [ -n "${DEVICE:-}" ] && args+=(--device "$DEVICE")
   IFS=, read -r -a modes <<<"${MODE:-sync}"
   for m in "${modes[@]}"; do
     name=${m//[^A-Za-z0-9_-]/}   # quorum:3 -> quorum3
@@ -124,7 +218,7 @@ pcoll_train() {
     [ "$m" = adaptive ] && [ -n "${POLICY_OPTS:-}" ] && margs+=(--policy-opts "$POLICY_OPTS")
     echo "$PCOLL_SCRIPT: $m -> $RUN_DIR/$name.json"
     # shellcheck disable=SC2086  # EXTRA is word-split on purpose
-    pcoll_launch "$B/bin/eager-train" "${args[@]}" "${margs[@]}" "$@" ${EXTRA:-} \
+    pcoll_elastic "$name" "$B/bin/eager-train" "${args[@]}" "${margs[@]}" "$@" ${EXTRA:-} \
       --out "$RUN_DIR/$name.json"
     r=$?
     if [ $r -ne 0 ]; then

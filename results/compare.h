@@ -1,5 +1,15 @@
-/* compare.h -- internal to pcoll-compare (compare.c: loading, grouping, tables; compare_plot.c:
- * figures; compare_base.c: arena, strings, lists, JSON helpers). Not a library header. */
+/* compare.h -- internal to pcoll-compare; not a library header. The tool's state is one
+ * compare_t, passed to every step; no file shares a global with another.
+ *
+ *   compare.c         the command line: options, inputs, which outputs
+ *   compare_load.c    reading run files (eager-train's and PyTorch DDP's) and benchmark files
+ *   compare_keys.c    which config keys split rows, and their values
+ *   compare_group.c   tables (settings) and rows (mode + imbalance + differing keys)
+ *   compare_stats.c   row statistics, sync and DDP baselines, seed-paired deltas
+ *   compare_print.c   the Markdown tables
+ *   compare_export.c  CSV and JSON
+ *   compare_plot.c    figures (gnuplot)
+ *   compare_base.c    arena, strings, lists, JSON helpers */
 #ifndef RESULTS_COMPARE_H
 #define RESULTS_COMPARE_H
 
@@ -7,6 +17,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* arena: every string / array the tool allocates lives until exit (compare_base.c) */
 void *amalloc(size_t n);
@@ -48,6 +59,7 @@ typedef struct {
   const char *modelabel; /* mode, or adaptive/<policy> */
   const char *extra;     /* "[lr=0.1]" when runs of the table differ in lr, else "" */
   const char *pextra;    /* extra without the keys a sync run ignores (pairing by seed) */
+  int ddp;               /* a PyTorch DDP run (ddp-run/1, trainer/ref/ddp_mirror.py): mode "ddp" */
 } run_t;
 
 typedef struct { double mean, std; int n; } stat_t;
@@ -60,6 +72,8 @@ typedef struct {
   double *wait;
   int base; /* row index of the sync baseline, -1 if none */
   double speedup, dtop1, dloss;
+  int dbase;                 /* row index of the DDP baseline, -1 if none */
+  double vs_ddp, ttt_vs_ddp; /* mean wall / DDP's, mean time to target / DDP's */
   stat_t pdtop1; /* paired Δtop-1 in points: each run minus the sync run of its seed */
 } row_t;
 
@@ -70,6 +84,7 @@ typedef struct {
   plist notes; /* char* */
   int classif;
   int paired;    /* repeats and seed-paired sync runs: the paired Δ column is shown */
+  int has_ddp;   /* a row of DDP runs: the "vs DDP" columns are shown */
   double target; /* NAN if none / differing */
 } group_t;
 
@@ -78,13 +93,58 @@ typedef struct {
   json_t *root;
 } bench_t;
 
-/* compare.c */
-extern plist g_groups, g_benches; /* group_t*, bench_t* */
-stat_t stat_of(const double *x, int n);
+/* one comparison: the options, what was read, and the tables built from it */
+typedef struct {
+  double target; /* --target (0..1), NAN if not given */
+  plist ignore;  /* --ignore: char* config keys that do not split rows */
+  plist assume;  /* --assume: char* "key=value", the value of key in runs whose config lacks it */
+  plist runs;    /* run_t*, in reading order */
+  plist benches; /* bench_t* */
+  plist groups;  /* group_t*, sorted (cmp_group) */
+  plist notes;   /* char*: notes on the whole comparison, each once */
+} compare_t;
+
+/* compare_base.c: adds a note to c->notes unless the same text is there */
+void cmp_note(compare_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "a vs b vs c" of the strings in vals */
+char *vs_list(const plist *vals);
+
+/* compare_load.c: reads one file (explicit: the user named it, so a skip says why louder) or a
+ * folder (recursively, *.json in sorted order); a file reached twice (seen: real paths) counts
+ * once. Runs go to c->runs, benchmark files to c->benches, other JSON is skipped with a note on
+ * stderr. 0, or -1 if a file or folder could not be read (named on stderr). */
+int cmp_load_file(compare_t *c, const char *path, plist *seen, int explicit);
+int cmp_load_dir(compare_t *c, const char *dir, plist *seen);
+
+/* compare_keys.c */
+extern const char *const cmp_group_keys[]; /* config keys that make a table: data, model, ... */
+int key_eq(const char *a, const char *b);  /* '-' and '_' alike */
+int key_in(const char *k, const char *const *l);
+int key_ignored(const compare_t *c, const char *k); /* never splits rows */
+int key_moot(const char *k, const run_t *r);        /* does not matter in r's mode (or to DDP) */
+int key_blind_to_sync(const char *k);               /* does not pair runs with sync runs */
+char *cfg_val(const compare_t *c, const run_t *r, const char *k); /* value text, --assume */
+
+/* compare_group.c: fills c->groups from c->runs: tables, rows, statistics, baselines, notes */
+void cmp_group(compare_t *c);
+
+/* compare_stats.c */
+stat_t stat_of(const double *x, int n); /* mean, sample std, n over the non-NAN values */
+void row_stats(row_t *row);             /* the row's stat_t fields and mean wait per rank */
+void sync_baselines(group_t *g);        /* base, speedup and deltas of every row */
+void ddp_baselines(group_t *g);         /* dbase and the "vs DDP" ratios of every row */
+int paired_deltas(compare_t *c, group_t *g); /* pdtop1 of every row; the pairs found */
+
+/* compare_print.c */
 const char *group_title(const group_t *g);
+void print_markdown(const compare_t *c, FILE *o);
+
+/* compare_export.c: one flat CSV table; the tables as pcoll-compare/1 JSON (0, or -1 named) */
+void print_csv(const compare_t *c, FILE *o);
+int write_json(const compare_t *c, const char *out);
 
 /* compare_plot.c: per-table training curves and Fig. 9 latency panels under dir (gnuplot);
  * 0 on success, -1 if a file could not be written or a figure was not produced */
-int do_plots(const char *dir);
+int do_plots(const compare_t *c, const char *dir);
 
 #endif

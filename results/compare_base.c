@@ -1,5 +1,5 @@
-/* compare_base.c -- pcoll-compare's allocation arena, growable strings and lists, JSON helpers
- * (compare.h). Everything allocated here lives until exit: the tool reads a few hundred files. */
+/* compare_base.c -- pcoll-compare's allocation arena, growable strings and lists, JSON helpers,
+ * notes (compare.h). Everything allocated here lives until exit: the tool reads a few hundred files. */
 #include "results/compare.h"
 #include <stdarg.h>
 #include <stdio.h>
@@ -119,4 +119,21 @@ char *val_text(const json_t *v) {
   char *r = astrdup(d ? d : "?");
   free(d);
   return r;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* notes and lists of values                                                                  */
+
+void cmp_note(compare_t *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *p = avprintf(fmt, ap);
+  va_end(ap);
+  if (pl_find_str(&c->notes, p) < 0) pl_push(&c->notes, p);
+}
+
+char *vs_list(const plist *vals) {
+  sbuf b = {0};
+  for (int i = 0; i < vals->n; i++) sb_printf(&b, "%s%s", i ? " vs " : "", (const char *)vals->v[i]);
+  return sb_take(&b);
 }

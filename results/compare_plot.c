@@ -188,7 +188,7 @@ static int plot_bench(plotctx *pc, const bench_t *b, const char *pngterm) {
   return 0;
 }
 
-int do_plots(const char *dir) {
+int do_plots(const compare_t *c, const char *dir) {
   if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
     fprintf(stderr, "pcoll-compare: cannot create %s: %s\n", dir, strerror(errno));
     return -1;
@@ -197,10 +197,10 @@ int do_plots(const char *dir) {
   const char *pngterm = have ? png_terminal() : "pngcairo";
   plotctx pc = {dir, {0}, {0}};
   int rc = 0;
-  for (int gi = 0; gi < g_groups.n; gi++)
-    if (plot_group(&pc, g_groups.v[gi], pngterm) < 0) rc = -1;
-  for (int bi = 0; bi < g_benches.n; bi++)
-    if (plot_bench(&pc, g_benches.v[bi], pngterm) < 0) rc = -1;
+  for (int gi = 0; gi < c->groups.n; gi++)
+    if (plot_group(&pc, c->groups.v[gi], pngterm) < 0) rc = -1;
+  for (int bi = 0; bi < c->benches.n; bi++)
+    if (plot_bench(&pc, c->benches.v[bi], pngterm) < 0) rc = -1;
   if (!have) {
     fprintf(stderr, "note: gnuplot not found (%s): wrote the .dat and .gp files to %s but no figures; "
                     "install it (apt-get install -y gnuplot-nox) and run 'cd %s && gnuplot FILE.gp'\n",

@@ -10,7 +10,9 @@ $(B)/bin/pcoll-validate: $(B)/results/validate.o $(B)/results/jschema.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ -ljansson $(LDLIBS)
 
-$(B)/bin/pcoll-compare: $(B)/results/compare.o $(B)/results/compare_plot.o $(B)/results/compare_base.o
+PCOLL_COMPARE_OBJS := $(patsubst %,$(B)/results/compare%.o,_base _load _keys _group _stats _print _export _plot) \
+                      $(B)/results/compare.o
+$(B)/bin/pcoll-compare: $(PCOLL_COMPARE_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ -ljansson $(LDLIBS)
 

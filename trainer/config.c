@@ -53,7 +53,7 @@ static const opt_t opts[] = {
     O("epoch-mode", T_STR, epoch_mode, "shard", 0, 0, "shard (each rank runs its 1/P of the data, the paper's) or global (batches dealt from the round history: fast ranks take more)"),
     O("seed", T_U64, seed, "1", 0, 0, "seed: initialisation, data order, augmentation, injection, majority draw"),
     O("imbalance", T_STR, imbalance, "none", 0, 0,
-      "none | linear:unit=MS | random:k=K,d=MS | lognormal:mean=MS,std=MS | slow:rank=R,factor=F | inherent:unit=MS"),
+      "none | linear:unit=MS | random:k=K,d=MS | lognormal:mean=MS,std=MS | slow:rank=R,factor=F | inherent:unit=MS; append ,busy=1 to compute the delay instead of sleeping it"),
     O("eval-every", T_INT, eval_every, "1", 1, 100000, "evaluate on the test set every N epochs (and at the end)"),
     O("ckpt-every", T_INT, ckpt_every, "0", 0, 100000, "checkpoint every N epochs (0: only at the end if --ckpt-dir)"),
     O("ckpt-dir", T_STR, ckpt_dir, "", 0, 0, "checkpoint folder (\"\": no checkpoints)"),

@@ -9,6 +9,27 @@ CUDA_GENCODE ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,cod
                 -gencode arch=compute_90,code=compute_90
 NVCC_FLAGS   := -O3 -std=c++17 $(CUDA_GENCODE) -I. -I$(BLAS_INC) -Xcompiler -Wall,-Wextra,-Werror,-Wno-unused-parameter,-fPIC
 
+# the device choice is a pure function in plain C, built and tested everywhere (no GPU, no CUDA)
+$(B)/trainer/cuda/device_pick.o: trainer/cuda/device_pick.c trainer/cuda/nn_cuda.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+$(B)/tests/test_device_pick: tests/cuda/test_device_pick.c $(B)/trainer/cuda/device_pick.o
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
+TEST_BINS += $(B)/tests/test_device_pick
+
+# the graph-replay and algorithm rules: plain C on cuDNN's enum values (headers only, no GPU)
+ifeq ($(HAVE_CUDNN),1)
+CUDNN_INC := $(if $(wildcard $(CUDA_HOME)/include/cudnn.h),-I$(CUDA_HOME)/include,)
+$(B)/trainer/cuda/rules.o: trainer/cuda/rules.c trainer/cuda/rules.h trainer/cuda/nn_cuda.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(CUDNN_INC) -c $< -o $@
+$(B)/tests/test_cuda_rules: tests/cuda/test_cuda_rules.c $(B)/trainer/cuda/rules.o
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(CUDNN_INC) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
+TEST_BINS += $(B)/tests/test_cuda_rules
+endif
+
 ifeq ($(HAVE_CUDA),1)
 
 NN_CUDA_LIB    := $(B)/libnn_cuda.a
@@ -16,14 +37,17 @@ NN_CUDA_LDLIBS := -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcudnn -lcublas -l
 NN_CUDA_CFLAGS := $(NN_CFLAGS) -I$(CUDA_HOME)/include
 NN_CUDA_TESTS  := $(B)/tests/test_cuda_layers $(B)/tests/test_cuda_ref
 NN_CUDA_BENCH  := $(B)/bench/nn_bench_gpu
+NN_CUDA_CU     := $(wildcard trainer/cuda/*.cu)
+NN_CUDA_OBJS   := $(NN_CUDA_CU:%.cu=$(B)/%.o) $(B)/trainer/cuda/rules.o $(B)/trainer/cuda/device_pick.o
 ALL_BINS  += $(NN_CUDA_LIB) $(NN_CUDA_BENCH)
 TEST_BINS += $(NN_CUDA_TESTS)
 
-$(B)/trainer/cuda/%.o: trainer/cuda/%.cu trainer/cuda/nn_cuda.h trainer/nn/nn.h trainer/nn/nn_impl.h
+$(B)/trainer/cuda/%.o: trainer/cuda/%.cu trainer/cuda/nn_cuda_impl.h trainer/cuda/nn_cuda.h trainer/cuda/rules.h \
+                       trainer/nn/nn.h trainer/nn/nn_impl.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 
-$(NN_CUDA_LIB): $(B)/trainer/cuda/nn_cuda.o
+$(NN_CUDA_LIB): $(NN_CUDA_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
@@ -44,6 +68,16 @@ $(B)/tests/test_pcoll_device: tests/cuda/test_pcoll_device.c $(LIBPCOLL_CUDA)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(MPI_CFLAGS) -I$(CUDA_HOME)/include $< -o $@ $(LDFLAGS) $(LIBPCOLL_CUDA) \
 	  $(MPI_LIBS) $(PCOLL_CUDA_LDLIBS) $(LDLIBS)
+endif
+
+# `make gpu-check` (tests/cuda/gpu_check.sh) trains on this Fashion-MNIST subset, kept inside the
+# build folder so that carrying `build` to a GPU machine carries the data too (about 2.2 MiB)
+FMNIST_SRC ?= /usr/share/datasets/fashion-mnist
+GPU_DATA   := $(B)/gpu-data/fashion-mnist
+ifneq ($(wildcard $(FMNIST_SRC)/train-images-idx3-ubyte.gz),)
+ALL_BINS += $(GPU_DATA)/t10k-labels-idx1-ubyte.gz
+$(GPU_DATA)/t10k-labels-idx1-ubyte.gz: tests/cuda/fmnist_subset.sh
+	bash tests/cuda/fmnist_subset.sh $(FMNIST_SRC) $(GPU_DATA) 4096 1000
 endif
 
 bench-gpu: $(NN_CUDA_BENCH) $(if $(LIBPCOLL_CUDA),$(B)/bench/bench_collectives_cuda,)

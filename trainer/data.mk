@@ -4,7 +4,13 @@
 DATA_SRCS   := $(wildcard trainer/data/*.c)
 DATA_OBJS   := $(DATA_SRCS:%.c=$(B)/%.o)
 DATA_LIB    := $(B)/libdata.a
-DATA_LDLIBS := -ljpeg -lz -lm
+# libjpeg(-turbo) is linked statically where its archive exists, so no binary needs a
+# distribution's libjpeg soname (Debian ships libjpeg.so.62, Ubuntu libjpeg.so.8); zlib's
+# libz.so.1 is the same everywhere.  JPEG_LIB=-ljpeg links the shared library instead.
+JPEG_A      := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libjpeg.a /usr/lib/aarch64-linux-gnu/libjpeg.a \
+                 /usr/lib64/libjpeg.a /usr/lib/libjpeg.a /usr/local/lib/libjpeg.a))
+JPEG_LIB    ?= $(if $(JPEG_A),$(JPEG_A),-ljpeg)
+DATA_LDLIBS := $(JPEG_LIB) -lz -lm
 
 $(B)/trainer/data/%.o: trainer/data/%.c
 	@mkdir -p $(@D)
@@ -23,9 +29,9 @@ $(B)/tests/data/%.o: tests/data/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(B)/tests/data_%: $(B)/tests/data/%.o $(B)/tests/data/testutil.o $(DATA_LIB)
+$(B)/tests/data_%: $(B)/tests/data/%.o $(B)/tests/data/testutil.o $(DATA_LIB) trainer/data.mk
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) $^ -o $@ $(DATA_LDLIBS) $(LDLIBS)
+	$(CC) $(LDFLAGS) $(filter-out %.mk,$^) -o $@ $(DATA_LDLIBS) $(LDLIBS)
 
 TEST_BINS += $(DATA_TEST_BINS)
 ALL_BINS  += $(DATA_LIB)
@@ -39,7 +45,7 @@ FUZZ_CFLAGS  := -std=gnu11 -g -O1 -I. -fsanitize=fuzzer,address,undefined -fno-s
 
 $(B)/fuzz/fuzz_%: tests/data/fuzz_%.c $(DATA_SRCS) trainer/data/data.h trainer/data/internal.h
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(DATA_SRCS) -o $@ -ljpeg -lz -lm -pthread
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(DATA_SRCS) -o $@ $(DATA_LDLIBS) -pthread
 
 .PHONY: fuzz fuzz-build
 fuzz-build: $(FUZZ_BINS)

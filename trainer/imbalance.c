@@ -9,11 +9,17 @@
  *                             (heavy-tailed step times: 475 ms / 144 ms on cloud V100s)
  *   slow:rank=R,factor=F      rank R is F times slower: it waits (F-1) x its compute time
  *   inherent:unit=MS          every rank waits unit x the batch's own cost (e.g. frames)
+ *
+ * A delay is slept by default. With busy=1 appended to any model (e.g. random:k=1,d=320,busy=1)
+ * the delayed rank computes instead until its own thread has used the delay in CPU time: on
+ * shared cores it then takes a core from the others as real compute would, where a sleeping
+ * straggler hands its core to them (and it stretches with contention as compute does).
  */
 #include "trainer/trainer.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static uint64_t mix(uint64_t x) {
     x += 0x9E3779B97F4A7C15ull;
@@ -62,7 +68,28 @@ int imb_parse(const char *s, imb_t *m, char *err, size_t n) {
     else return snprintf(err, n, "--imbalance '%s': unknown model (none, linear:unit=MS, random:k=K,d=MS, "
                          "lognormal:mean=MS,std=MS, slow:rank=R,factor=F, inherent:unit=MS)", s), -1;
 #undef NEED
+    int b = kv(s, "busy", &v);
+    if (b < 0 || (b > 0 && v != 0 && v != 1))
+        return snprintf(err, n, "--imbalance '%s': busy= takes 0 (sleep the delay) or 1 (compute it)", s), -1;
+    m->busy = b > 0 && v == 1;
     return 0;
+}
+
+static double thread_cpu_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+double imb_busy_ms(double ms) {
+    if (!(ms > 0)) return 0;
+    /* floating-point work on a few cache lines (a damped recurrence that cannot be folded away),
+     * checking the thread's CPU clock every few microseconds */
+    volatile double acc[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    double t0 = thread_cpu_ms(), t;
+    while ((t = thread_cpu_ms()) - t0 < ms)
+        for (int i = 0; i < 256; i++) acc[i & 7] = acc[i & 7] * 0.999999 + 1e-6 * acc[(i + 1) & 7];
+    return t - t0;
 }
 
 double imb_delay_ms(const imb_t *m, uint64_t seed, uint64_t step, int rank, int P,

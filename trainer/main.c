@@ -357,11 +357,11 @@ int main(int argc, char **argv) {
     if (!strcmp(C.device, "cuda")) {
 #ifdef HAVE_NN_CUDA
         MPI_Comm nd;
-        int lrank = 0;
+        int lrank = 0, lsize = 1;
         MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &nd);
-        MPI_Comm_rank(nd, &lrank);
+        MPI_Comm_rank(nd, &lrank); MPI_Comm_size(nd, &lsize);
         MPI_Comm_free(&nd);
-        int ok = nn_cuda_select_device(lrank, err, sizeof err) == 0;
+        int ok = nn_cuda_select_local_device(lrank, lsize, err, sizeof err) >= 0;  /* a device index */
         agree_or_exit(ok, "--device cuda", err);
         G = nn_cuda_model_build(m, C.batch, C.tf32 ? NN_CUDA_TF32_DEFAULT : NN_CUDA_TF32_OFF, err, sizeof err);
         agree_or_exit(G != NULL, "--device cuda", err);
@@ -382,6 +382,7 @@ int main(int argc, char **argv) {
     cc.t_warn = C.t_warn;
     cc.t_abort = C.t_abort;
     cc.log = stderr;
+    ctl_state_t *carried = NULL;  /* adaptive: the controller state the next epoch continues */
     ctl_config_t cc_sync = cc;  /* the epochs of --initial-sync / --final-sync: a static sync policy */
     agree_or_exit(ctl_policy_parse("sync", &cc_sync.policy, err, sizeof err) == 0, "policy", err);
     cc_sync.policy.tau = C.tau;
@@ -479,6 +480,7 @@ int main(int argc, char **argv) {
         const int forced_sync = epoch < C.initial_sync || epoch >= C.epochs - C.final_sync;
         if (ctl_start(h, forced_sync ? &cc_sync : &cc, &ctl)) die("controller", "ctl_start failed");
         epoch_acc_t acc = {0};
+        double t_dep = now();   /* this rank's previous deposit (the policy skips each rank's first) */
         for (long s = 0; global || s < steps; s++) {
             const data_batch_t *b;
             int64_t gb;
@@ -513,12 +515,15 @@ int main(int argc, char **argv) {
             double t1 = now();
             double d = imb_delay_ms(&imb, C.seed, (uint64_t)epoch * (uint64_t)(global ? nbatches : steps) + (uint64_t)s, me, P,
                                     (t1 - t0) * 1e3, b->cost);
-            sleep_ms(d);
+            if (imb.busy) imb_busy_ms(d); else sleep_ms(d);  /* busy=1: the delay is computed */
             double t2 = now();
             acc.loss_sum += loss; acc.loss_n++;
             acc.correct += top1; acc.seen += b->n;
-            /* the step time travels with the deposit: the controller estimates from it what sync costs */
-            if ((rc = pcoll_set_cost(h, t2 - t0))) die("pcoll_set_cost", pcoll_last_error(h));
+            /* the step time (or, for rule=rate, the time since the previous deposit) travels with
+             * the deposit: the controller measures from it what each mode costs (ctl_step_cost) */
+            rc = pcoll_set_cost(h, ctl_step_cost(forced_sync ? &cc_sync.policy : &cc.policy, t2 - t0, t2 - t_dep));
+            if (rc) die("pcoll_set_cost", pcoll_last_error(h));
+            t_dep = t2;
             if ((rc = pcoll_deposit(h, grads, 0))) die("pcoll_deposit", pcoll_last_error(h));
             if ((rc = pcoll_wait(h, PCOLL_WAIT_CONSUMED, C.t_abort + 5, NULL))) die("pcoll_wait", pcoll_last_error(h));
             double t3 = now();
@@ -576,9 +581,14 @@ int main(int argc, char **argv) {
                 json_array_append_new(jswitch, o);
                 if (!C.quiet) printf("  controller: epoch %d round %llu: %s\n", epoch + 1, (unsigned long long)sw[i].round, sw[i].reason);
             }
-        /* adaptive: the next epoch continues where this one ended -- mode, LIGHT block, sync spell
-         * (the policy is a pure function of the records, so every rank carries over the same) */
-        if (cc.policy.kind == CTL_ADAPTIVE && !forced_sync) ctl_policy_carry(&cst, &cc.policy);
+        /* adaptive: the next epoch continues the controller's whole state (ctl_state_t: mode, probes,
+         * window, measurements); the policy is a pure function of the records, so every rank
+         * carries over the same */
+        if (cc.policy.kind == CTL_ADAPTIVE && !forced_sync) {
+            ctl_state_free(carried);
+            if (!(carried = ctl_state(ctl))) die("controller", "out of memory (controller state)");
+            cc.resume = carried;
+        }
         int cs = ctl_stop(&ctl);
         if (cs != CTL_OK) die("controller", "the controller thread ended with an error");
         if ((rc = pcoll_finalize(&h, C.t_abort + 5))) die("pcoll_finalize", pcoll_strerror(rc));
@@ -650,12 +660,12 @@ int main(int argc, char **argv) {
             json_object_set_new(o, "mean_staleness", json_real(acc.stale_n ? acc.stale_sum / acc.stale_n : 0));
             json_object_set_new(o, "max_staleness", json_integer(acc.max_stale));
             json_object_set_new(o, "max_streak", json_integer(acc.max_streak));
-            if (cst.G_n) {   /* the controller's G over this epoch's rounds (controller.h) */
+            if (cst.gain_n) {   /* the controller's gain over this epoch's rounds (controller.h) */
                 json_t *g = json_object();
-                json_object_set_new(g, "min", json_real(cst.G_min));
-                json_object_set_new(g, "mean", json_real(cst.G_sum / (double)cst.G_n));
-                json_object_set_new(g, "max", json_real(cst.G_max));
-                json_object_set_new(g, "rounds", json_integer((json_int_t)cst.G_n));
+                json_object_set_new(g, "min", json_real(cst.gain_min));
+                json_object_set_new(g, "mean", json_real(cst.gain_sum / (double)cst.gain_n));
+                json_object_set_new(g, "max", json_real(cst.gain_max));
+                json_object_set_new(g, "rounds", json_integer((json_int_t)cst.gain_n));
                 json_object_set_new(o, "gain", g);
             } else {
                 json_object_set_new(o, "gain", json_null());
@@ -735,6 +745,9 @@ int main(int argc, char **argv) {
         json_object_set_new(s, "straggler", json_integer(strag));
         json_object_set_new(s, "exit", json_string(exit_code ? "error" : "ok"));
         json_object_set_new(root, "summary", s);
+#ifdef HAVE_NN_CUDA
+        if (G) json_object_set_new(root, "cuda_graph", metrics_cuda_graph(G));
+#endif
         if (metrics_write(root, C.out, err, sizeof err)) { fprintf(stderr, "eager-train: %s\n", err); exit_code = 1; }
         else if (!C.quiet) {
             char t1s[32] = "-";
@@ -748,6 +761,7 @@ int main(int argc, char **argv) {
     MPI_Bcast(&exit_code, 1, MPI_INT, 0, MPI_COMM_WORLD);
     pcoll_record_free(&rec);
     free(perm);
+    ctl_state_free(carried);
 #ifdef HAVE_NN_CUDA
     if (G) nn_cuda_model_free(G);
 #endif

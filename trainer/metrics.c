@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 #ifdef HAVE_PAPI
+#include <dlfcn.h>
 #include <papi.h>
 #endif
 
@@ -48,37 +49,93 @@ json_t *metrics_environment(int P, char **hosts, int argc, char **argv) {
 }
 
 /* PAPI: cycles, instructions and L2 cache misses of the training (application) thread, read and
- * reset once per epoch. Every rank tries; the counters are reported only if every rank has them. */
+ * reset once per epoch. Every rank tries; the counters are reported only if every rank has them.
+ * libpapi is optional at run time: it is opened with dlopen (never a link-time dependency, so a
+ * machine without it, or with another PAPI soname, still runs the trainer): $EAGER_PAPI_LIB
+ * alone when set (a path or soname), else in order the soname of the papi.h this was built
+ * with, libpapi.so and libpapi.so.MAJOR; PAPI_library_init then refuses a library whose version
+ * differs from the header's. */
+static int papi_on;
+static char papi_why[300] = "built without PAPI (papi.h not found at build time; 'make deps' "
+                            "installs libpapi-dev)";
 #ifdef HAVE_PAPI
 static int papi_es = PAPI_NULL;
+static struct {
+    int (*library_init)(int);
+    int (*num_cmp_hwctrs)(int);
+    int (*create_eventset)(int *);
+    int (*add_event)(int, int);
+    int (*start)(int);
+    int (*read)(int, long long *);
+    int (*reset)(int);
+} papi;
+
+/* dlopen + dlsym of the functions above; 0 with papi_why set when no usable libpapi is found */
+static int papi_load(void) {
+    char cand[4][128];
+    int nc = 0;
+    const char *env = getenv("EAGER_PAPI_LIB");
+    if (env && *env) snprintf(cand[nc++], sizeof cand[0], "%s", env);
+    else {
+        snprintf(cand[nc++], sizeof cand[0], "libpapi.so.%d.%d", PAPI_VERSION_MAJOR(PAPI_VERSION),
+                 PAPI_VERSION_MINOR(PAPI_VERSION));
+        snprintf(cand[nc++], sizeof cand[0], "libpapi.so");
+        snprintf(cand[nc++], sizeof cand[0], "libpapi.so.%d", PAPI_VERSION_MAJOR(PAPI_VERSION));
+    }
+    void *h = NULL;
+    const char *first_err = NULL;
+    char errbuf[160] = "";
+    for (int i = 0; i < nc && !h; i++) {
+        h = dlopen(cand[i], RTLD_NOW | RTLD_LOCAL);
+        if (!h && !first_err) { snprintf(errbuf, sizeof errbuf, "%s", dlerror()); first_err = errbuf; }
+    }
+    if (!h) {
+        snprintf(papi_why, sizeof papi_why, "unavailable (libpapi not found: %.150s%s)", first_err ? first_err : "?",
+                 nc > 1 ? "; also tried libpapi.so and libpapi.so.MAJOR; EAGER_PAPI_LIB may name it" : "");
+        return 0;
+    }
+    struct { void **fn; const char *name; } sym[] = {
+        {(void **)&papi.library_init, "PAPI_library_init"}, {(void **)&papi.num_cmp_hwctrs, "PAPI_num_cmp_hwctrs"},
+        {(void **)&papi.create_eventset, "PAPI_create_eventset"}, {(void **)&papi.add_event, "PAPI_add_event"},
+        {(void **)&papi.start, "PAPI_start"}, {(void **)&papi.read, "PAPI_read"}, {(void **)&papi.reset, "PAPI_reset"}};
+    for (size_t i = 0; i < sizeof sym / sizeof sym[0]; i++)
+        if (!(*sym[i].fn = dlsym(h, sym[i].name))) {
+            snprintf(papi_why, sizeof papi_why, "unavailable (the libpapi found lacks %s)", sym[i].name);
+            return 0;
+        }
+    return 1;
+}
 #endif
-static int papi_on;
-static char papi_why[200] = "built without PAPI (papi.h not found at build time; 'make deps' "
-                            "installs libpapi-dev)";
 
 int metrics_papi_start(void) {
 #ifdef HAVE_PAPI
-    int v = PAPI_library_init(PAPI_VER_CURRENT);
+    if (!papi_load()) return 0;
+    int v = papi.library_init(PAPI_VER_CURRENT);
     if (v != PAPI_VER_CURRENT) {
-        snprintf(papi_why, sizeof papi_why, "PAPI_library_init failed (%d)", v);
+        snprintf(papi_why, sizeof papi_why, "unavailable (PAPI_library_init: %d; the libpapi found is not the "
+                 "%d.%d this was built with, or failed)", v, PAPI_VERSION_MAJOR(PAPI_VERSION),
+                 PAPI_VERSION_MINOR(PAPI_VERSION));
         return 0;
     }
-    if (PAPI_num_cmp_hwctrs(0) <= 0) {
-        snprintf(papi_why, sizeof papi_why, "PAPI %d.%d found no hardware counters on this machine "
-                 "(a virtual machine without a PMU)", PAPI_VERSION_MAJOR(v), PAPI_VERSION_MINOR(v));
+    if (papi.num_cmp_hwctrs(0) <= 0) {
+        snprintf(papi_why, sizeof papi_why, "unavailable (PAPI %d.%d found no hardware counters on this machine: "
+                 "a virtual machine without a PMU)", PAPI_VERSION_MAJOR(v), PAPI_VERSION_MINOR(v));
         return 0;
     }
     int ev[3] = {PAPI_TOT_CYC, PAPI_TOT_INS, PAPI_L2_TCM};
     const char *evn[3] = {"PAPI_TOT_CYC", "PAPI_TOT_INS", "PAPI_L2_TCM"};
-    if (PAPI_create_eventset(&papi_es) != PAPI_OK) { snprintf(papi_why, sizeof papi_why, "PAPI_create_eventset failed"); return 0; }
+    if (papi.create_eventset(&papi_es) != PAPI_OK) {
+        snprintf(papi_why, sizeof papi_why, "unavailable (PAPI_create_eventset failed)");
+        return 0;
+    }
     for (int i = 0; i < 3; i++)
-        if (PAPI_add_event(papi_es, ev[i]) != PAPI_OK) {
-            snprintf(papi_why, sizeof papi_why, "PAPI %d.%d cannot count %s on this machine (no hardware "
-                     "counters: a virtual machine without a PMU)", PAPI_VERSION_MAJOR(v),
+        if (papi.add_event(papi_es, ev[i]) != PAPI_OK) {
+            snprintf(papi_why, sizeof papi_why, "unavailable (PAPI %d.%d cannot count %s on this machine: no "
+                     "hardware counters, e.g. a virtual machine without a PMU)", PAPI_VERSION_MAJOR(v),
                      PAPI_VERSION_MINOR(v), evn[i]);
             return 0;
         }
-    if (PAPI_start(papi_es) != PAPI_OK) { snprintf(papi_why, sizeof papi_why, "PAPI_start failed"); return 0; }
+    if (papi.start(papi_es) != PAPI_OK) { snprintf(papi_why, sizeof papi_why, "unavailable (PAPI_start failed)"); return 0; }
     papi_on = 1;
     return 1;
 #else
@@ -89,7 +146,7 @@ int metrics_papi_start(void) {
 int metrics_papi_read(long long v[3]) {
     v[0] = v[1] = v[2] = 0;
 #ifdef HAVE_PAPI
-    if (papi_on && PAPI_read(papi_es, v) == PAPI_OK) { PAPI_reset(papi_es); return 1; }
+    if (papi_on && papi.read(papi_es, v) == PAPI_OK) { papi.reset(papi_es); return 1; }
 #endif
     return 0;
 }
@@ -98,7 +155,7 @@ json_t *metrics_papi(int available) {
     json_t *o = json_object();
     json_object_set_new(o, "available", json_boolean(available));
     json_object_set_new(o, "reason", available ? json_null() : json_string(papi_on ?
-        "not every rank has hardware counters" : papi_why));
+        "unavailable (not every rank has hardware counters)" : papi_why));
     json_object_set_new(o, "per_rank", json_array());
     return o;
 }
@@ -152,3 +209,19 @@ int metrics_write(json_t *root, const char *path, char *err, size_t n) {
         return snprintf(err, n, "metrics: cannot rename %s to %s: %s", tmp, path, strerror(errno)), -1;
     return 0;
 }
+
+#ifdef HAVE_NN_CUDA
+json_t *metrics_cuda_graph(nn_cuda_model_t *G) {
+    nn_cuda_graph_stats_t g;
+    nn_cuda_graph_stats(G, &g);
+    json_t *o = json_object();
+    json_object_set_new(o, "graph", json_boolean(g.graph_steps > 0 && g.eager_steps == 0));
+    json_object_set_new(o, "graph_steps", json_integer(g.graph_steps));
+    json_object_set_new(o, "captures", json_integer(g.captures));
+    json_object_set_new(o, "invalidations", json_integer(g.invalidations));
+    json_object_set_new(o, "warm_steps", json_integer(g.warm_steps));
+    json_object_set_new(o, "eager_steps", json_integer(g.eager_steps));
+    json_object_set_new(o, "eager_why", g.eager_why[0] ? json_string(g.eager_why) : json_null());
+    return o;
+}
+#endif

@@ -6,10 +6,17 @@
 #include <jansson.h>
 
 json_t *metrics_environment(int P, char **hosts, int argc, char **argv);
-/* PAPI (HAVE_PAPI builds): start counting on this thread; read-and-reset per epoch. */
+/* PAPI (HAVE_PAPI builds; libpapi opened at run time): start counting on this thread (0 with the
+ * reason kept for metrics_papi when unavailable); read-and-reset per epoch. */
 int metrics_papi_start(void);
 int metrics_papi_read(long long v[3]);   /* cycles, instructions, L2 misses */
 json_t *metrics_papi(int available);
+#ifdef HAVE_NN_CUDA
+#include "trainer/cuda/nn_cuda.h"
+/* "cuda_graph" of the run JSON (rank 0's model): graph (true when every training step that could
+ * be a CUDA graph was one), the counts of nn_cuda_graph_stats_t, eager_why (null or the reason). */
+json_t *metrics_cuda_graph(nn_cuda_model_t *G);
+#endif
 /* Atomic: PATH.tmp then rename. */
 int metrics_write(json_t *root, const char *path, char *err, size_t n);
 

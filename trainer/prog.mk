@@ -14,10 +14,12 @@ $(B)/trainer/%.o: trainer/%.c
 	$(CC) $(CFLAGS) $(MPI_CFLAGS) $(NN_OMP) $(if $(HAVE_PAPI),-DHAVE_PAPI,) \
 	  $(if $(TRAIN_CUDA),-DHAVE_NN_CUDA -I$(CUDA_HOME)/include,) -c $< -o $@
 
-$(TRAIN_BIN): $(TRAIN_OBJS) $(if $(TRAIN_CUDA),$(NN_CUDA_LIB),) $(NN_LIB) $(DATA_LIB) $(B)/libcontroller.a $(TRAIN_PCOLL)
+# relinked when a fragment's link flags change (data.mk: static libjpeg; here: no -lpapi)
+$(TRAIN_BIN): $(TRAIN_OBJS) $(if $(TRAIN_CUDA),$(NN_CUDA_LIB),) $(NN_LIB) $(DATA_LIB) $(B)/libcontroller.a $(TRAIN_PCOLL) \
+              trainer/prog.mk trainer/data.mk
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $^ -o $@ $(MPI_LIBS) $(NN_LDLIBS) $(DATA_LDLIBS) -ljansson \
-	  $(if $(TRAIN_CUDA),$(NN_CUDA_LDLIBS) $(PCOLL_CUDA_LDLIBS),) $(if $(HAVE_PAPI),-lpapi,) $(LDLIBS)
+	$(CC) $(LDFLAGS) $(filter-out %.mk,$^) -o $@ $(MPI_LIBS) $(NN_LDLIBS) $(DATA_LDLIBS) -ljansson \
+	  $(if $(TRAIN_CUDA),$(NN_CUDA_LDLIBS) $(PCOLL_CUDA_LDLIBS),) $(LDLIBS)
 
 $(B)/tests/test_imbalance: tests/trainer/test_imbalance.c $(B)/trainer/imbalance.o
 	@mkdir -p $(dir $@)

@@ -38,7 +38,7 @@ typedef struct {
     char epoch_mode[8];     /* shard | global (DESIGN.md section 5) */
     uint64_t seed;
     char imbalance[128];    /* none | linear:unit=MS | random:k=K,d=MS | lognormal:mean=MS,std=MS
-                               | slow:rank=R,factor=F | inherent:unit=MS */
+                               | slow:rank=R,factor=F | inherent:unit=MS; ",busy=1": computed */
     char out[512];          /* metrics JSON */
     char ckpt_dir[512];
     int resume;
@@ -69,12 +69,16 @@ typedef struct {
     imb_kind_t kind;
     double unit_ms, delay_ms, mean_ms, std_ms, factor;
     int k, rank;
+    int busy;              /* 1: the delay is computed (imb_busy_ms), not slept */
 } imb_t;
 int imb_parse(const char *s, imb_t *m, char *err, size_t errlen);
 /* Delay in ms for (step, rank): pure. compute_ms: this step's measured compute time (slow);
  * cost: the batch's inherent cost (inherent). */
 double imb_delay_ms(const imb_t *m, uint64_t seed, uint64_t step, int rank, int P,
                     double compute_ms, double cost);
+/* Busy work on the calling thread until it has used ms of CPU time (its own clock, so time taken
+ * from it by other processes does not count); returns the CPU ms used (0 for ms <= 0). */
+double imb_busy_ms(double ms);
 
 /* ---- checkpoints ------------------------------------------------------------------------ */
 struct nn_model;

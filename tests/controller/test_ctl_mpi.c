@@ -5,6 +5,7 @@
  *   --rounds N      run until N rounds completed (default 1000)
  *   --unit-us U     a normal step sleeps U us (default 1000); --slow R --factor F: rank R sleeps F x U
  *   --expect-max-streak S   fail if any streak exceeds S
+ *   --min-switches K        fail if the controller made fewer than K mode switches
  *   --kill R --kill-after S rank R kills itself (SIGKILL) after S seconds; the survivors' stall
  *                   watchdog must abort the job (t_warn 1 s, t_abort 3 s) naming rank R
  * Prints the longest rejection streak per rank and the decision hash; checks that every rank made
@@ -32,7 +33,7 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &P);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     const char *policy = "solo";
-    int tau = 0, slow = -1, kill_rank = -1, expect = -1;
+    int tau = 0, slow = -1, kill_rank = -1, expect = -1, min_sw = 0;
     long rounds = 1000;
     double unit = 1000, factor = 4, kill_after = 2;
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -46,6 +47,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--kill")) kill_rank = atoi(v);
         else if (!strcmp(a, "--kill-after")) kill_after = atof(v);
         else if (!strcmp(a, "--expect-max-streak")) expect = atoi(v);
+        else if (!strcmp(a, "--min-switches")) min_sw = atoi(v);
         else { if (!me) fprintf(stderr, "test_ctl_mpi: unknown option %s\n", a); MPI_Abort(MPI_COMM_WORLD, 2); }
     }
     ctl_config_t cc;
@@ -75,6 +77,7 @@ int main(int argc, char **argv) {
     int fails = 0;
     double t0 = MPI_Wtime();
     long steps = 0;
+    double t_dep = MPI_Wtime();   /* this rank's previous deposit */
     for (;;) {
         if (me == kill_rank && MPI_Wtime() - t0 > kill_after) {
             fprintf(stderr, "test_ctl_mpi: rank %d kills itself with SIGKILL\n", me);
@@ -82,8 +85,12 @@ int main(int argc, char **argv) {
             raise(SIGKILL);
         }
         if (pcoll_rounds(h) >= (uint64_t)rounds) break;
+        double ts = MPI_Wtime();
         sleep_us(me == slow ? unit * factor : unit);
         for (size_t i = 0; i < n; i++) g[i] = 1.0f;
+        double td = MPI_Wtime();   /* the step time, or the cycle time, as the policy reads it */
+        pcollCheck(pcoll_set_cost(h, ctl_step_cost(&cc.policy, td - ts, td - t_dep)));
+        t_dep = td;
         pcollCheck(pcoll_deposit(h, g, 0));
         int rc = pcoll_wait(h, PCOLL_WAIT_CONSUMED, 60, NULL);
         if (rc) { fprintf(stderr, "rank %d: wait: %s\n", me, pcoll_last_error(h)); MPI_Abort(MPI_COMM_WORLD, 1); }
@@ -131,6 +138,10 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < nsw && i < 16; i++)
             printf("  switch at round %llu: %s\n", (unsigned long long)sw[i].effective, sw[i].reason);
         if (expect >= 0 && gmax > (uint32_t)expect) { printf("FAIL: streak %u > %d\n", gmax, expect); fails++; }
+        if (st.mode_switches < (uint64_t)min_sw) {
+            printf("FAIL: %llu mode switches, expected at least %d\n", (unsigned long long)st.mode_switches, min_sw);
+            fails++;
+        }
     }
     int tot;
     MPI_Allreduce(&fails, &tot, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -7,12 +7,12 @@
 #include "tests/controller/trace.h"
 
 /* G from exact sync records: ranks 0..2 take 1 s per step, rank 3 4 s. S = 4, sum_p 1/mean_p =
- * 3.25, so G = 4 * 3.25 / 4 = 3.25 exactly; NAN until every rank has cost_n/2 = 4 step times,
+ * 3.25, so gain = 4 * 3.25 / 4 = 3.25 exactly; NAN until every rank has cost_n/2 = 4 step times,
  * and again once a rank has joined. */
 static void test_gain_exact(void)
 {
     const int P = 4;
-    ctl_policy_t *pol = mk("adaptive,start=sync,cost_n=8", P, NULL);
+    ctl_policy_t *pol = mk("adaptive,rule=thresholds,start=sync,cost_n=8", P, NULL);
     pcoll_record_t rec = { .P = P, .fresh = calloc(P, 1), .waited = calloc(P, 1), .flags = calloc(P, 1),
                            .staleness = calloc(P, 4), .streak = calloc(P, 4), .cost = calloc(P, sizeof(float)) };
     ctl_policy_stats_t st;
@@ -25,21 +25,21 @@ static void test_gain_exact(void)
         if (r == 10) { rec.fresh[3] = 2; rec.cost[3] = 8.0f; }   /* two merged deposits: 4 s each */
         CHECK(ctl_policy_observe(pol, &rec, NULL) == 0, "round %d: a decision in sync", r);
         ctl_policy_stats(pol, &st);
-        if (r < 3) CHECK(isnan(st.G), "round %d: G = %g before 4 step times per rank", r, st.G);
-        else CHECK(st.G == 3.25, "round %d: G = %.17g, want 3.25", r, st.G);
+        if (r < 3) CHECK(isnan(st.gain), "round %d: gain = %g before 4 step times per rank", r, st.gain);
+        else CHECK(st.gain == 3.25, "round %d: gain = %.17g, want 3.25", r, st.gain);
     }
     /* negative, NaN and zero step times are "not reported" */
     rec.round = 12;
     rec.cost[0] = -1.0f; rec.cost[1] = NAN; rec.cost[2] = 0.0f; rec.cost[3] = 4.0f;
     CHECK(ctl_policy_observe(pol, &rec, NULL) == 0, "bad step times are skipped, not an error");
     ctl_policy_stats(pol, &st);
-    CHECK(st.G == 3.25, "G = %.17g after unreported step times", st.G);
+    CHECK(st.gain == 3.25, "gain = %.17g after unreported step times", st.gain);
     /* once a rank has joined (the tail of an epoch) G says nothing */
     rec.round = 13;
     rec.flags[3] = PCOLL_F_JOINED; rec.fresh[3] = 0; rec.cost[3] = 0;
     ctl_policy_observe(pol, &rec, NULL);
     ctl_policy_stats(pol, &st);
-    CHECK(isnan(st.G), "G = %.17g with rank 3 joined, want NAN", st.G);
+    CHECK(isnan(st.gain), "gain = %.17g with rank 3 joined, want NAN", st.gain);
     free(rec.fresh); free(rec.waited); free(rec.flags); free(rec.staleness); free(rec.streak); free(rec.cost);
     ctl_policy_free(pol);
 }
@@ -81,7 +81,7 @@ static void test_alike_to_sync(void)
 {
     const double per[4] = { 1, 1, 1, 1 };
     declog_t L = {0};
-    ctl_policy_t *pol = run_sim("adaptive", 4, per, 0.1, 1, 3000, 0, 0, &L);
+    ctl_policy_t *pol = run_sim("adaptive,rule=thresholds", 4, per, 0.1, 1, 3000, 0, 0, &L);
     ctl_policy_stats_t st;
     ctl_policy_stats(pol, &st);
     CHECK(L.n == 1 && L.d[0].from == PCOLL_SOLO && L.d[0].to == PCOLL_SYNC && strstr(L.d[0].reason, "pay_enter"),
@@ -90,7 +90,7 @@ static void test_alike_to_sync(void)
           "once the window (32) is full and every rank has 16 step times", L.n ? (unsigned long long)L.d[0].round : 0ULL);
     CHECK(st.mode == PCOLL_SYNC && st.probes == 0, "ends in mode %d after %llu probes", st.mode,
           (unsigned long long)st.probes);
-    CHECK(st.G > 1.0 && st.G < 1.15, "G = %.3f for alike ranks (jitter 0.1, about 1.06)", st.G);
+    CHECK(st.gain > 1.0 && st.gain < 1.15, "gain = %.3f for alike ranks (jitter 0.1, about 1.06)", st.gain);
     ctl_policy_free(pol);
     free(L.d);
 }
@@ -101,7 +101,7 @@ static void test_imbalance_appears(void)
 {
     const double per[4] = { 1, 1, 1, 1 };
     declog_t L = {0};
-    ctl_policy_t *pol = run_sim("adaptive", 4, per, 0.1, 1, 3000, 4.0, 1000, &L);
+    ctl_policy_t *pol = run_sim("adaptive,rule=thresholds", 4, per, 0.1, 1, 3000, 4.0, 1000, &L);
     ctl_policy_stats_t st;
     ctl_policy_stats(pol, &st);
     int k = -1;
@@ -110,7 +110,7 @@ static void test_imbalance_appears(void)
           "probe %s at %llu (rank 0 slows down at 1000)", k >= 0 ? L.d[k].reason : "(none)",
           k >= 0 ? (unsigned long long)L.d[k].round : 0ULL);
     CHECK(st.mode != PCOLL_SYNC, "ends in sync: %s", L.n ? L.d[L.n - 1].reason : "");
-    CHECK(st.G > 2.5, "G = %.2f with one rank 4x slower (about 3.25)", st.G);
+    CHECK(st.gain > 2.5, "gain = %.2f with one rank 4x slower (about 3.25)", st.gain);
     ctl_policy_free(pol);
     free(L.d);
 }
@@ -120,11 +120,11 @@ static void test_skew_stays_partial(void)
 {
     const double per[4] = { 1, 2, 3, 4 };
     declog_t L = {0};
-    ctl_policy_t *pol = run_sim("adaptive", 4, per, 0.1, 1, 3000, 0, 0, &L);
+    ctl_policy_t *pol = run_sim("adaptive,rule=thresholds", 4, per, 0.1, 1, 3000, 0, 0, &L);
     ctl_policy_stats_t st;
     ctl_policy_stats(pol, &st);
     CHECK(!reason_has(&L, "pay_enter"), "went to sync for G under linear skew");
-    CHECK(st.mode != PCOLL_SYNC && st.G > 1.8 && st.G < 2.5, "mode %d, G = %.2f (about 2.1)", st.mode, st.G);
+    CHECK(st.mode != PCOLL_SYNC && st.gain > 1.8 && st.gain < 2.5, "mode %d, gain = %.2f (about 2.1)", st.mode, st.gain);
     ctl_policy_free(pol);
     free(L.d);
 }
@@ -136,9 +136,9 @@ static void test_off(void)
     for (int s = 0; s < 2; s++) {
         const double *pp = s ? skew : per;
         declog_t A = {0}, B = {0}, C = {0};
-        ctl_policy_t *a = run_sim("adaptive", 4, pp, 0.1, 0, 3000, 0, 0, &A);
-        ctl_policy_t *b = run_sim("adaptive,pay_enter=0", 4, pp, 0.1, 1, 3000, 0, 0, &B);
-        ctl_policy_t *c = run_sim("adaptive,start=sync,probe=64", 4, pp, 0.1, 0, 500, 0, 0, &C);
+        ctl_policy_t *a = run_sim("adaptive,rule=thresholds", 4, pp, 0.1, 0, 3000, 0, 0, &A);
+        ctl_policy_t *b = run_sim("adaptive,rule=thresholds,pay_enter=0", 4, pp, 0.1, 1, 3000, 0, 0, &B);
+        ctl_policy_t *c = run_sim("adaptive,rule=thresholds,start=sync,probe=64", 4, pp, 0.1, 0, 500, 0, 0, &C);
         CHECK(ctl_policy_hash(a) == ctl_policy_hash(b) && A.n == B.n, "%s: no step times and pay_enter=0 "
               "differ (%d / %d decisions)", s ? "skew" : "alike", A.n, B.n);
         CHECK(!reason_has(&A, "pay_") && !reason_has(&B, "pay_"), "a decision names pay_ with G off");

@@ -79,7 +79,7 @@ static void test_light_stays_solo(void)
     for (int k = 0; k < 2; k++) {
         int P = Ps[k];
         ctl_policy_cfg_t cfg;
-        ctl_policy_t *pol = mk("adaptive", P, &cfg);
+        ctl_policy_t *pol = mk("adaptive,rule=thresholds", P, &cfg);
         pcoll_rule_t init;
         ctl_policy_initial(pol, &init);
         CHECK(init.mode == PCOLL_SOLO, "adaptive starts in %d", init.mode);
@@ -101,7 +101,7 @@ static void test_light_stays_solo(void)
     /* and the probabilistic model with moderate, uniform participation */
     phases_t ph = { 1, { { UINT64_MAX, 0.35, 0, {0}, 0 } } };
     declog_t L = {0};
-    ctl_policy_t *pol = run_phases("adaptive", 8, 5, &ph, 5000, &L);
+    ctl_policy_t *pol = run_phases("adaptive,rule=thresholds", 8, 5, &ph, 5000, &L);
     CHECK(L.n == 0, "uniform q=0.35 made %d decisions (first: %s)", L.n, L.n ? L.d[0].reason : "");
     ctl_policy_free(pol);
     free(L.d);
@@ -112,7 +112,7 @@ static void test_growing_streaks_to_majority(void)
 {
     /* (a) probabilistic: healthy for 600 rounds, then ranks 6,7 almost never fresh */
     ctl_policy_cfg_t cfg;
-    ctl_policy_t *pol = mk("adaptive", 8, &cfg);
+    ctl_policy_t *pol = mk("adaptive,rule=thresholds", 8, &cfg);
     pcoll_rule_t init;
     ctl_policy_initial(pol, &init);
     phases_t ph = { 2, { { 600, 0.4, 0, {0}, 0 }, { UINT64_MAX, 0.4, 2, { 6, 7 }, 0.01 } } };
@@ -136,7 +136,7 @@ static void test_growing_streaks_to_majority(void)
     free(L.d);
 
     /* (b) event time: rank 0 ten times slower than the others */
-    pol = mk("adaptive", 8, &cfg);
+    pol = mk("adaptive,rule=thresholds", 8, &cfg);
     gen_init(&g, 8, 3, &init);
     for (int p = 0; p < 8; p++) g.period[p] = p == 0 ? 10.0 : 1.0;
     sim_start(&g, 0.1, 0.01);
@@ -206,21 +206,21 @@ static void test_tau_library(void)
 
     /* adaptive with tau: a rank that keeps hitting tau raises T and moves the policy to majority */
     ctl_policy_cfg_t cfg;
-    pol = mk("adaptive,tau=4", P, &cfg);
+    pol = mk("adaptive,rule=thresholds,tau=4", P, &cfg);
     gen_init(&g, P, 32, &init);
     g.q = q_phases; g.qarg = &ph;
     g.lib_tau = tau;
     declog_t L = {0};
     run_loop(&g, pol, 400, &L);
     CHECK(L.n >= 1 && L.d[0].to == PCOLL_MAJORITY && L.d[0].round < 40 && strstr(L.d[0].reason, "maj_enter"),
-          "adaptive,tau=4 with a permanently slow rank: first decision '%s'", L.n ? L.d[0].reason : "(none)");
+          "adaptive,rule=thresholds,tau=4 with a permanently slow rank: first decision '%s'", L.n ? L.d[0].reason : "(none)");
     CHECK(L.max_streak <= (uint32_t)tau, "max streak %u > tau", L.max_streak);
     ctl_policy_free(pol);
     gen_free(&g);
     free(L.d);
     /* the T path alone (L threshold out of reach): T >= 1/(tau+1) = 0.2 (slow rank) plus fast ranks
      * that happen to reach tau */
-    pol = mk("adaptive,tau=4,maj_enter=1e9", P, &cfg);
+    pol = mk("adaptive,rule=thresholds,tau=4,maj_enter=1e9", P, &cfg);
     gen_init(&g, P, 32, &init);
     g.q = q_phases; g.qarg = &ph;
     g.lib_tau = tau;
@@ -289,7 +289,7 @@ static void test_sync_and_back(void)
 {
     const int P = 8;
     ctl_policy_cfg_t cfg;
-    ctl_policy_t *pol = mk("adaptive", P, &cfg);
+    ctl_policy_t *pol = mk("adaptive,rule=thresholds", P, &cfg);
     pcoll_rule_t init;
     ctl_policy_initial(pol, &init);
     phases_t ph = { 3, { { 300, 0.5, 0, {0}, 0 }, { 1800, 0.1, 4, { 0, 1, 2, 3 }, 0.005 }, { UINT64_MAX, 0.9, 0, {0}, 0 } } };
@@ -376,8 +376,8 @@ static void test_hysteresis(void)
     /* L alternates ~5.4 / ~0.8 in blocks of 40 rounds: every block crosses both thresholds */
     const int N = 6000;
     declog_t A = {0}, B = {0}, C = {0};
-    int n_guard = run_square("adaptive", 40, 15, 3, N, &A);
-    int n_none = run_square("adaptive,window=1,dwell=1,max_dwell=1", 40, 15, 3, N, &B);
+    int n_guard = run_square("adaptive,rule=thresholds", 40, 15, 3, N, &A);
+    int n_none = run_square("adaptive,rule=thresholds,window=1,dwell=1,max_dwell=1", 40, 15, 3, N, &B);
     if (verbose) printf("    square wave: %d switches with guards, %d without\n", n_guard, n_none);
     CHECK(n_none >= 50, "without dwell/window the trace should flap (%d switches)", n_none);
     /* dwell 32, 64, ... 1024 after quick reversals: <= ~6 switches to reach the cap, then one per
@@ -392,7 +392,7 @@ static void test_hysteresis(void)
     }
     CHECK(maxgap >= 512, "dwell never backed off (longest gap %llu)", (unsigned long long)maxgap);
     /* L alternates ~5.4 / ~3.1 around maj_enter but never below maj_exit: one switch, no return */
-    int n_mild = run_square("adaptive", 40, 15, 9, N, &C);
+    int n_mild = run_square("adaptive,rule=thresholds", 40, 15, 9, N, &C);
     CHECK(n_mild == 1 && C.d[0].to == PCOLL_MAJORITY, "mild oscillation: %d switches", n_mild);
     free(A.d); free(B.d); free(C.d);
 }
@@ -401,8 +401,8 @@ static void test_hysteresis(void)
 static void test_determinism(void)
 {
     const int P = 8;
-    ctl_policy_t *a = mk("adaptive,tau=5", P, NULL), *b = mk("adaptive,tau=5", P, NULL);
-    ctl_policy_t *c = mk("adaptive,tau=5,window=16", P, NULL);
+    ctl_policy_t *a = mk("adaptive,rule=thresholds,tau=5", P, NULL), *b = mk("adaptive,rule=thresholds,tau=5", P, NULL);
+    ctl_policy_t *c = mk("adaptive,rule=thresholds,tau=5,window=16", P, NULL);
     pcoll_rule_t init;
     ctl_policy_initial(a, &init);
     phases_t ph = { 3, { { 400, 0.5, 0, {0}, 0 }, { 1500, 0.05, 1, { 2 }, 0.0 }, { UINT64_MAX, 0.8, 0, {0}, 0 } } };
@@ -436,7 +436,7 @@ static void test_determinism(void)
     CHECK(diff == 0, "%d differing decisions between two instances", diff);
     CHECK(ctl_policy_hash(a) == ctl_policy_hash(b), "hash %016llx != %016llx", (unsigned long long)ctl_policy_hash(a),
           (unsigned long long)ctl_policy_hash(b));
-    ctl_policy_t *e = mk("adaptive,tau=5", P, NULL);
+    ctl_policy_t *e = mk("adaptive,rule=thresholds,tau=5", P, NULL);
     CHECK(ctl_policy_hash(a) != ctl_policy_hash(e), "hash does not depend on the decisions");
     CHECK(ctl_policy_hash(a) != ctl_policy_hash(c), "different config (observing only) gave the same hash");
     if (verbose) printf("    %d decisions, hash %016llx\n", na, (unsigned long long)ctl_policy_hash(a));
@@ -468,7 +468,7 @@ static void test_joined_lag_static(void)
 {
     const int P = 4;
     for (int joined = 0; joined <= 1; joined++) {
-        ctl_policy_t *pol = mk("adaptive", P, NULL);
+        ctl_policy_t *pol = mk("adaptive,rule=thresholds", P, NULL);
         pcoll_rule_t init;
         ctl_policy_initial(pol, &init);
         phases_t ph = { 1, { { UINT64_MAX, 0.5, 1, { 3 }, 0.0 } } };
@@ -487,7 +487,7 @@ static void test_joined_lag_static(void)
     int lags[] = { 1, 2, 7 };
     for (int i = 0; i < 3; i++) {
         char spec[64];
-        snprintf(spec, sizeof spec, "adaptive,lag=%d", lags[i]);
+        snprintf(spec, sizeof spec, "adaptive,rule=thresholds,lag=%d", lags[i]);
         phases_t ph = { 1, { { UINT64_MAX, 0.4, 2, { 6, 7 }, 0.0 } } };
         declog_t L = {0};
         ctl_policy_t *pol = run_phases(spec, 8, 81, &ph, 300, &L);   /* run_loop checks effective == round + lag */
@@ -516,7 +516,7 @@ static void test_joined_lag_static(void)
         free(L.d);
     }
     /* adaptive starting from a quorum keeps the quorum as its light rule */
-    ctl_policy_t *pol = mk("adaptive,start=quorum:2", 8, NULL);
+    ctl_policy_t *pol = mk("adaptive,rule=thresholds,start=quorum:2", 8, NULL);
     pcoll_rule_t init;
     ctl_policy_initial(pol, &init);
     CHECK(init.mode == PCOLL_QUORUM && init.quorum == 2, "start=quorum:2 -> %d/%d", init.mode, init.quorum);
@@ -583,15 +583,15 @@ static void measure(void)
 
 /* light_fresh: solo whose rounds carry few gradients (uniform q=0.35 at P=8: F ~ 0.35) goes to
  * majority for "stale rounds"; LIGHT is then blocked for a probe interval (256 rounds), a return
- * that ends the same way doubles it; healthy participation (q=0.9) stays solo; a policy started
- * blocked (light_block, how the trainer carries the state into a new epoch) stays off LIGHT. */
+ * that ends the same way doubles it; healthy participation (q=0.9) stays solo; the block carries
+ * into the next handle (the trainer's next epoch) with the policy's state. */
 static void test_light_fresh(void)
 {
     const int P = 8;
     for (int healthy = 0; healthy < 2; healthy++) {
         phases_t ph = { 1, { { UINT64_MAX, healthy ? 0.9 : 0.35, 0, {0}, 0 } } };
         declog_t L = {0};
-        ctl_policy_t *pol = run_phases("adaptive,light_fresh=0.5", P, 7, &ph, 3000, &L);
+        ctl_policy_t *pol = run_phases("adaptive,rule=thresholds,light_fresh=0.5", P, 7, &ph, 3000, &L);
         ctl_policy_stats_t st;
         ctl_policy_stats(pol, &st);
         if (healthy) {
@@ -620,7 +620,7 @@ static void test_light_fresh(void)
     {
         phases_t ps = { 2, { { 100, 0.4, 2, { 6, 7 }, 0.02 }, { UINT64_MAX, 0.35, 0, {0}, 0 } } };
         declog_t LL = {0};
-        ctl_policy_t *pl = run_phases("adaptive,light_fresh=0.5,sync_streak=1000", P, 13, &ps, 1500, &LL);
+        ctl_policy_t *pl = run_phases("adaptive,rule=thresholds,light_fresh=0.5,sync_streak=1000", P, 13, &ps, 1500, &LL);
         CHECK(LL.n >= 1 && strstr(LL.d[0].reason, "light_fresh") && LL.d[0].to == PCOLL_MAJORITY,
               "first: %s", LL.n ? LL.d[0].reason : "(none)");
         for (int i = 1; i < LL.n; i++)
@@ -631,81 +631,90 @@ static void test_light_fresh(void)
         ctl_policy_free(pl);
         free(LL.d);
     }
-    /* started in majority with 300 rounds of block left: healthy rounds, still no solo before 300 */
-    phases_t ph = { 1, { { UINT64_MAX, 0.9, 0, {0}, 0 } } };
-    declog_t L = {0};
-    ctl_policy_t *pol = run_phases("adaptive,start=majority,light_fresh=0.5,light_block=300,light_probe=512", P, 9,
-                                   &ph, 1000, &L);
-    CHECK(L.n >= 1 && L.d[0].to == PCOLL_SOLO && L.d[0].eff >= 300, "carried block: %d decisions, first %s at %llu",
-          L.n, L.n ? L.d[0].reason : "", L.n ? (unsigned long long)L.d[0].eff : 0ULL);
-    ctl_policy_free(pol);
-    free(L.d);
+    /* blocked in a handle of 100 stale rounds, then a handle of healthy rounds resumed from its
+     * state: no solo before the block (set in the first handle) ends */
+    {
+        phases_t stale = { 1, { { UINT64_MAX, 0.35, 0, {0}, 0 } } }, good = { 1, { { UINT64_MAX, 0.9, 0, {0}, 0 } } };
+        declog_t A = {0}, B = {0};
+        ctl_policy_cfg_t cfg;
+        ctl_policy_t *pa = run_phases("adaptive,rule=thresholds,light_fresh=0.5", P, 9, &stale, 100, &A);
+        cfg = *ctl_policy_cfg(pa);
+        ctl_policy_stats_t sa;
+        ctl_policy_stats(pa, &sa);
+        CHECK(A.n == 1 && A.d[0].to == PCOLL_MAJORITY && sa.light_block_until > 100, "first handle: %d decisions, "
+              "block until %llu", A.n, (unsigned long long)sa.light_block_until);
+        ctl_state_t *st = ctl_policy_state(pa);
+        char err[256];
+        ctl_policy_t *pb = ctl_policy_resume(&cfg, P, st, err, sizeof err);
+        CHECK(pb != NULL, "resume: %s", err);
+        if (pb) {
+            pcoll_rule_t init;
+            ctl_policy_initial(pb, &init);
+            CHECK(init.mode == PCOLL_MAJORITY, "resumed handle starts in %d, not majority", init.mode);
+            gen_t g;
+            gen_init(&g, P, 10, &init);
+            g.q = q_phases; g.qarg = &good;
+            run_loop(&g, pb, 1000, &B);
+            CHECK(B.n >= 1 && B.d[0].to == PCOLL_SOLO && 100 + B.d[0].eff >= sa.light_block_until,
+                  "carried block: first decision %s at %llu (+100), block until %llu", B.n ? B.d[0].reason : "",
+                  B.n ? (unsigned long long)B.d[0].eff : 0ULL, (unsigned long long)sa.light_block_until);
+            gen_free(&g);
+        }
+        ctl_state_free(st);
+        ctl_policy_free(pa);
+        ctl_policy_free(pb);
+        free(A.d); free(B.d);
+    }
 }
 
-/* A sync spell carried into a new handle (the trainer's per-epoch handles): started in sync with
- * sync_held rounds already behind it, the first probe comes that much sooner; probe_start sets
- * the interval. Without them an epoch shorter than the probe interval never leaves sync. */
+/* A sync spell cut into handles of 20 rounds (a trainer's epochs), each resumed from the state the
+ * previous one ended with, probes at the same overall round as one handle does (record 63); a
+ * doubled probe interval carries too. Without the carry an epoch shorter than the probe interval
+ * would never leave sync. */
 static void test_sync_carry(void)
 {
     const int P = 4;
-    struct { const char *opts; uint64_t eff; } cases[] = {
-        { "", 63 + 2 },                        /* 64 rounds in sync after record r = 63; effective r + lag */
-        { ",sync_held=60", 3 + 2 },            /* 60 of them carried: r = 3 */
-        { ",sync_held=500", 0 + 2 },           /* overdue: the first record probes */
-        { ",probe_start=128", 127 + 2 },       /* a doubled interval carried */
-        { ",probe_start=128,sync_held=100", 27 + 2 },
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char spec[160];
-        snprintf(spec, sizeof spec, "adaptive,start=sync,probe=64,probe_max=1024%s", cases[i].opts);
-        phases_t ph = { 1, { { UINT64_MAX, 0.9, 0, {0}, 0 } } };
-        declog_t L = {0};
-        ctl_policy_t *pol = run_phases(spec, P, 5, &ph, 300, &L);
-        CHECK(L.n >= 1 && (L.d[0].what & CTL_DEC_PROBE) && L.d[0].to == PCOLL_MAJORITY && L.d[0].eff == cases[i].eff,
-              "%s: first decision %s at %llu, want a probe at %llu", spec, L.n ? L.d[0].reason : "(none)",
-              L.n ? (unsigned long long)L.d[0].eff : 0ULL, (unsigned long long)cases[i].eff);
-        ctl_policy_free(pol);
-        free(L.d);
-    }
-    /* ctl_policy_carry: a sync spell cut into handles of 20 rounds (a trainer's epochs) probes at
-     * the same overall round as one handle does (record 63), and the probe interval carries */
-    {
-        ctl_policy_cfg_t c;
-        char err[256], spec[640];
-        CHECK(ctl_policy_parse("adaptive,start=sync,probe=64,probe_max=1024", &c, err, sizeof err) == CTL_OK, "%s", err);
-        long probed = -1;
-        for (int h = 0; h < 6 && probed < 0; h++) {
-            phases_t ph = { 1, { { UINT64_MAX, 0.9, 0, {0}, 0 } } };
-            declog_t L = {0};
-            ctl_policy_t *pol = run_phases(ctl_policy_format(&c, spec, sizeof spec), P, 5, &ph, 20, &L);
-            if (L.n) probed = 20L * h + (long)L.d[0].round;
-            ctl_policy_stats_t st;
-            ctl_policy_stats(pol, &st);
-            ctl_policy_carry(&st, &c);
-            CHECK(L.n || (c.base.mode == PCOLL_SYNC && c.sync_held == 20 * (h + 1) && c.probe_start == 64),
-                  "handle %d: carried mode %d, sync_held %d, probe_start %d", h, c.base.mode, c.sync_held, c.probe_start);
-            ctl_policy_free(pol);
-            free(L.d);
-        }
-        CHECK(probed == 63, "probe in handles of 20 rounds at overall record %ld, one handle probes at 63", probed);
-    }
-    /* sync_held means nothing outside sync: a majority start keeps its dwell */
-    phases_t ph = { 1, { { UINT64_MAX, 0.9, 0, {0}, 0 } } };
-    declog_t L = {0};
-    ctl_policy_t *pol = run_phases("adaptive,start=majority,sync_held=1000", P, 5, &ph, 300, &L);
-    CHECK(L.n >= 1 && L.d[0].eff >= 32, "majority start left after %llu rounds despite the dwell",
-          L.n ? (unsigned long long)L.d[0].eff : 0ULL);
-    ctl_policy_free(pol);
-    free(L.d);
-    /* bad values name the key */
     ctl_policy_cfg_t c;
     char err[256];
-    CHECK(ctl_policy_parse("adaptive,probe_start=5000,probe_max=4096", &c, err, sizeof err) == CTL_ERR_ARG &&
-          strstr(err, "probe_start"), "probe_start above probe_max: %s", err);
-    CHECK(ctl_policy_parse("adaptive,sync_held=-1", &c, err, sizeof err) == CTL_ERR_ARG && strstr(err, "sync_held"),
-          "negative sync_held: %s", err);
+    CHECK(ctl_policy_parse("adaptive,rule=thresholds,start=sync,probe=64,probe_max=1024", &c, err, sizeof err) == CTL_OK,
+          "%s", err);
+    phases_t ph = { 1, { { UINT64_MAX, 0.9, 0, {0}, 0 } } };
+    long probed = -1;
+    ctl_state_t *st = NULL;
+    for (int h = 0; h < 6 && probed < 0; h++) {
+        ctl_policy_t *pol = st ? ctl_policy_resume(&c, P, st, err, sizeof err) : ctl_policy_new(&c, P);
+        CHECK(pol != NULL, "handle %d: %s", h, err);
+        if (!pol) break;
+        pcoll_rule_t init;
+        ctl_policy_initial(pol, &init);
+        gen_t g;
+        gen_init(&g, P, 5 + h, &init);
+        g.q = q_phases; g.qarg = &ph;
+        declog_t L = {0};
+        run_loop(&g, pol, 20, &L);
+        if (L.n) probed = 20L * h + (long)L.d[0].round;
+        ctl_policy_stats_t ps;
+        ctl_policy_stats(pol, &ps);
+        CHECK(L.n || (ps.mode == PCOLL_SYNC && ps.probe == 64), "handle %d: mode %d, probe %d", h, ps.mode, ps.probe);
+        ctl_state_free(st);
+        st = ctl_policy_state(pol);
+        CHECK(ctl_state_rounds(st) == 20 * (uint64_t)(h + 1), "handle %d: state says %llu rounds", h,
+              (unsigned long long)ctl_state_rounds(st));
+        ctl_policy_free(pol);
+        gen_free(&g);
+        free(L.d);
+    }
+    ctl_state_free(st);
+    CHECK(probed == 63, "probe in handles of 20 rounds at overall record %ld, one handle probes at 63", probed);
+    /* the carried-state keys are gone from the user's options */
+    const char *gone[] = { "light_block=3", "light_probe=3", "sync_held=3", "probe_start=3" };
+    for (int i = 0; i < 4; i++) {
+        char spec[64];
+        snprintf(spec, sizeof spec, "adaptive,%s", gone[i]);
+        CHECK(ctl_policy_parse(spec, &c, err, sizeof err) == CTL_ERR_ARG && strstr(err, "unknown option"),
+              "'%s' accepted: %s", spec, err);
+    }
 }
-
 int main(int argc, char **argv)
 {
     verbose = argc > 1 && !strcmp(argv[1], "-v");

@@ -143,7 +143,7 @@ static ctl_t *start_adaptive(pcoll_t *h, ctl_config_t *cfg)
 {
     ctl_config_default(cfg);
     char err[256];
-    CHECK(ctl_policy_parse("adaptive", &cfg->policy, err, sizeof err) == CTL_OK, "%s", err);
+    CHECK(ctl_policy_parse("adaptive,rule=thresholds", &cfg->policy, err, sizeof err) == CTL_OK, "%s", err);
     cfg->poll_s = 0.001;
     cfg->log = NULL;
     ctl_t *c = NULL;
@@ -175,7 +175,7 @@ static void test_drive(void)
     CHECK(h->late_rules == 0 && h->horizon_back == 0, "late rules %d, horizon went back %d", h->late_rules, h->horizon_back);
     CHECK(st.rounds == N, "policy observed %llu rounds", (unsigned long long)st.rounds);
     /* the same records through a standalone policy */
-    ctl_policy_t *pol = mk("adaptive", P, NULL);
+    ctl_policy_t *pol = mk("adaptive,rule=thresholds", P, NULL);
     int nd = 0;
     for (uint64_t r = 0; r < h->nring; r++) {
         ctl_decision_t d;
@@ -225,7 +225,7 @@ static void test_wait(void)
     ctl_stats(c, &st, &hash);
     CHECK(st.rounds == N, "after ctl_wait the policy observed %llu of %llu rounds", (unsigned long long)st.rounds,
           (unsigned long long)N);
-    ctl_policy_t *pol = mk("adaptive", P, NULL);
+    ctl_policy_t *pol = mk("adaptive,rule=thresholds", P, NULL);
     for (uint64_t r = 0; r < h->nring; r++) ctl_policy_observe(pol, &h->ring[r], NULL);
     ctl_policy_stats_t ref;
     ctl_policy_stats(pol, &ref);
@@ -310,6 +310,54 @@ static void test_args(void)
     mock_free(h);
 }
 
+/* Two handles (two epochs): the second thread resumes the state the first ended with
+ * (ctl_state after ctl_wait, ctl_config_t.resume) and decides as a standalone policy resumed from
+ * the same state on the same records; ctl_state is NULL while the thread runs; a state of another
+ * P is refused by ctl_start. */
+static void test_resume(void)
+{
+    const int P = 8;
+    const uint64_t N = 700;
+    phases_t ph = { 2, { { 300, 0.5, 0, {0}, 0 }, { UINT64_MAX, 0.1, 4, { 0, 1, 2, 3 }, 0.005 } } };
+    pcoll_t *h = mock_new(P, N, &ph);
+    h->join_at = N - 1;
+    ctl_config_t cfg;
+    ctl_t *c = start_adaptive(h, &cfg);
+    CHECK(ctl_state(c) == NULL || h->produced == N, "ctl_state while the thread runs");
+    wait_for(h, N, 20);
+    CHECK(ctl_wait(c, 20) == CTL_OK, "ctl_wait (first handle)");
+    ctl_state_t *st = ctl_state(c);
+    CHECK(st != NULL && ctl_state_rounds(st) == N, "state after the first handle: %llu rounds",
+          st ? (unsigned long long)ctl_state_rounds(st) : 0ULL);
+    CHECK(ctl_stop(&c) == CTL_OK, "ctl_stop");
+    mock_free(h);
+    if (!st) return;
+    /* second handle: the thread resumes st */
+    h = mock_new(P, N, &ph);
+    h->join_at = N - 1;
+    cfg.resume = st;
+    CHECK(ctl_start(h, &cfg, &c) == CTL_OK, "ctl_start with resume");
+    wait_for(h, N, 20);
+    CHECK(ctl_wait(c, 20) == CTL_OK, "ctl_wait (second handle)");
+    uint64_t hash = 0;
+    ctl_stats(c, NULL, &hash);
+    CHECK(ctl_stop(&c) == CTL_OK, "ctl_stop");
+    char err[256];
+    ctl_policy_t *pol = ctl_policy_resume(&cfg.policy, P, st, err, sizeof err);
+    CHECK(pol != NULL, "%s", err);
+    int nd = 0;
+    for (uint64_t r = 0; pol && r < h->nring; r++) nd += ctl_policy_observe(pol, &h->ring[r], NULL) == 1;
+    CHECK(pol && hash == ctl_policy_hash(pol) && nd >= 1, "resumed thread hash %016llx, standalone %016llx (%d decisions)",
+          (unsigned long long)hash, pol ? (unsigned long long)ctl_policy_hash(pol) : 0ULL, nd);
+    ctl_policy_free(pol);
+    mock_free(h);
+    /* the state of 8 ranks on a handle of 4 */
+    h = mock_new(4, 10, &ph);
+    CHECK(ctl_start(h, &cfg, &c) == CTL_ERR_ARG && c == NULL, "a state of P=8 resumed on P=4");
+    mock_free(h);
+    ctl_state_free(st);
+}
+
 int main(int argc, char **argv)
 {
     verbose = argc > 1 && !strcmp(argv[1], "-v");
@@ -321,6 +369,8 @@ int main(int argc, char **argv)
     printf("wait done\n");
     test_watchdog();
     printf("watchdog done\n");
+    test_resume();
+    printf("resume done\n");
     printf("%d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
 }

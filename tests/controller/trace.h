@@ -83,6 +83,10 @@ typedef struct {
     /* event time */
     double *period, jitter, lat, t_free, *ready;
     double *cur;            /* duration of the step in progress (reported with its deposit) */
+    int cycle_costs;        /* report the wall time since the rank's previous deposit instead */
+    double *last_dep;       /* time of each rank's previous deposit */
+    double apply;           /* time a rank takes to apply one round (it applies every round) */
+    double lognormal;       /* > 0: step times are period * exp(s z - s^2/2), z normal (mean period) */
     uint64_t *steps;
     pcoll_record_t rec;
     uint32_t streak[MAXP];
@@ -105,17 +109,23 @@ static void gen_init(gen_t *g, int P, uint64_t seed, const pcoll_rule_t *init)
     g->ready = calloc(P, sizeof(double));
     g->cur = calloc(P, sizeof(double));
     g->steps = calloc(P, sizeof(uint64_t));
+    g->last_dep = calloc(P, sizeof(double));
     sched_init(&g->sched, init);
 }
 static void gen_free(gen_t *g)
 {
     free(g->rec.fresh); free(g->rec.waited); free(g->rec.flags); free(g->rec.staleness);
     free(g->rec.streak); free(g->period); free(g->ready); free(g->steps); free(g->sched.e);
-    free(g->cur); free(g->rec.cost);
+    free(g->cur); free(g->rec.cost); free(g->last_dep);
 }
 
 static double step_time(gen_t *g, int p)
 {
+    if (g->lognormal > 0) {   /* Box-Muller from two draws of (seed, step, rank) */
+        double u1 = u01(g->seed, g->steps[p], 2000 + p), u2 = u01(g->seed, g->steps[p], 3000 + p);
+        double z = sqrt(-2 * log(u1 > 0 ? u1 : 1e-300)) * cos(6.283185307179586 * u2), s = g->lognormal;
+        return g->period[p] * exp(s * z - s * s / 2);
+    }
     double j = g->jitter * (2 * u01(g->seed, g->steps[p], 1000 + p) - 1);
     return g->period[p] * (1 + j);
 }
@@ -129,6 +139,8 @@ static void sim_start(gen_t *g, double jitter, double lat)
 }
 /* event time: records carry each deposit's step time in rec.cost (as pcoll_set_cost does) */
 static void sim_report_costs(gen_t *g) { g->rec.cost = calloc(g->P, sizeof(float)); }
+/* ... or its cycle time: the wall time since the rank's previous deposit (what rule=rate reads) */
+static void sim_report_cycles(gen_t *g) { sim_report_costs(g); g->cycle_costs = 1; }
 
 static const pcoll_record_t *gen_next(gen_t *g)
 {
@@ -187,10 +199,11 @@ static const pcoll_record_t *gen_next(gen_t *g)
             if (rec->cost) rec->cost[p] = 0;
             if (g->joined[p] || g->ready[p] > t) continue;
             rec->fresh[p] = 1;
-            if (rec->cost) rec->cost[p] = (float)g->cur[p];
+            if (rec->cost) rec->cost[p] = (float)(g->cycle_costs ? g->ready[p] - g->last_dep[p] : g->cur[p]);
+            g->last_dep[p] = g->ready[p];
             g->steps[p]++;
             g->cur[p] = step_time(g, p);
-            g->ready[p] = end + g->cur[p];
+            g->ready[p] = end + g->apply * (g->streak[p] + 1) + g->cur[p];
         }
         g->t_free = end;
         rec->t_start = t;

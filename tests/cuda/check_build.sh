@@ -39,7 +39,8 @@ exists "$B/libnn_cuda.a" "$B/tests/test_cuda_layers" "$B/tests/test_cuda_ref" "$
 links "$B/tests/test_cuda_layers" libcudnn libcublas libcudart
 links "$B/bench/nn_bench_gpu" libcudnn libcublas libcudart
 syms "$B/libnn_cuda.a" nn_cuda_model_build nn_cuda_forward nn_cuda_backward nn_cuda_step_graph \
-  nn_cuda_sgd_step_grad nn_cuda_copy_params_to_host nn_cuda_available
+  nn_cuda_sgd_step_grad nn_cuda_copy_params_to_host nn_cuda_available nn_cuda_pick_device \
+  nn_cuda_select_local_device nn_cuda_graph_stats
 arch "$B/libnn_cuda.a"
 if have nccl.h; then
   exists "$B/libpcoll_cuda.a" "$B/tests/test_pcoll_device" "$B/bench/bench_collectives_cuda"

@@ -221,14 +221,72 @@ static void run(const char *desc, int N, int T, int nesterov) {
     nt_check(e <= 1e-5, "CUDA-graph step (replayed) gradients vs eager", e, 1e-5);
     nt_check(fabs(nn_cuda_loss(g) - le) <= 1e-5 * fabs(le), "CUDA-graph step loss vs eager",
              fabs(nn_cuda_loss(g) - le), 1e-5 * fabs(le));
+    /* the steps really ran as a graph: 1 warm-up, then capture + 3 replays, no eager fallback */
+    nn_cuda_graph_stats_t st;
+    nn_cuda_graph_stats(g, &st);
+    printf("     graph: %ld replays, %ld captures, %ld warm, %ld eager%s%s\n", st.graph_steps, st.captures,
+           st.warm_steps, st.eager_steps, st.eager_why[0] ? ": " : "", st.eager_why);
+    nt_check(st.graph_steps == 3 && st.captures == 1 && st.eager_steps == 0,
+             "4 steps: 1 warm-up, 3 as a CUDA graph, none eager", (double)st.eager_steps, 0);
+    /* an evaluation pass at other batch sizes (may grow the cuDNN workspace and evict algorithms),
+     * then the next epoch's step: replays a graph that is valid (recaptured if it was not) */
+    nn_cuda_set_training(g, 0);
+    CT_CHECK(nn_cuda_forward(g, &small.b), g);
+    nn_cuda_set_training(g, 1);
+    CT_CHECK(nn_cuda_forward(g, &small.b), g);
+    CT_CHECK(nn_cuda_backward(g), g);
+    for (int k = 0; k < 3; k++) CT_CHECK(nn_cuda_step_graph(g, &bt.b), g);
+    CT_CHECK(nn_cuda_grads_to_host(g, gr), g);
+    e = nt_relerr(gr, ge, c->nparams, 1e-6);
+    nt_check(e <= 1e-5, "CUDA-graph step after an evaluation at other batch sizes vs eager", e, 1e-5);
+    nn_cuda_graph_stats(g, &st);
+    printf("     graph after evaluation: %ld replays, %ld captures, %ld invalidations, %ld eager\n",
+           st.graph_steps, st.captures, st.invalidations, st.eager_steps);
+    nt_check(st.eager_steps == 0 && st.graph_steps >= 4, "steps after the evaluation ran as a graph",
+             (double)st.eager_steps, 0);
     free(ge); free(gr);
+  }
+
+  /* SGD from a caller's device buffer (a results-ring slot): the buffer may be overwritten as soon
+   * as nn_cuda_sgd_step_grad returns, even with the model's stream still busy before it */
+  {
+    size_t np = c->nparams, bytes = np * sizeof(float);
+    float *gh = malloc(bytes), *dbuf = NULL, *want_p = malloc(bytes), *want_m = malloc(bytes);
+    cudaStream_t other;
+    int ok = cudaMalloc((void **)&dbuf, bytes) == cudaSuccess &&
+             cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking) == cudaSuccess;
+    for (size_t i = 0; i < np; i++) gh[i] = 1e-3f * (float)((int)(i % 17) - 8);
+    ok = ok && cudaMemcpyAsync(dbuf, gh, bytes, cudaMemcpyHostToDevice, other) == cudaSuccess &&
+         cudaStreamSynchronize(other) == cudaSuccess;
+    if (!ok) { nt_check(0, "SGD buffer test: CUDA set-up", 1, 0); }
+    else {
+      CT_CHECK(nn_cuda_copy_params_to_host(g, shadow), g);
+      nn_sgd_step_grad(shadow, gh, &o); /* the expected update, on the CPU */
+      memcpy(want_p, shadow->params, bytes);
+      memcpy(want_m, shadow->mom, bytes);
+      CT_CHECK(nn_cuda_forward(g, &bt.b), g);
+      CT_CHECK(nn_cuda_backward(g), g); /* enqueued: the update queues behind it */
+      CT_CHECK(nn_cuda_sgd_step_grad(g, dbuf, &o), g);
+      ok = cudaMemsetAsync(dbuf, 0xff, bytes, other) == cudaSuccess && cudaStreamSynchronize(other) == cudaSuccess;
+      CT_CHECK(nn_cuda_copy_params_to_host(g, shadow), g);
+      double ep = nt_relerr(shadow->params, want_p, np, 1e-6), em = nt_relerr(shadow->mom, want_m, np, 1e-6);
+      nt_check(ok && ep <= 1e-5 && em <= 1e-5, "SGD read the caller's buffer before returning (then overwritten)",
+               ep > em ? ep : em, 1e-5);
+      CT_CHECK(nn_cuda_copy_params_from_host(g, c), g);
+      cudaStreamDestroy(other);
+    }
+    cudaFree(dbuf);
+    free(gh); free(want_p); free(want_m);
   }
 
   /* NaN guard names the tensor */
   {
     const nn_param_t *p = &c->ptensors[c->nptensors - 1];
     float nanv = NAN;
-    cudaMemcpy(nn_cuda_grads(g) + p->off, &nanv, sizeof nanv, cudaMemcpyHostToDevice);
+    cudaStream_t st = (cudaStream_t)nn_cuda_stream(g); /* ordered with the model's kernels */
+    if (cudaMemcpyAsync(nn_cuda_grads(g) + p->off, &nanv, sizeof nanv, cudaMemcpyHostToDevice, st) != cudaSuccess ||
+        cudaStreamSynchronize(st) != cudaSuccess)
+      nt_check(0, "copy of the NaN onto the model's stream", 1, 0);
     int rc = nn_cuda_check_finite(g, 7, err, sizeof err);
     nt_check(rc == NN_ERR_NONFINITE && strstr(err, p->name) != NULL, "NaN guard names the tensor", (double)rc, 0);
     printf("     (%s)\n", err);

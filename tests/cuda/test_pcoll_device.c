@@ -17,6 +17,7 @@
  * Options: --mode sync|solo|majority|quorum:Q|mixed|dynamic  --steps N  --n N  --delay-us U
  *          --seed S  --slow RANK --slow-factor F  --tau T  --newer (WAIT_NEWER + ACCUMULATE)
  *          --expect-streak-growth  --mismatch FIELD  --div p|fresh
+ *          --reuse (then a second handle: it must reuse the first one's NCCL communicator)
  * Exit 0 = all checks passed on every rank.
  */
 #include "collectives/pcoll.h"
@@ -29,6 +30,14 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+long pcoll_dev_comm_inits(void); /* libpcoll_cuda.a (collectives/pcoll_impl.h): ncclCommInitRank calls */
+
+/* bytes dst <- src on stream st, returns when the copy is done */
+static cudaError_t copy_wait(cudaStream_t st, void *dst, const void *src, size_t bytes) {
+    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, st);
+    return e == cudaSuccess ? cudaStreamSynchronize(st) : e;
+}
 
 int main(int argc, char **argv) {
     int provided;
@@ -57,7 +66,7 @@ int main(int argc, char **argv) {
         }
     }
     const char *mode = "sync", *mismatch = NULL, *div = NULL;
-    int steps = 200, tau = 0, slow = -1, newer = 0, growth = 0;
+    int steps = 200, tau = 0, slow = -1, newer = 0, growth = 0, reuse = 0;
     size_t n = 64;
     double delay_us = 500, slow_factor = 4;
     uint64_t seed = 7;
@@ -75,6 +84,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--div")) div = v, i++;
         else if (!strcmp(a, "--path")) setenv("PCOLL_DEVICE_PATH", v, 1), i++;
         else if (!strcmp(a, "--newer")) newer = 1;
+        else if (!strcmp(a, "--reuse")) reuse = 1;
         else if (!strcmp(a, "--expect-streak-growth")) growth = 1;
         else { if (!me) fprintf(stderr, "test_pcoll: unknown option %s\n", a); MPI_Abort(MPI_COMM_WORLD, 2); }
     }
@@ -143,6 +153,8 @@ int main(int argc, char **argv) {
 
     float *g = malloc(n * sizeof *g), *gd = NULL, *resh = malloc(n * sizeof *resh);
     if (cudaMalloc((void **)&gd, n * sizeof *gd) != cudaSuccess) { fprintf(stderr, "rank %d: cudaMalloc failed\n", me); MPI_Abort(MPI_COMM_WORLD, 1); }
+    cudaStream_t ts;  /* this test's copies: a non-blocking stream, waited for (never the legacy stream) */
+    if (cudaStreamCreateWithFlags(&ts, cudaStreamNonBlocking) != cudaSuccess) { fprintf(stderr, "rank %d: cudaStreamCreate failed\n", me); MPI_Abort(MPI_COMM_WORLD, 1); }
     double *w = calloc(n, sizeof *w);            /* replica: w += result of every round */
     double *dep_sum = calloc(n, sizeof *dep_sum); /* this rank's deposits, summed */
     int *seen = calloc((size_t)steps, sizeof *seen);
@@ -170,7 +182,7 @@ int main(int argc, char **argv) {
         sleep_us(d);
         make_grad(g, n, me, s);
         for (size_t k = 0; k < n; k++) dep_sum[k] += g[k];
-        if (cudaMemcpy(gd, g, n * sizeof *g, cudaMemcpyHostToDevice) != cudaSuccess) { fprintf(stderr, "rank %d: cudaMemcpy failed\n", me); fails++; break; }
+        if (copy_wait(ts, gd, g, n * sizeof *g) != cudaSuccess) { fprintf(stderr, "rank %d: cudaMemcpy failed\n", me); fails++; break; }
         pcollCheck(pcoll_set_cost(h, cost_of(me, s)));
         int rc = pcoll_deposit(h, gd, newer ? PCOLL_ACCUMULATE : 0);
         if (rc) { fprintf(stderr, "rank %d: deposit: %s\n", me, pcoll_last_error(h)); fails++; break; }
@@ -180,7 +192,7 @@ int main(int argc, char **argv) {
         const float *resd, *res = resh;
         uint64_t r;
         while (pcoll_next(h, &r, &resd, &rec) == PCOLL_OK) {
-            if (cudaMemcpy(resh, resd, n * sizeof *resh, cudaMemcpyDeviceToHost) != cudaSuccess) {
+            if (copy_wait(ts, resh, resd, n * sizeof *resh) != cudaSuccess) {
                 fprintf(stderr, "rank %d: result %llu: cudaMemcpy failed\n", me, (unsigned long long)r);
                 fails++;
                 break;
@@ -202,6 +214,24 @@ int main(int argc, char **argv) {
     int rc = pcoll_finalize(&h, 120.0);
     CHECK(rc == PCOLL_OK, "finalize: %s", pcoll_strerror(rc));
     if (!newer && !cfg.div) for (int s = 0; s < steps; s++) CHECK(seen[s] == 1, "step %d seen %d times", s, seen[s]);
+    if (reuse) {  /* a second handle over the same ranks (the trainer's next epoch) bootstraps no NCCL */
+        long before = pcoll_dev_comm_inits();
+        CHECK(before <= 1, "%ld NCCL communicators created by one handle", before);
+        pcoll_t *h2 = NULL;
+        pcollCheck(pcoll_create(MPI_COMM_WORLD, n, PCOLL_MEM_DEVICE, &cfg, &h2));
+        pcollCheck(pcoll_deposit(h2, gd, 0));
+        pcoll_join(h2);
+        const float *r2;
+        uint64_t rr;
+        int w2;
+        while ((w2 = pcoll_wait(h2, PCOLL_WAIT_NEWER, 60.0, NULL)) == PCOLL_OK)
+            while (pcoll_next(h2, &rr, &r2, &rec) == PCOLL_OK) {}
+        CHECK(w2 == PCOLL_DONE, "second handle: wait: %s", pcoll_strerror(w2));
+        CHECK(pcoll_finalize(&h2, 120.0) == PCOLL_OK, "second handle: finalize");
+        CHECK(pcoll_dev_comm_inits() == before, "second handle created a new NCCL communicator (%ld -> %ld)",
+              before, pcoll_dev_comm_inits());
+        if (!me) printf("reuse: %ld NCCL communicator(s) for two handles\n", pcoll_dev_comm_inits());
+    }
 
     /* conservation: sum over rounds = sum over deposits (double sums of integers: exact) */
     double *tot_dep = calloc(n, sizeof *tot_dep);
@@ -242,6 +272,7 @@ int main(int argc, char **argv) {
     if (!me) printf("%s: %d check failures\n", tot ? "FAIL" : "OK", tot);
     pcoll_record_free(&rec);
     cudaFree(gd); free(resh);
+    cudaStreamDestroy(ts);
     free(g); free(w); free(dep_sum); free(seen); free(streak_at); free(all_sum); free(tot_dep);
     free(all); free(apl);
     MPI_Finalize();

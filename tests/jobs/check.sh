@@ -2,6 +2,7 @@
 # tests/jobs/check.sh CASE: the job scripts without Slurm (jobs/local.sh), cases of tests/jobs.tests.
 #   local_fmnist      jobs/local.sh jobs/fmnist.sbatch, tiny: schema-valid JSON in OUT/fmnist/local-*/
 #   local_allreduce   jobs/local.sh jobs/allreduce.sbatch, tiny: benchmark JSON, wrong == 0
+#   elastic_local     RESTARTS=1: a rank killed mid-epoch, the script resumes on the ranks left
 #   missing_data      cifar10 (and imagenet, ucf101) without data: clear error, non-zero exit, no folder
 #   sweep_dry         jobs/sweep.sh --dry-run: the run sets of Figs. 9-13
 #   syntax            bash -n on every script; #SBATCH defaults of each experiment
@@ -53,6 +54,45 @@ missing_data)
   done
   [ ! -e "$T/runs" ] || fail "a failed data check left a results folder: $(find "$T/runs")"
   echo "PASS";;
+elastic_local)
+  # RESTARTS=1, 4 ranks, 3 epochs checkpointed every epoch: one rank killed in epoch 2, the script
+  # resumes from epoch 1's checkpoint on 3 ranks and finishes; that equals a fresh 3-rank run
+  # resumed from the same checkpoint (losses of epochs 2-3 and the final weights hash)
+  # (hyperplane, 64 features, 1024 samples: 4 steps per rank and epoch, and the script's default
+  # imbalance, one random rank waiting 300 ms per step, keeps epoch 2 longer than the 0.3 s the kill
+  # waits on any machine; the compute is negligible)
+  a=(--hp-features 64 --hp-samples 1024 --epochs 3 --quiet)
+  (OUT=$T/runs RANKS=4 RESTARTS=1 MODE=sync jobs/local.sh jobs/hyperplane.sbatch "${a[@]}" 2>&1 | while IFS= read -r l; do echo "$(date +%T.%N | cut -c1-12) $l"; done >"$T/run.log"; r=${PIPESTATUS[0]}; echo "$(date +%T.%N | cut -c1-12) script exited $r" >>"$T/run.log"; echo "$r" >"$T/rc") &
+  killed=""
+  for _ in $(seq 1200); do  # up to 120 s: wait for epoch 1's checkpoint, then kill one rank
+    if compgen -G "$T/runs/hyperplane/local-*/ckpt-sync/ckpt-0001.ckpt" >/dev/null; then
+      sleep 0.3
+      compgen -G "$T/runs/hyperplane/local-*/ckpt-sync/ckpt-0002.ckpt" >/dev/null && fail "epoch 2 ended before the kill: nothing to test"
+      killed=$(pgrep -f "eager-train .*$T/runs/hyperplane/" | tail -n 1)
+      [ -n "$killed" ] && kill -KILL "$killed" && echo "$(date +%T.%N | cut -c1-12) killed rank pid $killed"
+      break
+    fi
+    [ -f "$T/rc" ] && break
+    sleep 0.1
+  done
+  wait
+  cat "$T/run.log"
+  [ -n "$killed" ] || fail "no rank to kill (no checkpoint after epoch 1?)"
+  [ "$(cat "$T/rc")" = 0 ] || fail "the restarted job exited $(cat "$T/rc")"
+  d=$(echo "$T"/runs/hyperplane/local-*)
+  grep -q '^restart\.sync\.1=exit [1-9][0-9]*, ranks 4 -> 3, resumed after epoch 1, lost [0-9]* s$' "$d/job.txt" \
+    || fail "job.txt has no restart line 'ranks 4 -> 3, resumed after epoch 1': $(grep restart "$d/job.txt")"
+  "$B/bin/pcoll-validate" results/schema/run.schema.json "$d/sync.json" || fail "sync.json does not validate"
+  [ "$(jq -r .environment.ranks "$d/sync.json")" = 3 ] || fail "the resumed run did not have 3 ranks"
+  mkdir -p "$T/fresh" && cp "$d/ckpt-sync/ckpt-0001.ckpt" "$T/fresh/latest.ckpt"
+  OUT=$T/fresh RANKS=3 MODE=sync EXTRA="--ckpt-dir $T/fresh --resume" jobs/local.sh jobs/hyperplane.sbatch "${a[@]}" >/dev/null 2>&1 \
+    || fail "the fresh 3-rank run from the checkpoint failed"
+  f=$(echo "$T"/fresh/hyperplane/local-*/sync.json)
+  q='[.epochs[] | {epoch, train_loss, test_loss, weights_hash}]'
+  [ "$(jq -c "$q" "$d/sync.json")" = "$(jq -c "$q" "$f")" ] \
+    || fail "after the restart: $(jq -c "$q" "$d/sync.json"); fresh 3-rank run from the checkpoint: $(jq -c "$q" "$f")"
+  echo "restart: $(grep '^restart' "$d/job.txt"); epochs after it equal a fresh 3-rank run: $(jq -c "$q" "$f")"
+  echo "PASS";;
 sweep_dry)
   n() { jobs/sweep.sh "$@" --dry-run | grep -c '^sweep.sh: \['; }
   [ "$(n allreduce)" = 1 ] || fail "allreduce: not 1 job"
@@ -71,8 +111,12 @@ syntax)
   chk allreduce --ntasks=32; chk hyperplane --ntasks=8; chk imagenet --ntasks=64; chk imagenet --gpus-per-task=1
   chk cifar10 --ntasks=8; chk cifar10 --gpus-per-task=1; chk ucf101 --ntasks=8; chk ucf101 --gpus-per-task=1
   chk fmnist --ntasks=4
+  # the epochs fmnist.sbatch documents are the trainer's fmnist preset (trainer/config.c's table)
+  want=$(sed -n 's/^ *{"fmnist", "[^"]*", "fmnist", "\([0-9]*\)".*/\1/p' trainer/config.c)
+  [ -n "$want" ] || fail "trainer/config.c: no fmnist preset line found"
+  grep -q "trainer's fmnist preset, $want epochs" jobs/fmnist.sbatch || fail "jobs/fmnist.sbatch does not document the trainer's $want fmnist epochs"
   grep -q 'random:k=2,d=320' jobs/imagenet.sbatch && grep -q 'inherent:unit=' jobs/ucf101.sbatch || fail "paper imbalance defaults"
   if command -v shellcheck >/dev/null; then shellcheck -S warning -x -e SC1090,SC1091 jobs/*.sh jobs/*.sbatch tests/jobs/*.sh || fail shellcheck; fi
   echo "PASS";;
-*) echo "usage: $0 local_fmnist|local_allreduce|missing_data|sweep_dry|syntax" >&2; exit 2;;
+*) echo "usage: $0 local_fmnist|local_allreduce|elastic_local|missing_data|sweep_dry|syntax" >&2; exit 2;;
 esac

@@ -35,6 +35,15 @@ validate_samples)
     has "$TMP/out" "$f: valid"
   done
   ;;
+validate_ddp)
+  # PyTorch DDP runs (trainer/ref/ddp_mirror.py) have their own schema, the subset compare reads
+  rc 0 "$V" results/schema/ddp.schema.json $D/ddp/*.json
+  for f in $D/ddp/*.json; do has "$TMP/out" "$f: valid"; done
+  jq '.config.mode = "sync" | del(.summary.wall_s)' $D/ddp/fmnist_ddp.json >"$TMP/bad_ddp.json"
+  rc 1 "$V" results/schema/ddp.schema.json "$TMP/bad_ddp.json"
+  contains "$TMP/out" '$.config.mode: value "sync" is not one of ["ddp"]'
+  has "$TMP/out" "$TMP/bad_ddp.json: \$.summary: missing required property \"wall_s\""
+  ;;
 validate_invalid)
   rc 1 "$V" "$S" $D/invalid/missing_field.json
   has "$TMP/out" "$D/invalid/missing_field.json: \$.summary: missing required property \"wall_s\""
@@ -149,6 +158,48 @@ compare_mismatch)
   contains "$TMP/out" '| solo | 4 | linear:unit=20 | 2 | 20.0 ± 0.0 |'
   lacks "$TMP/out" 'differ in lr'
   ;;
+compare_ddp)
+  # DDP rows: "time vs DDP" = this wall / the DDP row's of the same imbalance (sync 40/36, solo
+  # 20/36), "to target vs DDP" likewise (sync 30/27, solo 15/27); DDP's own speedup vs sync 40/36;
+  # the DDP row comes first; keys eager-train has and DDP lacks (tau, div, policy-opts, eval-every,
+  # quiet) split nothing
+  rc 0 "$C" $D/runs/fmnist_sync.json $D/runs/fmnist_solo.json $D/ddp
+  has "$TMP/out" '| mode/policy | ranks | imbalance | n | wall (s) | to target (s) | top-1 (%) | top-5 (%) | Δtop-1 (pts) | speedup | time vs DDP | to target vs DDP | staleness mean | staleness max | max streak | fresh | wait per rank |'
+  has "$TMP/out" '| pytorch-ddp | 4 | linear:unit=20 | 1 | 36.0 | 27.0 | 85.00 | - | +0.00 | 1.11x | 1.00 | 1.00 | - | - | - | - | - |'
+  has "$TMP/out" '| sync | 4 | linear:unit=20 | 1 | 40.0 | 30.0 | 85.00 | 99.00 | +0.00 | 1.00x | 1.11 | 1.11 | 0.00 | 0 | 0 | 1.000 | w=[3.00,2.00,1.00,0.00]s |'
+  has "$TMP/out" '| solo | 4 | linear:unit=20 | 1 | 20.0 | 15.0 | 83.00 | 99.00 | -2.00 | 2.00x | 0.56 | 0.56 | 0.75 | 3 | 3 | 0.500 | w=[0.10,0.10,0.20,0.00]s |'
+  has "$TMP/out" '| pytorch-ddp | 4 | none | 1 | 32.0 | 24.0 | 85.00 | - | - | - | 1.00 | 1.00 | - | - | - | - | - |'
+  contains "$TMP/out" 'note: vs DDP: this row'
+  lacks "$TMP/out" 'runs differ'
+  grep '^| [a-z]' "$TMP/out" | cut -d'|' -f2,4 | tr -d ' ' | tr '\n' ' ' >"$TMP/order"
+  [ "$(cat "$TMP/order")" = "mode/policy|imbalance pytorch-ddp|none pytorch-ddp|linear:unit=20 sync|linear:unit=20 solo|linear:unit=20 " ] ||
+    fail "row order: $(cat "$TMP/order")"
+  # a setting DDP ran differently splits its row as any other key would
+  jq '.config.lr = 0.05' $D/ddp/fmnist_ddp.json >"$TMP/ddp_lr.json"
+  rc 0 "$C" $D/runs/fmnist_sync.json "$TMP/ddp_lr.json"
+  contains "$TMP/out" '| pytorch-ddp [lr=0.05] | 4 | linear:unit=20 | 1 | 36.0 |'
+  # --json and --csv carry the ratios; the JSON validates
+  rc 0 "$C" --json "$TMP/d.json" --csv="$TMP/d.csv" $D/runs/fmnist_sync.json $D/ddp/fmnist_ddp.json
+  rc 0 "$V" results/schema/compare.schema.json "$TMP/d.json"
+  jq -e '.tables[0].rows[] | select(.mode == "sync") | (.time_vs_ddp - 40/36 | fabs) < 1e-9 and (.time_to_target_vs_ddp - 30/27 | fabs) < 1e-9 and .ddp_baseline == "pytorch-ddp"' \
+    "$TMP/d.json" >/dev/null || fail "time_vs_ddp in --json: $(jq -c '.tables[0].rows' "$TMP/d.json")"
+  contains "$TMP/d.csv" ',sync,sync,linear:unit=20,,1,40,0,30,0,1,85,0,99,0,0,1,1.111111111,1.111111111,'
+  # without DDP runs the table has no DDP columns
+  rc 0 "$C" $D/runs/fmnist_sync.json
+  lacks "$TMP/out" 'vs DDP'
+  ;;
+compare_ignore)
+  # the keys that never split rows are the trainer's own (output, log, checkpoint, watchdog...);
+  # any other key that differs splits rows
+  jq '.config["log-every"] = 50 | .config["ckpt-every"] = 2 | .config["ckpt-dir"] = "/tmp/x" | .config["round-agg"] = 1 | .config["t-abort"] = 99' \
+    $D/runs/fmnist_solo.json >"$TMP/solo_logged.json"
+  rc 0 "$C" $D/runs/fmnist_solo.json "$TMP/solo_logged.json"
+  contains "$TMP/out" '| solo | 4 | linear:unit=20 | 2 | 20.0 ± 0.0 |'
+  lacks "$TMP/out" 'runs differ'
+  jq '.config["tag"] = "b"' $D/runs/fmnist_solo.json >"$TMP/solo_tag.json"
+  rc 0 "$C" $D/runs/fmnist_solo.json "$TMP/solo_tag.json"
+  contains "$TMP/out" 'note: runs differ in tag ((unset) vs b)'
+  ;;
 compare_regression)
   rc 0 "$C" $D/runs/hyperplane_sync.json $D/runs/hyperplane_solo.json
   has "$TMP/out" '### hyperplane: model=hyperplane data=hyperplane ranks=2 epochs=3 batch=32 (regression: losses)'
@@ -164,7 +215,7 @@ compare_formats)
   contains "$TMP/t.flat" '"label":"solo","imbalance":"linear:unit=20","n":2,"wall_s":{"mean":21.0,"std":1.41421356237,"n":2}'
   contains "$TMP/t.flat" '"speedup":1.90476190476'
   contains "$TMP/t.flat" '"wait_s":[3.0,2.0,1.0,0.0]'
-  has "$TMP/t.csv" 'experiment,data,model,ranks,epochs,batch,target_top1,mode,policy_label,imbalance,extra,n,wall_s,wall_s_std,time_to_target_s,time_to_target_s_std,reached,final_top1_pct,final_top1_pct_std,final_top5_pct,final_top5_pct_std,delta_top1_pts,speedup,final_train_loss,final_train_loss_std,final_test_loss,final_test_loss_std,delta_loss,mean_staleness,mean_staleness_std,max_staleness,max_streak,fresh_fraction,wait_s,files'
+  has "$TMP/t.csv" 'experiment,data,model,ranks,epochs,batch,target_top1,mode,policy_label,imbalance,extra,n,wall_s,wall_s_std,time_to_target_s,time_to_target_s_std,reached,final_top1_pct,final_top1_pct_std,final_top5_pct,final_top5_pct_std,delta_top1_pts,speedup,time_vs_ddp,time_to_target_vs_ddp,final_train_loss,final_train_loss_std,final_test_loss,final_test_loss_std,delta_loss,mean_staleness,mean_staleness_std,max_staleness,max_streak,fresh_fraction,wait_s,files'
   contains "$TMP/t.csv" 'fmnist,fmnist,lenet,4,4,64,0.8,solo,solo,linear:unit=20,,2,21,1.414213562,15.75,1.060660172,2,'
   # --csv alone prints CSV on stdout
   "$C" --csv $D/runs/fmnist_sync.json 2>/dev/null | head -1 | grep -q '^experiment,data,model' || fail "--csv: no CSV header on stdout"

@@ -66,27 +66,14 @@ for e in 0 2; do
     || fail "initial/final-sync: the controller switched in synchronous epoch $((e + 1))"
 done
 jq -e '.epochs[1].fresh_fraction < 1' "$TMP/fs.json" >/dev/null || fail "initial/final-sync: epoch 2 was synchronous too"
-# A sync spell carries across the per-epoch handles (the step-time rules off: without imbalance
+# rule=thresholds: a sync spell carries across the per-epoch handles (the step-time rules off: without imbalance
 # they would keep it in sync): started in sync with a probe interval (32
 # rounds) longer than an epoch (about 22 sync rounds here), adaptive must still probe majority in
 # the second epoch; restarting the count with every handle would keep it in sync for good.
-run $NP --mode adaptive --policy-opts start=sync,probe=32,pay_enter=0 --epochs 2 --tau 4 --out "$TMP/carry.json" \
+run $NP --mode adaptive --policy-opts rule=thresholds,start=sync,probe=32,pay_enter=0 --epochs 2 --tau 4 --out "$TMP/carry.json" \
   || { cat "$TMP/out"; fail "sync carry run"; }
 jq -r '.controller.switches[] | "  switch: epoch \(.epoch) round \(.round): \(.reason)"' "$TMP/carry.json"
 jq -e '[.controller.switches[] | select(.epoch == 1 and (.reason | startswith("probe after")))] | length == 1' \
   "$TMP/carry.json" >/dev/null || fail "sync carry: no probe in epoch 2 ($(jq -c '.epochs | map(.rounds)' "$TMP/carry.json") rounds)"
-# The step times travel with the deposits (pcoll_set_cost) and the policy reads them as G: with
-# no imbalance sync costs what partial rounds do, so adaptive moves to sync for G and stays there;
-# with a heavy skew (rank r sleeps r x 200 ms) partial rounds pay and G never sends it to sync.
-run $NP --mode adaptive --policy-opts light_fresh=0.5,cost_n=8 --epochs 3 --tau 4 --out "$TMP/pay.json" \
-  || { cat "$TMP/out"; fail "pay run"; }
-jq -r '.controller.switches[] | "  switch: epoch \(.epoch) round \(.round): \(.reason)"' "$TMP/pay.json"
-jq -e '[.controller.switches[] | select(.to == "sync" and (.reason | startswith("G=")))] | length >= 1' \
-  "$TMP/pay.json" >/dev/null || fail "no imbalance: adaptive did not move to sync for G"
-jq -e '.epochs[-1].fresh_fraction == 1' "$TMP/pay.json" >/dev/null \
-  || fail "no imbalance: the last epoch was not synchronous ($(jq -c '[.epochs[].fresh_fraction]' "$TMP/pay.json"))"
-run $NP --mode adaptive --policy-opts light_fresh=0.5,cost_n=8 --epochs 2 --tau 4 --imbalance linear:unit=200 \
-  --out "$TMP/pay2.json" || { cat "$TMP/out"; fail "pay run under skew"; }
-jq -e '[.controller.switches[] | select(.reason | contains("pay_enter"))] | length == 0' "$TMP/pay2.json" \
-  >/dev/null || fail "skew 200 ms: adaptive moved to sync for G: $(jq -c '[.controller.switches[].reason]' "$TMP/pay2.json")"
-echo "G: sync without imbalance, partial under skew"
+# Which level the policy chooses for given step times is tested on the mock (test_rate, test_pay):
+# here it would depend on how busy the machine is, and no test may.

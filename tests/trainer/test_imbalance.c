@@ -1,8 +1,10 @@
-/* test_imbalance.c -- injection is a pure function of (seed, step, rank) with the stated shape. */
+/* test_imbalance.c -- injection is a pure function of (seed, step, rank) with the stated shape;
+ * busy=1 delays are computed: they use the delay in this thread's CPU time. */
 #include "trainer/trainer.h"
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 static int fails;
 #define CHECK(c, ...) do { if (!(c)) { fails++; printf("CHECK failed line %d: %s: ", __LINE__, #c); \
@@ -45,8 +47,26 @@ int main(void) {
     CHECK(imb_delay_ms(&m, 1, 1, 0, 4, 10, 0) == 0, "other ranks not slowed");
     CHECK(imb_parse("inherent:unit=0.5", &m, err, sizeof err) == 0, "%s", err);
     CHECK(imb_delay_ms(&m, 1, 1, 0, 4, 10, 300) == 150, "inherent: cost x unit");
-    const char *bad[] = {"linear", "random:k=0,d=5", "lognormal:mean=1", "slow:factor=2", "foo", "linear:unit=x"};
-    for (int i = 0; i < 6; i++) {
+    /* busy=1 on any model: same delays, computed instead of slept */
+    CHECK(imb_parse("random:k=1,d=320", &m, err, sizeof err) == 0 && !m.busy, "%s: sleeps by default", err);
+    CHECK(imb_parse("random:k=1,d=320,busy=1", &m, err, sizeof err) == 0 && m.busy && m.k == 1 &&
+          m.delay_ms == 320, "%s", err);
+    CHECK(imb_parse("lognormal:busy=1,mean=475,std=144", &m, err, sizeof err) == 0 && m.busy && m.mean_ms == 475,
+          "%s", err);
+    CHECK(imb_parse("slow:rank=1,factor=3,busy=0", &m, err, sizeof err) == 0 && !m.busy, "%s", err);
+    CHECK(imb_busy_ms(0) == 0 && imb_busy_ms(-5) == 0, "no work for no delay");
+    {
+        struct timespec c0, c1;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+        double used = imb_busy_ms(30);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+        double cpu = (c1.tv_sec - c0.tv_sec) * 1e3 + (c1.tv_nsec - c0.tv_nsec) / 1e6;
+        printf("busy 30 ms: %.1f ms of this thread's CPU time\n", cpu);
+        CHECK(used >= 30 && cpu >= 30, "busy 30 ms used %g ms (thread CPU %g ms): it must compute, not sleep", used, cpu);
+    }
+    const char *bad[] = {"linear", "random:k=0,d=5", "lognormal:mean=1", "slow:factor=2", "foo", "linear:unit=x",
+                         "random:k=1,d=5,busy=2", "linear:unit=5,busy=yes"};
+    for (int i = 0; i < 8; i++) {
         CHECK(imb_parse(bad[i], &m, err, sizeof err) != 0, "'%s' accepted", bad[i]);
         CHECK(strstr(err, bad[i]) != NULL, "message does not quote '%s': %s", bad[i], err);
     }

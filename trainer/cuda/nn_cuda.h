@@ -12,7 +12,7 @@
  *   LSTM (padded variable-length sequences)                cuDNN RNN API v8 (cudnnRNNForward,
  *                                                          cudnnRNNBackwardData_v8/Weights_v8)
  *   fully connected                                        cuBLAS sgemm
- *   ReLU, residual add, option-A shortcut, global average  our kernels (trainer/cuda/nn_cuda.cu)
+ *   ReLU, residual add, option-A shortcut, global average  our kernels (trainer/cuda/kernels.cu)
  *   pooling, softmax cross-entropy + top-1/top-5, MSE,
  *   SGD momentum over the whole parameter buffer
  *
@@ -37,6 +37,15 @@
  *
  * Errors.  Functions return NN_OK (0), an nn_err_t, or NN_CUDA_ERR when a CUDA/cuDNN/cuBLAS call
  * failed; the one-line message (naming the call, layer and status) is in nn_cuda_error(m).
+ * Kernels are checked at launch; with NN_CUDA_DEBUG=1 in the environment every kernel launch is
+ * also waited for, so an asynchronous fault (illegal address, ...) is reported under the name of
+ * the kernel and layer that caused it rather than by a later, unrelated call.
+ *
+ * Source layout (trainer/cuda/): nn_cuda_impl.h (internal types), kernels.cu, layers.cu
+ * (convolution, fully connected, workspace, algorithm choice), lstm.cu, drivers.cu (forward and
+ * backward over the layer list), staging.cu (batch checks, host <-> device copies), setup.cu
+ * (device choice, model build and free), step.cu (training step, CUDA graph, SGD), rules.c and
+ * device_pick.c (pure decision functions, tested without a GPU).
  */
 #ifndef TRAINER_NN_CUDA_H
 #define TRAINER_NN_CUDA_H
@@ -62,9 +71,19 @@ typedef struct nn_cuda_model nn_cuda_model_t;
 /* Number of CUDA devices (> 0), or 0 with the reason in why, e.g.
  * "cudaGetDeviceCount: CUDA driver version is insufficient for CUDA runtime version". */
 int nn_cuda_available(char *why, size_t n);
-/* cudaSetDevice(local_rank % devices) for the calling thread (several ranks may share a GPU).
- * Returns the device index, or -1 with the reason in why.  Call before nn_cuda_model_build and
- * before pcoll_create(..., PCOLL_MEM_DEVICE, ...). */
+/* The GPU of local rank local_rank (0..local_size-1) among local_size ranks on a node with ndev
+ * visible GPUs: local_rank itself while local_size <= ndev (one GPU per rank), else
+ * local_rank % ndev (ranks share GPUs round-robin; libpcoll then takes its staged path).
+ * Returns the device index (>= 0), or -1 with a non-empty reason in why when ndev < 1 or
+ * local_rank is outside 0..local_size-1.  Pure function (trainer/cuda/device_pick.c, in every
+ * build, no CUDA call). */
+int nn_cuda_pick_device(int local_rank, int local_size, int ndev, char *why, size_t n);
+/* cudaSetDevice(nn_cuda_pick_device(local_rank, local_size, device count)) for the calling
+ * thread.  Returns the device index (>= 0, not a status: test it with >= 0), or -1 with a
+ * non-empty reason in why.  Call before nn_cuda_model_build and before
+ * pcoll_create(..., PCOLL_MEM_DEVICE, ...). */
+int nn_cuda_select_local_device(int local_rank, int local_size, char *why, size_t n);
+/* nn_cuda_select_local_device with the node's rank count unknown (local_size = local_rank + 1). */
 int nn_cuda_select_device(int local_rank, char *why, size_t n);
 /* One line: device name, compute capability, memory, CUDA runtime/driver, cuDNN, cuBLAS versions. */
 void nn_cuda_describe(char *buf, size_t n);
@@ -86,6 +105,8 @@ const char *nn_cuda_error(const nn_cuda_model_t *m);
 int nn_cuda_forward(nn_cuda_model_t *m, const nn_batch_t *b);
 /* Backward of the last forward: ACCUMULATES into the device gradient buffer (enqueued only). */
 int nn_cuda_backward(nn_cuda_model_t *m);
+/* Zeroes the device gradient buffer (enqueued).  A failure is kept and returned by the next
+ * nn_cuda_forward / nn_cuda_backward / nn_cuda_step_graph (with its message in nn_cuda_error). */
 void nn_cuda_zero_grad(nn_cuda_model_t *m);
 /* A whole training step's computation, zero_grad + forward + backward, for fixed shapes:
  * the first call at a batch size runs eagerly (and picks the cuDNN algorithms), the second
@@ -94,6 +115,20 @@ void nn_cuda_zero_grad(nn_cuda_model_t *m);
  * (host-side sequence-length descriptors change per batch) and evaluation mode fall back to the
  * eager path.  Same results as nn_cuda_zero_grad + nn_cuda_forward + nn_cuda_backward. */
 int nn_cuda_step_graph(nn_cuda_model_t *m, const nn_batch_t *b);
+
+/* How nn_cuda_step_graph ran the steps so far.  A step that could have replayed a graph but ran
+ * eagerly (capture failed, NN_CUDA_NO_GRAPH set) counts in eager_steps with the reason in
+ * eager_why; warm-up steps (the first at a batch size, or after the graph was invalidated) and
+ * the steps of models the graph does not cover (LSTM, evaluation mode) count in warm_steps. */
+typedef struct {
+  long graph_steps;   /* replays of a captured graph (the capturing step included) */
+  long captures;      /* graphs captured (a new one after each invalidation) */
+  long invalidations; /* graphs dropped because the workspace, batch size or TF32 mask changed */
+  long warm_steps;    /* eager steps by design (see above) */
+  long eager_steps;   /* eager steps that should have been graphs */
+  char eager_why[256];
+} nn_cuda_graph_stats_t;
+void nn_cuda_graph_stats(const nn_cuda_model_t *m, nn_cuda_graph_stats_t *s);
 
 double nn_cuda_loss(const nn_cuda_model_t *m);
 int nn_cuda_top1(const nn_cuda_model_t *m);
@@ -114,7 +149,10 @@ int nn_cuda_sync(nn_cuda_model_t *m);     /* waits for the model's stream */
 
 /* SGD with momentum, PyTorch's formulation, exactly as nn_sgd_step_grad (weight decay only on
  * tensors with decay=1 unless o->wd_all).  dev_grad: nparams floats in DEVICE memory (e.g. a
- * pcoll_next result of a PCOLL_MEM_DEVICE handle).  Enqueued on the model's stream. */
+ * pcoll_next result of a PCOLL_MEM_DEVICE handle).  Runs on the model's stream and returns once
+ * the update has read dev_grad, so the caller may hand the buffer back at once (the next
+ * pcoll_next may reuse that results-ring slot).  nn_cuda_sgd_step (the model's own gradients)
+ * only enqueues. */
 int nn_cuda_sgd_step_grad(nn_cuda_model_t *m, const float *dev_grad, const nn_sgd_t *o);
 int nn_cuda_sgd_step(nn_cuda_model_t *m, const nn_sgd_t *o);
 

@@ -1,7 +1,10 @@
 /* jpeg.c: JPEG decode (libjpeg-turbo, from memory) to 8-bit RGB, and bilinear resampling.
- * Errors longjmp out of libjpeg into a message naming the file; a truncated stream (libjpeg's
- * "premature end" warning) is an error too.  Grayscale is expanded to RGB, CMYK/YCCK (Adobe,
- * inverted) converted to RGB. */
+ * Errors longjmp out of libjpeg into a message naming the file.  Every libjpeg warning is an
+ * error too: a truncated stream ("premature end of data segment"), corrupt entropy-coded data
+ * ("N extraneous bytes before marker", lost sync, bogus progression): such a file would decode to
+ * filler or garbage pixels, silently.  A header whose size the file cannot hold (see
+ * jpeg_size_plausible) is refused before libjpeg allocates for it.  Grayscale is expanded to RGB,
+ * CMYK/YCCK (Adobe, inverted) converted to RGB. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -16,9 +19,16 @@
 typedef struct {
   struct jpeg_error_mgr pub;
   jmp_buf jb;
-  int eof_warning;
   char msg[JMSG_LENGTH_MAX];
 } jerr_t;
+
+/* Huffman-coded JPEG (baseline, extended, progressive) spends at least one bit per 8x8 block on
+ * its DC coefficient, so W x H pixels need at least W*H/512 bytes; a header claiming more pixels
+ * than 512 per byte of the whole file is not an image this file can hold.  Arithmetic coding has
+ * no such floor and is not checked. */
+static int jpeg_size_plausible(uint64_t w, uint64_t h, size_t len, int arith) {
+  return arith || w * h <= (uint64_t)len * 512u;
+}
 
 static void on_error(j_common_ptr c) {
   jerr_t *e = (jerr_t *)c->err;
@@ -26,11 +36,12 @@ static void on_error(j_common_ptr c) {
   longjmp(e->jb, 1);
 }
 
+/* level -1: a warning (corrupt or truncated data): fatal here; levels >= 0 are trace output */
 static void on_message(j_common_ptr c, int level) {
   jerr_t *e = (jerr_t *)c->err;
-  if (level < 0 && c->err->msg_code == JWRN_JPEG_EOF && !e->eof_warning) {
-    e->eof_warning = 1;
+  if (level < 0) {
     c->err->format_message(c, e->msg);
+    longjmp(e->jb, 1);
   }
 }
 static void on_output(j_common_ptr c) { (void)c; }
@@ -68,6 +79,12 @@ int jpeg_decode_mem(const uint8_t *buf, size_t len, image_t *img, const char *na
              JPEG_MAX_PIXELS);
     longjmp(je.jb, 1);
   }
+  if (!jpeg_size_plausible(d.image_width, d.image_height, len, d.arith_code)) {
+    snprintf(je.msg, sizeof je.msg, "header claims %ux%u pixels but the file has only %zu bytes "
+             "(a Huffman-coded JPEG needs at least one byte per 512 pixels)", d.image_width,
+             d.image_height, len);
+    longjmp(je.jb, 1);
+  }
   jpeg_start_decompress(&d);
   int w = (int)d.output_width, h = (int)d.output_height, nc = d.output_components;
   if ((nc != 3 && !cmyk) || (cmyk && nc != 4)) {
@@ -98,10 +115,8 @@ int jpeg_decode_mem(const uint8_t *buf, size_t len, image_t *img, const char *na
         o[3 * x + 2] = (uint8_t)(q[2] * q[3] / 255);
       }
     }
-    if (je.eof_warning) longjmp(je.jb, 1); /* truncated: the rest would be filler */
   }
   jpeg_finish_decompress(&d);
-  if (je.eof_warning) longjmp(je.jb, 1);
   jpeg_destroy_decompress(&d);
   free(row);
   img->w = w;

@@ -356,6 +356,50 @@ static void shape_str(char *b, size_t n, int nd, const int *s) {
   for (int i = 0; i < nd && k < (int)n; i++) k += snprintf(b + k, n - k, i ? "x%d" : "%d", s[i]);
 }
 
+int nn_check_batch(const nn_batch_t *b, int max_batch, int in_ndim, const int *in_shape, nn_task_t task,
+                   int nout, const char *desc, int *Tout, char *err, size_t n) {
+  int N = b->n;
+  if (N < 1 || N > max_batch) {
+    snprintf(err, n, "batch size %d outside 1..%d (max_batch of the model)", N, max_batch);
+    return NN_ERR_SHAPE;
+  }
+  int T = in_ndim == 2 ? in_shape[0] : 0;
+  if (b->ndim) {
+    int ok = b->ndim == in_ndim;
+    for (int i = 0; ok && i < b->ndim; i++)
+      ok = in_ndim == 2 && i == 0 ? (b->shape[0] >= 1 && b->shape[0] <= in_shape[0]) : b->shape[i] == in_shape[i];
+    if (!ok) {
+      char s1[64], s2[64];
+      shape_str(s1, sizeof s1, b->ndim, b->shape);
+      shape_str(s2, sizeof s2, in_ndim, in_shape);
+      snprintf(err, n, "input shape %s does not match the model's %s%s (\"%s\")", s1, s2,
+               in_ndim == 2 ? " (steps up to the first)" : "", desc);
+      return NN_ERR_SHAPE;
+    }
+    if (in_ndim == 2) T = b->shape[0];
+  }
+  if (!b->x || (task == NN_TASK_CLASSIFY && !b->labels) || (task == NN_TASK_REGRESS && !b->targets) ||
+      (in_ndim == 2 && !b->lengths)) {
+    if (in_ndim == 2 && !b->lengths) snprintf(err, n, "sequence batch lacks lengths");
+    else snprintf(err, n, "batch lacks x, %s", task == NN_TASK_CLASSIFY ? "labels" : "targets");
+    return NN_ERR_ARG;
+  }
+  if (task == NN_TASK_CLASSIFY)
+    for (int i = 0; i < N; i++)
+      if (b->labels[i] < 0 || b->labels[i] >= nout) {
+        snprintf(err, n, "label %d of sample %d outside 0..%d", b->labels[i], i, nout - 1);
+        return NN_ERR_ARG;
+      }
+  if (in_ndim == 2)
+    for (int i = 0; i < N; i++)
+      if (b->lengths[i] < 1 || b->lengths[i] > T) {
+        snprintf(err, n, "sequence length %d of sample %d outside 1..%d", b->lengths[i], i, T);
+        return NN_ERR_SHAPE;
+      }
+  *Tout = T;
+  return NN_OK;
+}
+
 /* the convolution workspace depends on the thread count: regrow it if that changed */
 static int ensure_scratch(nn_model_t *m) {
   int T = cur_threads();
@@ -384,46 +428,11 @@ static int ensure_scratch(nn_model_t *m) {
 int nn_forward(nn_model_t *m, const nn_batch_t *b) {
   int N = b->n;
   if (ensure_scratch(m)) return NN_ERR_NOMEM;
-  if (N < 1 || N > m->max_batch) {
-    seterr(m, "batch size %d outside 1..%d (max_batch of the model)", N, m->max_batch);
-    return NN_ERR_SHAPE;
-  }
-  int T = m->in_ndim == 2 ? m->in_shape[0] : 0;
-  if (b->ndim) {
-    int ok = b->ndim == m->in_ndim;
-    for (int i = 0; ok && i < b->ndim; i++)
-      ok = m->in_ndim == 2 && i == 0 ? (b->shape[0] >= 1 && b->shape[0] <= m->in_shape[0])
-                                     : b->shape[i] == m->in_shape[i];
-    if (!ok) {
-      char s1[64], s2[64];
-      shape_str(s1, sizeof s1, b->ndim, b->shape);
-      shape_str(s2, sizeof s2, m->in_ndim, m->in_shape);
-      seterr(m, "input shape %s does not match the model's %s%s (\"%s\")", s1, s2,
-             m->in_ndim == 2 ? " (steps up to the first)" : "", m->desc);
-      return NN_ERR_SHAPE;
-    }
-    if (m->in_ndim == 2) T = b->shape[0];
-  }
-  if (!b->x || (m->task == NN_TASK_CLASSIFY && !b->labels) ||
-      (m->task == NN_TASK_REGRESS && !b->targets) || (m->in_ndim == 2 && !b->lengths)) {
-    seterr(m, "batch lacks x, %s", m->task == NN_TASK_CLASSIFY ? "labels" : "targets");
-    if (m->in_ndim == 2 && !b->lengths) seterr(m, "sequence batch lacks lengths");
-    return NN_ERR_ARG;
-  }
-  if (m->task == NN_TASK_CLASSIFY)
-    for (int n = 0; n < N; n++)
-      if (b->labels[n] < 0 || b->labels[n] >= m->nout) {
-        seterr(m, "label %d of sample %d outside 0..%d", b->labels[n], n, m->nout - 1);
-        return NN_ERR_ARG;
-      }
+  int T = 0, rc = nn_check_batch(b, m->max_batch, m->in_ndim, m->in_shape, m->task, m->nout, m->desc, &T,
+                                 m->err, sizeof m->err);
+  if (rc) return rc;
   if (m->in_ndim == 2)
-    for (int n = 0; n < N; n++) {
-      if (b->lengths[n] < 1 || b->lengths[n] > T) {
-        seterr(m, "sequence length %d of sample %d outside 1..%d", b->lengths[n], n, T);
-        return NN_ERR_SHAPE;
-      }
-      m->lens[n] = b->lengths[n];
-    }
+    for (int n = 0; n < N; n++) m->lens[n] = b->lengths[n];
   m->batch = N;
   m->steps = T;
   m->labels = b->labels;

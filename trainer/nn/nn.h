@@ -233,6 +233,13 @@ void nn_model_summary(const nn_model_t *m, char *buf, size_t len);
 
 /* Forward over a batch: loss into m->loss (and m->top1/top5).  Returns NN_OK or an error. */
 int nn_forward(nn_model_t *m, const nn_batch_t *b);
+/* The batch checks of nn_forward against a model's input description (shared with the CUDA
+ * backend, whose model keeps a copy of it): batch size 1..max_batch, input shape (sequences:
+ * steps 1..in_shape[0]), x / labels / targets / lengths present, labels in 0..nout-1, lengths in
+ * 1..steps.  Returns NN_OK with *T = the batch's steps (0 for non-sequence inputs), or
+ * NN_ERR_SHAPE / NN_ERR_ARG with a one-line message (naming desc) in err. */
+int nn_check_batch(const nn_batch_t *b, int max_batch, int in_ndim, const int *in_shape, nn_task_t task,
+                   int nout, const char *desc, int *T, char *err, size_t n);
 /* Backward of the last forward: ACCUMULATES d loss / d params into m->grads. */
 int nn_backward(nn_model_t *m);
 void nn_zero_grad(nn_model_t *m);

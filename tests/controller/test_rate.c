@@ -1,0 +1,353 @@
+/* test_rate.c -- the rate rule (controller.h section 3a, controller/rate.c) on the event-time mock
+ * of trace.h: ranks with step periods (uniform jitter or log-normal noise), a round latency, a cost
+ * per round applied, and every deposit reporting its cycle time (the wall time since the rank's
+ * previous deposit) as the trainer does for rule=rate.
+ *
+ * What "decides right" means here does not come from the rule: each scenario is also run under the
+ * three static rules, and the true score of a rule is what it delivered over the whole run --
+ * the gradients it took per unit of time, each counted at its worth 1/(1+lag^2) (lag: its age in
+ * sync steps; staleness=quadratic, the default), i.e. the quantity the rule estimates in probes. The adaptive run must spend most of its time in a
+ * rule whose true score is within 5% of the best one (the rule is allowed to keep the less stale
+ * of two rules the noise cannot tell apart), switch rarely, and never depend on P, the scale of
+ * the step times or the noise beyond that.
+ * Usage: test_rate [-v]    (CTL_TEST=name runs one test)
+ */
+#include "tests/controller/trace.h"
+
+typedef struct {
+    int P;
+    double period[MAXP];
+    double jitter, lognormal, lat, apply;
+    uint64_t N;
+    uint64_t change_at;        /* from this round on, rank 0's period is change_to (0: never) */
+    double change_to;
+    uint64_t seed;
+    int tau;
+} scen_t;
+
+typedef struct {
+    double time[3];            /* simulated time spent under sync, majority, LIGHT */
+    double total;
+    int switches, probes;
+    uint64_t choices, changes;  /* completed probes of every level; those that changed the choice */
+    double rate, lag, score;   /* what the run delivered (for the static runs: the truth) */
+    pcoll_mode_t final_mode;
+    int choice;                /* the level chosen at the end (index as rate[]) */
+    declog_t L;
+} outcome_t;
+
+static int mode_level(pcoll_mode_t m) { return m == PCOLL_SYNC ? 0 : m == PCOLL_MAJORITY ? 1 : 2; }
+static const char *lvname[3] = { "sync", "majority", "solo" };
+
+/* Runs spec on the scenario; rounds before `from` are not counted in the outcome's time split. */
+static void run_scen(const char *spec, const scen_t *sc, uint64_t from, outcome_t *o)
+{
+    memset(o, 0, sizeof *o);
+    char full[256];
+    snprintf(full, sizeof full, "%s%s", spec, sc->tau ? "" : "");
+    ctl_policy_t *pol = mk(full, sc->P, NULL);
+    pcoll_rule_t init;
+    ctl_policy_initial(pol, &init);
+    gen_t g;
+    gen_init(&g, sc->P, sc->seed, &init);
+    for (int p = 0; p < sc->P; p++) g.period[p] = sc->period[p];
+    g.lognormal = sc->lognormal;
+    g.apply = sc->apply;
+    g.lib_tau = sc->tau;
+    sim_start(&g, sc->jitter, sc->lat);
+    sim_report_cycles(&g);
+    uint32_t gsince[MAXP] = {0};
+    double lag_sum = 0, worth = 0, t_prev = 0, t_from = 0;
+    uint64_t grads = 0, lag_n = 0;
+    for (uint64_t r = 0; r < sc->N; r++) {
+        if (sc->change_at && r == sc->change_at) g.period[0] = sc->change_to;
+        const pcoll_record_t *rec = gen_next(&g);
+        ctl_decision_t d;
+        int k = ctl_policy_observe(pol, rec, &d);
+        CHECK(k == 0 || k == 1, "observe %d", k);
+        if (k == 1) {
+            sched_push(&g.sched, &d);
+            declog_add(&o->L, &d);
+            if (d.what & CTL_DEC_MODE) o->switches++;
+            if (d.what & CTL_DEC_PROBE) o->probes++;
+            if (verbose > 1) printf("      r=%llu %s\n", (unsigned long long)d.round, d.reason);
+        }
+        if (r == from) t_from = rec->t_end;
+        if (r >= from) {
+            o->time[mode_level(rec->mode)] += rec->t_end - t_prev;
+            uint32_t nf = 0;
+            for (int p = 0; p < sc->P; p++) nf += rec->fresh[p];
+            for (int p = 0; p < sc->P; p++)
+                if (rec->fresh[p]) {
+                    double lag = (double)gsince[p] / sc->P;
+                    lag_sum += lag;
+                    worth += 1 / (1 + lag * lag);
+                    lag_n++;
+                }
+            grads += nf;
+        }
+        uint32_t nf = 0;
+        for (int p = 0; p < sc->P; p++) nf += rec->fresh[p];
+        for (int p = 0; p < sc->P; p++) gsince[p] = rec->fresh[p] ? 0 : gsince[p] + nf;
+        t_prev = rec->t_end;
+    }
+    o->total = t_prev - t_from;
+    o->rate = grads / o->total;
+    o->lag = lag_n ? lag_sum / lag_n : 0;
+    o->score = worth / o->total;
+    ctl_policy_stats_t st;
+    ctl_policy_stats(pol, &st);
+    o->final_mode = st.mode;
+    o->choices = st.choices;
+    o->choice = st.choice;
+    o->changes = st.choice_changes;
+    ctl_policy_free(pol);
+    gen_free(&g);
+}
+
+/* The static rules' true scores over the rounds from `from` on; returns the best level. */
+static int truth(const scen_t *sc, uint64_t from, double score[3])
+{
+    const char *st[3] = { "sync", "majority", "solo" };
+    int best = 0;
+    for (int l = 0; l < 3; l++) {
+        char spec[32];
+        snprintf(spec, sizeof spec, "%s%s", st[l], sc->tau ? "" : "");
+        outcome_t o;
+        run_scen(spec, sc, from, &o);
+        score[l] = o.score;
+        if (score[l] > score[best]) best = l;
+        free(o.L.d);
+    }
+    return best;
+}
+
+/* The level the adaptive run spent most time in, from round `from` on. */
+static int main_level(const outcome_t *o)
+{
+    int m = 0;
+    for (int l = 1; l < 3; l++) if (o->time[l] > o->time[m]) m = l;
+    return m;
+}
+
+/* Runs adaptive and the statics; checks that the adaptive's main level and its final choice score
+ * within 5% of the best static one, that the main level holds at least min_share of the time,
+ * that it delivered at least 90% of the best static score (probes of worse levels included), that
+ * at most max_changes of its probes changed the choice (the first one included), and that probes
+ * back off: no more of them than a doubling interval from `probe` (256) allows. Returns the main
+ * level. */
+static int check_scen(const char *name, const char *spec, const scen_t *sc, uint64_t from, double min_share,
+                      int max_changes)
+{
+    double sc3[3];
+    int best = truth(sc, from, sc3);
+    outcome_t o;
+    run_scen(spec, sc, from, &o);
+    int m = main_level(&o);
+    double share = o.time[m] / o.total;
+    if (verbose)
+        printf("    %-28s truth sync %.3f maj %.3f solo %.3f (best %s) | adaptive %s %.0f%% of the time, %d switches, "
+               "%llu choices (%llu changed), score %.3f\n", name, sc3[0], sc3[1], sc3[2], lvname[best], lvname[m],
+               100 * share, o.switches, (unsigned long long)o.choices, (unsigned long long)o.changes, o.score);
+    CHECK(sc3[m] >= 0.95 * sc3[best], "%s: adaptive mostly in %s (true score %.3f), best is %s (%.3f)", name,
+          lvname[m], sc3[m], lvname[best], sc3[best]);
+    CHECK(share >= min_share, "%s: only %.0f%% of the time in %s", name, 100 * share, lvname[m]);
+    CHECK(o.changes <= (uint64_t)max_changes, "%s: %llu probes changed the choice (at most %d)", name,
+          (unsigned long long)o.changes, max_changes);
+    /* rounds N allow about log2(N / 256) doubled intervals, plus a new start after each change */
+    uint64_t allowed = 2 + (uint64_t)log2((double)sc->N / 256) + 2 * o.changes;
+    CHECK(o.choices <= allowed, "%s: %llu probes of every level in %llu rounds (%llu allowed)", name,
+          (unsigned long long)o.choices, (unsigned long long)sc->N, (unsigned long long)allowed);
+    CHECK(o.score >= 0.9 * sc3[best], "%s: adaptive delivered a score of %.3f, the best static %.3f", name,
+          o.score, sc3[best]);
+    CHECK(o.choice >= 0 && sc3[o.choice] >= 0.95 * sc3[best], "%s: final choice %s (true score %.3f), best %s (%.3f)",
+          name, o.choice >= 0 ? lvname[o.choice] : "none", o.choice >= 0 ? sc3[o.choice] : 0, lvname[best], sc3[best]);
+    free(o.L.d);
+    return m;
+}
+
+static scen_t alike(int P, double scale)
+{
+    scen_t s;
+    memset(&s, 0, sizeof s);
+    s.P = P;
+    for (int p = 0; p < P; p++) s.period[p] = scale;
+    s.jitter = 0.1;
+    s.lat = 0.01 * scale;
+    s.apply = 0.005 * scale;
+    s.N = 6000;
+    s.seed = 17;
+    return s;
+}
+
+/* Alike ranks: sync costs nothing, it is the choice (at P = 2, 4, 8 and any step scale). */
+static void test_alike(void)
+{
+    int Ps[] = { 2, 4, 8 };
+    double scales[] = { 1, 0.003, 40 };
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            scen_t s = alike(Ps[i], scales[j]);
+            char name[64];
+            snprintf(name, sizeof name, "alike P=%d step %g", Ps[i], scales[j]);
+            int m = check_scen(name, "adaptive,rule=rate", &s, 0, 0.85, 1);
+            CHECK(m == 0, "%s: mostly in %s, not sync", name, lvname[m]);
+        }
+}
+
+/* One rank k times slower for good: partial rounds pay (P = 2, 4, 8; k = 4, 10). */
+static void test_straggler(void)
+{
+    int Ps[] = { 2, 4, 8 };
+    double ks[] = { 4, 10 };
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 2; j++) {
+            scen_t s = alike(Ps[i], 1);
+            s.period[Ps[i] - 1] = ks[j];
+            char name[64];
+            snprintf(name, sizeof name, "straggler P=%d k=%g", Ps[i], ks[j]);
+            int m = check_scen(name, "adaptive,rule=rate", &s, 0, 0.65, 2);
+            CHECK(m != 0, "%s: mostly in sync", name);
+        }
+    /* with the staleness bound enforced by the library */
+    scen_t s = alike(4, 1);
+    s.period[3] = 6;
+    s.tau = 4;
+    check_scen("straggler P=4 k=6 tau=4", "adaptive,rule=rate,tau=4", &s, 0, 0.8, 2);
+}
+
+/* Linear skew (periods 1, 2, ..., P) and a mild one (1 .. 1.3). */
+static void test_skew(void)
+{
+    int Ps[] = { 4, 8 };
+    for (int i = 0; i < 2; i++) {
+        scen_t s = alike(Ps[i], 1);
+        for (int p = 0; p < Ps[i]; p++) s.period[p] = 1 + p;
+        char name[64];
+        snprintf(name, sizeof name, "linear skew P=%d", Ps[i]);
+        check_scen(name, "adaptive,rule=rate", &s, 0, 0.8, 2);
+        for (int p = 0; p < Ps[i]; p++) s.period[p] = 1 + 0.1 * p;
+        snprintf(name, sizeof name, "mild skew P=%d", Ps[i]);
+        check_scen(name, "adaptive,rule=rate", &s, 0, 0.8, 2);
+    }
+}
+
+/* Rank 0 becomes 5x slower at round 2000 of alike ranks: sync until then, then partial within a
+ * measurement or two; and the reverse, a straggler that recovers, goes back to sync. */
+static void test_appears(void)
+{
+    scen_t s = alike(4, 1);
+    s.change_at = 2000;
+    s.change_to = 5;
+    s.N = 5000;
+    outcome_t o;
+    run_scen("adaptive,rule=rate", &s, 0, &o);
+    /* the choice in force: the target of the last decision that was not a probe (a probe that
+     * ends on the level it measured last makes no decision: then that level) */
+    int before = -1, after = -1;
+    uint64_t switched = 0;
+    for (int i = 0; i < o.L.n; i++) {
+        const dec_t *d = &o.L.d[i];
+        if (!(d->what & CTL_DEC_MODE) || (d->what & CTL_DEC_PROBE)) continue;
+        if (d->round < 2000) before = mode_level(d->to);
+        else if (!switched && mode_level(d->to) != 0) { switched = d->round; after = mode_level(d->to); }
+    }
+    if (verbose) printf("    appears: %s before, %s from round %llu\n", before >= 0 ? lvname[before] : "-",
+                        after >= 0 ? lvname[after] : "-", (unsigned long long)switched);
+    CHECK(before == 0, "before the change: last choice %d, not sync", before);
+    CHECK(switched && switched < 2000 + 200, "after the change: %s at round %llu", after >= 0 ? lvname[after] : "-",
+          (unsigned long long)switched);
+    CHECK(o.final_mode != PCOLL_SYNC, "ends in sync");
+    free(o.L.d);
+    double sc3[3];
+    truth(&s, 2400, sc3);
+    outcome_t o2;
+    run_scen("adaptive,rule=rate", &s, 2400, &o2);
+    int m = main_level(&o2);
+    CHECK(sc3[m] >= 0.95 * (sc3[1] > sc3[2] ? sc3[1] : sc3[2]), "after the change: mostly %s", lvname[m]);
+    free(o2.L.d);
+    /* recovery: a 5x straggler until round 2000, alike after */
+    scen_t r = alike(4, 1);
+    r.period[0] = 5;
+    r.change_at = 2000;
+    r.change_to = 1;
+    r.N = 6000;
+    run_scen("adaptive,rule=rate", &r, 3500, &o);
+    CHECK(main_level(&o) == 0 && o.choice == 0, "straggler recovered: mostly %s after, final choice %d",
+          lvname[main_level(&o)], o.choice);
+    free(o.L.d);
+}
+
+/* Noisy step times (log-normal, sigma 0.3 and 0.8, alike ranks): no flapping. The choice is
+ * settled after the first probes; later probes confirm it and back off (doubling intervals). */
+static void test_noisy(void)
+{
+    double sig[] = { 0.3, 0.8 };
+    for (int i = 0; i < 2; i++) {
+        scen_t s = alike(4, 1);
+        s.jitter = 0;
+        s.lognormal = sig[i];
+        s.N = 12000;
+        char name[64];
+        snprintf(name, sizeof name, "log-normal sigma %.1f", sig[i]);
+        double sc3[3];
+        int best = truth(&s, 0, sc3);
+        outcome_t o;
+        run_scen("adaptive,rule=rate", &s, 0, &o);
+        int m = main_level(&o);
+        uint64_t allowed = 2 + (uint64_t)log2((double)s.N / 256) + 2 * o.changes;
+        if (verbose)
+            printf("    %-28s truth sync %.3f maj %.3f solo %.3f | adaptive %s %.0f%% of the time, %llu choices "
+                   "(%llu changed), score %.3f\n", name, sc3[0], sc3[1], sc3[2], lvname[m], 100 * o.time[m] / o.total,
+                   (unsigned long long)o.choices, (unsigned long long)o.changes, o.score);
+        CHECK(o.changes <= 3, "%s: %llu probes changed the choice", name, (unsigned long long)o.changes);
+        CHECK(o.choices <= allowed, "%s: %llu probes of every level (%llu allowed)", name,
+              (unsigned long long)o.choices, (unsigned long long)allowed);
+        CHECK(o.time[m] >= 0.5 * o.total, "%s: only %.0f%% of the time in %s", name, 100 * o.time[m] / o.total, lvname[m]);
+        CHECK(o.score >= 0.85 * sc3[best], "%s: delivered %.3f, the best static %.3f", name, o.score, sc3[best]);
+        free(o.L.d);
+    }
+}
+
+/* Same records -> same decisions; staleness=bound takes the raw rate; the rule with no step times
+ * keeps the start rule. */
+static void test_variants(void)
+{
+    scen_t s = alike(4, 1);
+    s.period[3] = 1.6;
+    outcome_t a, b, c;
+    run_scen("adaptive,rule=rate", &s, 0, &a);
+    run_scen("adaptive,rule=rate", &s, 0, &b);
+    CHECK(a.L.n == b.L.n && a.switches == b.switches, "two runs of the same records differ");
+    run_scen("adaptive,rule=rate,staleness=bound", &s, 0, &c);
+    CHECK(main_level(&c) == 2, "staleness=bound: mostly %s, not the fastest (solo)", lvname[main_level(&c)]);
+    free(a.L.d); free(b.L.d); free(c.L.d);
+    /* without step times the rule cannot measure: it keeps the start rule and decides nothing */
+    ctl_policy_t *pol = mk("adaptive,rule=rate", 4, NULL);
+    pcoll_rule_t init;
+    ctl_policy_initial(pol, &init);
+    gen_t g;
+    gen_init(&g, 4, 5, &init);
+    for (int p = 0; p < 4; p++) g.period[p] = 1 + p;
+    sim_start(&g, 0.1, 0.01);
+    declog_t L = {0};
+    run_loop(&g, pol, 2000, &L);
+    CHECK(L.n == 0, "no step times: %d decisions", L.n);
+    ctl_policy_free(pol);
+    gen_free(&g);
+    free(L.d);
+}
+
+int main(int argc, char **argv)
+{
+    verbose = argc > 1 && !strcmp(argv[1], "-v") ? 1 : argc > 1 && !strcmp(argv[1], "-vv") ? 2 : 0;
+    const named_test_t tests[] = {
+        { "alike", test_alike },
+        { "straggler", test_straggler },
+        { "skew", test_skew },
+        { "appears", test_appears },
+        { "noisy", test_noisy },
+        { "variants", test_variants },
+    };
+    return run_tests(tests, sizeof tests / sizeof tests[0]);
+}

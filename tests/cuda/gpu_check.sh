@@ -1,0 +1,190 @@
+#!/bin/bash
+# gpu_check.sh (`make gpu-check`): the first run on a GPU machine, in one command, from a build
+# folder made on another machine (nothing is rebuilt; no compiler or headers needed there).
+#
+#   On the build machine:  make build-all -j2     (build/ stays under 64 MiB; it holds a
+#                                                   Fashion-MNIST subset in build/gpu-data/)
+#   On the GPU machine:    make gpu-check          (or: B=build bash tests/cuda/gpu_check.sh)
+#
+# Steps, each with its own time limit, in its own session (on time-out the whole session is
+# killed: mpirun, its ranks, test binaries); a failing step never stops the next:
+#   preflight   ldd of every binary (what is missing), nvidia-smi, cuDNN / NCCL / CUDA runtime /
+#               MPI versions; decides whether a usable GPU is present
+#   tests       the GPU tests: tests/run.sh T='^cuda_' (tests/cuda.tests)
+#   bench-gpu   trainer/cuda/bench_gpu.sh with NN_BENCH_ITERS (default 5) steps per model
+#   collectives the partial-allreduce benchmark with device buffers, 4 ranks, small sizes
+#   train       mpirun -np 2 eager-train --device cuda, 2 epochs on the carried Fashion-MNIST
+#               subset (epoch 2 replays the CUDA graph after epoch 1's evaluation); its JSON
+#               must say the steps ran as a graph (cuda_graph.graph)
+# Without a usable GPU every step after the preflight prints one SKIP line and the script exits 0.
+# The whole run stays within GPU_CHECK_BUDGET seconds (default 450, under 8 minutes): a step's
+# limit is cut to what is left.  Ends with one summary table.  Everything (this log, test logs,
+# benchmark and training JSON) is written under $OUT (default ./gpu-check-out).
+# Exit: 0 when every step passed or was skipped for lack of a GPU, 1 otherwise.
+set -u
+cd "$(dirname "$0")/../.."
+B=${B:-build}
+OUT=${OUT:-$PWD/gpu-check-out}
+mkdir -p "$OUT" || { echo "gpu_check: cannot create OUT=$OUT" >&2; exit 2; }
+OUT=$(cd "$OUT" && pwd)
+BUDGET=${GPU_CHECK_BUDGET:-450}
+T0=$(date +%s)
+SUMMARY=()
+FAILED=0
+GPU=""        # non-empty: a usable GPU (the device line of nn_bench_gpu --check)
+NOGPU_WHY=""
+
+elapsed() { echo $(($(date +%s) - T0)); }
+row() { SUMMARY+=("$(printf '%-12s %-8s %6s  %s' "$1" "$2" "$3" "$4")"); }
+
+# processes whose session id is $1 (from /proc/PID/stat: state ppid pgrp session after "(comm) ")
+session_pids() {
+  local d st f
+  for d in /proc/[0-9]*; do
+    { read -r st < "$d/stat"; } 2>/dev/null || continue
+    f=(${st##*) })
+    [ "${f[3]}" = "$1" ] && echo "${d#/proc/}"
+  done
+  return 0
+}
+kill_session() { local p; p=$(session_pids "$1"); [ -n "$p" ] && kill -"$2" $p 2>/dev/null; return 0; }
+
+# step NAME LIMIT_S CMD...: CMD in a new session, log $OUT/NAME.log (and on stdout); verdict row
+step() {
+  local name=$1 limit=$2; shift 2
+  if [ -z "$GPU" ]; then
+    echo "SKIP $name: no usable GPU ($NOGPU_WHY)"
+    row "$name" SKIP - "no usable GPU"
+    return 0
+  fi
+  local left=$((T0 + BUDGET - $(date +%s)))
+  ((limit > left)) && limit=$left
+  if ((limit < 10)); then
+    echo "SKIP $name: time budget of ${BUDGET}s spent"
+    row "$name" SKIP - "budget spent"; FAILED=1
+    return 0
+  fi
+  echo; echo "==== [$name] limit ${limit}s, at t=$(elapsed)s: $*"
+  local t0 log=$OUT/$name.log rc timed_out=0
+  t0=$(date +%s)
+  setsid bash -c '"$@"' "$name" "$@" > "$log" 2>&1 < /dev/null &
+  local pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    if (($(date +%s) - t0 >= limit)); then
+      timed_out=1
+      echo "==== [$name] TIME-OUT after ${limit}s: killing its session"
+      kill_session "$pid" TERM
+      sleep 3
+      kill_session "$pid" KILL
+      break
+    fi
+    sleep 1
+  done
+  wait "$pid" 2>/dev/null; rc=$?
+  kill_session "$pid" KILL  # anything that outlived the step's leader
+  ((timed_out)) && rc=124
+  tail -40 "$log"
+  local verdict=PASS note=${STEP_NOTE:-}
+  if ((rc == 124)); then verdict=TIMEOUT; elif ((rc != 0)); then verdict=FAIL; fi
+  [ "$verdict" = PASS ] || FAILED=1
+  row "$name" "$verdict" "$(($(date +%s) - t0))s" "rc=$rc ${note}log $log"
+  STEP_NOTE=""
+  return 0
+}
+
+preflight() {
+  echo "gpu_check: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), build folder $B, OUT=$OUT, budget ${BUDGET}s"
+  echo "== host: $(uname -srm); $(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-?}")"
+  # libnn is built with -march=native (trainer/nn.mk): the build machine's vector ISA must be here
+  local fl miss_isa="" x
+  fl=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
+  for x in avx2 fma bmi2 f16c; do [[ $fl == *" $x "* ]] || miss_isa="$miss_isa $x"; done
+  echo "== cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') x $(nproc)${miss_isa:+; WARNING: lacks$miss_isa (libnn built with -march=native: expect SIGILL)}"
+  echo "== binaries (ldd: what is missing on this machine)"
+  local f n=0 miss
+  for f in "$B"/bin/* "$B"/tests/* "$B"/bench/*; do
+    [ -f "$f" ] && [ -x "$f" ] && head -c 4 "$f" 2>/dev/null | grep -q ELF || continue
+    n=$((n + 1))
+    miss=$(ldd "$f" 2>&1 | awk '/not found/{print $1}' | tr '\n' ' ')
+    [ -n "$miss" ] && echo "  MISSING for $f: $miss"
+  done
+  echo "  $n binaries checked"
+  [ "$n" -gt 0 ] || echo "  no binaries under $B: build with 'make build-all' and carry the build folder"
+  echo "== resolved libraries (eager-train, test_cuda_layers, test_pcoll_device)"
+  { ldd "$B/bin/eager-train"; ldd "$B/tests/test_cuda_layers"; ldd "$B/tests/test_pcoll_device"; } 2>/dev/null |
+    awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
+    grep -E 'cudnn|cublas|cudart|nccl|mpi|openblas|jansson|gomp|stdc' |
+    while read -r so p; do printf '  %-24s %s\n' "$so" "$(readlink -f "$p")"; done
+  echo "== nvidia-smi"
+  if command -v nvidia-smi > /dev/null; then
+    timeout 20 nvidia-smi 2>&1 | head -30
+    timeout 20 nvidia-smi --query-gpu=index,name,driver_version,memory.total,compute_mode,mig.mode.current --format=csv 2>&1
+  else echo "  nvidia-smi not found"; fi
+  echo "== versions"
+  local v
+  v=$(ldd "$B/tests/test_cuda_layers" 2>/dev/null | awk '$1 ~ /libcudnn/ {print $3}'); echo "  cuDNN: ${v:+$(readlink -f "$v")}"
+  v=$(ldd "$B/tests/test_pcoll_device" 2>/dev/null | awk '$1 ~ /libnccl/ {print $3}'); echo "  NCCL: ${v:+$(readlink -f "$v")}"
+  v=$(ldd "$B/tests/test_cuda_layers" 2>/dev/null | awk '$1 ~ /libcudart/ {print $3}'); echo "  CUDA runtime: ${v:+$(readlink -f "$v")}"
+  echo "  MPI: $(command -v mpirun > /dev/null && mpirun --version 2>&1 | head -1 || echo 'no mpirun')"
+  if [ ! -x "$B/bench/nn_bench_gpu" ]; then
+    NOGPU_WHY="$B/bench/nn_bench_gpu not built (no CUDA build)"
+  elif GPU=$("$B/bench/nn_bench_gpu" --check 2>&1); then
+    echo "== GPU: $GPU"
+  else
+    NOGPU_WHY=${GPU#nn_bench_gpu: }
+    GPU=""
+  fi
+  # GPU_CHECK_ASSUME_GPU=1 runs the steps anyway (to try this script's step runner without a GPU)
+  [ -z "$GPU" ] && [ "${GPU_CHECK_ASSUME_GPU:-0}" = 1 ] && GPU="assumed (GPU_CHECK_ASSUME_GPU=1): $NOGPU_WHY"
+  [ -n "$GPU" ] || echo "== no usable GPU: $NOGPU_WHY"
+  row preflight DONE "$(elapsed)s" "${GPU:-no GPU: $NOGPU_WHY}"
+}
+
+# the JSON of the training step says the steps ran as a CUDA graph
+train_and_check() {
+  "$@" || return $?
+  if ! command -v python3 > /dev/null; then
+    grep -Eq '"graph": *true' "$OUT/train_fmnist_cuda.json" && echo "cuda_graph: graph true"
+    return $?
+  fi
+  python3 - "$OUT/train_fmnist_cuda.json" << 'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+g = d.get("cuda_graph")
+print("cuda_graph:", g, "final_test_top1:", d["summary"]["final_test_top1"])
+sys.exit(0 if g and g["graph"] and g["graph_steps"] > 0 else 1)
+PY
+}
+
+main() {
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
+  export OMPI_MCA_rmaps_base_oversubscribe=1
+  export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
+  local MPIRUN="mpirun --oversubscribe --bind-to none"
+  preflight
+
+  step tests 240 env B="$B" LOGDIR_COPY="$OUT" T='^cuda_' bash -c \
+    'bash tests/run.sh; rc=$?; mkdir -p "$LOGDIR_COPY/test-logs"; cp "$B"/test-logs/cuda_*.log "$LOGDIR_COPY/test-logs/" 2>/dev/null; exit $rc'
+
+  mkdir -p "$OUT/bench-gpu/bench"
+  [ -x "$B/bench/nn_bench_gpu" ] && ln -sf "$(readlink -f "$B/bench/nn_bench_gpu")" "$OUT/bench-gpu/bench/nn_bench_gpu"
+  step bench-gpu 120 env NN_BENCH_ITERS="${NN_BENCH_ITERS:-5}" sh trainer/cuda/bench_gpu.sh "$OUT/bench-gpu"
+
+  step collectives 60 $MPIRUN -np "${PCOLL_BENCH_P:-4}" "$B/bench/bench_collectives_cuda" --device --unit-ms 1 \
+    --iters "${PCOLL_BENCH_ITERS:-8}" --sizes 8,4194304 --json "$OUT/collectives_gpu.json"
+
+  local data=$B/gpu-data/fashion-mnist
+  [ -f "$data/train-images-idx3-ubyte.gz" ] || data=/usr/share/datasets/fashion-mnist
+  step train 120 train_and_check $MPIRUN -np 2 "$B/bin/eager-train" --experiment fmnist --epochs 2 \
+    --device cuda --data-path "$data" --batch 64 --out "$OUT/train_fmnist_cuda.json" --t-warn 30 --t-abort 90
+
+  echo; echo "==== summary (t=$(elapsed)s; logs and JSON under $OUT)"
+  printf '%-12s %-8s %6s  %s\n' step verdict time detail
+  printf '%s\n' "${SUMMARY[@]}"
+  return $FAILED
+}
+
+export -f train_and_check
+export OUT
+main "$@" 2>&1 | tee "$OUT/gpu_check.log"
+exit "${PIPESTATUS[0]}"

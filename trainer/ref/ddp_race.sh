@@ -1,0 +1,142 @@
+#!/bin/bash
+# ddp_race.sh: eager-train (sync, adaptive, majority) against PyTorch DDP (trainer/ref/ddp_mirror.py)
+# on the same preset, weights, data order and stragglers, for each rank count, seed and imbalance.
+#
+#   bash trainer/ref/ddp_race.sh [options]       (make bench-ddp runs it on a small setting)
+#     --ranks "4 8"        rank counts P
+#     --seeds "1 2 3"      seeds (initial weights, data order, injected delays)
+#     --imbalances "none random1 random2 lognormal"
+#                          none; randomK: K ranks drawn per step (with replacement) are delayed by
+#                          DELAY_X step times (the paper's Figs. 11-12 inject one or two random
+#                          ranks); lognormal: every rank waits a log-normal delay of mean LN_X step
+#                          times and std 0.3 x mean (the std/mean of the paper's cloud V100 step
+#                          times, 144 / 475 ms)
+#     --delay-x X          random delay in step times (2); --ln-x X: log-normal mean (1)
+#     --busy               delays are computed on the rank's own thread, not slept (busy=1): on
+#                          shared cores a sleeping straggler lends its core to the others
+#     --modes "sync adaptive majority"   eager-train modes; --no-ddp leaves DDP out
+#     --partial-opts "--tau 4"           extra eager-train flags for the modes other than sync
+#     --experiment fmnist --epochs E --limit-train N --limit-test N --threads T (0: cores / P)
+#     --out DIR            runs go to DIR/pP/<imbalance>/<program>-s<seed>.json (default
+#                          results/runs/ddp-race); existing files are kept (rerun to resume)
+#     --dry-run            print the commands only
+# A step time is what the balanced sync run of the first seed measured about itself (ranks[]
+# compute_s / steps, mean over ranks), so the delays scale with the model and the machine.
+# Per P, DIR/compare-pP.{md,json,csv} is pcoll-compare's table with the target set to DDP's mean
+# final top-1 without imbalance: "to target vs DDP" is then how much sooner a mode reaches the
+# accuracy DDP ends with.
+# Needs $B/bin/eager-train, $B/bin/pcoll-compare, jq, and for DDP $DDP_PY with torch (ddp_venv.sh).
+set -u
+cd "$(dirname "$0")/../.."
+B=${B:-build}
+DDP_PY=${DDP_PY:-$B/venv/bin/python3}
+: "${MPIRUN:=mpirun --oversubscribe --bind-to none}"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+RANKS="4 8"; SEEDS="1 2 3"; IMBS="none random1 random2 lognormal"; MODES="sync adaptive majority"
+DELAY_X=2; LN_X=1; BUSY=""; DDP=1; PARTIAL="--tau 4"; EXP=fmnist; EPOCHS=""; LT=0; LTE=0; THREADS=0
+OUT=results/runs/ddp-race; DRY=0
+die() { echo "ddp_race: $*" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+  --ranks) RANKS=$2; shift ;;
+  --seeds) SEEDS=$2; shift ;;
+  --imbalances) IMBS=$2; shift ;;
+  --delay-x) DELAY_X=$2; shift ;;
+  --ln-x) LN_X=$2; shift ;;
+  --busy) BUSY=",busy=1" ;;
+  --modes) MODES=$2; shift ;;
+  --no-ddp) DDP=0 ;;
+  --partial-opts) PARTIAL=$2; shift ;;
+  --experiment) EXP=$2; shift ;;
+  --epochs) EPOCHS=$2; shift ;;
+  --limit-train) LT=$2; shift ;;
+  --limit-test) LTE=$2; shift ;;
+  --threads) THREADS=$2; shift ;;
+  --out) OUT=$2; shift ;;
+  --dry-run) DRY=1 ;;
+  -h | --help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+  *) die "unknown option $1 (see --help)" ;;
+  esac
+  shift
+done
+[ $# -eq 0 ] || die "unexpected argument $1"
+for x in "$DELAY_X" "$LN_X"; do [[ $x =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--delay-x / --ln-x take a number, not '$x'"; done
+for m in $MODES; do case $m in sync | solo | majority | adaptive | quorum:*) ;; *) die "--modes: '$m' is not an eager-train mode" ;; esac; done
+for i in $IMBS; do [[ $i =~ ^(none|random[0-9]+|lognormal)$ ]] || die "--imbalances: '$i' is not none, randomK or lognormal"; done
+command -v jq >/dev/null || die "needs jq (make deps)"
+if [ $DRY = 0 ]; then
+  [ -x "$B/bin/eager-train" ] && [ -x "$B/bin/pcoll-compare" ] || die "build first: make build-all"
+  if [ $DDP = 1 ] && ! "$DDP_PY" -c 'import torch' 2>/dev/null; then die "$DDP_PY has no torch: make ddp-venv, or --no-ddp"; fi
+fi
+
+common=(--experiment "$EXP" --limit-train "$LT" --limit-test "$LTE")
+[ -n "$EPOCHS" ] && common+=(--epochs "$EPOCHS")
+
+# run FILE CMD...: runs CMD unless FILE exists (resume); the log goes next to FILE
+run() {
+  local f=$1; shift
+  if [ $DRY = 1 ]; then echo "$*"; return 0; fi
+  if [ -s "$f" ]; then echo "  have $f"; return 0; fi
+  mkdir -p "$(dirname "$f")"
+  echo "  $(date +%H:%M:%S) $*"
+  "$@" >"${f%.json}.log" 2>&1 || { echo "ddp_race: failed, see ${f%.json}.log:"; tail -5 "${f%.json}.log"; return 1; }
+}
+
+# spec NAME STEP_MS: the --imbalance value of NAME for a step time of STEP_MS
+spec() {
+  [ "$2" = STEP_MS ] && { echo "<$1 of step time STEP_MS$BUSY>"; return; }
+  case $1 in
+  none) echo none ;;
+  random*) awk -v k="${1#random}" -v x="$DELAY_X" -v s="$2" -v b="$BUSY" 'BEGIN { printf "random:k=%d,d=%.1f%s", k, x * s, b }' ;;
+  lognormal) awk -v x="$LN_X" -v s="$2" -v b="$BUSY" 'BEGIN { m = x * s; printf "lognormal:mean=%.1f,std=%.1f%s", m, 0.3 * m, b }' ;;
+  esac
+}
+
+fails=0
+first_seed=${SEEDS%% *}
+for P in $RANKS; do
+  th=$THREADS
+  [ "$th" = 0 ] && th=$(( $(nproc) / P )) && [ "$th" -lt 1 ] && th=1
+  D=$OUT/p$P
+  echo "ddp_race: P=$P, $th thread(s) per rank, seeds $SEEDS, into $D"
+  # the balanced sync run of the first seed measures the step time the delays are scaled to
+  cal=$D/none/sync-s$first_seed.json
+  run "$cal" $MPIRUN -np "$P" "$B/bin/eager-train" "${common[@]}" --mode sync --seed "$first_seed" \
+    --imbalance none --threads "$th" --quiet --out "$cal" || { fails=$((fails + 1)); continue; }
+  if [ $DRY = 1 ]; then step=STEP_MS
+  else step=$(jq '[.ranks[] | .compute_s / .steps] | add / length * 1000' "$cal"); fi
+  echo "ddp_race: P=$P: balanced sync step time $step ms (compute per step, mean over ranks)"
+  for name in $IMBS; do
+    imb=$(spec "$name" "$step")
+    for s in $SEEDS; do
+      for m in $MODES; do
+        f=$D/$name/$m-s$s.json
+        extra=()
+        [ "$m" != sync ] && read -ra extra <<<"$PARTIAL"
+        run "$f" $MPIRUN -np "$P" "$B/bin/eager-train" "${common[@]}" --mode "$m" "${extra[@]}" --seed "$s" \
+          --imbalance "$imb" --threads "$th" --quiet --out "$f" || fails=$((fails + 1))
+      done
+      if [ $DDP = 1 ]; then
+        f=$D/$name/ddp-s$s.json
+        run "$f" "$DDP_PY" trainer/ref/ddp_mirror.py --ranks "$P" "${common[@]}" --seed "$s" --imbalance "$imb" \
+          --threads "$th" --quiet --out "$f" || fails=$((fails + 1))
+      fi
+    done
+  done
+  [ $DRY = 1 ] && continue
+  # the target: DDP's mean final top-1 without imbalance (else the preset's target)
+  # (regression presets have no top-1: each run's own target, i.e. none)
+  tgt=()
+  if [ $DDP = 1 ] && ls "$D"/none/ddp-s*.json >/dev/null 2>&1; then
+    t=$(jq -s '[.[].summary.final_test_top1 | numbers] | if length > 0 then add / length else empty end' "$D"/none/ddp-s*.json)
+    if [ -n "$t" ]; then
+      tgt=(--target "$t")
+      echo "ddp_race: P=$P: target top-1 = DDP's mean final top-1 without imbalance, $t"
+    fi
+  fi
+  C=$OUT/compare-p$P
+  "$B/bin/pcoll-compare" "${tgt[@]}" --json "$C.json" --csv="$C.csv" "$D" >/dev/null 2>&1
+  "$B/bin/pcoll-compare" "${tgt[@]}" "$D" >"$C.md" 2>&1 || fails=$((fails + 1))
+  cat "$C.md"
+done
+[ $fails -eq 0 ] || { echo "ddp_race: $fails run(s) failed"; exit 1; }
