@@ -2,8 +2,10 @@
  *
  * P ranks; per iteration: MPI_Barrier, rank r sleeps r x unit ms (linear skew) or nothing,
  * then deposit -> wait (or plain MPI_Allreduce); latency = deposit to completion, per rank.
- * Reported: mean over ranks and iterations, min and max; #wrong counts rounds whose result is
- * not the sum of what the fresh ranks deposited (each rank deposits all elements = rank + 1).
+ * Reported: mean over ranks and iterations, min, median, 90th and 99th percentiles and max of
+ * all P x iters latencies (one outlier can move the mean of a short run far; the median cannot);
+ * #wrong counts rounds whose result is not the sum of what the fresh ranks deposited (each rank
+ * deposits all elements = rank + 1).
  * Modes: mpi_allreduce, sync, solo, majority, quorum (Q = P/2).
  * Wait semantics: sync waits until its own deposit's round completed. The partial modes use the
  * original eager-SGD semantics: a late rank does not wait for a round of its own
@@ -41,7 +43,17 @@ static void sleep_ms(double ms) {
     nanosleep(&ts, NULL);
 }
 
-typedef struct { double mean, min, max, fresh_frac; long wrong; } result_t;
+typedef struct { double mean, min, max, p50, p90, p99, fresh_frac; long wrong; } result_t;
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+/* q-quantile of sorted v[n] (nearest rank) */
+static double quantile(const double *v, int n, double q) {
+    int i = (int)ceil(q * n) - 1;
+    return v[i < 0 ? 0 : i >= n ? n - 1 : i];
+}
 
 /* a result as host memory (device results are copied into buf) */
 static const float *host_view(const float *res, float *buf, size_t n) {
@@ -66,7 +78,8 @@ static long check_round(const float *res, size_t n, const pcoll_record_t *rec) {
 }
 
 static result_t run(const char *mode, size_t n, int linear, double unit, int iters, int warm) {
-    result_t out = {0, 1e30, 0, 0, 0};
+    result_t out = {0, 1e30, 0, 0, 0, 0, 0, 0};
+    double *lats = malloc((size_t)iters * sizeof *lats);
     float *g = malloc(n * sizeof *g), *r = malloc(n * sizeof *r);
     for (size_t i = 0; i < n; i++) g[i] = (float)(me + 1);
     float *dep = g;             /* what is deposited: host g, or its device copy */
@@ -86,7 +99,10 @@ static result_t run(const char *mode, size_t n, int linear, double unit, int ite
     if (!plain) {
         pcoll_config_t cfg;
         pcoll_config_default(&cfg);
-        cfg.ring = 16;
+        /* with linear skew every rank's deposit may start its own round: up to P rounds complete
+         * while the last rank sleeps, so the ring keeps P + 1 (buffers are allocated when first
+         * used); a smaller ring would hold the fast ranks back (correct, but not Fig. 9) */
+        cfg.ring = P + 1 > 16 ? P + 1 : 16;
         cfg.records = 1024;
         if (g_poll_us > 0) cfg.poll_max_us = g_poll_us;
         if (g_spin_us >= 0) cfg.spin_us = g_spin_us;
@@ -119,6 +135,7 @@ static result_t run(const char *mode, size_t n, int linear, double unit, int ite
             }
         }
         if (it >= warm) {
+            lats[it - warm] = lat;
             sum += lat;
             if (lat < out.min) out.min = lat;
             if (lat > out.max) out.max = lat;
@@ -143,6 +160,16 @@ static result_t run(const char *mode, size_t n, int linear, double unit, int ite
     MPI_Allreduce(&out.max, &gmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     MPI_Allreduce(&out.wrong, &gw, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     out.mean = gm / P * 1e6; out.min = gmin * 1e6; out.max = gmax * 1e6; out.wrong = gw;
+    double *all = me ? NULL : malloc((size_t)iters * (size_t)P * sizeof *all);
+    MPI_Gather(lats, iters, MPI_DOUBLE, all, iters, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (!me) {
+        int na = iters * P;
+        qsort(all, (size_t)na, sizeof *all, cmp_double);
+        out.p50 = quantile(all, na, 0.5) * 1e6;
+        out.p90 = quantile(all, na, 0.9) * 1e6;
+        out.p99 = quantile(all, na, 0.99) * 1e6;
+    }
+    free(all); free(lats);
     out.fresh_frac = rounds ? (double)fresh / ((double)rounds * P) : 1.0;
     pcoll_record_free(&rec);
 #ifdef PCOLL_HAVE_NCCL
@@ -213,8 +240,9 @@ int main(int argc, char **argv) {
         printf("# eager-SGD partial allreduce, %d ranks, rank r delayed r x %.3g ms (linear skew), "
                "%d iterations (+%d warm-up), mean over ranks of deposit-to-completion latency, "
                "%s buffers\n", P, unit, iters, warm, g_device ? "device" : "host");
-        printf("%12s %10s %6s %14s %6s %12s %12s %12s %7s %7s\n", "size(B)", "count", "type",
-               "mode", "skew", "mean(us)", "min(us)", "max(us)", "fresh", "#wrong");
+        printf("%12s %10s %6s %14s %6s %11s %10s %11s %11s %11s %11s %6s %6s\n", "size(B)",
+               "count", "type", "mode", "skew", "mean(us)", "min(us)", "median(us)", "p90(us)",
+               "p99(us)", "max(us)", "fresh", "#wrong");
     }
     char buf[256];
     snprintf(buf, sizeof buf, "%s", sizes);
@@ -227,9 +255,9 @@ int main(int argc, char **argv) {
                 result_t r = run(modes[m], n, sk, unit, iters, warm);
                 wrong_all += r.wrong;
                 if (me) continue;
-                printf("%12zu %10zu %6s %14s %6s %12.1f %12.1f %12.1f %7.2f %7ld\n", n * 4, n,
-                       "float", modes[m], sk ? "linear" : "none", r.mean, r.min, r.max,
-                       r.fresh_frac, r.wrong);
+                printf("%12zu %10zu %6s %14s %6s %11.1f %10.1f %11.1f %11.1f %11.1f %11.1f %6.2f "
+                       "%6ld\n", n * 4, n, "float", modes[m], sk ? "linear" : "none", r.mean,
+                       r.min, r.p50, r.p90, r.p99, r.max, r.fresh_frac, r.wrong);
                 fflush(stdout);
                 json_t *o = json_object();
                 json_object_set_new(o, "mode", json_string(modes[m]));
@@ -239,6 +267,9 @@ int main(int argc, char **argv) {
                 json_object_set_new(o, "mean_latency_us", json_real(r.mean));
                 json_object_set_new(o, "min_latency_us", json_real(r.min));
                 json_object_set_new(o, "max_latency_us", json_real(r.max));
+                json_object_set_new(o, "median_latency_us", json_real(r.p50));
+                json_object_set_new(o, "p90_latency_us", json_real(r.p90));
+                json_object_set_new(o, "p99_latency_us", json_real(r.p99));
                 json_object_set_new(o, "fresh_fraction", json_real(r.fresh_frac));
                 json_object_set_new(o, "wait", json_string(m >= 2 ? "newer" : m == 0 ? "blocking" : "consumed"));
                 json_object_set_new(o, "wrong", json_integer(r.wrong));

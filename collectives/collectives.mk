@@ -1,5 +1,5 @@
 # collectives/: libpcoll (host memory over MPI), its tests and the allreduce benchmark (Fig. 9).
-PCOLL_SRC := collectives/pcoll.c collectives/engine.c collectives/trigger.c
+PCOLL_SRC := collectives/pcoll.c collectives/engine.c collectives/trigger.c collectives/live.c
 PCOLL_OBJ := $(PCOLL_SRC:%.c=$(B)/%.o)
 LIBPCOLL  := $(B)/libpcoll.a
 
@@ -18,12 +18,15 @@ $(B)/tests/collectives/%.o: tests/collectives/%.c
 $(B)/tests/test_pcoll: $(B)/tests/collectives/test_pcoll.o $(LIBPCOLL)
 	$(CC) $(LDFLAGS) $^ -o $@ $(MPI_LIBS) $(LDLIBS)
 
+$(B)/tests/test_pcoll_life: $(B)/tests/collectives/test_pcoll_life.o $(LIBPCOLL)
+	$(CC) $(LDFLAGS) $^ -o $@ $(MPI_LIBS) $(LDLIBS)
+
 $(B)/bench/bench_collectives: $(B)/collectives/bench_collectives.o $(LIBPCOLL)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(MPI_LIBS) -ljansson $(LDLIBS)
 
 ALL_BINS  += $(LIBPCOLL) $(B)/bench/bench_collectives
-TEST_BINS += $(B)/tests/test_pcoll
+TEST_BINS += $(B)/tests/test_pcoll $(B)/tests/test_pcoll_life
 
 P ?= 8
 UNIT_MS ?= 1

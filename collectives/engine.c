@@ -2,8 +2,9 @@
  *
  * Loop, for r = 0, 1, 2, ... until every rank has joined:
  *   1. rule:       wait for the horizon (controller mode), fix the rule of r, plan it (trigger.c)
- *   2. activation: PATH_SYNC: wait until ready; PATH_ANY: first ready rank broadcasts ACT(r);
- *                  PATH_COORD: READY(r) -> coordinator -> ACT(r). Stale ACT/READY (< r) absorbed.
+ *   2. activation: PATH_SYNC: wait until ready; PATH_ANY: a ready rank floods ACT(r) over a
+ *                  binomial tree; PATH_COORD: counts up the tree (READY direct from wait-set
+ *                  members) -> coordinator -> ACT(r) down the tree. Stale messages absorbed.
  *   3. contribute: take the pending deposit (fresh) or zeros; write this rank's metadata slots
  *   4. reduce:     MPI_Allreduce(sum) of n + META*P floats on the private data communicator into
  *                  ring slot r % (K+1). Blocking is right here: the engine has nothing else to do
@@ -21,12 +22,7 @@
 #include <time.h>
 
 static void timed_wait(struct pcoll *h, double sec) {  /* caller holds mu */
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    long ns = ts.tv_nsec + (long)(sec * 1e9);
-    ts.tv_sec += ns / 1000000000L;
-    ts.tv_nsec = ns % 1000000000L;
-    pthread_cond_timedwait(&h->cv_eng, &h->mu, &ts);
+    pcoll_cond_wait_s(&h->cv_eng, &h->mu, sec);
 }
 
 static int mpi_fail(struct pcoll *h, int rc, const char *what) {
@@ -38,46 +34,96 @@ static int mpi_fail(struct pcoll *h, int rc, const char *what) {
     return PCOLL_ERR_MPI;
 }
 
-/* Control messages are one uint64 (the round) and go eagerly: MPI_Send returns at once. */
-static int send_ctl(struct pcoll *h, int dst, int tag, uint64_t r) {
-    int rc = MPI_Send(&r, 1, MPI_UINT64_T, dst, tag, h->ctl);
+/* Control messages are two uint64 (the round, a value) and go eagerly: MPI_Send returns at once. */
+static int send_ctl(struct pcoll *h, int dst, int tag, uint64_t r, uint64_t val) {
+    uint64_t m[2] = {r, val};
+    int rc = MPI_Send(m, 2, MPI_UINT64_T, dst, tag, h->ctl);
     if (rc != MPI_SUCCESS) return mpi_fail(h, rc, "MPI_Send (activation)");
     h->sent_to[dst]++;
     return PCOLL_OK;
 }
 
-/* Receives every control message that has arrived; sets *act if ACT(r) is among them. */
-static int drain_ctl(struct pcoll *h, uint64_t r, int *act) {
+/* Receives every control message that has arrived. ACT(r): *act_from = its sender. READY(r):
+ * noted per sender (wait-set members, direct to the coordinator). COUNT(r, c): a child's count
+ * of ready ranks in its subtree. Messages of earlier rounds are duplicates: absorbed. None can be
+ * of a later round: a peer finishes round r only after this rank has entered its reduction. */
+static int drain_ctl(struct pcoll *h, uint64_t r, int *act_from) {
     for (;;) {
         int flag = 0; MPI_Status st;
         int rc = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, h->ctl, &flag, &st);
         if (rc != MPI_SUCCESS) return mpi_fail(h, rc, "MPI_Iprobe");
         if (!flag) return PCOLL_OK;
-        uint64_t m = 0;
-        rc = MPI_Recv(&m, 1, MPI_UINT64_T, st.MPI_SOURCE, st.MPI_TAG, h->ctl, MPI_STATUS_IGNORE);
+        uint64_t m[2] = {0, 0};
+        int src = st.MPI_SOURCE;
+        rc = MPI_Recv(m, 2, MPI_UINT64_T, src, st.MPI_TAG, h->ctl, MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS) return mpi_fail(h, rc, "MPI_Recv (activation)");
-        h->recv_from[st.MPI_SOURCE]++;
-        if (st.MPI_TAG == TAG_ACT) {
-            if (m == r) *act = 1;
-            else if (m > r) {
-                pthread_mutex_lock(&h->mu);
-                pcoll_set_error(h, PCOLL_ERR_STATE, "rank %d: activation for round %llu from rank "
-                    "%d while at round %llu (protocol error)", h->me, (unsigned long long)m,
-                    st.MPI_SOURCE, (unsigned long long)r);
-                pthread_mutex_unlock(&h->mu);
-                return PCOLL_ERR_STATE;
-            }
-        } else if (st.MPI_TAG == TAG_READY) {
-            if (m + 1 > h->ready_round[st.MPI_SOURCE]) h->ready_round[st.MPI_SOURCE] = m + 1;
+        h->recv_from[src]++;
+        if (m[0] > r) {
+            pthread_mutex_lock(&h->mu);
+            pcoll_set_error(h, PCOLL_ERR_STATE, "rank %d: control message (tag %d) for round %llu "
+                "from rank %d while at round %llu (protocol error)", h->me, st.MPI_TAG,
+                (unsigned long long)m[0], src, (unsigned long long)r);
+            pthread_mutex_unlock(&h->mu);
+            return PCOLL_ERR_STATE;
+        }
+        if (m[0] < r) continue;
+        if (st.MPI_TAG == TAG_ACT && *act_from == NOT_ACTIVATED) *act_from = src;
+        else if (st.MPI_TAG == TAG_READY) h->ready_round[src] = r + 1;
+        else if (st.MPI_TAG == TAG_COUNT) {
+            if (h->cnt_round[src] != r + 1 || m[1] > h->cnt_val[src]) h->cnt_val[src] = m[1];
+            h->cnt_round[src] = r + 1;
         }
     }
 }
 
-/* Step 2: returns PCOLL_OK once round r is activated at this rank. */
+/* Binomial tree over all P ranks rooted at root, in relative ranks v = (p - root) mod P: the
+ * parent of v is v without its highest set bit, the children of v are v + 2^k for every 2^k > v
+ * with v + 2^k < P. Depth and degree <= ceil(log2 P). */
+static int tree_parent(int P, int root, int p) {
+    int v = (p - root + P) % P, hb = 1;
+    if (v == 0) return -1;
+    while (hb <= v / 2) hb *= 2;
+    return (v - hb + root) % P;
+}
+static int tree_children(int P, int root, int p, int *out) {
+    int v = (p - root + P) % P, n = 0;
+    long k = 1;
+    while (k <= v) k *= 2;
+    for (; v + k < P; k *= 2) out[n++] = (int)((v + k + root) % P);
+    return n;
+}
+
+/* Sends ACT(r) along the tree edges of this rank except the one it came from (from: a rank, or
+ * -1 when this rank activates the round itself): to the children, and with up also to the
+ * parent. With up (PATH_ANY, any rank may start) this floods the fixed tree: every rank that is
+ * activated passes it to all its other neighbours before it enters the reduction, so every rank
+ * is reached whichever ranks start, each sends at most degree+1 messages and receives at most
+ * as many (duplicates are absorbed). Without up (PATH_COORD) it is a broadcast from the root. */
+static int flood(struct pcoll *h, uint64_t r, int root, int from, int up) {
+    int kids[32], nk = tree_children(h->P, root, h->me, kids), rc;
+    for (int i = 0; i < nk; i++)
+        if (kids[i] != from && (rc = send_ctl(h, kids[i], TAG_ACT, r, 0))) return rc;
+    int par = tree_parent(h->P, root, h->me);
+    if (up && par >= 0 && par != from && (rc = send_ctl(h, par, TAG_ACT, r, 0))) return rc;
+    return PCOLL_OK;
+}
+
+/* Ready ranks in this rank's subtree: itself and what its children last reported. */
+static uint64_t subtree_ready(const struct pcoll *h, uint64_t r, int root, int self_ready) {
+    int kids[32], nk = tree_children(h->P, root, h->me, kids);
+    uint64_t c = (uint64_t)self_ready;
+    for (int i = 0; i < nk; i++)
+        if (h->cnt_round[kids[i]] == r + 1) c += h->cnt_val[kids[i]];
+    return c;
+}
+
+/* Step 2: returns PCOLL_OK once round r is activated at this rank (trigger.c says how). */
 static int activate(struct pcoll *h, uint64_t r) {
     plan_t *pl = &h->plan;
     int me_active = !h->joined[h->me];
-    int sent_ready = 0, act = 0;
+    int sent_ready = 0, from = NOT_ACTIVATED;
+    int root = pl->path == PATH_ANY ? (int)(r % (uint64_t)h->P) : pl->coord;
+    uint64_t sent_cnt = 0;
     double t0 = pcoll_now(), sleep_s = 10e-6;
     for (;;) {
         pthread_mutex_lock(&h->mu);
@@ -85,26 +131,24 @@ static int activate(struct pcoll *h, uint64_t r) {
         int err = h->err;
         pthread_mutex_unlock(&h->mu);
         if (err) ready = 1;  /* a failed rank only passes zeros along */
-        int rc;
+        int self_ready = me_active && ready, rc;
         if (pl->path == PATH_SYNC) {
             if (!me_active || ready) return PCOLL_OK;
         } else {
-            if ((rc = drain_ctl(h, r, &act))) return rc;
-            if (act) return PCOLL_OK;
-            if (pl->path == PATH_ANY && me_active && ready) {
-                for (int p = 0; p < h->P; p++)
-                    if (p != h->me && (rc = send_ctl(h, p, TAG_ACT, r))) return rc;
-                return PCOLL_OK;
-            }
+            if ((rc = drain_ctl(h, r, &from))) return rc;
+            if (from != NOT_ACTIVATED) return flood(h, r, root, from, pl->path == PATH_ANY);
+            if (pl->path == PATH_ANY && self_ready) return flood(h, r, root, -1, 1);
             if (pl->path == PATH_COORD) {
-                if (pl->coord == h->me && plan_satisfied(h, pl, r, me_active && ready)) {
-                    for (int p = 0; p < h->P; p++)
-                        if (p != h->me && (rc = send_ctl(h, p, TAG_ACT, r))) return rc;
-                    return PCOLL_OK;
-                }
+                uint64_t cnt = pl->count_up ? subtree_ready(h, r, root, self_ready) : 0;
+                if (pl->coord == h->me && plan_satisfied(h, pl, r, self_ready, cnt))
+                    return flood(h, r, root, -1, 0);
                 if (pl->need_ready && ready && !sent_ready) {
-                    if ((rc = send_ctl(h, pl->coord, TAG_READY, r))) return rc;
+                    if ((rc = send_ctl(h, pl->coord, TAG_READY, r, 0))) return rc;
                     sent_ready = 1;
+                }
+                if (pl->count_up && pl->coord != h->me && cnt > sent_cnt) {
+                    if ((rc = send_ctl(h, tree_parent(h->P, root, h->me), TAG_COUNT, r, cnt))) return rc;
+                    sent_cnt = cnt;
                 }
             }
         }
@@ -176,6 +220,77 @@ static int dev_round(struct pcoll *h, float *send, int send_slot, float *recv, c
 }
 #endif
 
+/* Doubles the results ring, keeping round q at slot q % K for the rounds the application has
+ * not read yet ([lent, r)); the other slots (and their buffers) fill the new places. Caller
+ * holds mu. */
+static int ring_grow(struct pcoll *h, uint64_t lent, uint64_t r) {
+    int K = h->K, K2 = 2 * K;
+    ring_slot_t *nr = calloc((size_t)K2, sizeof *nr);
+    uint8_t *placed = calloc((size_t)K2, 1), *moved = calloc((size_t)K, 1);
+    int rc = nr && placed && moved ? PCOLL_OK : PCOLL_ERR_NOMEM;
+    for (int i = 0; !rc && i < K2; i++) rc = pcoll_record_init(&nr[i].rec, h->P);
+    if (!rc) {
+        for (uint64_t q = lent; q < r; q++) {
+            ring_slot_t *o = &h->ring[q % (uint64_t)K], *d = &nr[q % (uint64_t)K2];
+            pcoll_record_free(&d->rec);
+            *d = *o;
+            placed[q % (uint64_t)K2] = 1; moved[q % (uint64_t)K] = 1;
+        }
+        int j = 0;
+        for (int i = 0; i < K; i++) {
+            if (moved[i]) continue;
+            while (placed[j]) j++;
+            pcoll_record_free(&nr[j].rec);
+            nr[j] = h->ring[i];
+            placed[j] = 1;
+        }
+        free(h->ring);
+        h->ring = nr;
+        h->K = K2;
+        nr = NULL;
+    }
+    if (nr) for (int i = 0; i < K2; i++) pcoll_record_free(&nr[i].rec);
+    free(nr); free(placed); free(moved);
+    return rc;
+}
+
+/* The ring slot of round r (caller holds mu; may wait, releasing it). Rounds [lent, r) are
+ * completed and not yet read by the application; if slot r % K is one of them, this rank is
+ * held back: the engine waits for pcoll_next, and the other ranks wait for it in round r's
+ * reduction (backpressure on the whole job; never a failure). The one exception: while an
+ * application thread is blocked in pcoll_wait(CONSUMED) it cannot call pcoll_next before its
+ * deposit's round completes, so the ring doubles instead (at most one more round per such
+ * wait). NULL: results are dropped (finalize, or this rank failed) or out of memory. */
+static ring_slot_t *ring_slot(struct pcoll *h, uint64_t r) {
+    for (;;) {
+        if (h->drop || h->err) return NULL;
+        uint64_t lent = h->handed ? h->handed - 1 : 0;
+        if (r - lent < (uint64_t)h->K) break;
+        if (h->waiting_consumed) {
+            if (ring_grow(h, lent, r)) {
+                pcoll_set_error(h, PCOLL_ERR_NOMEM, "rank %d: out of memory growing the results "
+                                "ring to %d slots", h->me, 2 * h->K);
+                return NULL;
+            }
+            continue;
+        }
+        pthread_cond_wait(&h->cv_eng, &h->mu);
+    }
+    ring_slot_t *s = &h->ring[r % (uint64_t)h->K];
+    if (!s->buf) {
+#ifdef PCOLL_HAVE_NCCL
+        if (h->mem == PCOLL_MEM_DEVICE) s->buf = pcoll_dev_calloc(h->nbuf); else
+#endif
+        s->buf = malloc(h->nbuf * sizeof(float));
+        if (!s->buf) {
+            pcoll_set_error(h, PCOLL_ERR_NOMEM, "rank %d: out of memory for a result buffer of "
+                            "%zu floats (ring of %d)", h->me, h->nbuf, h->K);
+            return NULL;
+        }
+    }
+    return s;
+}
+
 /* Steps 3-5 for round r. */
 static int run_round(struct pcoll *h, uint64_t r) {
     int P = h->P;
@@ -187,15 +302,8 @@ static int run_round(struct pcoll *h, uint64_t r) {
     float cost = 0;
 
     pthread_mutex_lock(&h->mu);
+    ring_slot_t *slot = ring_slot(h, r);
     failed = h->err != 0;
-    int slot = (int)(r % (uint64_t)(h->K + 1));
-    if (!failed && r - h->handed >= (uint64_t)h->K) {
-        pcoll_set_error(h, PCOLL_ERR_RING, "rank %d fell more than K=%d rounds behind: round %llu "
-            "completes while only %llu were handed out by pcoll_next (the ring was not "
-            "overwritten; apply rounds sooner, raise cfg.ring, or set cfg.tau < K)", h->me, h->K,
-            (unsigned long long)r, (unsigned long long)h->handed);
-        failed = 1;
-    }
     int send_slot = -1;        /* deposit slot taken (device path: wait for its copy) */
     if (!failed && h->pending > 0) {
         send_slot = h->dep_cur;
@@ -219,7 +327,7 @@ static int run_round(struct pcoll *h, uint64_t r) {
     h->started = r + 1;
     pthread_mutex_unlock(&h->mu);
 
-    recv = failed ? h->scratch : h->ring[slot];
+    recv = slot && !failed ? slot->buf : h->scratch;
     const my_meta_t mm = {fresh_cnt, flags, stale, cost};
     const float *rm;           /* the reduced metadata (host memory) */
     double t_start, t_end;
@@ -271,6 +379,7 @@ static int run_round(struct pcoll *h, uint64_t r) {
         if (fl & PCOLL_F_JOINED) h->joined[p] = 1;
     }
     rec->nfresh = nfresh;
+    if (slot && !failed) pcoll_record_copy(&slot->rec, rec);
     h->nactive = 0;
     for (int p = 0; p < P; p++) if (!h->joined[p]) h->active[h->nactive++] = p;
     pthread_mutex_unlock(&h->mu);
@@ -288,6 +397,7 @@ static int run_round(struct pcoll *h, uint64_t r) {
 
     pthread_mutex_lock(&h->mu);
     h->completed = r + 1;
+    if (h->drop || !slot || failed) h->handed = h->completed;  /* nothing to hand out */
     pthread_cond_broadcast(&h->cv_app);
     pthread_mutex_unlock(&h->mu);
     return PCOLL_OK;
@@ -301,8 +411,8 @@ static void final_drain(struct pcoll *h) {
     MPI_Alltoall(h->sent_to, 1, MPI_UINT64_T, expect, 1, MPI_UINT64_T, h->ctl);
     for (int p = 0; p < h->P; p++)
         while (h->recv_from[p] < expect[p]) {
-            uint64_t m;
-            MPI_Recv(&m, 1, MPI_UINT64_T, p, MPI_ANY_TAG, h->ctl, MPI_STATUS_IGNORE);
+            uint64_t m[2];
+            MPI_Recv(m, 2, MPI_UINT64_T, p, MPI_ANY_TAG, h->ctl, MPI_STATUS_IGNORE);
             h->recv_from[p]++;
         }
     free(expect);
@@ -333,6 +443,7 @@ void *pcoll_engine_main(void *arg) {
     }
     if (rc == PCOLL_OK) final_drain(h);
     pthread_mutex_lock(&h->mu);
+    h->clean = rc == PCOLL_OK;
     h->done = 1;
     pthread_cond_broadcast(&h->cv_app);
     pthread_mutex_unlock(&h->mu);

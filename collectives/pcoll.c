@@ -12,14 +12,56 @@ double pcoll_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Waits on cv (mu held) for at most sec seconds. */
+void pcoll_cond_wait_s(pthread_cond_t *cv, pthread_mutex_t *mu, double sec) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long ns = ts.tv_nsec + (long)((sec - (double)(long)sec) * 1e9);
+    ts.tv_sec += (time_t)sec + ns / 1000000000L;
+    ts.tv_nsec = ns % 1000000000L;
+    pthread_cond_timedwait(cv, mu, &ts);
+}
+
+/* Sticky error of this rank (caller holds mu). The first one is kept: later errors are its
+ * consequences, and every later call returns the first code with the first message. */
 void pcoll_set_error(struct pcoll *h, int code, const char *fmt, ...) {
-    if (h->err && code != PCOLL_ERR_MPI) return;  /* keep the first error */
+    if (h->err) return;
     h->err = code;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(h->errmsg, sizeof h->errmsg, fmt, ap);
     va_end(ap);
     pthread_cond_broadcast(&h->cv_app);
+    pthread_cond_broadcast(&h->cv_eng);
+}
+
+/* Message of a call that failed without breaking the handle (caller holds mu). */
+void pcoll_call_error(struct pcoll *h, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(h->callmsg, sizeof h->callmsg, fmt, ap);
+    va_end(ap);
+}
+
+/* Every public call on a handle: enter() counts it in (0: the handle is closing, return
+ * PCOLL_ERR_STATE without touching anything else), leave() / leave_locked() counts it out and
+ * wakes pcoll_finalize, which waits for the count to reach 0 before it frees the handle. The
+ * count is taken before the mutex, so finalize never frees a mutex a caller is waiting for. */
+static int enter(struct pcoll *h) {
+    __atomic_fetch_add(&h->inflight, 1, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&h->closing, __ATOMIC_SEQ_CST)) return 1;
+    __atomic_fetch_sub(&h->inflight, 1, __ATOMIC_SEQ_CST);
+    return 0;
+}
+static void leave_locked(struct pcoll *h) {
+    if (__atomic_sub_fetch(&h->inflight, 1, __ATOMIC_SEQ_CST) == 0 &&
+        __atomic_load_n(&h->closing, __ATOMIC_SEQ_CST))
+        pthread_cond_broadcast(&h->cv_app);
+}
+static void leave(struct pcoll *h) {
+    pthread_mutex_lock(&h->mu);
+    leave_locked(h);
+    pthread_mutex_unlock(&h->mu);
 }
 
 void pcoll_config_default(pcoll_config_t *c) {
@@ -70,35 +112,66 @@ static const char *agree_names[] = {"(local arguments)", "n", "mem", "rule.mode"
                                     "div", "ring", "tau", "horizon", "rule.nwait", "seed",
                                     "rule.wait"};
 
-static void destroy(struct pcoll *h) {
+/* Handles that pcoll_finalize freed: only the struct itself stays, marked closing, so that a
+ * thread that calls the library after finalize returned (e.g. a controller stopped after
+ * finalize) gets PCOLL_ERR_STATE instead of touching freed memory. Kept reachable from here. */
+static struct pcoll *g_retired;
+static pthread_mutex_t g_retired_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void pcoll_ring_free_buf(struct pcoll *h, float *b) {
+#ifdef PCOLL_HAVE_NCCL
+    if (h->mem == PCOLL_MEM_DEVICE) { pcoll_dev_free(b); return; }
+#endif
+    (void)h;
+    free(b);
+}
+
+/* Frees everything the handle owns. comms: free the communicators too (only when no operation
+ * can be pending on them). retire: keep the struct as a closed shell (see g_retired). */
+static void destroy(struct pcoll *h, int comms, int retire) {
     if (!h) return;
-    if (h->ctl != MPI_COMM_NULL) MPI_Comm_free(&h->ctl);
-    if (h->data != MPI_COMM_NULL) MPI_Comm_free(&h->data);
-    if (h->hb != MPI_COMM_NULL) MPI_Comm_free(&h->hb);
+    if (comms && h->ctl != MPI_COMM_NULL) MPI_Comm_free(&h->ctl);
+    if (comms && h->data != MPI_COMM_NULL) MPI_Comm_free(&h->data);
+    if (comms && h->hb != MPI_COMM_NULL) MPI_Comm_free(&h->hb);
     free(h->hb_req); free(h->hb_buf); free(h->hb_sent); free(h->hb_recv); free(h->peers);
-    free(h->heard_at);
+    free(h->heard_at); free(h->left);
 #ifdef PCOLL_HAVE_NCCL
     if (h->mem == PCOLL_MEM_DEVICE) {  /* device buffers */
         pcoll_dev_free(h->dep[0]); pcoll_dev_free(h->dep[1]);
         pcoll_dev_free(h->zeros); pcoll_dev_free(h->scratch);
-        if (h->ring) for (int i = 0; i <= h->K; i++) pcoll_dev_free(h->ring[i]);
-        pcoll_dev_close(h->dev);
     } else
 #endif
     {
     free(h->dep[0]); free(h->dep[1]); free(h->zeros); free(h->scratch);
-    if (h->ring) for (int i = 0; i <= h->K; i++) free(h->ring[i]);
     }
+    if (h->ring)
+        for (int i = 0; i < h->K; i++) {
+            pcoll_ring_free_buf(h, h->ring[i].buf);
+            pcoll_record_free(&h->ring[i].rec);
+        }
+#ifdef PCOLL_HAVE_NCCL
+    if (h->mem == PCOLL_MEM_DEVICE) pcoll_dev_close(h->dev);
+#endif
     free(h->ring);
     if (h->recs) for (int i = 0; i < h->R; i++) pcoll_record_free(&h->recs[i].r);
     free(h->recs);
     for (int i = 0; i < h->nrules; i++) free(h->rules[i].wait);
     free(h->rules);
     free(h->joined); free(h->streak); free(h->active); free(h->ready_round);
+    free(h->cnt_round); free(h->cnt_val);
     free(h->sent_to); free(h->recv_from); free(h->plan.inwait); free(h->max_streak);
+    if (retire) {   /* keep the struct: closing stays set, mutex and conditions stay valid;
+                       the fields are never written again (a late enter() only touches inflight) */
+        pthread_mutex_lock(&g_retired_mu);
+        h->retired_next = g_retired;
+        g_retired = h;
+        pthread_mutex_unlock(&g_retired_mu);
+        return;
+    }
     pthread_mutex_destroy(&h->mu);
     pthread_cond_destroy(&h->cv_app);
     pthread_cond_destroy(&h->cv_eng);
+    pthread_cond_destroy(&h->cv_live);
     free(h);
 }
 
@@ -228,9 +301,11 @@ int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t 
     else if (cfg.ring < 1) ok = 0, snprintf(msg, sizeof msg, "ring = %d (need >= 1)", cfg.ring);
     else if (cfg.records < 1) ok = 0, snprintf(msg, sizeof msg, "records = %d", cfg.records);
     else if (cfg.tau < 0) ok = 0, snprintf(msg, sizeof msg, "tau = %d (need >= 0)", cfg.tau);
-    else if (cfg.tau > 0 && cfg.tau >= cfg.ring)
-        ok = 0, snprintf(msg, sizeof msg, "tau = %d must be < ring = %d (a rank may lag tau+1 "
-                         "rounds)", cfg.tau, cfg.ring);
+    else if (!(cfg.live_period_s >= 0 && cfg.live_period_s <= 3600))
+        ok = 0, snprintf(msg, sizeof msg, "live_period_s = %g (need 0 .. 3600; 0: default)",
+                         cfg.live_period_s);
+    if (ok && cfg.ring > (1 << 20)) ok = 0, snprintf(msg, sizeof msg, "ring = %d (need <= 2^20)", cfg.ring);
+    if (cfg.live_period_s == 0) cfg.live_period_s = 0.1;
     if (cfg.poll_max_us < 1) cfg.poll_max_us = 1;
     if (cfg.spin_us < 0) cfg.spin_us = 0;
 
@@ -285,8 +360,9 @@ int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t 
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv_app, NULL);
     pthread_cond_init(&h->cv_eng, NULL);
+    pthread_cond_init(&h->cv_live, NULL);
     h->P = P; h->me = me; h->n = n; h->nbuf = n + (size_t)META * (size_t)P; h->mem = mem;
-    h->cfg = cfg; h->K = cfg.ring; h->R = cfg.records; h->peer_failed = -1;
+    h->cfg = cfg; h->K = cfg.ring + 1; h->R = cfg.records; h->peer_failed = -1;
     h->cfg.rule.wait = NULL;
     int nomem = 0;
     size_t bytes = h->nbuf * sizeof(float);
@@ -294,16 +370,15 @@ int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t 
     if (mem == PCOLL_MEM_DEVICE) {  /* device memory, zeroed */
         nomem |= !(h->dep[0] = pcoll_dev_calloc(h->nbuf)) || !(h->dep[1] = pcoll_dev_calloc(h->nbuf));
         nomem |= !(h->zeros = pcoll_dev_calloc(h->nbuf)) || !(h->scratch = pcoll_dev_calloc(h->nbuf));
-        nomem |= !(h->ring = calloc((size_t)h->K + 1, sizeof(float *)));
-        for (int i = 0; !nomem && i <= h->K; i++) nomem |= !(h->ring[i] = pcoll_dev_calloc(h->nbuf));
     } else
 #endif
     {
     nomem |= !(h->dep[0] = calloc(1, bytes)) || !(h->dep[1] = calloc(1, bytes));
     nomem |= !(h->zeros = calloc(1, bytes)) || !(h->scratch = calloc(1, bytes));
-    nomem |= !(h->ring = calloc((size_t)h->K + 1, sizeof(float *)));
-    for (int i = 0; !nomem && i <= h->K; i++) nomem |= !(h->ring[i] = calloc(1, bytes));
     }
+    /* ring slots: records now, result buffers when first used (engine.c: ring_slot) */
+    nomem |= !(h->ring = calloc((size_t)h->K, sizeof *h->ring));
+    for (int i = 0; !nomem && i < h->K; i++) nomem |= pcoll_record_init(&h->ring[i].rec, P) != 0;
     nomem |= !(h->recs = calloc((size_t)h->R, sizeof *h->recs));
     for (int i = 0; !nomem && i < h->R; i++) nomem |= pcoll_record_init(&h->recs[i].r, P) != 0;
     nomem |= !(h->rules = calloc(4, sizeof *h->rules));
@@ -311,9 +386,11 @@ int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t 
     nomem |= !(h->joined = calloc((size_t)P, 1)) || !(h->streak = calloc((size_t)P, 4));
     nomem |= !(h->active = calloc((size_t)P, sizeof(int)));
     nomem |= !(h->ready_round = calloc((size_t)P, 8));
+    nomem |= !(h->cnt_round = calloc((size_t)P, 8)) || !(h->cnt_val = calloc((size_t)P, 8));
     nomem |= !(h->sent_to = calloc((size_t)P, 8)) || !(h->recv_from = calloc((size_t)P, 8));
     nomem |= !(h->plan.inwait = calloc((size_t)P, 1)) || !(h->max_streak = calloc((size_t)P, 4));
-    nomem |= !(h->hb_req = calloc((size_t)P, sizeof(MPI_Request))) || !(h->hb_buf = calloc((size_t)P * 5, 8));
+    nomem |= !(h->hb_req = calloc((size_t)P, sizeof(MPI_Request))) || !(h->hb_buf = calloc((size_t)P * HB_LEN, 8));
+    nomem |= !(h->left = calloc((size_t)P, 1));
     nomem |= !(h->hb_sent = calloc((size_t)P, 8)) || !(h->hb_recv = calloc((size_t)P, 8));
     nomem |= !(h->peers = calloc((size_t)P, sizeof(pcoll_peer_t))) || !(h->heard_at = calloc((size_t)P, 8));
     for (int p = 0; !nomem && p < P; p++) { h->hb_req[p] = MPI_REQUEST_NULL; h->peers[p].heard_s = -1; }
@@ -322,22 +399,21 @@ int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t 
     MPI_Allreduce(&nomem, &anynomem, 1, MPI_INT, MPI_LOR, comm);
     if (anynomem) {
         snprintf(g_create_err, sizeof g_create_err, "pcoll_create: out of memory on %s "
-                 "(ring of %d x %zu floats)", nomem ? "this rank" : "another rank", h->K + 1,
-                 h->nbuf);
-        destroy(h);
+                 "(buffers of %zu floats)", nomem ? "this rank" : "another rank", h->nbuf);
+        destroy(h, 1, 0);
         return PCOLL_ERR_NOMEM;
     }
 #ifdef PCOLL_HAVE_NCCL
     if (mem == PCOLL_MEM_DEVICE) {
         int drc = dev_setup(h, comm, dev_key);
-        if (drc) { destroy(h); return drc; }
+        if (drc) { destroy(h, 1, 0); return drc; }
     }
 #endif
     for (int p = 0; p < P; p++) h->active[p] = p;
     h->nactive = P;
     if (MPI_Comm_dup(comm, &h->ctl) != MPI_SUCCESS || MPI_Comm_dup(comm, &h->data) != MPI_SUCCESS ||
         MPI_Comm_dup(comm, &h->hb) != MPI_SUCCESS) {
-        destroy(h);
+        destroy(h, 1, 0);
         return PCOLL_ERR_MPI;
     }
     MPI_Comm_set_errhandler(h->ctl, MPI_ERRORS_RETURN);
@@ -346,26 +422,34 @@ int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t 
     h->t_last_dep = pcoll_now();
     if (pthread_create(&h->thread, NULL, pcoll_engine_main, h) != 0) {
         snprintf(g_create_err, sizeof g_create_err, "pcoll_create: cannot start the engine thread");
-        destroy(h);  /* other ranks' engines then stall: reported by their watchdog */
+        destroy(h, 1, 0);  /* other ranks' engines then stall: reported by their watchdog */
         return PCOLL_ERR_NOMEM;
     }
     h->thread_started = 1;
+    if (pthread_create(&h->live_thread, NULL, pcoll_live_main, h) != 0) {
+        pthread_mutex_lock(&h->mu);
+        pcoll_set_error(h, PCOLL_ERR_NOMEM, "rank %d: cannot start the liveness thread", me);
+        pthread_mutex_unlock(&h->mu);   /* the engine goes on as a failed rank (zeros) */
+    } else h->live_started = 1;
     *out = h;
     return PCOLL_OK;
 }
 
 int pcoll_deposit(pcoll_t *h, const float *g, int flags) {
     if (!h || !g) return PCOLL_ERR_ARG;
+    if (!enter(h)) return PCOLL_ERR_STATE;
     pthread_mutex_lock(&h->mu);
     int rc = PCOLL_OK;
     if (h->err) rc = h->err;
-    else if (h->join_req) rc = PCOLL_ERR_STATE;
-    else if (h->pending && !(flags & PCOLL_ACCUMULATE)) {
+    else if (h->join_req) {
+        rc = PCOLL_ERR_STATE;
+        pcoll_call_error(h, "rank %d: pcoll_deposit after pcoll_join/pcoll_finalize", h->me);
+    } else if (h->pending && !(flags & PCOLL_ACCUMULATE)) {
         rc = PCOLL_ERR_PENDING;
-        snprintf(h->errmsg, sizeof h->errmsg, "rank %d: deposit while the previous one is still "
-                 "pending (call pcoll_wait first, or pass PCOLL_ACCUMULATE)", h->me);
+        pcoll_call_error(h, "rank %d: deposit while the previous one is still pending (call "
+                         "pcoll_wait first, or pass PCOLL_ACCUMULATE)", h->me);
     }
-    if (rc) { pthread_mutex_unlock(&h->mu); return rc; }
+    if (rc) { leave_locked(h); pthread_mutex_unlock(&h->mu); return rc; }
     /* the engine reads dep[dep_cur] only after taking it under mu in run_round, and swaps
      * dep_cur at that moment, so this buffer is ours until the engine takes it */
     float *d = h->dep[h->dep_cur];
@@ -374,7 +458,8 @@ int pcoll_deposit(pcoll_t *h, const float *g, int flags) {
         char m[256] = "";
         rc = pcoll_dev_deposit(h->dev, h->dep_cur, d, g, h->n, h->pending > 0, m, sizeof m);
         if (rc) {
-            snprintf(h->errmsg, sizeof h->errmsg, "rank %d: pcoll_deposit: %s", h->me, m);
+            pcoll_call_error(h, "rank %d: pcoll_deposit: %s", h->me, m);
+            leave_locked(h);
             pthread_mutex_unlock(&h->mu);
             return rc;
         }
@@ -396,23 +481,24 @@ int pcoll_deposit(pcoll_t *h, const float *g, int flags) {
     h->dep_seq++;
     h->t_last_dep = pcoll_now();
     pthread_cond_signal(&h->cv_eng);
+    leave_locked(h);
     pthread_mutex_unlock(&h->mu);
     return PCOLL_OK;
 }
 
 int pcoll_set_cost(pcoll_t *h, double seconds) {
     if (!h) return PCOLL_ERR_ARG;
-    if (!(seconds >= 0 && seconds <= 1e9)) {   /* also NaN */
-        pthread_mutex_lock(&h->mu);
-        snprintf(h->errmsg, sizeof h->errmsg, "rank %d: pcoll_set_cost: %g s is not a step time "
-                 "(finite, >= 0)", h->me, seconds);
-        pthread_mutex_unlock(&h->mu);
-        return PCOLL_ERR_ARG;
-    }
+    if (!enter(h)) return PCOLL_ERR_STATE;
     pthread_mutex_lock(&h->mu);
-    h->next_cost = (float)seconds;
+    int rc = PCOLL_OK;
+    if (!(seconds >= 0 && seconds <= 1e9)) {   /* also NaN */
+        pcoll_call_error(h, "rank %d: pcoll_set_cost: %g s is not a step time (finite, >= 0)",
+                         h->me, seconds);
+        rc = PCOLL_ERR_ARG;
+    } else h->next_cost = (float)seconds;
+    leave_locked(h);
     pthread_mutex_unlock(&h->mu);
-    return PCOLL_OK;
+    return rc;
 }
 
 static int abs_deadline(double timeout_s, struct timespec *ts) {
@@ -425,23 +511,37 @@ static int abs_deadline(double timeout_s, struct timespec *ts) {
 }
 
 static int peer_error(struct pcoll *h) {
-    snprintf(h->errmsg, sizeof h->errmsg, "rank %d failed (its engine reported an error and "
-             "left the rounds); see its own message", h->peer_failed);
+    pcoll_call_error(h, "rank %d: rank %d failed (its engine reported an error and left the "
+                     "rounds); see its own message", h->me, h->peer_failed);
     return PCOLL_ERR_PEER;
+}
+
+/* pcoll_finalize has set closing: a blocked call returns this (caller holds mu). */
+static int closing_error(struct pcoll *h) {
+    pcoll_call_error(h, "rank %d: the handle is being finalized", h->me);
+    return PCOLL_ERR_STATE;
 }
 
 int pcoll_wait(pcoll_t *h, int how, double timeout_s, uint64_t *round) {
     if (!h || (how != PCOLL_WAIT_CONSUMED && how != PCOLL_WAIT_NEWER)) return PCOLL_ERR_ARG;
+    if (!enter(h)) return PCOLL_ERR_STATE;
     struct timespec ts;
-    int timed = abs_deadline(timeout_s, &ts), rc = PCOLL_OK;
+    int timed = abs_deadline(timeout_s, &ts), rc = PCOLL_OK, counted = 0;
     pthread_mutex_lock(&h->mu);
     for (;;) {
         if (h->err) { rc = h->err; break; }
         if (h->peer_failed >= 0) { rc = peer_error(h); break; }
+        if (__atomic_load_n(&h->closing, __ATOMIC_SEQ_CST)) { rc = closing_error(h); break; }
         if (how == PCOLL_WAIT_CONSUMED) {
             if (h->consumed_seq == h->dep_seq && h->completed > h->consumed_round) {
                 if (round) *round = h->consumed_round;
                 break;
+            }
+            if (!counted) {  /* this thread cannot call pcoll_next now: the engine must not
+                                hold back waiting for it (engine.c: ring_slot) */
+                counted = 1;
+                h->waiting_consumed++;
+                pthread_cond_signal(&h->cv_eng);
             }
         } else if (h->completed > h->handed) {
             if (round) *round = h->completed - 1;
@@ -451,22 +551,25 @@ int pcoll_wait(pcoll_t *h, int how, double timeout_s, uint64_t *round) {
         if (timed) {
             if (pthread_cond_timedwait(&h->cv_app, &h->mu, &ts) != 0) {
                 rc = PCOLL_ERR_TIMEOUT;
-                snprintf(h->errmsg, sizeof h->errmsg, "rank %d: pcoll_wait timed out after %.1f s "
-                         "(rounds completed: %llu)", h->me, timeout_s,
-                         (unsigned long long)h->completed);
+                pcoll_call_error(h, "rank %d: pcoll_wait timed out after %.1f s (rounds "
+                                 "completed: %llu)", h->me, timeout_s,
+                                 (unsigned long long)h->completed);
                 break;
             }
         } else pthread_cond_wait(&h->cv_app, &h->mu);
     }
+    if (counted) h->waiting_consumed--;
+    leave_locked(h);
     pthread_mutex_unlock(&h->mu);
     return rc;
 }
 
+/* Copies a record into one the caller allocated for d->P >= s->P ranks; d->P becomes s->P. */
 static void record_copy(pcoll_record_t *d, const pcoll_record_t *s) {
     uint8_t *f = d->fresh, *w = d->waited, *fl = d->flags;
     uint32_t *st = d->staleness, *sk = d->streak;
     float *c = d->cost;
-    int P = s->P < d->P ? s->P : d->P;
+    int P = s->P;
     *d = *s;
     d->fresh = f; d->waited = w; d->flags = fl; d->staleness = st; d->streak = sk; d->cost = c;
     memcpy(f, s->fresh, (size_t)P); memcpy(w, s->waited, (size_t)P); memcpy(fl, s->flags, (size_t)P);
@@ -476,40 +579,62 @@ static void record_copy(pcoll_record_t *d, const pcoll_record_t *s) {
         else memset(c, 0, (size_t)P * sizeof *c);
     }
 }
+void pcoll_record_copy(pcoll_record_t *d, const pcoll_record_t *s) { record_copy(d, s); }
+
+static int record_too_small(struct pcoll *h, const pcoll_record_t *rec, const char *fn) {
+    pthread_mutex_lock(&h->mu);
+    pcoll_call_error(h, "rank %d: %s: record allocated for %d ranks, the handle has %d "
+                     "(pcoll_record_init(rec, pcoll_size(h)))", h->me, fn, rec->P, h->P);
+    leave_locked(h);
+    pthread_mutex_unlock(&h->mu);
+    return PCOLL_ERR_ARG;
+}
 
 int pcoll_next(pcoll_t *h, uint64_t *round, const float **result, pcoll_record_t *rec) {
     if (!h) return PCOLL_ERR_ARG;
+    if (!enter(h)) return PCOLL_ERR_STATE;
+    if (rec && (rec->P < h->P || !rec->fresh)) return record_too_small(h, rec, "pcoll_next");
     pthread_mutex_lock(&h->mu);
     int rc = PCOLL_OK;
     if (h->err) rc = h->err;
     else if (h->handed >= h->completed) rc = PCOLL_EMPTY;
     else {
         uint64_t r = h->handed;
+        ring_slot_t *sl = &h->ring[r % (uint64_t)h->K];
         if (round) *round = r;
-        if (result) *result = h->ring[r % (uint64_t)(h->K + 1)];
-        if (rec) record_copy(rec, &h->recs[r % (uint64_t)h->R].r);
+        if (result) *result = sl->buf;
+        if (rec) record_copy(rec, &sl->rec);
         h->handed = r + 1;
+        pthread_cond_signal(&h->cv_eng);   /* a held-back engine may go on */
     }
+    leave_locked(h);
     pthread_mutex_unlock(&h->mu);
     return rc;
 }
 
 int pcoll_set_rule(pcoll_t *h, uint64_t from, const pcoll_rule_t *rule) {
     if (!h || !rule) return PCOLL_ERR_ARG;
+    if (!enter(h)) return PCOLL_ERR_STATE;
     char msg[200];
-    if (!rule_check(rule, h->P, msg, sizeof msg)) {
-        pthread_mutex_lock(&h->mu);
-        snprintf(h->errmsg, sizeof h->errmsg, "pcoll_set_rule: %s", msg);
-        pthread_mutex_unlock(&h->mu);
-        return PCOLL_ERR_ARG;
-    }
-    pthread_mutex_lock(&h->mu);
     int rc = PCOLL_OK;
-    if (from < h->resolved) {
+    int valid = rule_check(rule, h->P, msg, sizeof msg);
+    pthread_mutex_lock(&h->mu);
+    /* Only decisions every rank makes alike: the horizon is posted by the same program on every
+     * rank, while how far the engine has got differs between ranks. */
+    if (!valid) {
+        rc = PCOLL_ERR_ARG;
+        pcoll_call_error(h, "pcoll_set_rule: %s", msg);
+    } else if (!h->cfg.horizon) {
+        rc = PCOLL_ERR_STATE;
+        pcoll_call_error(h, "rank %d: pcoll_set_rule needs cfg.horizon = 1 (without a horizon "
+                         "some ranks may already have started round %llu and others not); the "
+                         "rule of a handle without a horizon is cfg.rule", h->me,
+                         (unsigned long long)from);
+    } else if (from < h->horizon) {
         rc = PCOLL_ERR_LATE;
-        snprintf(h->errmsg, sizeof h->errmsg, "pcoll_set_rule: round %llu already started on rank "
-                 "%d (next unstarted round: %llu)", (unsigned long long)from, h->me,
-                 (unsigned long long)h->resolved);
+        pcoll_call_error(h, "rank %d: pcoll_set_rule: round %llu is below the horizon (rules of "
+                         "rounds < %llu are final)", h->me, (unsigned long long)from,
+                         (unsigned long long)h->horizon);
     } else {
         while (h->nrules > 1 && h->rules[h->nrules - 1].from >= from)
             free(h->rules[--h->nrules].wait);
@@ -529,21 +654,27 @@ int pcoll_set_rule(pcoll_t *h, uint64_t from, const pcoll_rule_t *rule) {
         if (!rc) rc = rule_copy(&h->rules[h->nrules], from, rule);
         if (!rc) h->nrules++;
     }
+    leave_locked(h);
     pthread_mutex_unlock(&h->mu);
     return rc;
 }
 
 int pcoll_set_horizon(pcoll_t *h, uint64_t through) {
     if (!h) return PCOLL_ERR_ARG;
+    if (!enter(h)) return PCOLL_ERR_STATE;
     pthread_mutex_lock(&h->mu);
-    if (through + 1 > h->horizon) h->horizon = through + 1;
+    /* h->horizon = rounds below it are final; UINT64_MAX: all (no wrap to 0) */
+    uint64_t hz = through == UINT64_MAX ? UINT64_MAX : through + 1;
+    if (hz > h->horizon) h->horizon = hz;
     pthread_cond_signal(&h->cv_eng);
+    leave_locked(h);
     pthread_mutex_unlock(&h->mu);
     return PCOLL_OK;
 }
 
 int pcoll_record_init(pcoll_record_t *rec, int P) {
     memset(rec, 0, sizeof *rec);
+    if (P < 1) return PCOLL_ERR_ARG;
     rec->P = P;
     rec->fresh = calloc((size_t)P, 1); rec->waited = calloc((size_t)P, 1);
     rec->flags = calloc((size_t)P, 1);
@@ -561,33 +692,47 @@ void pcoll_record_free(pcoll_record_t *rec) {
     free(rec->cost);
     rec->fresh = rec->waited = rec->flags = NULL; rec->staleness = rec->streak = NULL;
     rec->cost = NULL;
+    rec->P = 0;
 }
 
 int pcoll_record_get(pcoll_t *h, uint64_t round, pcoll_record_t *rec, double timeout_s) {
-    if (!h || !rec || rec->P < h->P) return PCOLL_ERR_ARG;
+    if (!h || !rec) return PCOLL_ERR_ARG;
+    if (!enter(h)) return PCOLL_ERR_STATE;
+    if (rec->P < h->P || !rec->fresh) return record_too_small(h, rec, "pcoll_record_get");
     struct timespec ts;
     int timed = abs_deadline(timeout_s, &ts), rc = PCOLL_OK;
     pthread_mutex_lock(&h->mu);
     while (h->completed <= round) {
         if (h->done || h->err) { rc = h->err ? h->err : PCOLL_ERR_STATE; break; }
+        if (__atomic_load_n(&h->closing, __ATOMIC_SEQ_CST)) { rc = closing_error(h); break; }
         if (timed) {
             if (pthread_cond_timedwait(&h->cv_app, &h->mu, &ts) != 0) { rc = PCOLL_ERR_TIMEOUT; break; }
         } else pthread_cond_wait(&h->cv_app, &h->mu);
     }
-    if (!rc && round + (uint64_t)h->R < h->completed) rc = PCOLL_ERR_EVICTED;
-    if (!rc) record_copy(rec, &h->recs[round % (uint64_t)h->R].r);
+    /* round + R is written into the same slot before `completed` passes it: check the slot */
+    const pcoll_record_t *src = &h->recs[round % (uint64_t)h->R].r;
+    if (!rc && (round + (uint64_t)h->R < h->started || src->round != round)) {
+        rc = PCOLL_ERR_EVICTED;
+        pcoll_call_error(h, "rank %d: record of round %llu no longer kept (records = %d, round "
+                         "%llu started)", h->me, (unsigned long long)round, h->R,
+                         (unsigned long long)h->started);
+    }
+    if (!rc) record_copy(rec, src);
+    leave_locked(h);
     pthread_mutex_unlock(&h->mu);
     return rc;
 }
 
 int pcoll_stats(pcoll_t *h, pcoll_stats_t *st) {
     if (!h || !st) return PCOLL_ERR_ARG;
+    if (!enter(h)) return PCOLL_ERR_STATE;
     pthread_mutex_lock(&h->mu);
     st->rounds = h->completed; st->applied = h->handed; st->deposits = h->dep_seq;
     st->fresh_total = h->fresh_total; st->max_streak_all = h->max_streak_all;
     st->max_staleness = h->max_staleness;
     st->mean_staleness = h->stale_count ? h->stale_sum / (double)h->stale_count : 0.0;
     if (st->max_streak) memcpy(st->max_streak, h->max_streak, (size_t)h->P * 4);
+    leave_locked(h);
     pthread_mutex_unlock(&h->mu);
     return PCOLL_OK;
 }
@@ -595,52 +740,26 @@ int pcoll_stats(pcoll_t *h, pcoll_stats_t *st) {
 int pcoll_size(const pcoll_t *h) { return h ? h->P : 0; }
 int pcoll_rank(const pcoll_t *h) { return h ? h->me : -1; }
 uint64_t pcoll_rounds(pcoll_t *h) {
+    if (!h || !enter(h)) return 0;
     pthread_mutex_lock(&h->mu);
     uint64_t r = h->completed;
+    leave_locked(h);
     pthread_mutex_unlock(&h->mu);
     return r;
 }
 
+/* The liveness thread (live.c) sends and reads the heartbeats; this call only checks the
+ * handle, for callers written against the interface in which the application drove them. */
 int pcoll_heartbeat(pcoll_t *h) {
     if (!h) return PCOLL_ERR_ARG;
-    pthread_mutex_lock(&h->mu);
-    double t = pcoll_now();
-    double st[5] = {0, h->pending > 0, t - (h->pending > 0 ? h->t_dep : h->t_last_dep),
-                    (double)h->completed, (double)h->started};
-    pthread_mutex_unlock(&h->mu);
-    for (int p = 0; p < h->P; p++) {
-        if (p == h->me) continue;
-        if (h->hb_req[p] != MPI_REQUEST_NULL) {
-            int done = 0;
-            MPI_Test(&h->hb_req[p], &done, MPI_STATUS_IGNORE);
-            if (!done) continue;  /* still in flight: the peer is slow or gone; never block */
-        }
-        st[0] = (double)++h->hb_sent[p];
-        memcpy(&h->hb_buf[5 * p], st, sizeof st);
-        if (MPI_Isend(&h->hb_buf[5 * p], 5, MPI_DOUBLE, p, 3, h->hb, &h->hb_req[p]) != MPI_SUCCESS) {
-            h->hb_sent[p]--;
-            h->hb_req[p] = MPI_REQUEST_NULL;
-        }
-    }
-    for (;;) {
-        int flag = 0;
-        MPI_Status ms;
-        if (MPI_Iprobe(MPI_ANY_SOURCE, 3, h->hb, &flag, &ms) != MPI_SUCCESS || !flag) break;
-        double m[5];
-        if (MPI_Recv(m, 5, MPI_DOUBLE, ms.MPI_SOURCE, 3, h->hb, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
-        h->hb_recv[ms.MPI_SOURCE]++;
-        pthread_mutex_lock(&h->mu);
-        pcoll_peer_t *q = &h->peers[ms.MPI_SOURCE];
-        h->heard_at[ms.MPI_SOURCE] = pcoll_now();
-        q->pending = m[1] != 0; q->pending_s = m[2]; q->completed = (uint64_t)m[3];
-        q->started = (uint64_t)m[4];
-        pthread_mutex_unlock(&h->mu);
-    }
+    if (!enter(h)) return PCOLL_ERR_STATE;
+    leave(h);
     return PCOLL_OK;
 }
 
 int pcoll_peers(pcoll_t *h, pcoll_peer_t *out) {
     if (!h || !out) return PCOLL_ERR_ARG;
+    if (!enter(h)) return PCOLL_ERR_STATE;
     pthread_mutex_lock(&h->mu);
     double t = pcoll_now();
     for (int p = 0; p < h->P; p++) {
@@ -654,22 +773,21 @@ int pcoll_peers(pcoll_t *h, pcoll_peer_t *out) {
             out[p].started = h->started;
         }
     }
+    leave_locked(h);
     pthread_mutex_unlock(&h->mu);
     return PCOLL_OK;
 }
 
-/* Finalize: complete our heartbeat sends and receive every heartbeat still in flight, so the
- * communicator is empty when freed (every rank is alive here: all of them joined). */
+/* Finalize: receive every heartbeat still in flight, so the communicator is empty when freed
+ * (every rank is here: all of them joined; the liveness threads have ended). */
 static void hb_drain(struct pcoll *h) {
     uint64_t *expect = calloc((size_t)h->P, 8);
     if (!expect) return;
-    for (int p = 0; p < h->P; p++)
-        if (h->hb_req[p] != MPI_REQUEST_NULL) MPI_Wait(&h->hb_req[p], MPI_STATUS_IGNORE);
     MPI_Alltoall(h->hb_sent, 1, MPI_UINT64_T, expect, 1, MPI_UINT64_T, h->hb);
     for (int p = 0; p < h->P; p++)
         while (h->hb_recv[p] < expect[p]) {
-            double m[5];
-            MPI_Recv(m, 5, MPI_DOUBLE, p, 3, h->hb, MPI_STATUS_IGNORE);
+            double m[HB_LEN];
+            MPI_Recv(m, HB_LEN, MPI_DOUBLE, p, 3, h->hb, MPI_STATUS_IGNORE);
             h->hb_recv[p]++;
         }
     free(expect);
@@ -677,40 +795,59 @@ static void hb_drain(struct pcoll *h) {
 
 int pcoll_join(pcoll_t *h) {
     if (!h) return PCOLL_ERR_ARG;
+    if (!enter(h)) return PCOLL_ERR_STATE;
     pthread_mutex_lock(&h->mu);
     h->join_req = 1;
     pthread_cond_signal(&h->cv_eng);
+    leave_locked(h);
     pthread_mutex_unlock(&h->mu);
     return PCOLL_OK;
 }
 
+/* Two phases. 1: join, drop the results not handed out, and wait until the engine has left its
+ * loop (every rank joined) -- other threads may still call in (a controller posting rules).
+ * 2: closing: every call now returns PCOLL_ERR_STATE; wait for those in progress to leave, end
+ * the threads, drain, free. If the engine may be blocked in MPI for ever (a dead peer) or the
+ * timeout passes, return the error and leave the handle as it is: the process must MPI_Abort. */
 int pcoll_finalize(pcoll_t **hp, double timeout_s) {
     if (!hp || !*hp) return PCOLL_ERR_ARG;
     struct pcoll *h = *hp;
+    if (!enter(h)) return PCOLL_ERR_STATE;
     struct timespec ts;
     int timed = abs_deadline(timeout_s, &ts), rc = PCOLL_OK;
     pthread_mutex_lock(&h->mu);
     h->join_req = 1;
-    pthread_cond_signal(&h->cv_eng);
-    while (!h->done) {
+    h->drop = 1;                    /* nobody will hand these out: the ring need not hold them */
+    h->handed = h->completed;
+    pthread_cond_broadcast(&h->cv_eng);
+    while (!h->done && !h->peer_dead) {
         if (timed) {
             if (pthread_cond_timedwait(&h->cv_app, &h->mu, &ts) != 0) { rc = PCOLL_ERR_TIMEOUT; break; }
         } else pthread_cond_wait(&h->cv_app, &h->mu);
     }
     if (rc == PCOLL_ERR_TIMEOUT)
-        snprintf(h->errmsg, sizeof h->errmsg, "rank %d: pcoll_finalize timed out after %.1f s "
-                 "waiting for the other ranks to join (round %llu)", h->me, timeout_s,
-                 (unsigned long long)h->completed);
-    int err = h->err;
+        pcoll_call_error(h, "rank %d: pcoll_finalize timed out after %.1f s waiting for the other "
+                         "ranks to join (round %llu); the engine is still running: end the job "
+                         "with MPI_Abort", h->me, timeout_s, (unsigned long long)h->completed);
+    else if (!h->done) rc = h->err ? h->err : PCOLL_ERR_PEER;   /* engine may be stuck in MPI */
+    if (rc) {
+        leave_locked(h);
+        pthread_mutex_unlock(&h->mu);
+        return rc;
+    }
+    int err = h->err, clean = h->clean;
+    __atomic_store_n(&h->closing, 1, __ATOMIC_SEQ_CST);
+    __atomic_fetch_sub(&h->inflight, 1, __ATOMIC_SEQ_CST);   /* this call */
+    pthread_cond_broadcast(&h->cv_app);
+    while (__atomic_load_n(&h->inflight, __ATOMIC_SEQ_CST) > 0) pthread_cond_wait(&h->cv_app, &h->mu);
     pthread_mutex_unlock(&h->mu);
-    if (rc) return rc;
     pthread_join(h->thread, NULL);
-    hb_drain(h);
-    destroy(h);
+    pcoll_live_stop(h);
+    if (clean) hb_drain(h);
+    destroy(h, clean, 1);
     *hp = NULL;
     return err ? err : PCOLL_OK;
 }
-
 const char *pcoll_strerror(int code) {
     switch (code) {
     case PCOLL_OK: return "success";
@@ -746,9 +883,23 @@ const char *pcoll_hint(int code) {
     }
 }
 
+/* Copied into a buffer of the calling thread under the mutex: another thread's error cannot
+ * change the string this thread is reading (until this thread's next call). */
+static __thread char tl_err[512];
 const char *pcoll_last_error(pcoll_t *h) {
-    if (!h) return g_create_err;
-    return h->errmsg;  /* written under mu; stable once the call that failed has returned */
+    if (!h) {
+        snprintf(tl_err, sizeof tl_err, "%s", g_create_err);
+        return tl_err;
+    }
+    if (!enter(h)) {
+        snprintf(tl_err, sizeof tl_err, "the handle is finalized");
+        return tl_err;
+    }
+    pthread_mutex_lock(&h->mu);
+    snprintf(tl_err, sizeof tl_err, "%s", h->err ? h->errmsg : h->callmsg);
+    leave_locked(h);
+    pthread_mutex_unlock(&h->mu);
+    return tl_err;
 }
 
 const char *pcoll_mode_name(pcoll_mode_t m) {

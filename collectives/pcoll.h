@@ -3,7 +3,8 @@
  *
  * A handle is created once over (communicator of P ranks, n floats, memory kind). Rounds
  * r = 0, 1, 2, ... each reduce (sum) one contribution per rank. Every rank takes part in every
- * round through its own progress engine (a thread), even while the application thread computes.
+ * round through its own progress engine (a thread), even while the application thread computes;
+ * a second thread (liveness) exchanges heartbeats so that a dead or hung peer becomes an error.
  *
  *   application thread                     engine thread (one per rank)
  *   ------------------                     ---------------------------------------------
@@ -13,7 +14,8 @@
  *                                            majority : initiator hash(seed,r)%P has a deposit
  *                                            + wait set W_r: all of W_r have a deposit
  *                                          at start, contribution = pending deposit (fresh) or 0;
- *                                          MPI_Iallreduce on a private communicator, in round order
+ *                                          blocking MPI_Allreduce on a private communicator, in
+ *                                          round order (ncclAllReduce for device memory)
  *
  * Guarantees (DESIGN.md section 3, checked by tests/):
  *   agreement     every rank sees the same rounds, fresh sets and bitwise-equal results;
@@ -23,6 +25,29 @@
  *                 of the next round, so no streak exceeds tau;
  *   liveness      any P >= 1, any delays; finalize returns once every rank has joined.
  * Round indices are 64-bit and travel in message payloads, never in tags: no wrap-around.
+ *
+ * A rank that falls behind never fails: its completed rounds wait in the results ring (cfg.ring)
+ * for pcoll_next; when the ring is full, this rank's engine waits for the application, so the
+ * other ranks wait for it in the next reduction (backpressure). The ring grows only while an
+ * application thread is blocked in pcoll_wait(PCOLL_WAIT_CONSUMED), which could not otherwise
+ * make progress. A rank that has joined never fails for rounds it no longer needs.
+ *
+ * Failures: a rank whose engine fails (an MPI error, out of memory) tells the others (its
+ * liveness thread sends LIVE_FAILED, and while it still takes part its rounds carry
+ * PCOLL_F_FAILED); a rank that goes silent (killed, SIGSTOP, its node gone) is found by the
+ * others' liveness threads once its silence exceeds 20 times the longest heartbeat gap seen so
+ * far. Either way every other rank's next call returns PCOLL_ERR_PEER naming it, in bounded time.
+ * The engine may then stay blocked in MPI (a reduction the dead rank never enters): the only
+ * clean end is MPI_Abort (pcollCheck does that); do not call MPI_Finalize after an error.
+ *
+ * Threads: any number of application threads may call in concurrently. pcoll_finalize waits for
+ * the calls in progress to leave; once it has begun to free the handle, every call returns
+ * PCOLL_ERR_STATE, also after it has returned (the handle's struct is kept as a closed shell).
+ * Safe order with a controller thread (controller/): pcoll_join; drain until pcoll_wait returns
+ * PCOLL_DONE (the controller keeps posting rules and the horizon until every rank has joined);
+ * ctl_stop (joins the controller thread); pcoll_finalize. The reverse order (pcoll_finalize,
+ * then ctl_stop) no longer crashes -- the controller's calls return PCOLL_ERR_STATE -- but the
+ * controller must still be running until every rank has joined, or a horizon handle stalls.
  *
  * Assumes MPI was initialised with MPI_THREAD_MULTIPLE (checked: PCOLL_ERR_THREAD_LEVEL).
  * The library never exits and never prints: every call returns a code; pcoll_strerror() names
@@ -49,22 +74,31 @@ enum {
     PCOLL_ERR_MPI = -4,         /* an MPI call failed */
     PCOLL_ERR_NOMEM = -5,
     PCOLL_ERR_PENDING = -6,     /* deposit while the previous one is still pending */
-    PCOLL_ERR_RING = -7,        /* this rank fell more than K rounds behind (ring not overwritten) */
-    PCOLL_ERR_LATE = -8,        /* rule change for a round this rank has already started */
+    PCOLL_ERR_RING = -7,        /* not returned: a lagging rank is held back (kept for callers) */
+    PCOLL_ERR_LATE = -8,        /* rule change for a round at or below the horizon (final) */
     PCOLL_ERR_TIMEOUT = -9,     /* a wait ran past its timeout */
     PCOLL_ERR_EVICTED = -10,    /* round record no longer kept */
-    PCOLL_ERR_PEER = -11,       /* another rank failed (its engine reported an error) */
-    PCOLL_ERR_STATE = -12,      /* call not allowed now (e.g. after finalize started) */
+    PCOLL_ERR_PEER = -11,       /* another rank failed (its engine reported an error) or went
+                                   silent (dead or hung): the message names it */
+    PCOLL_ERR_STATE = -12,      /* call not allowed now (e.g. the handle is being finalized) */
     PCOLL_ERR_UNSUPPORTED = -13 /* e.g. device memory in a build without CUDA/NCCL */
 };
 
 typedef enum { PCOLL_MEM_HOST = 0, PCOLL_MEM_DEVICE = 1 } pcoll_mem_t;
 typedef enum { PCOLL_SYNC = 0, PCOLL_SOLO = 1, PCOLL_MAJORITY = 2, PCOLL_QUORUM = 3 } pcoll_mode_t;
+/* Division of a round's sum. PCOLL_DIV_FRESH divides by the number of deposits in the round:
+ * the sum over fresh ranks of the deposits each merged (PCOLL_ACCUMULATE), so the result is the
+ * mean of the gradients it holds; without merged deposits that is |F_r|, the fresh ranks. */
 typedef enum { PCOLL_DIV_NONE = 0, PCOLL_DIV_P = 1, PCOLL_DIV_FRESH = 2 } pcoll_div_t;
 
 #define PCOLL_MAX_RANKS 4096
 
-/* Trigger rule of a round. The wait set is copied by the library. */
+/* Trigger rule of a round. The wait set is copied by the library.
+ * Ready = a pending deposit, or joining (pcoll_join/pcoll_finalize called: it must not block the
+ * last rounds, and contributes nothing). A rank that joins in round r counts as ready for the
+ * rule, is exempt from the wait set and is flagged PCOLL_F_JOINED in the record; so a round in
+ * which some rank joins may have fewer than Q fresh ranks (quorum) or a joining initiator
+ * (majority). In every other round the rule counts fresh ranks only. */
 typedef struct {
     pcoll_mode_t mode;
     int quorum;        /* PCOLL_QUORUM: Q >= 1 (capped at the number of active ranks) */
@@ -74,15 +108,20 @@ typedef struct {
 
 typedef struct {
     pcoll_rule_t rule;  /* rule from round 0 on (default: sync) */
-    pcoll_div_t div;    /* divide the sum by nothing, P, or the number of fresh ranks */
+    pcoll_div_t div;    /* divide the sum by nothing, P, or the deposits in the round */
     uint64_t seed;      /* majority initiator draw; must match across ranks */
-    int ring;           /* K: results kept for a rank that lags (default 16) */
-    int records;        /* round records kept for pcoll_record_get (default 4096) */
+    int ring;           /* K: completed rounds kept for a rank that lags before it holds the
+                           others back (default 16; result buffers are allocated when used) */
+    int records;        /* round records kept for pcoll_record_get (default 4096); pcoll_next's
+                           records travel with the results ring and do not depend on it */
     int tau;            /* staleness bound (0 = none): streak >= tau puts a rank in the wait set */
     int horizon;        /* 1: the engine starts round r only once pcoll_set_horizon(>= r) was
-                           called (a controller posts rules ahead); 0: rules are static/posted */
+                           called, and pcoll_set_rule may change rules of rounds above the
+                           horizon (a controller posts rules ahead); 0: cfg.rule for every round */
     int poll_max_us;    /* longest idle sleep of the engine between polls (default 200) */
     int spin_us;        /* busy-poll (with sched_yield) this long before sleeping (default 50) */
+    double live_period_s; /* heartbeat period of the liveness thread (0: 0.1 s). Detection of a
+                           silent peer takes 20 x the longest gap seen, so at least 20 periods */
 } pcoll_config_t;
 
 /* Flags of a rank in a round record. */
@@ -151,28 +190,34 @@ int pcoll_wait(pcoll_t *h, int how, double timeout_s, uint64_t *round);
 
 /* Hands out the next completed round not yet handed out, in round order: *result points to its
  * n floats (valid until the next pcoll_next call; with PCOLL_MEM_DEVICE a device pointer, and the
- * calling thread must have this rank's GPU current), rec (may be NULL, see pcoll_record_init) gets
- * its record. Returns PCOLL_EMPTY when there is none. Never blocks. */
+ * calling thread must have this rank's GPU current), rec (may be NULL; else initialised with
+ * pcoll_record_init for >= pcoll_size(h) ranks, or PCOLL_ERR_ARG) gets its record. Returns
+ * PCOLL_EMPTY when there is none. Never blocks. */
 int pcoll_next(pcoll_t *h, uint64_t *round, const float **result, pcoll_record_t *rec);
 
-/* Rule from round `from` on. Every rank must post the same rule for the same round; the engine
- * refuses (PCOLL_ERR_LATE) a round it has already started. */
+/* Rule from round `from` on; needs cfg.horizon = 1 (else PCOLL_ERR_STATE: without a horizon some
+ * ranks may already have started the round and others not). Every rank must post the same rule
+ * for the same round, and every rank gets the same answer: PCOLL_ERR_LATE if from is at or below
+ * the horizon already posted (those rules are final), else OK. */
 int pcoll_set_rule(pcoll_t *h, uint64_t from, const pcoll_rule_t *rule);
-/* With cfg.horizon: the rules of all rounds <= through are final; the engine may start them. */
+/* With cfg.horizon: the rules of all rounds <= through are final; the engine may start them.
+ * UINT64_MAX releases every round. */
 int pcoll_set_horizon(pcoll_t *h, uint64_t through);
 
-/* Record of a completed round; waits up to timeout_s (<0: no limit) for it to complete. */
+/* Record of a completed round; waits up to timeout_s (<0: no limit) for it to complete.
+ * rec: initialised for >= pcoll_size(h) ranks (else PCOLL_ERR_ARG); rec->P becomes the handle's
+ * P. PCOLL_ERR_EVICTED once `records` later rounds have overwritten it. */
 int pcoll_record_init(pcoll_record_t *rec, int P);
 void pcoll_record_free(pcoll_record_t *rec);
 int pcoll_record_get(pcoll_t *h, uint64_t round, pcoll_record_t *rec, double timeout_s);
 
 int pcoll_stats(pcoll_t *h, pcoll_stats_t *st);
 
-/* Liveness of the peers, for a stall watchdog (like Horovod's stall inspector). Each call of
- * pcoll_heartbeat sends this rank's state to every peer on a private communicator (never
- * blocking: a peer whose previous heartbeat is still in flight is skipped) and reads what has
- * arrived. Call it from one thread, e.g. every second; pcoll_peers then says, per rank, how long
- * ago it was last heard of and what it reported. A rank that stays silent is dead or hung. */
+/* Liveness of the peers, for a stall watchdog (like Horovod's stall inspector). The library's
+ * liveness thread sends this rank's state to every peer every cfg.live_period_s and reads what
+ * has arrived (and turns a silent peer into PCOLL_ERR_PEER, see above); pcoll_heartbeat only
+ * checks the handle (kept for callers that drove the heartbeats themselves). pcoll_peers says,
+ * per rank, how long ago it was last heard of and what it reported. */
 typedef struct {
     double heard_s;       /* seconds since its last heartbeat arrived (-1: never; 0 for self) */
     int pending;          /* it had a deposit pending (waiting for a round) */
@@ -198,11 +243,17 @@ int pcoll_join(pcoll_t *h);
 /* Joins (no more deposits from this rank), flushes the pending deposit into a round, keeps
  * taking part until every rank has joined, then frees the handle. Collective in the sense that
  * it returns once all ranks have called it. Completed rounds not yet handed out are dropped
- * with the handle: drain them with pcoll_next first if they matter. */
+ * (from the call on, results are not kept: this rank never holds the others back): drain them
+ * with pcoll_next first if they matter. Waits for calls of other threads in progress to leave;
+ * afterwards every call on the handle returns PCOLL_ERR_STATE. On PCOLL_ERR_TIMEOUT, or an
+ * error with a peer dead (PCOLL_ERR_PEER), the handle is not freed: the engine may be inside
+ * MPI, so end the process with MPI_Abort, not MPI_Finalize. */
 int pcoll_finalize(pcoll_t **h, double timeout_s);
 
 const char *pcoll_strerror(int code);
-/* Detailed message of the last error on this handle ("" if none); thread-safe copy-out. */
+/* Detailed message of this handle's error: the first sticky error (engine, peer) if there is
+ * one, else the last failed call's ("" if none). Copied into a buffer of the calling thread,
+ * valid until its next pcoll_last_error call; other threads cannot change it. */
 const char *pcoll_last_error(pcoll_t *h);
 const char *pcoll_mode_name(pcoll_mode_t m);
 /* "sync", "solo", "majority", "quorum:Q" -> rule (wait set empty). */

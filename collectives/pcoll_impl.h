@@ -1,8 +1,16 @@
 /* pcoll_impl.h -- libpcoll internals shared by pcoll.c (application side), engine.c (progress
  * engine) and trigger.c (pure rule logic). Not installed; callers use pcoll.h only.
  *
- * Locking: one mutex `mu` guards every field written by both threads (marked [mu]). The engine
- * never holds it across an MPI call; the application never calls MPI through the library.
+ * Threads: the application's threads (any number: e.g. a training loop and a controller), the
+ * engine (engine.c) and the liveness thread (live.c). One mutex `mu` guards every field written
+ * by more than one of them (marked [mu]). The engine and the liveness thread never hold it across
+ * an MPI call; the application never calls MPI through the library (pcoll_finalize's collective
+ * drain runs after both threads have ended).
+ *
+ * Lifecycle: every public entry point counts itself in `inflight` (atomic, before it touches the
+ * mutex) and returns PCOLL_ERR_STATE once `closing` is set; pcoll_finalize sets `closing` only
+ * after the engine has left its loop, wakes every blocked caller and frees the handle once
+ * `inflight` is back to 0.
  */
 #ifndef PCOLL_IMPL_H
 #define PCOLL_IMPL_H
@@ -14,11 +22,12 @@
 /* Per-rank metadata travels in the reduced buffer after the n data floats: META floats per rank,
  * each written by its owner only (every other rank adds +0.0f), so the sum carries it exactly:
  * integers < 2^24 in [0..2], and the float [3] bit for bit. */
-#define META 4               /* [0] deposits merged (0 = not fresh), [1] flags, [2] staleness,
+#define META 4              /* [0] deposits merged (0 = not fresh), [1] flags, [2] staleness,
                                 [3] step time (s) reported with the deposit (pcoll_set_cost) */
 #define META_MAX 16777215u   /* 2^24 - 1: larger staleness saturates */
 
-enum { TAG_READY = 1, TAG_ACT = 2 };          /* payload: uint64_t round */
+enum { TAG_READY = 1, TAG_ACT = 2, TAG_COUNT = 4 };   /* payload: uint64_t round, value */
+#define NOT_ACTIVATED (-2)                    /* engine.c activate(): no ACT(r) received yet */
 enum { PATH_SYNC, PATH_ANY, PATH_COORD };     /* how a round gets activated */
 
 typedef struct {
@@ -36,7 +45,8 @@ typedef struct {
     int initiator;    /* majority: i_r */
     int path;         /* PATH_* */
     int coord;        /* PATH_COORD: the rank that counts READY messages */
-    int need_ready;   /* PATH_COORD: this rank must send READY when it is ready */
+    int need_ready;   /* PATH_COORD: in the wait set: send READY to coord when ready */
+    int count_up;     /* PATH_COORD, quorum: ready counts travel up the tree rooted at coord */
     uint8_t *inwait;  /* [P] W_r (rule's wait set + tau-bound ranks), active ranks only */
     int nwait;
 } plan_t;
@@ -44,6 +54,19 @@ typedef struct {
 typedef struct {   /* stored copy of a record (agreed + local fields) */
     pcoll_record_t r;
 } rec_slot_t;
+
+/* One slot of the results ring: a completed round's result and its record. Rounds
+ * [lent, completed) sit at slot q % K, where lent = max(handed, 1) - 1 is the round whose result
+ * the application may still read (pcoll_next's pointer stays valid until the next call). */
+typedef struct {
+    float *buf;            /* nbuf floats, allocated on first use */
+    pcoll_record_t rec;    /* P = 0 until allocated */
+} ring_slot_t;
+
+/* Heartbeat message of the liveness thread (doubles): sequence number, pending, pending_s,
+ * completed, started, state (LIVE_*). */
+#define HB_LEN 6
+enum { LIVE_OK = 0, LIVE_FAILED = 1, LIVE_LEAVING = 2 };
 
 struct pcoll {
     MPI_Comm ctl, data;
@@ -54,7 +77,7 @@ struct pcoll {
     struct pcoll_dev *dev;     /* device data path (mem == PCOLL_MEM_DEVICE) */
 #endif
     pcoll_config_t cfg;
-    int K;                     /* results ring capacity (unhanded rounds) */
+    int K;                     /* [mu] results ring slots (grows, see hold_back in engine.c) */
 
     pthread_t thread;
     int thread_started;
@@ -73,10 +96,14 @@ struct pcoll {
     uint64_t dep_seq;          /* deposits made */
     uint64_t consumed_seq;     /* deposits consumed by started rounds */
     uint64_t consumed_round;   /* round that consumed the latest consumed deposit */
-    int join_req;              /* pcoll_finalize called */
+    int join_req;              /* pcoll_join or pcoll_finalize called */
+    int drop;                  /* [mu] pcoll_finalize: results are no longer handed out */
+    int waiting_consumed;      /* [mu] application threads blocked in pcoll_wait(CONSUMED) */
+    int closing;               /* atomic: finalize is freeing the handle; calls get ERR_STATE */
+    int inflight;              /* atomic: public calls in progress */
 
     float *zeros;              /* nbuf, data part all zero: the contribution of a non-fresh rank */
-    float **ring;              /* K+1 slots of nbuf */
+    ring_slot_t *ring;         /* [mu] K slots (see ring_slot_t) */
     float *scratch;            /* receive buffer once this rank has failed */
     uint64_t completed;        /* [mu] rounds completed */
     uint64_t started;          /* [mu] rounds whose reduction this engine has entered */
@@ -96,23 +123,36 @@ struct pcoll {
     int *active;               /* [nactive] ranks not joined, ascending */
     int nactive;
     uint64_t *ready_round;     /* [P] coordinator: last round each rank said READY for (+1) */
+    uint64_t *cnt_round;       /* [P] last round (+1) each child reported a COUNT for ... */
+    uint64_t *cnt_val;         /* [P] ... and the ready ranks in its subtree */
     uint64_t *sent_to, *recv_from;  /* [P] control messages, for the final drain */
     plan_t plan;
 
-    /* heartbeats (pcoll_heartbeat: one caller thread; read by pcoll_peers under mu) */
+    /* liveness (live.c): heartbeats on the private communicator hb, sent and read by the
+     * liveness thread only; pcoll_peers reads the result under mu */
     MPI_Comm hb;
+    pthread_t live_thread;
+    int live_started;
+    int live_stop;             /* [mu] finalize: send LIVE_LEAVING and end */
+    pthread_cond_t cv_live;
     MPI_Request *hb_req;       /* [P] */
-    double *hb_buf;            /* [P][4] */
+    double *hb_buf;            /* [P][HB_LEN] */
     uint64_t *hb_sent, *hb_recv;
     pcoll_peer_t *peers;       /* [P] [mu] */
     double *heard_at;          /* [P] [mu] local time of the last heartbeat from p */
+    uint8_t *left;             /* [P] [mu] p sent LIVE_LEAVING (its handle is being freed) */
     double t_last_dep;         /* [mu] when this rank last deposited */
 
     /* status [mu] */
-    int err;                   /* sticky error of this rank */
+    int err;                   /* sticky error of this rank (the first one is kept) */
     int peer_failed;           /* first failed peer rank, or -1 */
+    int peer_dead;             /* the liveness thread found a peer silent: the engine may be
+                                  blocked in MPI for ever; finalize must not wait for it */
     int done;                  /* engine left its loop (every rank joined, or error) */
-    char errmsg[512];
+    int clean;                 /* ... after every rank joined, control messages drained */
+    struct pcoll *retired_next;   /* pcoll.c: list of finalized handles (closed shells) */
+    char errmsg[512];          /* message of the sticky error err */
+    char callmsg[512];         /* message of the last failed call that did not set err */
 
     /* stats [mu] */
     uint64_t fresh_total, stale_count;
@@ -171,15 +211,27 @@ int pcoll_dev_scale(pcoll_dev_t *d, float *recv, size_t n, float s, char *msg, s
 /* trigger.c */
 const rule_ent_t *rule_at(const struct pcoll *h, uint64_t r);
 void plan_round(struct pcoll *h, uint64_t r, plan_t *pl);
-int plan_satisfied(const struct pcoll *h, const plan_t *pl, uint64_t r, int self_ready);
+int plan_satisfied(const struct pcoll *h, const plan_t *pl, uint64_t r, int self_ready,
+                   uint64_t tree_cnt);
 uint64_t pcoll_mix64(uint64_t x);
 
 /* pcoll.c */
 void pcoll_set_error(struct pcoll *h, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 double pcoll_now(void);
+void pcoll_cond_wait_s(pthread_cond_t *cv, pthread_mutex_t *mu, double sec);
+
+void pcoll_call_error(struct pcoll *h, const char *fmt, ...)   /* caller holds mu */
+    __attribute__((format(printf, 2, 3)));
+
+void pcoll_record_copy(pcoll_record_t *d, const pcoll_record_t *s);
+void pcoll_ring_free_buf(struct pcoll *h, float *b);
 
 /* engine.c */
 void *pcoll_engine_main(void *arg);
+
+/* live.c: heartbeats, peer failure detection (started by pcoll_create, stopped by finalize) */
+void *pcoll_live_main(void *arg);
+void pcoll_live_stop(struct pcoll *h);
 
 #endif

@@ -6,19 +6,24 @@
  *   PATH_SYNC   every active rank must be fresh (sync, quorum Q >= active, W = all active):
  *               no messages; an active rank enters the reduction once it is ready, a joined
  *               rank enters at once; the reduction itself is the barrier.
- *   PATH_ANY    solo with an empty wait set: the first ready rank sends ACT(r) to all others
- *               and enters; duplicates of ACT(r) from other ready ranks are absorbed later.
+ *   PATH_ANY    solo with an empty wait set: any ready rank starts the round. ACT(r) floods a
+ *               binomial tree over all P ranks rooted at r % P: an activated rank sends it to
+ *               its tree neighbours (parent and children) except the one it came from, then
+ *               enters. Every rank is reached whichever ranks start (the tree is fixed), and
+ *               each sends and receives at most ceil(log2 P) + 1 messages per round.
  *
- *         rank 2 ready -- ACT(r) --> 0, 1, 3, ...   everybody enters allreduce(r)
+ *         3 ready: ACT -> its children and its parent; each of them on to the rest of the tree
  *
- *   PATH_COORD  quorum Q > 1, majority, or any wait set: one coordinator c counts READY(r)
- *               messages and sends ACT(r) once the rule holds.
+ *   PATH_COORD  quorum Q > 1, majority, or any wait set: one coordinator c decides, and ACT(r)
+ *               goes down the binomial tree rooted at c.
  *                 majority: c = initiator i_r = active[mix(seed, r) % nactive];
  *                 solo + W: c = lowest rank of W;  quorum: c = active[r % nactive].
- *               Only ranks whose readiness matters send READY (quorum: all; otherwise W).
+ *               Quorum: each rank sends its parent COUNT(r, ready ranks in its subtree) when
+ *               that number grows (children's counts combined), so c receives at most one
+ *               stream per child. Wait-set members send READY(r) straight to c (|W| messages).
  *
- *         p -- READY(r) --> c   (c counts: >= Q ready, i_r ready, W ready)
- *         c -- ACT(r) ----> all  everybody enters allreduce(r)
+ *         leaves -- COUNT --> ... --> c  (c: >= Q ready, i_r ready, W ready)
+ *         c -- ACT(r) --> children --> ...  everybody enters allreduce(r)
  *
  * "Ready" = a pending deposit, or finalize requested (a joining rank must not block rounds;
  * it contributes no data and is marked joined in the round, exempting it from the rule).
@@ -63,6 +68,7 @@ void plan_round(struct pcoll *h, uint64_t r, plan_t *pl) {
     pl->initiator = -1;
     pl->coord = -1;
     pl->need_ready = 0;
+    pl->count_up = 0;
     int q = ru->mode == PCOLL_SOLO ? 1 : ru->mode == PCOLL_QUORUM ? ru->quorum : na;
     if (q > na) q = na;
     if (q < 1) q = 1;
@@ -84,14 +90,17 @@ void plan_round(struct pcoll *h, uint64_t r, plan_t *pl) {
             pl->need_ready = me_active && pl->inwait[h->me];
         } else {
             pl->coord = h->active[r % (uint64_t)na];
-            pl->need_ready = me_active;
+            pl->need_ready = me_active && pl->inwait[h->me];
+            pl->count_up = 1;
         }
     }
     if (pl->path == PATH_COORD && pl->coord == h->me) pl->need_ready = 0;
 }
 
-/* Coordinator only: does the rule hold, given READY messages and this rank's own readiness? */
-int plan_satisfied(const struct pcoll *h, const plan_t *pl, uint64_t r, int self_ready) {
+/* Coordinator only: does the rule hold, given READY messages (wait set), this rank's own
+ * readiness and, with count_up, the ready ranks counted up the tree (tree_cnt, self included)? */
+int plan_satisfied(const struct pcoll *h, const plan_t *pl, uint64_t r, int self_ready,
+                   uint64_t tree_cnt) {
     int cnt = 0;
     for (int i = 0; i < h->nactive; i++) {
         int p = h->active[i];
@@ -103,5 +112,5 @@ int plan_satisfied(const struct pcoll *h, const plan_t *pl, uint64_t r, int self
         int i = pl->initiator;
         return i == h->me ? self_ready : h->ready_round[i] == r + 1;
     }
-    return cnt >= pl->quorum;
+    return (pl->count_up ? (int)tree_cnt : cnt) >= pl->quorum;
 }

@@ -15,5 +15,5 @@ jobs-test: build-all
 # tests/jobs/scripts_test.sh (the file writers of tests/data/testutil.c)
 $(B)/tests/jobs_gen_data: tests/jobs/gen_data.c $(B)/tests/data/testutil.o
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ -ljpeg -lz $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.c %.o,$^) -o $@ $(DATA_LDLIBS) $(LDLIBS)
 TEST_BINS += $(B)/tests/jobs_gen_data

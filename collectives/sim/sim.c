@@ -90,6 +90,8 @@ int sim_tree_children(int v, int P, int *child, int max) {
     return n;
 }
 
+static int any_root(const sim_t *s) { return (int)(s->r % (uint64_t)s->P); }
+
 static int tree_depth(int v) { int d = 0; while (v) { v &= v - 1; d++; } return d; }
 
 const char *sim_rule_name(sim_rule_t r) {
@@ -120,15 +122,16 @@ static int enter_at(sim_t *s, int p, int sends) {
     return push(s, s->now + sends * s->k->o_us, EV_ENTER, p, 0, 0);
 }
 
-/* Rank p sends ACT(r) down the tree rooted at `root` (and, if `to_root`, to the root first). */
-static int tree_send(sim_t *s, int p, int root, int to_root) {
-    int P = s->P, ch[32], n = sim_tree_children((p - root + P) % P, P, ch, 32), sends = 0, rc;
-    if (to_root && p != root) {
-        if ((rc = push(s, s->now + ++sends * s->k->o_us + s->k->L_us, EV_ACT, root, p, 0))) return rc;
+/* Rank p passes ACT(r) on in the binomial tree rooted at `root`: to its children and, when
+ * `flood`, to its parent too, except `from` (the rank it heard ACT(r) from; -1: none). */
+static int tree_send(sim_t *s, int p, int root, int flood, int from) {
+    int P = s->P, ch[33], v = (p - root + P) % P, n = sim_tree_children(v, P, ch, 32), sends = 0, rc;
+    if (flood && v != 0) ch[n++] = sim_tree_parent(v);
+    for (int i = 0; i < n; i++) {
+        int q = (ch[i] + root) % P;
+        if (q == from) continue;
+        if ((rc = push(s, s->now + ++sends * s->k->o_us + s->k->L_us, EV_ACT, q, p, 0))) return rc;
     }
-    for (int i = 0; i < n; i++)
-        if ((rc = push(s, s->now + ++sends * s->k->o_us + s->k->L_us, EV_ACT, (ch[i] + root) % P, p, 0)))
-            return rc;
     return enter_at(s, p, sends);
 }
 
@@ -136,7 +139,7 @@ static int tree_send(sim_t *s, int p, int root, int to_root) {
 static int broadcast(sim_t *s, int a) {
     mark(s, a);
     if (s->c->act == SIM_ACT_TREE)
-        return s->path == PATH_S_ANY ? tree_send(s, a, 0, 1) : tree_send(s, a, a, 0);
+        return s->path == PATH_S_ANY ? tree_send(s, a, any_root(s), 1, -1) : tree_send(s, a, a, 0, -1);
     int j = next_target(s, a, 0), rc;
     if (j < s->P) {
         int k = j < a ? j : j - 1;
@@ -300,7 +303,7 @@ static int on_event(sim_t *s, const ev_t *e) {
     case EV_ACT:
         if (s->act_stamp[p] == s->r + 1) return SIM_OK;
         mark(s, p);
-        return tree_send(s, p, s->path == PATH_S_ANY ? 0 : s->coord, 0);
+        return s->path == PATH_S_ANY ? tree_send(s, p, any_root(s), 1, e->a) : tree_send(s, p, s->coord, 0, e->a);
     case EV_READY: {                     /* flat: the coordinator takes them one at a time */
         double done = (s->busy_coord > s->now ? s->busy_coord : s->now) + s->k->o_us;
         s->busy_coord = done;

@@ -15,11 +15,11 @@
  *   coord     (majority, quorum, tau wait sets) ranks that matter send READY(r) to the
  *             coordinator, which sends ACT(r) once the rule holds.
  * ACT travels either flat (the activator sends P-1 messages, one after another: O(P) at one
- * rank, today's libpcoll) or down a binomial tree (each rank forwards to its children on its
- * first ACT(r), then enters: O(log P) hops). In the tree for `any`, the tree is rooted at rank 0
- * and an activator sends to the root and to its own children, so several simultaneous
- * activators still reach every rank exactly through one tree; for `coord` it is rooted at the
- * coordinator. READY: flat, the coordinator receives them one at a time (o each); tree, a
+ * rank) or over a binomial tree, as libpcoll's trigger.c does: for `any` the tree is rooted at
+ * r % P and every activated rank passes ACT(r) to its tree neighbours (parent and children)
+ * except the one it heard it from, then enters, so simultaneous activators still reach every
+ * rank; for `coord` ACT(r) goes down the tree rooted at the coordinator. O(log P) hops either
+ * way. READY: flat, the coordinator receives them one at a time (o each); tree, a
  * readiness reaches the coordinator after depth x (o + L) with no serialisation (combined).
  *
  * Costs (microseconds): o = CPU overhead of sending or receiving one small message, L = wire

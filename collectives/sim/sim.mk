@@ -17,7 +17,7 @@ $(B)/bench/pcoll-sim-calibrate: $(B)/collectives/sim/calibrate.o
 
 $(B)/tests/test_sim: tests/sim/test_sim.c $(SIM_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(MPI_CFLAGS) $^ -o $@ $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
 
 ALL_BINS  += $(B)/bench/pcoll-sim $(B)/bench/pcoll-sim-calibrate
 TEST_BINS += $(B)/tests/test_sim

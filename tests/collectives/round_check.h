@@ -125,6 +125,11 @@ static inline void rcheck_round(rcheck_t *c, uint64_t r, const float *res, const
                    (unsigned long long)r, p, rec->cost[p], want);
         }
         RCHECK(c, res[P] == (float)nd, "round %llu: count %g != deposits %d", (unsigned long long)r, res[P], nd);
+    } else if (c->div == PCOLL_DIV_FRESH) {  /* divided by the deposits it holds (merged count) */
+        int nd = 0;
+        for (int p = 0; p < P; p++) nd += rec->fresh[p];
+        RCHECK(c, nd == 0 || res[P] == 1.0f, "round %llu: div fresh: count slot %g (deposits %d, "
+               "fresh ranks %d), want 1", (unsigned long long)r, res[P], nd, rec->nfresh);
     }
     /* trigger rule (ranks that joined in this round are exempt) */
     int ok_cnt = 0, all_act = 1;

@@ -13,6 +13,8 @@
  * Options: --mode sync|solo|majority|quorum:Q|mixed|dynamic  --steps N  --n N  --delay-us U
  *          --seed S  --slow RANK --slow-factor F  --tau T  --newer (WAIT_NEWER + ACCUMULATE)
  *          --expect-streak-growth  --mismatch FIELD  --div p|fresh
+ *          --ring K  --records R  --pause-ms MS --pause-every N (rank 1 pauses between its
+ *          pcoll_wait and pcoll_next every N steps: it falls behind the results ring)
  * Exit 0 = all checks passed on every rank.
  */
 #include "collectives/pcoll.h"
@@ -31,7 +33,9 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &P);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     const char *mode = "sync", *mismatch = NULL, *div = NULL;
-    int steps = 200, tau = 0, slow = -1, newer = 0, growth = 0;
+    int steps = 200, tau = 0, slow = -1, newer = 0, growth = 0, ring = 0, records = 1 << 16;
+    int pause_every = 0;
+    double pause_ms = 0;
     size_t n = 64;
     double delay_us = 500, slow_factor = 4;
     uint64_t seed = 7;
@@ -47,6 +51,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--tau")) tau = atoi(v), i++;
         else if (!strcmp(a, "--mismatch")) mismatch = v, i++;
         else if (!strcmp(a, "--div")) div = v, i++;
+        else if (!strcmp(a, "--ring")) ring = atoi(v), i++;
+        else if (!strcmp(a, "--records")) records = atoi(v), i++;
+        else if (!strcmp(a, "--pause-ms")) pause_ms = atof(v), i++;
+        else if (!strcmp(a, "--pause-every")) pause_every = atoi(v), i++;
         else if (!strcmp(a, "--newer")) newer = 1;
         else if (!strcmp(a, "--expect-streak-growth")) growth = 1;
         else { if (!me) fprintf(stderr, "test_pcoll: unknown option %s\n", a); MPI_Abort(MPI_COMM_WORLD, 2); }
@@ -57,11 +65,11 @@ int main(int argc, char **argv) {
     pcoll_config_default(&cfg);
     cfg.seed = seed;
     cfg.tau = tau;
-    cfg.ring = tau ? tau + 8 : 1024;  /* without a bound a slow rank may lag far behind */
-    cfg.records = 1 << 16;
+    cfg.ring = ring ? ring : tau ? tau + 8 : 1024;  /* a lagging rank holds the others back */
+    cfg.records = records;
     if (div) cfg.div = !strcmp(div, "p") ? PCOLL_DIV_P : PCOLL_DIV_FRESH;
     int dynamic = !strcmp(mode, "dynamic"), mixed = !strcmp(mode, "mixed");
-    if (dynamic) cfg.horizon = 1;
+    if (dynamic || mixed) cfg.horizon = 1;   /* rule changes need a horizon */
     else if (!mixed && pcoll_parse_mode(mode, &cfg.rule)) {
         if (!me) fprintf(stderr, "test_pcoll: bad --mode %s\n", mode);
         MPI_Abort(MPI_COMM_WORLD, 2);
@@ -112,6 +120,7 @@ int main(int argc, char **argv) {
             }
             pcollCheck(pcoll_set_rule(h, (uint64_t)k * 13, &ru));
         }
+        pcollCheck(pcoll_set_horizon(h, UINT64_MAX));   /* the schedule is final: every round */
     }
     ctl_t ctl = {h, P, 0, 2};
     pthread_t cth;
@@ -151,6 +160,7 @@ int main(int argc, char **argv) {
         rc = pcoll_wait(h, newer ? PCOLL_WAIT_NEWER : PCOLL_WAIT_CONSUMED, 60.0, NULL);
         if (rc) { fprintf(stderr, "rank %d: wait: %s\n", me, pcoll_last_error(h)); fails++; break; }
         }
+        if (pause_every && me == 1 % P && s % pause_every == pause_every - 1) sleep_us(pause_ms * 1e3);
         const float *res;
         uint64_t r;
         while (pcoll_next(h, &r, &res, &rec) == PCOLL_OK) {
