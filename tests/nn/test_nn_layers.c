@@ -276,6 +276,51 @@ static void test_losses(void) {
   }
 }
 
+/* A "same" 3x3 convolution (the direct AVX-512 kernel where built) against plain loops in double:
+ * forward with bias, data and filter gradients.  Shapes with channel counts off the kernel's
+ * register blocks, planes that straddle its 16-float vectors and batches whose positions span
+ * several of its mask chunks and threads. */
+static void test_conv3_loops(int N, int C, int H, int W, int K) {
+  size_t P = (size_t)N * H * W, nx = (size_t)C * P, ny = (size_t)K * P, nw = (size_t)K * C * 9;
+  float *x = vec(nx, -1, 1), *w = vec(nw, -1, 1), *b = vec(K, -1, 1), *dy = vec(ny, -1, 1);
+  float *y = malloc(ny * sizeof(float)), *dx = vec(nx, -1, 1), *dw = vec(nw, -1, 1), *db = calloc(K, sizeof(float));
+  float *dx0 = malloc(nx * sizeof(float)), *dw0 = malloc(nw * sizeof(float));
+  memcpy(dx0, dx, nx * sizeof(float)); /* backward accumulates: start from non-zero gradients */
+  memcpy(dw0, dw, nw * sizeof(float));
+  float *ws = malloc(nn_conv_ws_size(N, C, H, W, K, 3, 3, 1, 1) * sizeof(float));
+  nn_conv_forward(y, ws, x, w, b, N, C, H, W, K, 3, 3, 1, 1);
+  nn_conv_backward(dx, dw, db, ws, dy, x, w, N, C, H, W, K, 3, 3, 1, 1);
+  float *ry = malloc(ny * sizeof(float)), *rdx = malloc(nx * sizeof(float)), *rdw = malloc(nw * sizeof(float));
+  for (size_t i = 0; i < nx; i++) rdx[i] = dx0[i];
+  for (size_t i = 0; i < nw; i++) rdw[i] = dw0[i];
+  for (int k = 0; k < K; k++)
+    for (int n = 0; n < N; n++)
+      for (int oh = 0; oh < H; oh++)
+        for (int ow = 0; ow < W; ow++) {
+          size_t q = ((size_t)n * H + oh) * W + ow;
+          double acc = b[k];
+          for (int c = 0; c < C; c++)
+            for (int i = 0; i < 3; i++)
+              for (int j = 0; j < 3; j++) {
+                int ih = oh + i - 1, iw = ow + j - 1;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                size_t xi = (size_t)c * P + ((size_t)n * H + ih) * W + iw, wi = ((size_t)k * C + c) * 9 + i * 3 + j;
+                acc += (double)w[wi] * x[xi];
+                rdx[xi] += (float)((double)w[wi] * dy[(size_t)k * P + q]);
+                rdw[wi] += (float)((double)dy[(size_t)k * P + q] * x[xi]);
+              }
+          ry[(size_t)k * P + q] = (float)acc;
+        }
+  char what[128];
+  snprintf(what, sizeof what, "conv3x3 N%d C%d %dx%d K%d vs loops: y, dx, dw", N, C, H, W, K);
+  double e = nt_relerr(y, ry, ny, 1e-6), e2 = nt_relerr(dx, rdx, nx, 1e-6), e3 = nt_relerr(dw, rdw, nw, 1e-6);
+  if (e2 > e) e = e2;
+  if (e3 > e) e = e3;
+  nt_check(e <= 1e-5, what, e, 1e-5);
+  free(x); free(w); free(b); free(dy); free(y); free(dx); free(dw); free(db); free(dx0); free(dw0);
+  free(ws); free(ry); free(rdx); free(rdw);
+}
+
 int main(void) {
   nn_rng_seed(&R, 7);
   test_conv(2, 3, 7, 5, 4, 3, 2, 1, 1);   /* strided, padded, odd sizes, bias */
@@ -285,6 +330,11 @@ int main(void) {
   test_conv(1, 2, 9, 8, 3, 5, 3, 2, 1);   /* 5x5 stride 3 pad 2 */
   test_conv(2, 3, 11, 11, 4, 7, 2, 3, 0); /* 7x7 stride 2 pad 3 (ResNet-50 stem) */
   test_conv(2, 2, 4, 5, 3, 3, 1, 0, 1);   /* valid (no padding) */
+  test_conv(2, 10, 5, 7, 9, 3, 1, 1, 1);  /* 3x3 same, channels past one register block */
+  test_conv3_loops(3, 9, 5, 7, 11);       /* channel tails, 35-pixel planes across vectors */
+  test_conv3_loops(9, 3, 32, 32, 17);     /* 9216 positions: several mask chunks per thread */
+  test_conv3_loops(2, 4, 1, 6, 3);        /* one-row images */
+  test_conv3_loops(1, 5, 3, 1, 2);        /* one-column images */
   test_bn(3, 30);
   test_bn(4, 6);
   test_simple("maxpool 3x3 s2 p1 on 7x6", 0, 2, 3, 7, 6, 3, 2, 1, 0, 0);

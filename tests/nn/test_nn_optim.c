@@ -1,6 +1,10 @@
 /* test_nn_optim.c: SGD (plain/nesterov, weight-decay flags) against a hand computation, LR
- * schedules, NaN/Inf guards, shape-mismatch and description errors, checkpoint round trip. */
+ * schedules, bit-identical replicas, NaN/Inf guards, shape-mismatch and description errors,
+ * checkpoint round trip. */
 #include "tests/nn/nn_test_util.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 static void test_sgd(void) {
   char err[256];
@@ -119,8 +123,53 @@ static void test_guards(void) {
   }
 }
 
+/* Two replicas trained on the same batches end bit-identical: the kernels' sums must not depend
+ * on thread timing (a sync run compares a hash of the weights across ranks and runs).  Channel
+ * counts 16/32/64 fill the direct convolution's register blocks; 16 images of 16x16 give every
+ * thread several of its position chunks.  Three threads where more than one is allowed: partial
+ * sums of two threads would add up the same in either order. */
+static void test_repeatable(void) {
+  char err[512];
+#ifdef _OPENMP
+  int T0 = omp_get_max_threads();
+  if (T0 > 1) omp_set_num_threads(3);
+#endif
+  const char *d = "resnet-cifar n=1 width=16 classes=10 in=3x16x16";
+  nn_model_t *a = nn_model_build(d, 16, 3, err, sizeof err), *b = nn_model_build(d, 16, 3, err, sizeof err);
+  nt_check(a && b, "build two replicas", 0, 0);
+  if (!a || !b) return;
+  size_t nx = 16 * 3 * 16 * 16;
+  float *x = malloc(nx * sizeof(float));
+  int lab[16];
+  nn_rng_t r;
+  nn_rng_seed(&r, 11);
+  nn_sgd_t o = {.lr = 0.1f, .momentum = 0.9f, .wd = 1e-4f};
+  int ok = 1;
+  for (int step = 0; step < 3; step++) {
+    nt_fill(&r, x, nx, -1, 1);
+    for (int n = 0; n < 16; n++) lab[n] = (int)(nn_rng_u64(&r) % 10);
+    nn_batch_t bt = {.x = x, .labels = lab, .n = 16};
+    nn_model_t *ms[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+      nn_zero_grad(ms[i]);
+      ok &= nn_forward(ms[i], &bt) == 0 && nn_backward(ms[i]) == 0;
+      nn_sgd_step(ms[i], &o);
+    }
+  }
+  ok &= !memcmp(a->params, b->params, a->nparams * sizeof(float)) &&
+        !memcmp(a->bn_stats, b->bn_stats, a->nbn_stats * sizeof(float));
+  nt_check(ok, "3 steps on two replicas: bit-identical weights", ok, 0);
+  free(x);
+  nn_model_free(a);
+  nn_model_free(b);
+#ifdef _OPENMP
+  omp_set_num_threads(T0);
+#endif
+}
+
 int main(void) {
   test_sgd();
+  test_repeatable();
   test_lr();
   test_guards();
   printf("%s: %d failures\n", nt_fail ? "FAIL" : "PASS", nt_fail);

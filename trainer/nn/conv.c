@@ -50,7 +50,18 @@ static int chunk_images(int N, int OHW, int Kc) {
   return c;
 }
 
+/* the direct 3x3 kernel where it applies (NN_CONV=gemm in the environment forces im2col) */
+static int use_direct(int kh, int kw, int s, int p) {
+  static int forced = -1;
+  if (forced < 0) {
+    const char *e = getenv("NN_CONV");
+    forced = e && !strcmp(e, "gemm");
+  }
+  return !forced && nn_conv3_applies(kh, kw, s, p);
+}
+
 size_t nn_conv_ws_size(int N, int C, int H, int W, int K, int kh, int kw, int s, int p) {
+  if (use_direct(kh, kw, s, p)) return nn_conv3_ws_size(C, K);
   int OHW = out_dim(H, kh, s, p) * out_dim(W, kw, s, p), Kc = C * kh * kw;
   size_t cols = (size_t)chunk_images(N, OHW, Kc) * OHW * Kc;
   if (is_pointwise(kh, kw, s, p)) cols = 0;
@@ -119,6 +130,10 @@ static inline CBLAS_TRANSPOSE tr(int t) { return t ? CblasTrans : CblasNoTrans; 
 
 void nn_conv_forward(float *out, float *ws, const float *in, const float *w, const float *b,
                      int N, int C, int H, int W, int K, int kh, int kw, int s, int p) {
+  if (use_direct(kh, kw, s, p)) {
+    nn_conv3_forward(out, ws, in, w, b, N, C, H, W, K);
+    return;
+  }
   int OHW = out_dim(H, kh, s, p) * out_dim(W, kw, s, p), Kc = C * kh * kw;
   int L = N * OHW, pw = is_pointwise(kh, kw, s, p);
   int cn = chunk_images(N, OHW, Kc), nch = (N + cn - 1) / cn;
@@ -157,6 +172,10 @@ void nn_conv_backward(float *din, float *dw, float *db, float *ws, const float *
       for (int i = 0; i < L; i++) acc += d[i];
       db[k] += acc;
     }
+  }
+  if (use_direct(kh, kw, s, p)) {
+    nn_conv3_backward(din, dw, ws, dout, in, w, N, C, H, W, K);
+    return;
   }
   for (int t = 0; t < T; t++) memset(ws + (size_t)t * slice + colsz, 0, sizeof(float) * K * Kc);
 #pragma omp parallel for schedule(static)

@@ -12,6 +12,27 @@ void nn_gemm_init(void) {
 #endif
 }
 
+char *openblas_get_corename(void);
+
+const char *nn_blas_coretype_hint(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const char *generic[] = {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom",
+                                  "Katmai", "Coppermine", "Northwood", "Banias", "unknown"};
+  const char *core = openblas_get_corename();
+  int gen = 0;
+  for (size_t i = 0; i < sizeof generic / sizeof generic[0]; i++)
+    gen |= core && !strcmp(core, generic[i]);
+  if (!gen) return NULL;
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+    return "SkylakeX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+  if (__builtin_cpu_supports("avx")) return "Sandybridge";
+#endif
+  return NULL;
+}
+
 void nn_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
               const float *B, int ldb, float beta, float *C, int ldc) {
   CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;

@@ -62,8 +62,10 @@ typedef enum {
 
 /* 2-D convolution, any kernel/stride/padding; b may be NULL (no bias).
  * out (K,N,OH,OW) = w (K,C,kh,kw) * in (C,N,H,W) + b (K); OH = (H+2p-kh)/s+1.
- * ws: workspace of nn_conv_ws_size() floats (per-thread im2col chunks + weight-gradient partials;
- * depends on the OpenMP thread count at the time of the call). */
+ * 3x3 stride-1 pad-1 convolutions run a direct kernel (conv3.c) where the build has AVX-512,
+ * others im2col + sgemm; NN_CONV=gemm in the environment forces im2col for all.
+ * ws: workspace of nn_conv_ws_size() floats (packed weights or per-thread im2col chunks, and
+ * weight-gradient partials; depends on the OpenMP thread count at the time of the call). */
 size_t nn_conv_ws_size(int N, int C, int H, int W, int K, int kh, int kw, int s, int p);
 void nn_conv_forward(float *out, float *ws, const float *in, const float *w, const float *b,
                      int N, int C, int H, int W, int K, int kh, int kw, int s, int p);
@@ -308,6 +310,14 @@ void nn_rng_seed(nn_rng_t *r, uint64_t seed);
 uint64_t nn_rng_u64(nn_rng_t *r);
 float nn_rng_uniform(nn_rng_t *r, float lo, float hi);
 float nn_rng_normal(nn_rng_t *r);
+
+/* OpenBLAS picks its kernels when it is loaded, from the CPU model; a model it does not know
+ * gets a generic SSE3 kernel ("Prescott") even on an AVX-512 CPU, several times slower.  Returns
+ * the OPENBLAS_CORETYPE value that matches the vector extensions this CPU reports (SkylakeX for
+ * AVX-512, Haswell for AVX2+FMA, Sandybridge for AVX) when the loaded core is one without
+ * them, else NULL (detection fine, or not x86).  Takes effect only in a process started with
+ * it in the environment. */
+const char *nn_blas_coretype_hint(void);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """bench_torch.py: PyTorch CPU step time (forward + backward + SGD update) of the models of
 nn_bench_cpu, same batch sizes and thread count.  Usage: bench_torch.py threads iters [model ...]
-Prints "model batch median_ms min_ms" per model (median of iters after 2 warm-ups)."""
+Prints "model batch median_ms min_ms cpu_ms" per model (median wall time of iters after 2
+warm-ups, the fastest, the median process CPU time), as nn_bench_cpu."""
 import os
 import sys
 import time
@@ -38,17 +39,19 @@ def main():
         lengths = torch.full((N,), shape[0]) if name == "lstm" else None
         opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
         crit = nn.CrossEntropyLoss()
-        ts = []
+        ts, cs = [], []
         for it in range(iters + 2):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             opt.zero_grad()
             out = m(x, lengths) if lengths is not None else m(x)
             crit(out, y).backward()
             opt.step()
             if it >= 2:
                 ts.append((time.perf_counter() - t0) * 1e3)
+                cs.append((time.process_time() - c0) * 1e3)
         ts.sort()
-        print("%s %d %.1f %.1f" % (name, N, ts[len(ts) // 2], ts[0]), flush=True)
+        cs.sort()
+        print("%s %d %.1f %.1f %.1f" % (name, N, ts[len(ts) // 2], ts[0], cs[len(cs) // 2]), flush=True)
 
 
 if __name__ == "__main__":
