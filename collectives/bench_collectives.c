@@ -43,6 +43,10 @@ static void sleep_ms(double ms) {
     nanosleep(&ts, NULL);
 }
 
+/* pcollCheck, plus the handle's detailed message (which rank, which round) */
+#define handleCheck(h, call) do { int hc_e_ = (call); if (hc_e_ < 0) { \
+    fprintf(stderr, "rank %d: %s\n", me, pcoll_last_error(h)); pcollCheck(hc_e_); } } while (0)
+
 typedef struct { double mean, min, max, p50, p90, p99, fresh_frac; long wrong; } result_t;
 
 static int cmp_double(const void *a, const void *b) {
@@ -123,8 +127,8 @@ static result_t run(const char *mode, size_t n, int linear, double unit, int ite
             double want = P * (P + 1) / 2.0;
             for (size_t i = 0; i < n; i++) if (r[i] != (float)want) { out.wrong++; break; }
         } else {
-            pcollCheck(pcoll_deposit(h, dep, newer ? PCOLL_ACCUMULATE : 0));
-            pcollCheck(pcoll_wait(h, newer ? PCOLL_WAIT_NEWER : PCOLL_WAIT_CONSUMED, 120, NULL));
+            handleCheck(h, pcoll_deposit(h, dep, newer ? PCOLL_ACCUMULATE : 0));
+            handleCheck(h, pcoll_wait(h, newer ? PCOLL_WAIT_NEWER : PCOLL_WAIT_CONSUMED, 120, NULL));
         }
         double lat = now() - t0;
         if (!plain) {
@@ -142,7 +146,7 @@ static result_t run(const char *mode, size_t n, int linear, double unit, int ite
         }
     }
     if (!plain) {
-        pcollCheck(pcoll_join(h));
+        handleCheck(h, pcoll_join(h));
         const float *res;
         int rc;
         while ((rc = pcoll_wait(h, PCOLL_WAIT_NEWER, 120, NULL)) == PCOLL_OK)

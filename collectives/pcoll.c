@@ -419,6 +419,18 @@ int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t 
     MPI_Comm_set_errhandler(h->ctl, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(h->data, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(h->hb, MPI_ERRORS_RETURN);
+    /* Every pair of ranks exchanges one message here, on this thread, before the engine and
+     * liveness threads start: the transport's connections (TCP between nodes) are then set up
+     * one at a time, not by two threads of each rank connecting to each other at once, which
+     * Open MPI's TCP transport can fail ("connect() failed"). */
+    int *wire = calloc((size_t)P * 2, sizeof *wire);
+    int wrc = wire ? MPI_Alltoall(wire, 1, MPI_INT, wire + P, 1, MPI_INT, h->hb) : MPI_ERR_NO_MEM;
+    free(wire);
+    if (wrc != MPI_SUCCESS) {
+        snprintf(g_create_err, sizeof g_create_err, "pcoll_create: the first exchange between all ranks failed");
+        destroy(h, 1, 0);
+        return PCOLL_ERR_MPI;
+    }
     h->t_last_dep = pcoll_now();
     if (pthread_create(&h->thread, NULL, pcoll_engine_main, h) != 0) {
         snprintf(g_create_err, sizeof g_create_err, "pcoll_create: cannot start the engine thread");

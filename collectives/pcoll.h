@@ -35,7 +35,7 @@
  * Failures: a rank whose engine fails (an MPI error, out of memory) tells the others (its
  * liveness thread sends LIVE_FAILED, and while it still takes part its rounds carry
  * PCOLL_F_FAILED); a rank that goes silent (killed, SIGSTOP, its node gone) is found by the
- * others' liveness threads once its silence exceeds 20 times the longest heartbeat gap seen so
+ * others' liveness threads once its silence exceeds 100 times the longest heartbeat gap seen so
  * far. Either way every other rank's next call returns PCOLL_ERR_PEER naming it, in bounded time.
  * The engine may then stay blocked in MPI (a reduction the dead rank never enters): the only
  * clean end is MPI_Abort (pcollCheck does that); do not call MPI_Finalize after an error.
@@ -121,7 +121,7 @@ typedef struct {
     int poll_max_us;    /* longest idle sleep of the engine between polls (default 200) */
     int spin_us;        /* busy-poll (with sched_yield) this long before sleeping (default 50) */
     double live_period_s; /* heartbeat period of the liveness thread (0: 0.1 s). Detection of a
-                           silent peer takes 20 x the longest gap seen, so at least 20 periods */
+                           silent peer takes 100 x the longest gap seen, so at least 100 periods */
 } pcoll_config_t;
 
 /* Flags of a rank in a round record. */
