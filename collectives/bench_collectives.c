@@ -44,10 +44,19 @@ static void sleep_ms(double ms) {
 }
 
 /* pcollCheck, plus the handle's detailed message (which rank, which round) */
-#define handleCheck(h, call) do { int hc_e_ = (call); if (hc_e_ < 0) { \
-    fprintf(stderr, "rank %d: %s\n", me, pcoll_last_error(h)); pcollCheck(hc_e_); } } while (0)
+#define handleCheck(h, call)                                           \
+    do {                                                               \
+        int hc_e_ = (call);                                            \
+        if (hc_e_ < 0) {                                               \
+            fprintf(stderr, "rank %d: %s\n", me, pcoll_last_error(h)); \
+            pcollCheck(hc_e_);                                         \
+        }                                                              \
+    } while (0)
 
-typedef struct { double mean, min, max, p50, p90, p99, fresh_frac; long wrong; } result_t;
+typedef struct {
+    double mean, min, max, p50, p90, p99, fresh_frac;
+    long wrong;
+} result_t;
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -70,14 +79,16 @@ static const float *host_view(const float *res, float *buf, size_t n) {
         return buf;
     }
 #endif
-    (void)buf; (void)n;
+    (void)buf;
+    (void)n;
     return res;
 }
 
 static long check_round(const float *res, size_t n, const pcoll_record_t *rec) {
     double want = 0;
     for (int p = 0; p < P; p++) want += rec->fresh[p] * (double)(p + 1);
-    for (size_t i = 0; i < n; i++) if (res[i] != (float)want) return 1;
+    for (size_t i = 0; i < n; i++)
+        if (res[i] != (float)want) return 1;
     return 0;
 }
 
@@ -86,7 +97,7 @@ static result_t run(const char *mode, size_t n, int linear, double unit, int ite
     double *lats = malloc((size_t)iters * sizeof *lats);
     float *g = malloc(n * sizeof *g), *r = malloc(n * sizeof *r);
     for (size_t i = 0; i < n; i++) g[i] = (float)(me + 1);
-    float *dep = g;             /* what is deposited: host g, or its device copy */
+    float *dep = g; /* what is deposited: host g, or its device copy */
 #ifdef PCOLL_HAVE_NCCL
     if (g_device) {
         if (cudaMalloc((void **)&dep, n * sizeof *dep) != cudaSuccess ||
@@ -111,8 +122,10 @@ static result_t run(const char *mode, size_t n, int linear, double unit, int ite
         if (g_poll_us > 0) cfg.poll_max_us = g_poll_us;
         if (g_spin_us >= 0) cfg.spin_us = g_spin_us;
         char m[32];
-        if (!strcmp(mode, "quorum")) snprintf(m, sizeof m, "quorum:%d", P / 2 > 0 ? P / 2 : 1);
-        else snprintf(m, sizeof m, "%s", mode);
+        if (!strcmp(mode, "quorum"))
+            snprintf(m, sizeof m, "quorum:%d", P / 2 > 0 ? P / 2 : 1);
+        else
+            snprintf(m, sizeof m, "%s", mode);
         pcollCheck(pcoll_parse_mode(m, &cfg.rule));
         pcollCheck(pcoll_create(MPI_COMM_WORLD, n, g_device ? PCOLL_MEM_DEVICE : PCOLL_MEM_HOST, &cfg, &h));
     }
@@ -125,7 +138,11 @@ static result_t run(const char *mode, size_t n, int linear, double unit, int ite
         if (plain) {
             MPI_Allreduce(g, r, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
             double want = P * (P + 1) / 2.0;
-            for (size_t i = 0; i < n; i++) if (r[i] != (float)want) { out.wrong++; break; }
+            for (size_t i = 0; i < n; i++)
+                if (r[i] != (float)want) {
+                    out.wrong++;
+                    break;
+                }
         } else {
             handleCheck(h, pcoll_deposit(h, dep, newer ? PCOLL_ACCUMULATE : 0));
             handleCheck(h, pcoll_wait(h, newer ? PCOLL_WAIT_NEWER : PCOLL_WAIT_CONSUMED, 120, NULL));
@@ -135,7 +152,8 @@ static result_t run(const char *mode, size_t n, int linear, double unit, int ite
             const float *res;
             while (pcoll_next(h, NULL, &res, &rec) == PCOLL_OK) {
                 out.wrong += check_round(host_view(res, r, n), n, &rec);
-                rounds++; fresh += rec.nfresh;
+                rounds++;
+                fresh += rec.nfresh;
             }
         }
         if (it >= warm) {
@@ -152,7 +170,8 @@ static result_t run(const char *mode, size_t n, int linear, double unit, int ite
         while ((rc = pcoll_wait(h, PCOLL_WAIT_NEWER, 120, NULL)) == PCOLL_OK)
             while (pcoll_next(h, NULL, &res, &rec) == PCOLL_OK) {
                 out.wrong += check_round(host_view(res, r, n), n, &rec);
-                rounds++; fresh += rec.nfresh;
+                rounds++;
+                fresh += rec.nfresh;
             }
         if (rc != PCOLL_DONE) pcollCheck(rc);
         pcollCheck(pcoll_finalize(&h, 120));
@@ -163,7 +182,10 @@ static result_t run(const char *mode, size_t n, int linear, double unit, int ite
     MPI_Allreduce(&out.min, &gmin, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
     MPI_Allreduce(&out.max, &gmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     MPI_Allreduce(&out.wrong, &gw, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    out.mean = gm / P * 1e6; out.min = gmin * 1e6; out.max = gmax * 1e6; out.wrong = gw;
+    out.mean = gm / P * 1e6;
+    out.min = gmin * 1e6;
+    out.max = gmax * 1e6;
+    out.wrong = gw;
     double *all = me ? NULL : malloc((size_t)iters * (size_t)P * sizeof *all);
     MPI_Gather(lats, iters, MPI_DOUBLE, all, iters, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     if (!me) {
@@ -173,13 +195,15 @@ static result_t run(const char *mode, size_t n, int linear, double unit, int ite
         out.p90 = quantile(all, na, 0.9) * 1e6;
         out.p99 = quantile(all, na, 0.99) * 1e6;
     }
-    free(all); free(lats);
+    free(all);
+    free(lats);
     out.fresh_frac = rounds ? (double)fresh / ((double)rounds * P) : 1.0;
     pcoll_record_free(&rec);
 #ifdef PCOLL_HAVE_NCCL
     if (dep != g) cudaFree(dep);
 #endif
-    free(g); free(r);
+    free(g);
+    free(r);
     return out;
 }
 
@@ -193,18 +217,30 @@ int main(int argc, char **argv) {
     const char *json = "build/bench/collectives.json", *sizes = "8,4194304";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
-        if (!strcmp(a, "--unit-ms")) unit = atof(v), i++;
-        else if (!strcmp(a, "--iters")) iters = atoi(v), i++;
-        else if (!strcmp(a, "--warmup")) warm = atoi(v), i++;
-        else if (!strcmp(a, "--sizes")) sizes = v, i++;
-        else if (!strcmp(a, "--json")) json = v, i++;
-        else if (!strcmp(a, "--poll-us")) g_poll_us = atoi(v), i++;
-        else if (!strcmp(a, "--spin-us")) g_spin_us = atoi(v), i++;
-        else if (!strcmp(a, "--only")) g_only = v, i++;
-        else if (!strcmp(a, "--device")) g_device = 1;
+        if (!strcmp(a, "--unit-ms"))
+            unit = atof(v), i++;
+        else if (!strcmp(a, "--iters"))
+            iters = atoi(v), i++;
+        else if (!strcmp(a, "--warmup"))
+            warm = atoi(v), i++;
+        else if (!strcmp(a, "--sizes"))
+            sizes = v, i++;
+        else if (!strcmp(a, "--json"))
+            json = v, i++;
+        else if (!strcmp(a, "--poll-us"))
+            g_poll_us = atoi(v), i++;
+        else if (!strcmp(a, "--spin-us"))
+            g_spin_us = atoi(v), i++;
+        else if (!strcmp(a, "--only"))
+            g_only = v, i++;
+        else if (!strcmp(a, "--device"))
+            g_device = 1;
         else {
-            if (!me) fprintf(stderr, "bench_collectives: unknown option '%s' (options: --unit-ms "
-                             "--iters --warmup --sizes --json)\n", a);
+            if (!me)
+                fprintf(stderr,
+                        "bench_collectives: unknown option '%s' (options: --unit-ms "
+                        "--iters --warmup --sizes --json)\n",
+                        a);
             MPI_Finalize();
             return 2;
         }
@@ -225,15 +261,17 @@ int main(int argc, char **argv) {
         if (e != cudaSuccess) ndev = 0;
         MPI_Allreduce(&ndev, &mindev, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
         if (mindev < 1) {
-            if (!me) fprintf(stderr, "bench_collectives: --device: no CUDA device (cudaGetDeviceCount: %s)\n",
-                             e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+            if (!me)
+                fprintf(stderr, "bench_collectives: --device: no CUDA device (cudaGetDeviceCount: %s)\n",
+                        e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
             MPI_Finalize();
             return 3;
         }
         cudaSetDevice(local % ndev);
 #else
-        if (!me) fprintf(stderr, "bench_collectives: --device needs build/bench/bench_collectives_cuda "
-                         "(built when nvcc, cuDNN and NCCL are present)\n");
+        if (!me)
+            fprintf(stderr, "bench_collectives: --device needs build/bench/bench_collectives_cuda "
+                            "(built when nvcc, cuDNN and NCCL are present)\n");
         MPI_Finalize();
         return 2;
 #endif
@@ -243,10 +281,11 @@ int main(int argc, char **argv) {
     if (!me) {
         printf("# eager-SGD partial allreduce, %d ranks, rank r delayed r x %.3g ms (linear skew), "
                "%d iterations (+%d warm-up), mean over ranks of deposit-to-completion latency, "
-               "%s buffers\n", P, unit, iters, warm, g_device ? "device" : "host");
-        printf("%12s %10s %6s %14s %6s %11s %10s %11s %11s %11s %11s %6s %6s\n", "size(B)",
-               "count", "type", "mode", "skew", "mean(us)", "min(us)", "median(us)", "p90(us)",
-               "p99(us)", "max(us)", "fresh", "#wrong");
+               "%s buffers\n",
+               P, unit, iters, warm, g_device ? "device" : "host");
+        printf("%12s %10s %6s %14s %6s %11s %10s %11s %11s %11s %11s %6s %6s\n", "size(B)", "count", "type",
+               "mode", "skew", "mean(us)", "min(us)", "median(us)", "p90(us)", "p99(us)", "max(us)", "fresh",
+               "#wrong");
     }
     char buf[256];
     snprintf(buf, sizeof buf, "%s", sizes);
@@ -260,8 +299,9 @@ int main(int argc, char **argv) {
                 wrong_all += r.wrong;
                 if (me) continue;
                 printf("%12zu %10zu %6s %14s %6s %11.1f %10.1f %11.1f %11.1f %11.1f %11.1f %6.2f "
-                       "%6ld\n", n * 4, n, "float", modes[m], sk ? "linear" : "none", r.mean,
-                       r.min, r.p50, r.p90, r.p99, r.max, r.fresh_frac, r.wrong);
+                       "%6ld\n",
+                       n * 4, n, "float", modes[m], sk ? "linear" : "none", r.mean, r.min, r.p50, r.p90,
+                       r.p99, r.max, r.fresh_frac, r.wrong);
                 fflush(stdout);
                 json_t *o = json_object();
                 json_object_set_new(o, "mode", json_string(modes[m]));
@@ -275,7 +315,10 @@ int main(int argc, char **argv) {
                 json_object_set_new(o, "p90_latency_us", json_real(r.p90));
                 json_object_set_new(o, "p99_latency_us", json_real(r.p99));
                 json_object_set_new(o, "fresh_fraction", json_real(r.fresh_frac));
-                json_object_set_new(o, "wait", json_string(m >= 2 ? "newer" : m == 0 ? "blocking" : "consumed"));
+                json_object_set_new(o, "wait",
+                                    json_string(m >= 2   ? "newer"
+                                                : m == 0 ? "blocking"
+                                                         : "consumed"));
                 json_object_set_new(o, "wrong", json_integer(r.wrong));
                 json_array_append_new(arr, o);
             }
@@ -295,8 +338,10 @@ int main(int argc, char **argv) {
         json_object_set_new(root, "results", arr);
         if (json_dump_file(root, json, JSON_INDENT(1)) != 0)
             fprintf(stderr, "bench_collectives: cannot write %s\n", json);
-        else printf("# wrote %s\n", json);
-    } else json_decref(arr);
+        else
+            printf("# wrote %s\n", json);
+    } else
+        json_decref(arr);
     json_decref(root);
     MPI_Finalize();
     return wrong_all ? 1 : 0;

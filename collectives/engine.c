@@ -21,12 +21,13 @@
 #include <string.h>
 #include <time.h>
 
-static void timed_wait(struct pcoll *h, double sec) {  /* caller holds mu */
+static void timed_wait(struct pcoll *h, double sec) { /* caller holds mu */
     pcoll_cond_wait_s(&h->cv_eng, &h->mu, sec);
 }
 
 static int mpi_fail(struct pcoll *h, int rc, const char *what) {
-    char s[MPI_MAX_ERROR_STRING]; int len = 0;
+    char s[MPI_MAX_ERROR_STRING];
+    int len = 0;
     MPI_Error_string(rc, s, &len);
     pthread_mutex_lock(&h->mu);
     pcoll_set_error(h, PCOLL_ERR_MPI, "rank %d: %s failed: %s", h->me, what, s);
@@ -49,7 +50,8 @@ static int send_ctl(struct pcoll *h, int dst, int tag, uint64_t r, uint64_t val)
  * of a later round: a peer finishes round r only after this rank has entered its reduction. */
 static int drain_ctl(struct pcoll *h, uint64_t r, int *act_from) {
     for (;;) {
-        int flag = 0; MPI_Status st;
+        int flag = 0;
+        MPI_Status st;
         int rc = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, h->ctl, &flag, &st);
         if (rc != MPI_SUCCESS) return mpi_fail(h, rc, "MPI_Iprobe");
         if (!flag) return PCOLL_OK;
@@ -60,15 +62,18 @@ static int drain_ctl(struct pcoll *h, uint64_t r, int *act_from) {
         h->recv_from[src]++;
         if (m[0] > r) {
             pthread_mutex_lock(&h->mu);
-            pcoll_set_error(h, PCOLL_ERR_STATE, "rank %d: control message (tag %d) for round %llu "
-                "from rank %d while at round %llu (protocol error)", h->me, st.MPI_TAG,
-                (unsigned long long)m[0], src, (unsigned long long)r);
+            pcoll_set_error(h, PCOLL_ERR_STATE,
+                            "rank %d: control message (tag %d) for round %llu "
+                            "from rank %d while at round %llu (protocol error)",
+                            h->me, st.MPI_TAG, (unsigned long long)m[0], src, (unsigned long long)r);
             pthread_mutex_unlock(&h->mu);
             return PCOLL_ERR_STATE;
         }
         if (m[0] < r) continue;
-        if (st.MPI_TAG == TAG_ACT && *act_from == NOT_ACTIVATED) *act_from = src;
-        else if (st.MPI_TAG == TAG_READY) h->ready_round[src] = r + 1;
+        if (st.MPI_TAG == TAG_ACT && *act_from == NOT_ACTIVATED)
+            *act_from = src;
+        else if (st.MPI_TAG == TAG_READY)
+            h->ready_round[src] = r + 1;
         else if (st.MPI_TAG == TAG_COUNT) {
             if (h->cnt_round[src] != r + 1 || m[1] > h->cnt_val[src]) h->cnt_val[src] = m[1];
             h->cnt_round[src] = r + 1;
@@ -130,7 +135,7 @@ static int activate(struct pcoll *h, uint64_t r) {
         int ready = h->pending > 0 || h->join_req;
         int err = h->err;
         pthread_mutex_unlock(&h->mu);
-        if (err) ready = 1;  /* a failed rank only passes zeros along */
+        if (err) ready = 1; /* a failed rank only passes zeros along */
         int self_ready = me_active && ready, rc;
         if (pl->path == PATH_SYNC) {
             if (!me_active || ready) return PCOLL_OK;
@@ -160,8 +165,10 @@ static int activate(struct pcoll *h, uint64_t r) {
         pthread_mutex_lock(&h->mu);
         int again = (h->pending > 0 || h->join_req) != ready;
         if (!again) {
-            if (pl->path == PATH_SYNC) timed_wait(h, 0.05);
-            else timed_wait(h, sleep_s);
+            if (pl->path == PATH_SYNC)
+                timed_wait(h, 0.05);
+            else
+                timed_wait(h, sleep_s);
         }
         pthread_mutex_unlock(&h->mu);
         if (!again && pl->path != PATH_SYNC) {
@@ -172,7 +179,11 @@ static int activate(struct pcoll *h, uint64_t r) {
 }
 
 /* This rank's part of a round's metadata (pcoll_impl.h: META floats per rank). */
-typedef struct { int fresh_cnt, flags; uint32_t stale; float cost; } my_meta_t;
+typedef struct {
+    int fresh_cnt, flags;
+    uint32_t stale;
+    float cost;
+} my_meta_t;
 
 /* Writes the META*P metadata floats of a round: zeros, except this rank's own slots. */
 static void put_meta(const struct pcoll *h, float *meta, const my_meta_t *mm) {
@@ -234,7 +245,8 @@ static int ring_grow(struct pcoll *h, uint64_t lent, uint64_t r) {
             ring_slot_t *o = &h->ring[q % (uint64_t)K], *d = &nr[q % (uint64_t)K2];
             pcoll_record_free(&d->rec);
             *d = *o;
-            placed[q % (uint64_t)K2] = 1; moved[q % (uint64_t)K] = 1;
+            placed[q % (uint64_t)K2] = 1;
+            moved[q % (uint64_t)K] = 1;
         }
         int j = 0;
         for (int i = 0; i < K; i++) {
@@ -249,8 +261,11 @@ static int ring_grow(struct pcoll *h, uint64_t lent, uint64_t r) {
         h->K = K2;
         nr = NULL;
     }
-    if (nr) for (int i = 0; i < K2; i++) pcoll_record_free(&nr[i].rec);
-    free(nr); free(placed); free(moved);
+    if (nr)
+        for (int i = 0; i < K2; i++) pcoll_record_free(&nr[i].rec);
+    free(nr);
+    free(placed);
+    free(moved);
     return rc;
 }
 
@@ -268,8 +283,10 @@ static ring_slot_t *ring_slot(struct pcoll *h, uint64_t r) {
         if (r - lent < (uint64_t)h->K) break;
         if (h->waiting_consumed) {
             if (ring_grow(h, lent, r)) {
-                pcoll_set_error(h, PCOLL_ERR_NOMEM, "rank %d: out of memory growing the results "
-                                "ring to %d slots", h->me, 2 * h->K);
+                pcoll_set_error(h, PCOLL_ERR_NOMEM,
+                                "rank %d: out of memory growing the results "
+                                "ring to %d slots",
+                                h->me, 2 * h->K);
                 return NULL;
             }
             continue;
@@ -279,12 +296,16 @@ static ring_slot_t *ring_slot(struct pcoll *h, uint64_t r) {
     ring_slot_t *s = &h->ring[r % (uint64_t)h->K];
     if (!s->buf) {
 #ifdef PCOLL_HAVE_NCCL
-        if (h->mem == PCOLL_MEM_DEVICE) s->buf = pcoll_dev_calloc(h->nbuf); else
+        if (h->mem == PCOLL_MEM_DEVICE)
+            s->buf = pcoll_dev_calloc(h->nbuf);
+        else
 #endif
-        s->buf = malloc(h->nbuf * sizeof(float));
+            s->buf = malloc(h->nbuf * sizeof(float));
         if (!s->buf) {
-            pcoll_set_error(h, PCOLL_ERR_NOMEM, "rank %d: out of memory for a result buffer of "
-                            "%zu floats (ring of %d)", h->me, h->nbuf, h->K);
+            pcoll_set_error(h, PCOLL_ERR_NOMEM,
+                            "rank %d: out of memory for a result buffer of "
+                            "%zu floats (ring of %d)",
+                            h->me, h->nbuf, h->K);
             return NULL;
         }
     }
@@ -304,7 +325,7 @@ static int run_round(struct pcoll *h, uint64_t r) {
     pthread_mutex_lock(&h->mu);
     ring_slot_t *slot = ring_slot(h, r);
     failed = h->err != 0;
-    int send_slot = -1;        /* deposit slot taken (device path: wait for its copy) */
+    int send_slot = -1; /* deposit slot taken (device path: wait for its copy) */
     if (!failed && h->pending > 0) {
         send_slot = h->dep_cur;
         send = h->dep[h->dep_cur];
@@ -321,15 +342,16 @@ static int run_round(struct pcoll *h, uint64_t r) {
     } else {
         send = h->zeros;
     }
-    int flags = failed ? (PCOLL_F_FAILED | PCOLL_F_JOINED)
-                       : (h->join_req && h->pending == 0) ? PCOLL_F_JOINED : 0;
+    int flags = failed                             ? (PCOLL_F_FAILED | PCOLL_F_JOINED)
+                : (h->join_req && h->pending == 0) ? PCOLL_F_JOINED
+                                                   : 0;
     if (h->joined[h->me]) flags |= PCOLL_F_JOINED;
     h->started = r + 1;
     pthread_mutex_unlock(&h->mu);
 
     recv = slot && !failed ? slot->buf : h->scratch;
     const my_meta_t mm = {fresh_cnt, flags, stale, cost};
-    const float *rm;           /* the reduced metadata (host memory) */
+    const float *rm; /* the reduced metadata (host memory) */
     double t_start, t_end;
 #ifdef PCOLL_HAVE_NCCL
     if (h->mem == PCOLL_MEM_DEVICE) {
@@ -338,13 +360,13 @@ static int run_round(struct pcoll *h, uint64_t r) {
     } else
 #endif
     {
-    put_meta(h, send + n, &mm);
+        put_meta(h, send + n, &mm);
 
-    t_start = pcoll_now();
-    int rc = MPI_Allreduce(send, recv, (int)h->nbuf, MPI_FLOAT, MPI_SUM, h->data);
-    if (rc != MPI_SUCCESS) return mpi_fail(h, rc, "MPI_Allreduce (round data)");
-    t_end = pcoll_now();
-    rm = recv + n;
+        t_start = pcoll_now();
+        int rc = MPI_Allreduce(send, recv, (int)h->nbuf, MPI_FLOAT, MPI_SUM, h->data);
+        if (rc != MPI_SUCCESS) return mpi_fail(h, rc, "MPI_Allreduce (round data)");
+        t_end = pcoll_now();
+        rm = recv + n;
     }
     (void)send_slot;
 
@@ -352,9 +374,15 @@ static int run_round(struct pcoll *h, uint64_t r) {
     plan_t *pl = &h->plan;
     pthread_mutex_lock(&h->mu);
     pcoll_record_t *rec = &h->recs[r % (uint64_t)h->R].r;
-    rec->round = r; rec->mode = pl->mode; rec->quorum = pl->quorum;
-    rec->initiator = pl->initiator; rec->nactive = h->nactive; rec->P = P;
-    rec->t_start = t_start; rec->t_end = t_end; rec->t_deposit = t_dep;
+    rec->round = r;
+    rec->mode = pl->mode;
+    rec->quorum = pl->quorum;
+    rec->initiator = pl->initiator;
+    rec->nactive = h->nactive;
+    rec->P = P;
+    rec->t_start = t_start;
+    rec->t_end = t_end;
+    rec->t_deposit = t_dep;
     int nfresh = 0, ndep = 0;
     for (int p = 0; p < P; p++) {
         int f = (int)rm[META * p + 0], fl = (int)rm[META * p + 1];
@@ -365,8 +393,11 @@ static int run_round(struct pcoll *h, uint64_t r) {
         rec->staleness[p] = f ? st : 0;
         rec->cost[p] = f ? rm[META * p + 3] : 0.0f;
         if (f) {
-            nfresh++; ndep += f;
-            h->fresh_total++; h->stale_count++; h->stale_sum += st;
+            nfresh++;
+            ndep += f;
+            h->fresh_total++;
+            h->stale_count++;
+            h->stale_sum += st;
             if (st > h->max_staleness) h->max_staleness = st;
             h->streak[p] = 0;
         } else if (!h->joined[p] && !(fl & PCOLL_F_JOINED)) {
@@ -381,7 +412,8 @@ static int run_round(struct pcoll *h, uint64_t r) {
     rec->nfresh = nfresh;
     if (slot && !failed) pcoll_record_copy(&slot->rec, rec);
     h->nactive = 0;
-    for (int p = 0; p < P; p++) if (!h->joined[p]) h->active[h->nactive++] = p;
+    for (int p = 0; p < P; p++)
+        if (!h->joined[p]) h->active[h->nactive++] = p;
     pthread_mutex_unlock(&h->mu);
 
     if (!failed && ndep > 0 && h->cfg.div != PCOLL_DIV_NONE) {
@@ -392,12 +424,12 @@ static int run_round(struct pcoll *h, uint64_t r) {
             if (pcoll_dev_scale(h->dev, recv, n, s, m, sizeof m)) return dev_fail(h, m);
         } else
 #endif
-        for (size_t i = 0; i < n; i++) recv[i] *= s;
+            for (size_t i = 0; i < n; i++) recv[i] *= s;
     }
 
     pthread_mutex_lock(&h->mu);
     h->completed = r + 1;
-    if (h->drop || !slot || failed) h->handed = h->completed;  /* nothing to hand out */
+    if (h->drop || !slot || failed) h->handed = h->completed; /* nothing to hand out */
     pthread_cond_broadcast(&h->cv_app);
     pthread_mutex_unlock(&h->mu);
     return PCOLL_OK;
@@ -423,7 +455,7 @@ void *pcoll_engine_main(void *arg) {
     uint64_t r = 0;
     int rc = PCOLL_OK;
 #ifdef PCOLL_HAVE_NCCL
-    if (h->mem == PCOLL_MEM_DEVICE) {  /* the engine thread works on the application's GPU */
+    if (h->mem == PCOLL_MEM_DEVICE) { /* the engine thread works on the application's GPU */
         char m[256] = "";
         if (pcoll_dev_thread_init(h->dev, m, sizeof m)) rc = dev_fail(h, m);
     }
@@ -432,8 +464,7 @@ void *pcoll_engine_main(void *arg) {
     while (h->nactive > 0) {
 #endif
         pthread_mutex_lock(&h->mu);
-        while (h->cfg.horizon && h->horizon < r + 1 && !h->err)
-            timed_wait(h, 0.05);
+        while (h->cfg.horizon && h->horizon < r + 1 && !h->err) timed_wait(h, 0.05);
         plan_round(h, r, &h->plan);
         h->resolved = r + 1;
         pthread_mutex_unlock(&h->mu);

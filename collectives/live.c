@@ -30,19 +30,24 @@
 static void send_all(struct pcoll *h, int state) {
     pthread_mutex_lock(&h->mu);
     double t = pcoll_now();
-    double st[HB_LEN] = {0, h->pending > 0, t - (h->pending > 0 ? h->t_dep : h->t_last_dep),
-                         (double)h->completed, (double)h->started, state};
+    double st[HB_LEN] = {0,
+                         h->pending > 0,
+                         t - (h->pending > 0 ? h->t_dep : h->t_last_dep),
+                         (double)h->completed,
+                         (double)h->started,
+                         state};
     pthread_mutex_unlock(&h->mu);
     for (int p = 0; p < h->P; p++) {
         if (p == h->me) continue;
         if (h->hb_req[p] != MPI_REQUEST_NULL) {
             int done = 0;
             MPI_Test(&h->hb_req[p], &done, MPI_STATUS_IGNORE);
-            if (!done) continue;  /* still in flight: the peer is slow or gone; never block */
+            if (!done) continue; /* still in flight: the peer is slow or gone; never block */
         }
         st[0] = (double)++h->hb_sent[p];
         memcpy(&h->hb_buf[HB_LEN * p], st, sizeof st);
-        if (MPI_Isend(&h->hb_buf[HB_LEN * p], HB_LEN, MPI_DOUBLE, p, 3, h->hb, &h->hb_req[p]) != MPI_SUCCESS) {
+        if (MPI_Isend(&h->hb_buf[HB_LEN * p], HB_LEN, MPI_DOUBLE, p, 3, h->hb, &h->hb_req[p]) !=
+            MPI_SUCCESS) {
             h->hb_sent[p]--;
             h->hb_req[p] = MPI_REQUEST_NULL;
         }
@@ -64,12 +69,14 @@ static void receive_all(struct pcoll *h, double *gap_max) {
         if (h->heard_at[p] > 0 && t - h->heard_at[p] > *gap_max) *gap_max = t - h->heard_at[p];
         h->heard_at[p] = t;
         pcoll_peer_t *q = &h->peers[p];
-        q->pending = m[1] != 0; q->pending_s = m[2]; q->completed = (uint64_t)m[3];
+        q->pending = m[1] != 0;
+        q->pending_s = m[2];
+        q->completed = (uint64_t)m[3];
         q->started = (uint64_t)m[4];
         if (m[5] == LIVE_LEAVING) h->left[p] = 1;
         if (m[5] == LIVE_FAILED && !h->done && h->peer_failed < 0) {
             h->peer_failed = p;
-            h->peer_dead = 1;   /* its engine has left: ours may wait for it in MPI for ever */
+            h->peer_dead = 1; /* its engine has left: ours may wait for it in MPI for ever */
             pthread_cond_broadcast(&h->cv_app);
         }
         pthread_mutex_unlock(&h->mu);
@@ -82,10 +89,11 @@ static void check_silence(struct pcoll *h, double t, double gap_max) {
     double bound = SILENT_FACTOR * gap_max;
     for (int p = 0; p < h->P; p++) {
         if (p == h->me || h->left[p] || t - h->heard_at[p] <= bound) continue;
-        pcoll_set_error(h, PCOLL_ERR_PEER, "rank %d: rank %d has been silent for %.1f s (no "
+        pcoll_set_error(h, PCOLL_ERR_PEER,
+                        "rank %d: rank %d has been silent for %.1f s (no "
                         "heartbeat; the longest gap seen before was %.2f s, the bound is %.0f x "
-                        "that): it is dead or hung; end the job (MPI_Abort)", h->me, p,
-                        t - h->heard_at[p], gap_max, SILENT_FACTOR);
+                        "that): it is dead or hung; end the job (MPI_Abort)",
+                        h->me, p, t - h->heard_at[p], gap_max, SILENT_FACTOR);
         h->peer_failed = p;
         h->peer_dead = 1;
         return;
@@ -97,7 +105,7 @@ void *pcoll_live_main(void *arg) {
     double period = h->cfg.live_period_s, gap_max = period;
     pthread_mutex_lock(&h->mu);
     double t_prev = pcoll_now();
-    for (int p = 0; p < h->P; p++) h->heard_at[p] = t_prev;  /* silence counts from creation */
+    for (int p = 0; p < h->P; p++) h->heard_at[p] = t_prev; /* silence counts from creation */
     pthread_mutex_unlock(&h->mu);
     for (;;) {
         pthread_mutex_lock(&h->mu);
@@ -109,7 +117,7 @@ void *pcoll_live_main(void *arg) {
         pthread_mutex_lock(&h->mu);
         if (!h->live_stop) pcoll_cond_wait_s(&h->cv_live, &h->mu, period);
         double t = pcoll_now(), late = t - t_prev - 2 * period;
-        if (late > 0) {   /* this thread was not running: do not count that against the peers */
+        if (late > 0) { /* this thread was not running: do not count that against the peers */
             for (int p = 0; p < h->P; p++) h->heard_at[p] += late;
             /* and a machine that descheduled this thread for that long can do the same to a
              * peer's: its own longest wake-up gap counts as a gap seen */
@@ -134,7 +142,7 @@ void pcoll_live_stop(struct pcoll *h) {
     pthread_mutex_unlock(&h->mu);
     pthread_join(h->live_thread, NULL);
     h->live_started = 0;
-    for (int p = 0; clean && p < h->P; p++)   /* the previous heartbeat, then the last one */
+    for (int p = 0; clean && p < h->P; p++) /* the previous heartbeat, then the last one */
         if (p != h->me && h->hb_req[p] != MPI_REQUEST_NULL) MPI_Wait(&h->hb_req[p], MPI_STATUS_IGNORE);
     send_all(h, failed ? LIVE_FAILED : LIVE_LEAVING);
     for (int p = 0; clean && p < h->P; p++)

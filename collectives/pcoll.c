@@ -79,7 +79,11 @@ void pcoll_config_default(pcoll_config_t *c) {
 }
 
 static int rule_copy(rule_ent_t *e, uint64_t from, const pcoll_rule_t *r) {
-    e->from = from; e->mode = r->mode; e->quorum = r->quorum; e->nwait = 0; e->wait = NULL;
+    e->from = from;
+    e->mode = r->mode;
+    e->quorum = r->quorum;
+    e->nwait = 0;
+    e->wait = NULL;
     if (r->nwait > 0) {
         e->wait = malloc((size_t)r->nwait * sizeof(int));
         if (!e->wait) return PCOLL_ERR_NOMEM;
@@ -98,8 +102,9 @@ static int rule_check(const pcoll_rule_t *r, int P, char *msg, size_t len) {
         return snprintf(msg, len, "rule.nwait %d with wait=%p", r->nwait, (void *)r->wait), 0;
     for (int i = 0; i < r->nwait; i++)
         if (r->wait[i] < 0 || r->wait[i] >= P)
-            return snprintf(msg, len, "rule.wait[%d] = %d is not a rank of a %d-rank communicator",
-                            i, r->wait[i], P), 0;
+            return snprintf(msg, len, "rule.wait[%d] = %d is not a rank of a %d-rank communicator", i,
+                            r->wait[i], P),
+                   0;
     return 1;
 }
 
@@ -108,9 +113,9 @@ typedef struct {
     int64_t ok, n, mem, mode, quorum, div, ring, tau, horizon, nwait;
     uint64_t seed, waithash;
 } agree_t;
-static const char *agree_names[] = {"(local arguments)", "n", "mem", "rule.mode", "rule.quorum",
-                                    "div", "ring", "tau", "horizon", "rule.nwait", "seed",
-                                    "rule.wait"};
+static const char *agree_names[] = {"(local arguments)", "n",          "mem",  "rule.mode",
+                                    "rule.quorum",       "div",        "ring", "tau",
+                                    "horizon",           "rule.nwait", "seed", "rule.wait"};
 
 /* Handles that pcoll_finalize freed: only the struct itself stays, marked closing, so that a
  * thread that calls the library after finalize returned (e.g. a controller stopped after
@@ -120,7 +125,10 @@ static pthread_mutex_t g_retired_mu = PTHREAD_MUTEX_INITIALIZER;
 
 void pcoll_ring_free_buf(struct pcoll *h, float *b) {
 #ifdef PCOLL_HAVE_NCCL
-    if (h->mem == PCOLL_MEM_DEVICE) { pcoll_dev_free(b); return; }
+    if (h->mem == PCOLL_MEM_DEVICE) {
+        pcoll_dev_free(b);
+        return;
+    }
 #endif
     (void)h;
     free(b);
@@ -133,16 +141,26 @@ static void destroy(struct pcoll *h, int comms, int retire) {
     if (comms && h->ctl != MPI_COMM_NULL) MPI_Comm_free(&h->ctl);
     if (comms && h->data != MPI_COMM_NULL) MPI_Comm_free(&h->data);
     if (comms && h->hb != MPI_COMM_NULL) MPI_Comm_free(&h->hb);
-    free(h->hb_req); free(h->hb_buf); free(h->hb_sent); free(h->hb_recv); free(h->peers);
-    free(h->heard_at); free(h->left);
+    free(h->hb_req);
+    free(h->hb_buf);
+    free(h->hb_sent);
+    free(h->hb_recv);
+    free(h->peers);
+    free(h->heard_at);
+    free(h->left);
 #ifdef PCOLL_HAVE_NCCL
-    if (h->mem == PCOLL_MEM_DEVICE) {  /* device buffers */
-        pcoll_dev_free(h->dep[0]); pcoll_dev_free(h->dep[1]);
-        pcoll_dev_free(h->zeros); pcoll_dev_free(h->scratch);
+    if (h->mem == PCOLL_MEM_DEVICE) { /* device buffers */
+        pcoll_dev_free(h->dep[0]);
+        pcoll_dev_free(h->dep[1]);
+        pcoll_dev_free(h->zeros);
+        pcoll_dev_free(h->scratch);
     } else
 #endif
     {
-    free(h->dep[0]); free(h->dep[1]); free(h->zeros); free(h->scratch);
+        free(h->dep[0]);
+        free(h->dep[1]);
+        free(h->zeros);
+        free(h->scratch);
     }
     if (h->ring)
         for (int i = 0; i < h->K; i++) {
@@ -153,14 +171,22 @@ static void destroy(struct pcoll *h, int comms, int retire) {
     if (h->mem == PCOLL_MEM_DEVICE) pcoll_dev_close(h->dev);
 #endif
     free(h->ring);
-    if (h->recs) for (int i = 0; i < h->R; i++) pcoll_record_free(&h->recs[i].r);
+    if (h->recs)
+        for (int i = 0; i < h->R; i++) pcoll_record_free(&h->recs[i].r);
     free(h->recs);
     for (int i = 0; i < h->nrules; i++) free(h->rules[i].wait);
     free(h->rules);
-    free(h->joined); free(h->streak); free(h->active); free(h->ready_round);
-    free(h->cnt_round); free(h->cnt_val);
-    free(h->sent_to); free(h->recv_from); free(h->plan.inwait); free(h->max_streak);
-    if (retire) {   /* keep the struct: closing stays set, mutex and conditions stay valid;
+    free(h->joined);
+    free(h->streak);
+    free(h->active);
+    free(h->ready_round);
+    free(h->cnt_round);
+    free(h->cnt_val);
+    free(h->sent_to);
+    free(h->recv_from);
+    free(h->plan.inwait);
+    free(h->max_streak);
+    if (retire) { /* keep the struct: closing stays set, mutex and conditions stay valid;
                        the fields are never written again (a late enter() only touches inflight) */
         pthread_mutex_lock(&g_retired_mu);
         h->retired_next = g_retired;
@@ -175,20 +201,24 @@ static void destroy(struct pcoll *h, int comms, int retire) {
     free(h);
 }
 
-static char g_create_err[512];  /* message of a failed pcoll_create (no handle to hang it on) */
+static char g_create_err[512]; /* message of a failed pcoll_create (no handle to hang it on) */
 
 #ifdef PCOLL_HAVE_NCCL
 /* MPI_Finalize deletes MPI_COMM_SELF's attributes first: there, every rank closes its cached
  * NCCL communicators together (ncclCommFinalize + ncclCommDestroy, pcoll_nccl.cu). */
 static int dev_at_finalize(MPI_Comm c, int kv, void *attr, void *extra) {
-    (void)c; (void)kv; (void)attr; (void)extra;
+    (void)c;
+    (void)kv;
+    (void)attr;
+    (void)extra;
     pcoll_dev_shutdown();
     return MPI_SUCCESS;
 }
 static void dev_finalize_hook(void) {
     static int done;
     int kv;
-    if (done || MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, dev_at_finalize, &kv, NULL) != MPI_SUCCESS) return;
+    if (done || MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, dev_at_finalize, &kv, NULL) != MPI_SUCCESS)
+        return;
     done = MPI_Comm_set_attr(MPI_COMM_SELF, kv, NULL) == MPI_SUCCESS;
 }
 
@@ -207,18 +237,21 @@ static int dev_setup(struct pcoll *h, MPI_Comm comm, const char *key) {
     MPI_Allgather(mine, KEY, MPI_CHAR, keys, KEY, MPI_CHAR, comm);
     int dup = 0;
     for (int p = 0; p < P && !dup; p++)
-        for (int q = p + 1; q < P && !dup; q++) dup = !strncmp(keys + (size_t)p * KEY, keys + (size_t)q * KEY, KEY);
+        for (int q = p + 1; q < P && !dup; q++)
+            dup = !strncmp(keys + (size_t)p * KEY, keys + (size_t)q * KEY, KEY);
     free(keys);
     const char *env = getenv("PCOLL_DEVICE_PATH");
     int want = env && !strcmp(env, "staged") ? 2 : env && !strcmp(env, "nccl") ? 1 : 0, any = 0;
     MPI_Allreduce(&want, &any, 1, MPI_INT, MPI_MAX, comm);
-    int path = any == 2 ? PCOLL_DEVPATH_STAGED : any == 1 ? PCOLL_DEVPATH_NCCL
-             : dup ? PCOLL_DEVPATH_STAGED : PCOLL_DEVPATH_NCCL;
+    int path = any == 2   ? PCOLL_DEVPATH_STAGED
+               : any == 1 ? PCOLL_DEVPATH_NCCL
+               : dup      ? PCOLL_DEVPATH_STAGED
+                          : PCOLL_DEVPATH_NCCL;
     unsigned char id[256];
     memset(id, 0, sizeof id);
     size_t idn = pcoll_dev_id_bytes();
     int ok = idn <= sizeof id, all_ok = 0;
-    int reuse = 0;  /* NCCL once per run: the communicator rank 0 names, if every rank holds it */
+    int reuse = 0; /* NCCL once per run: the communicator rank 0 names, if every rank holds it */
     if (ok && path == PCOLL_DEVPATH_NCCL) {
         unsigned char cid[256] = {0};
         int have = pcoll_dev_cached_id(cid, P, me);
@@ -241,18 +274,20 @@ static int dev_setup(struct pcoll *h, MPI_Comm comm, const char *key) {
     ok = h->dev != NULL;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, comm);
     if (!all_ok) {
-        if (!ok) snprintf(g_create_err, sizeof g_create_err, "pcoll_create: rank %d: device data path (%s): %s",
-                          me, path == PCOLL_DEVPATH_NCCL ? "NCCL" : "staged", msg);
-        else snprintf(g_create_err, sizeof g_create_err, "pcoll_create: another rank failed to set up the "
-                      "device data path (see its message)");
+        if (!ok)
+            snprintf(g_create_err, sizeof g_create_err, "pcoll_create: rank %d: device data path (%s): %s",
+                     me, path == PCOLL_DEVPATH_NCCL ? "NCCL" : "staged", msg);
+        else
+            snprintf(g_create_err, sizeof g_create_err,
+                     "pcoll_create: another rank failed to set up the "
+                     "device data path (see its message)");
         return PCOLL_ERR_MPI;
     }
     return PCOLL_OK;
 }
 #endif
 
-int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t *cfg_in,
-                 pcoll_t **out) {
+int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t *cfg_in, pcoll_t **out) {
     char msg[400] = "";
     g_create_err[0] = 0;
     if (!out) return PCOLL_ERR_ARG;
@@ -265,7 +300,8 @@ int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t 
     }
     MPI_Query_thread(&level);
     if (level < MPI_THREAD_MULTIPLE) {
-        snprintf(g_create_err, sizeof g_create_err, "pcoll_create: MPI thread level is %d, "
+        snprintf(g_create_err, sizeof g_create_err,
+                 "pcoll_create: MPI thread level is %d, "
                  "libpcoll needs MPI_THREAD_MULTIPLE (%d): initialise MPI with "
                  "MPI_Init_thread(..., MPI_THREAD_MULTIPLE, &provided) and check provided",
                  level, MPI_THREAD_MULTIPLE);
@@ -274,50 +310,71 @@ int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t 
     MPI_Comm_size(comm, &P);
     MPI_Comm_rank(comm, &me);
     pcoll_config_t cfg;
-    if (cfg_in) cfg = *cfg_in; else pcoll_config_default(&cfg);
+    if (cfg_in)
+        cfg = *cfg_in;
+    else
+        pcoll_config_default(&cfg);
 
     int ok = 1, local_code = PCOLL_ERR_ARG;
 #ifdef PCOLL_HAVE_NCCL
     int dev_id = -1;
     char dev_key[192] = "";
 #endif
-    if (P > PCOLL_MAX_RANKS) ok = 0, snprintf(msg, sizeof msg, "%d ranks > PCOLL_MAX_RANKS", P);
+    if (P > PCOLL_MAX_RANKS)
+        ok = 0, snprintf(msg, sizeof msg, "%d ranks > PCOLL_MAX_RANKS", P);
     else if (n == 0 || n > (size_t)INT32_MAX - (size_t)META * (size_t)P)
-        ok = 0, snprintf(msg, sizeof msg, "n = %zu floats is out of range (1 .. 2^31-1-%d)", n,
-                         META * P);
+        ok = 0, snprintf(msg, sizeof msg, "n = %zu floats is out of range (1 .. 2^31-1-%d)", n, META * P);
 #ifdef PCOLL_HAVE_NCCL
     else if (mem == PCOLL_MEM_DEVICE && !pcoll_dev_local(&dev_id, dev_key, sizeof dev_key, msg, sizeof msg))
         ok = 0, local_code = PCOLL_ERR_UNSUPPORTED;
 #else
     else if (mem == PCOLL_MEM_DEVICE)
-        ok = 0, local_code = PCOLL_ERR_UNSUPPORTED, snprintf(msg, sizeof msg, "mem = device "
-            "needs the CUDA/NCCL build of libpcoll (this build has host memory only)");
+        ok = 0, local_code = PCOLL_ERR_UNSUPPORTED,
+        snprintf(msg, sizeof msg,
+                 "mem = device "
+                 "needs the CUDA/NCCL build of libpcoll (this build has host memory only)");
 #endif
     else if (mem != PCOLL_MEM_HOST && mem != PCOLL_MEM_DEVICE)
         ok = 0, snprintf(msg, sizeof msg, "mem = %d", (int)mem);
-    else if (!rule_check(&cfg.rule, P, msg, sizeof msg)) ok = 0;
+    else if (!rule_check(&cfg.rule, P, msg, sizeof msg))
+        ok = 0;
     else if (cfg.div < PCOLL_DIV_NONE || cfg.div > PCOLL_DIV_FRESH)
         ok = 0, snprintf(msg, sizeof msg, "div = %d", (int)cfg.div);
-    else if (cfg.ring < 1) ok = 0, snprintf(msg, sizeof msg, "ring = %d (need >= 1)", cfg.ring);
-    else if (cfg.records < 1) ok = 0, snprintf(msg, sizeof msg, "records = %d", cfg.records);
-    else if (cfg.tau < 0) ok = 0, snprintf(msg, sizeof msg, "tau = %d (need >= 0)", cfg.tau);
+    else if (cfg.ring < 1)
+        ok = 0, snprintf(msg, sizeof msg, "ring = %d (need >= 1)", cfg.ring);
+    else if (cfg.records < 1)
+        ok = 0, snprintf(msg, sizeof msg, "records = %d", cfg.records);
+    else if (cfg.tau < 0)
+        ok = 0, snprintf(msg, sizeof msg, "tau = %d (need >= 0)", cfg.tau);
     else if (!(cfg.live_period_s >= 0 && cfg.live_period_s <= 3600))
-        ok = 0, snprintf(msg, sizeof msg, "live_period_s = %g (need 0 .. 3600; 0: default)",
-                         cfg.live_period_s);
+        ok = 0,
+        snprintf(msg, sizeof msg, "live_period_s = %g (need 0 .. 3600; 0: default)", cfg.live_period_s);
     if (ok && cfg.ring > (1 << 20)) ok = 0, snprintf(msg, sizeof msg, "ring = %d (need <= 2^20)", cfg.ring);
     if (cfg.live_period_s == 0) cfg.live_period_s = 0.1;
     if (cfg.poll_max_us < 1) cfg.poll_max_us = 1;
     if (cfg.spin_us < 0) cfg.spin_us = 0;
 
-    agree_t a = {ok, (int64_t)n, mem, cfg.rule.mode, cfg.rule.mode == PCOLL_QUORUM ?
-                 cfg.rule.quorum : 0, cfg.div, cfg.ring, cfg.tau, cfg.horizon, cfg.rule.nwait,
-                 cfg.seed, 1469598103934665603ull};
+    agree_t a = {ok,
+                 (int64_t)n,
+                 mem,
+                 cfg.rule.mode,
+                 cfg.rule.mode == PCOLL_QUORUM ? cfg.rule.quorum : 0,
+                 cfg.div,
+                 cfg.ring,
+                 cfg.tau,
+                 cfg.horizon,
+                 cfg.rule.nwait,
+                 cfg.seed,
+                 1469598103934665603ull};
     for (int i = 0; ok && i < cfg.rule.nwait; i++)
         a.waithash = (a.waithash ^ (uint64_t)cfg.rule.wait[i]) * 1099511628211ull;
     agree_t *all = malloc((size_t)P * sizeof *all);
     if (!all) return PCOLL_ERR_NOMEM;
     int rc = MPI_Allgather(&a, (int)sizeof a, MPI_BYTE, all, (int)sizeof a, MPI_BYTE, comm);
-    if (rc != MPI_SUCCESS) { free(all); return PCOLL_ERR_MPI; }
+    if (rc != MPI_SUCCESS) {
+        free(all);
+        return PCOLL_ERR_MPI;
+    }
     /* every rank runs the same comparison on the same data: the same verdict everywhere */
     int field = -1, bad = -1;
     for (int p = 0; p < P && field < 0; p++)
@@ -325,28 +382,35 @@ int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t 
     const int64_t *v0 = &all[0].n;
     for (int p = 1; p < P && field < 0; p++) {
         const int64_t *vp = &all[p].n;
-        for (int f = 0; f < 9 && field < 0; f++) if (vp[f] != v0[f]) field = f + 1, bad = p;
+        for (int f = 0; f < 9 && field < 0; f++)
+            if (vp[f] != v0[f]) field = f + 1, bad = p;
         if (field < 0 && all[p].seed != all[0].seed) field = 10, bad = p;
         if (field < 0 && all[p].waithash != all[0].waithash) field = 11, bad = p;
     }
     if (field == 0) {
-        if (bad == me) snprintf(g_create_err, sizeof g_create_err, "pcoll_create: rank %d: %s",
-                                me, msg);
-        else snprintf(g_create_err, sizeof g_create_err, "pcoll_create: rank %d rejected its "
-                      "arguments (see its message); no handle created on any rank", bad);
+        if (bad == me)
+            snprintf(g_create_err, sizeof g_create_err, "pcoll_create: rank %d: %s", me, msg);
+        else
+            snprintf(g_create_err, sizeof g_create_err,
+                     "pcoll_create: rank %d rejected its "
+                     "arguments (see its message); no handle created on any rank",
+                     bad);
         free(all);
         return bad == me ? local_code : PCOLL_ERR_ARG;
     }
     if (field > 0) {
-        long long x0 = field <= 9 ? (long long)v0[field - 1] : field == 10 ?
-                       (long long)all[0].seed : 0;
-        long long xb = field <= 9 ? (long long)(&all[bad].n)[field - 1] : field == 10 ?
-                       (long long)all[bad].seed : 0;
+        long long x0 = field <= 9 ? (long long)v0[field - 1] : field == 10 ? (long long)all[0].seed : 0;
+        long long xb = field <= 9    ? (long long)(&all[bad].n)[field - 1]
+                       : field == 10 ? (long long)all[bad].seed
+                                     : 0;
         if (field == 11)
-            snprintf(g_create_err, sizeof g_create_err, "pcoll_create: argument mismatch: "
-                     "rule.wait differs between rank 0 and rank %d", bad);
+            snprintf(g_create_err, sizeof g_create_err,
+                     "pcoll_create: argument mismatch: "
+                     "rule.wait differs between rank 0 and rank %d",
+                     bad);
         else
-            snprintf(g_create_err, sizeof g_create_err, "pcoll_create: argument mismatch: %s "
+            snprintf(g_create_err, sizeof g_create_err,
+                     "pcoll_create: argument mismatch: %s "
                      "is %lld on rank 0 but %lld on rank %d (every rank must pass the same)",
                      agree_names[field], x0, xb, bad);
         free(all);
@@ -355,26 +419,33 @@ int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t 
     free(all);
 
     struct pcoll *h = calloc(1, sizeof *h);
-    if (!h) return PCOLL_ERR_NOMEM;  /* allocation failures below are local; see note */
+    if (!h) return PCOLL_ERR_NOMEM; /* allocation failures below are local; see note */
     h->ctl = h->data = h->hb = MPI_COMM_NULL;
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv_app, NULL);
     pthread_cond_init(&h->cv_eng, NULL);
     pthread_cond_init(&h->cv_live, NULL);
-    h->P = P; h->me = me; h->n = n; h->nbuf = n + (size_t)META * (size_t)P; h->mem = mem;
-    h->cfg = cfg; h->K = cfg.ring + 1; h->R = cfg.records; h->peer_failed = -1;
+    h->P = P;
+    h->me = me;
+    h->n = n;
+    h->nbuf = n + (size_t)META * (size_t)P;
+    h->mem = mem;
+    h->cfg = cfg;
+    h->K = cfg.ring + 1;
+    h->R = cfg.records;
+    h->peer_failed = -1;
     h->cfg.rule.wait = NULL;
     int nomem = 0;
     size_t bytes = h->nbuf * sizeof(float);
 #ifdef PCOLL_HAVE_NCCL
-    if (mem == PCOLL_MEM_DEVICE) {  /* device memory, zeroed */
+    if (mem == PCOLL_MEM_DEVICE) { /* device memory, zeroed */
         nomem |= !(h->dep[0] = pcoll_dev_calloc(h->nbuf)) || !(h->dep[1] = pcoll_dev_calloc(h->nbuf));
         nomem |= !(h->zeros = pcoll_dev_calloc(h->nbuf)) || !(h->scratch = pcoll_dev_calloc(h->nbuf));
     } else
 #endif
     {
-    nomem |= !(h->dep[0] = calloc(1, bytes)) || !(h->dep[1] = calloc(1, bytes));
-    nomem |= !(h->zeros = calloc(1, bytes)) || !(h->scratch = calloc(1, bytes));
+        nomem |= !(h->dep[0] = calloc(1, bytes)) || !(h->dep[1] = calloc(1, bytes));
+        nomem |= !(h->zeros = calloc(1, bytes)) || !(h->scratch = calloc(1, bytes));
     }
     /* ring slots: records now, result buffers when first used (engine.c: ring_slot) */
     nomem |= !(h->ring = calloc((size_t)h->K, sizeof *h->ring));
@@ -389,24 +460,36 @@ int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t 
     nomem |= !(h->cnt_round = calloc((size_t)P, 8)) || !(h->cnt_val = calloc((size_t)P, 8));
     nomem |= !(h->sent_to = calloc((size_t)P, 8)) || !(h->recv_from = calloc((size_t)P, 8));
     nomem |= !(h->plan.inwait = calloc((size_t)P, 1)) || !(h->max_streak = calloc((size_t)P, 4));
-    nomem |= !(h->hb_req = calloc((size_t)P, sizeof(MPI_Request))) || !(h->hb_buf = calloc((size_t)P * HB_LEN, 8));
+    nomem |=
+        !(h->hb_req = calloc((size_t)P, sizeof(MPI_Request))) || !(h->hb_buf = calloc((size_t)P * HB_LEN, 8));
     nomem |= !(h->left = calloc((size_t)P, 1));
     nomem |= !(h->hb_sent = calloc((size_t)P, 8)) || !(h->hb_recv = calloc((size_t)P, 8));
     nomem |= !(h->peers = calloc((size_t)P, sizeof(pcoll_peer_t))) || !(h->heard_at = calloc((size_t)P, 8));
-    for (int p = 0; !nomem && p < P; p++) { h->hb_req[p] = MPI_REQUEST_NULL; h->peers[p].heard_s = -1; }
-    if (!nomem) { nomem |= rule_copy(&h->rules[0], 0, &cfg.rule) != 0; h->nrules = 1; }
-    int anynomem = nomem;  /* agree on memory failure too, so no rank is left alone */
+    for (int p = 0; !nomem && p < P; p++) {
+        h->hb_req[p] = MPI_REQUEST_NULL;
+        h->peers[p].heard_s = -1;
+    }
+    if (!nomem) {
+        nomem |= rule_copy(&h->rules[0], 0, &cfg.rule) != 0;
+        h->nrules = 1;
+    }
+    int anynomem = nomem; /* agree on memory failure too, so no rank is left alone */
     MPI_Allreduce(&nomem, &anynomem, 1, MPI_INT, MPI_LOR, comm);
     if (anynomem) {
-        snprintf(g_create_err, sizeof g_create_err, "pcoll_create: out of memory on %s "
-                 "(buffers of %zu floats)", nomem ? "this rank" : "another rank", h->nbuf);
+        snprintf(g_create_err, sizeof g_create_err,
+                 "pcoll_create: out of memory on %s "
+                 "(buffers of %zu floats)",
+                 nomem ? "this rank" : "another rank", h->nbuf);
         destroy(h, 1, 0);
         return PCOLL_ERR_NOMEM;
     }
 #ifdef PCOLL_HAVE_NCCL
     if (mem == PCOLL_MEM_DEVICE) {
         int drc = dev_setup(h, comm, dev_key);
-        if (drc) { destroy(h, 1, 0); return drc; }
+        if (drc) {
+            destroy(h, 1, 0);
+            return drc;
+        }
     }
 #endif
     for (int p = 0; p < P; p++) h->active[p] = p;
@@ -427,22 +510,24 @@ int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t 
     int wrc = wire ? MPI_Alltoall(wire, 1, MPI_INT, wire + P, 1, MPI_INT, h->hb) : MPI_ERR_NO_MEM;
     free(wire);
     if (wrc != MPI_SUCCESS) {
-        snprintf(g_create_err, sizeof g_create_err, "pcoll_create: the first exchange between all ranks failed");
+        snprintf(g_create_err, sizeof g_create_err,
+                 "pcoll_create: the first exchange between all ranks failed");
         destroy(h, 1, 0);
         return PCOLL_ERR_MPI;
     }
     h->t_last_dep = pcoll_now();
     if (pthread_create(&h->thread, NULL, pcoll_engine_main, h) != 0) {
         snprintf(g_create_err, sizeof g_create_err, "pcoll_create: cannot start the engine thread");
-        destroy(h, 1, 0);  /* other ranks' engines then stall: reported by their watchdog */
+        destroy(h, 1, 0); /* other ranks' engines then stall: reported by their watchdog */
         return PCOLL_ERR_NOMEM;
     }
     h->thread_started = 1;
     if (pthread_create(&h->live_thread, NULL, pcoll_live_main, h) != 0) {
         pthread_mutex_lock(&h->mu);
         pcoll_set_error(h, PCOLL_ERR_NOMEM, "rank %d: cannot start the liveness thread", me);
-        pthread_mutex_unlock(&h->mu);   /* the engine goes on as a failed rank (zeros) */
-    } else h->live_started = 1;
+        pthread_mutex_unlock(&h->mu); /* the engine goes on as a failed rank (zeros) */
+    } else
+        h->live_started = 1;
     *out = h;
     return PCOLL_OK;
 }
@@ -452,21 +537,28 @@ int pcoll_deposit(pcoll_t *h, const float *g, int flags) {
     if (!enter(h)) return PCOLL_ERR_STATE;
     pthread_mutex_lock(&h->mu);
     int rc = PCOLL_OK;
-    if (h->err) rc = h->err;
+    if (h->err)
+        rc = h->err;
     else if (h->join_req) {
         rc = PCOLL_ERR_STATE;
         pcoll_call_error(h, "rank %d: pcoll_deposit after pcoll_join/pcoll_finalize", h->me);
     } else if (h->pending && !(flags & PCOLL_ACCUMULATE)) {
         rc = PCOLL_ERR_PENDING;
-        pcoll_call_error(h, "rank %d: deposit while the previous one is still pending (call "
-                         "pcoll_wait first, or pass PCOLL_ACCUMULATE)", h->me);
+        pcoll_call_error(h,
+                         "rank %d: deposit while the previous one is still pending (call "
+                         "pcoll_wait first, or pass PCOLL_ACCUMULATE)",
+                         h->me);
     }
-    if (rc) { leave_locked(h); pthread_mutex_unlock(&h->mu); return rc; }
+    if (rc) {
+        leave_locked(h);
+        pthread_mutex_unlock(&h->mu);
+        return rc;
+    }
     /* the engine reads dep[dep_cur] only after taking it under mu in run_round, and swaps
      * dep_cur at that moment, so this buffer is ours until the engine takes it */
     float *d = h->dep[h->dep_cur];
 #ifdef PCOLL_HAVE_NCCL
-    if (h->mem == PCOLL_MEM_DEVICE) {  /* device copy (or add) on the copy stream, completed here */
+    if (h->mem == PCOLL_MEM_DEVICE) { /* device copy (or add) on the copy stream, completed here */
         char m[256] = "";
         rc = pcoll_dev_deposit(h->dev, h->dep_cur, d, g, h->n, h->pending > 0, m, sizeof m);
         if (rc) {
@@ -503,11 +595,12 @@ int pcoll_set_cost(pcoll_t *h, double seconds) {
     if (!enter(h)) return PCOLL_ERR_STATE;
     pthread_mutex_lock(&h->mu);
     int rc = PCOLL_OK;
-    if (!(seconds >= 0 && seconds <= 1e9)) {   /* also NaN */
-        pcoll_call_error(h, "rank %d: pcoll_set_cost: %g s is not a step time (finite, >= 0)",
-                         h->me, seconds);
+    if (!(seconds >= 0 && seconds <= 1e9)) { /* also NaN */
+        pcoll_call_error(h, "rank %d: pcoll_set_cost: %g s is not a step time (finite, >= 0)", h->me,
+                         seconds);
         rc = PCOLL_ERR_ARG;
-    } else h->next_cost = (float)seconds;
+    } else
+        h->next_cost = (float)seconds;
     leave_locked(h);
     pthread_mutex_unlock(&h->mu);
     return rc;
@@ -523,8 +616,10 @@ static int abs_deadline(double timeout_s, struct timespec *ts) {
 }
 
 static int peer_error(struct pcoll *h) {
-    pcoll_call_error(h, "rank %d: rank %d failed (its engine reported an error and left the "
-                     "rounds); see its own message", h->me, h->peer_failed);
+    pcoll_call_error(h,
+                     "rank %d: rank %d failed (its engine reported an error and left the "
+                     "rounds); see its own message",
+                     h->me, h->peer_failed);
     return PCOLL_ERR_PEER;
 }
 
@@ -541,15 +636,24 @@ int pcoll_wait(pcoll_t *h, int how, double timeout_s, uint64_t *round) {
     int timed = abs_deadline(timeout_s, &ts), rc = PCOLL_OK, counted = 0;
     pthread_mutex_lock(&h->mu);
     for (;;) {
-        if (h->err) { rc = h->err; break; }
-        if (h->peer_failed >= 0) { rc = peer_error(h); break; }
-        if (__atomic_load_n(&h->closing, __ATOMIC_SEQ_CST)) { rc = closing_error(h); break; }
+        if (h->err) {
+            rc = h->err;
+            break;
+        }
+        if (h->peer_failed >= 0) {
+            rc = peer_error(h);
+            break;
+        }
+        if (__atomic_load_n(&h->closing, __ATOMIC_SEQ_CST)) {
+            rc = closing_error(h);
+            break;
+        }
         if (how == PCOLL_WAIT_CONSUMED) {
             if (h->consumed_seq == h->dep_seq && h->completed > h->consumed_round) {
                 if (round) *round = h->consumed_round;
                 break;
             }
-            if (!counted) {  /* this thread cannot call pcoll_next now: the engine must not
+            if (!counted) { /* this thread cannot call pcoll_next now: the engine must not
                                 hold back waiting for it (engine.c: ring_slot) */
                 counted = 1;
                 h->waiting_consumed++;
@@ -559,16 +663,21 @@ int pcoll_wait(pcoll_t *h, int how, double timeout_s, uint64_t *round) {
             if (round) *round = h->completed - 1;
             break;
         }
-        if (h->done) { rc = h->join_req ? PCOLL_DONE : PCOLL_ERR_STATE; break; }
+        if (h->done) {
+            rc = h->join_req ? PCOLL_DONE : PCOLL_ERR_STATE;
+            break;
+        }
         if (timed) {
             if (pthread_cond_timedwait(&h->cv_app, &h->mu, &ts) != 0) {
                 rc = PCOLL_ERR_TIMEOUT;
-                pcoll_call_error(h, "rank %d: pcoll_wait timed out after %.1f s (rounds "
-                                 "completed: %llu)", h->me, timeout_s,
-                                 (unsigned long long)h->completed);
+                pcoll_call_error(h,
+                                 "rank %d: pcoll_wait timed out after %.1f s (rounds "
+                                 "completed: %llu)",
+                                 h->me, timeout_s, (unsigned long long)h->completed);
                 break;
             }
-        } else pthread_cond_wait(&h->cv_app, &h->mu);
+        } else
+            pthread_cond_wait(&h->cv_app, &h->mu);
     }
     if (counted) h->waiting_consumed--;
     leave_locked(h);
@@ -583,20 +692,32 @@ static void record_copy(pcoll_record_t *d, const pcoll_record_t *s) {
     float *c = d->cost;
     int P = s->P;
     *d = *s;
-    d->fresh = f; d->waited = w; d->flags = fl; d->staleness = st; d->streak = sk; d->cost = c;
-    memcpy(f, s->fresh, (size_t)P); memcpy(w, s->waited, (size_t)P); memcpy(fl, s->flags, (size_t)P);
-    memcpy(st, s->staleness, (size_t)P * 4); memcpy(sk, s->streak, (size_t)P * 4);
+    d->fresh = f;
+    d->waited = w;
+    d->flags = fl;
+    d->staleness = st;
+    d->streak = sk;
+    d->cost = c;
+    memcpy(f, s->fresh, (size_t)P);
+    memcpy(w, s->waited, (size_t)P);
+    memcpy(fl, s->flags, (size_t)P);
+    memcpy(st, s->staleness, (size_t)P * 4);
+    memcpy(sk, s->streak, (size_t)P * 4);
     if (c) {
-        if (s->cost) memcpy(c, s->cost, (size_t)P * sizeof *c);
-        else memset(c, 0, (size_t)P * sizeof *c);
+        if (s->cost)
+            memcpy(c, s->cost, (size_t)P * sizeof *c);
+        else
+            memset(c, 0, (size_t)P * sizeof *c);
     }
 }
 void pcoll_record_copy(pcoll_record_t *d, const pcoll_record_t *s) { record_copy(d, s); }
 
 static int record_too_small(struct pcoll *h, const pcoll_record_t *rec, const char *fn) {
     pthread_mutex_lock(&h->mu);
-    pcoll_call_error(h, "rank %d: %s: record allocated for %d ranks, the handle has %d "
-                     "(pcoll_record_init(rec, pcoll_size(h)))", h->me, fn, rec->P, h->P);
+    pcoll_call_error(h,
+                     "rank %d: %s: record allocated for %d ranks, the handle has %d "
+                     "(pcoll_record_init(rec, pcoll_size(h)))",
+                     h->me, fn, rec->P, h->P);
     leave_locked(h);
     pthread_mutex_unlock(&h->mu);
     return PCOLL_ERR_ARG;
@@ -608,8 +729,10 @@ int pcoll_next(pcoll_t *h, uint64_t *round, const float **result, pcoll_record_t
     if (rec && (rec->P < h->P || !rec->fresh)) return record_too_small(h, rec, "pcoll_next");
     pthread_mutex_lock(&h->mu);
     int rc = PCOLL_OK;
-    if (h->err) rc = h->err;
-    else if (h->handed >= h->completed) rc = PCOLL_EMPTY;
+    if (h->err)
+        rc = h->err;
+    else if (h->handed >= h->completed)
+        rc = PCOLL_EMPTY;
     else {
         uint64_t r = h->handed;
         ring_slot_t *sl = &h->ring[r % (uint64_t)h->K];
@@ -617,7 +740,7 @@ int pcoll_next(pcoll_t *h, uint64_t *round, const float **result, pcoll_record_t
         if (result) *result = sl->buf;
         if (rec) record_copy(rec, &sl->rec);
         h->handed = r + 1;
-        pthread_cond_signal(&h->cv_eng);   /* a held-back engine may go on */
+        pthread_cond_signal(&h->cv_eng); /* a held-back engine may go on */
     }
     leave_locked(h);
     pthread_mutex_unlock(&h->mu);
@@ -638,30 +761,40 @@ int pcoll_set_rule(pcoll_t *h, uint64_t from, const pcoll_rule_t *rule) {
         pcoll_call_error(h, "pcoll_set_rule: %s", msg);
     } else if (!h->cfg.horizon) {
         rc = PCOLL_ERR_STATE;
-        pcoll_call_error(h, "rank %d: pcoll_set_rule needs cfg.horizon = 1 (without a horizon "
+        pcoll_call_error(h,
+                         "rank %d: pcoll_set_rule needs cfg.horizon = 1 (without a horizon "
                          "some ranks may already have started round %llu and others not); the "
-                         "rule of a handle without a horizon is cfg.rule", h->me,
-                         (unsigned long long)from);
+                         "rule of a handle without a horizon is cfg.rule",
+                         h->me, (unsigned long long)from);
     } else if (from < h->horizon) {
         rc = PCOLL_ERR_LATE;
-        pcoll_call_error(h, "rank %d: pcoll_set_rule: round %llu is below the horizon (rules of "
-                         "rounds < %llu are final)", h->me, (unsigned long long)from,
-                         (unsigned long long)h->horizon);
+        pcoll_call_error(h,
+                         "rank %d: pcoll_set_rule: round %llu is below the horizon (rules of "
+                         "rounds < %llu are final)",
+                         h->me, (unsigned long long)from, (unsigned long long)h->horizon);
     } else {
-        while (h->nrules > 1 && h->rules[h->nrules - 1].from >= from)
-            free(h->rules[--h->nrules].wait);
+        while (h->nrules > 1 && h->rules[h->nrules - 1].from >= from) free(h->rules[--h->nrules].wait);
         /* drop entries fully in the past: keep the last one in force at `resolved` */
         int keep = 0;
-        for (int i = 0; i < h->nrules; i++) if (h->rules[i].from <= h->resolved) keep = i;
+        for (int i = 0; i < h->nrules; i++)
+            if (h->rules[i].from <= h->resolved) keep = i;
         if (keep > 0) {
             for (int i = 0; i < keep; i++) free(h->rules[i].wait);
             memmove(h->rules, h->rules + keep, (size_t)(h->nrules - keep) * sizeof *h->rules);
             h->nrules -= keep;
         }
-        if (h->nrules == 1 && from == 0) { free(h->rules[0].wait); h->nrules = 0; }
+        if (h->nrules == 1 && from == 0) {
+            free(h->rules[0].wait);
+            h->nrules = 0;
+        }
         if (h->nrules == h->caprules) {
             rule_ent_t *q = realloc(h->rules, (size_t)h->caprules * 2 * sizeof *q);
-            if (!q) rc = PCOLL_ERR_NOMEM; else { h->rules = q; h->caprules *= 2; }
+            if (!q)
+                rc = PCOLL_ERR_NOMEM;
+            else {
+                h->rules = q;
+                h->caprules *= 2;
+            }
         }
         if (!rc) rc = rule_copy(&h->rules[h->nrules], from, rule);
         if (!rc) h->nrules++;
@@ -688,9 +821,11 @@ int pcoll_record_init(pcoll_record_t *rec, int P) {
     memset(rec, 0, sizeof *rec);
     if (P < 1) return PCOLL_ERR_ARG;
     rec->P = P;
-    rec->fresh = calloc((size_t)P, 1); rec->waited = calloc((size_t)P, 1);
+    rec->fresh = calloc((size_t)P, 1);
+    rec->waited = calloc((size_t)P, 1);
     rec->flags = calloc((size_t)P, 1);
-    rec->staleness = calloc((size_t)P, 4); rec->streak = calloc((size_t)P, 4);
+    rec->staleness = calloc((size_t)P, 4);
+    rec->streak = calloc((size_t)P, 4);
     rec->cost = calloc((size_t)P, sizeof *rec->cost);
     if (!rec->fresh || !rec->waited || !rec->flags || !rec->staleness || !rec->streak || !rec->cost) {
         pcoll_record_free(rec);
@@ -700,9 +835,14 @@ int pcoll_record_init(pcoll_record_t *rec, int P) {
 }
 
 void pcoll_record_free(pcoll_record_t *rec) {
-    free(rec->fresh); free(rec->waited); free(rec->flags); free(rec->staleness); free(rec->streak);
+    free(rec->fresh);
+    free(rec->waited);
+    free(rec->flags);
+    free(rec->staleness);
+    free(rec->streak);
     free(rec->cost);
-    rec->fresh = rec->waited = rec->flags = NULL; rec->staleness = rec->streak = NULL;
+    rec->fresh = rec->waited = rec->flags = NULL;
+    rec->staleness = rec->streak = NULL;
     rec->cost = NULL;
     rec->P = 0;
 }
@@ -715,19 +855,30 @@ int pcoll_record_get(pcoll_t *h, uint64_t round, pcoll_record_t *rec, double tim
     int timed = abs_deadline(timeout_s, &ts), rc = PCOLL_OK;
     pthread_mutex_lock(&h->mu);
     while (h->completed <= round) {
-        if (h->done || h->err) { rc = h->err ? h->err : PCOLL_ERR_STATE; break; }
-        if (__atomic_load_n(&h->closing, __ATOMIC_SEQ_CST)) { rc = closing_error(h); break; }
+        if (h->done || h->err) {
+            rc = h->err ? h->err : PCOLL_ERR_STATE;
+            break;
+        }
+        if (__atomic_load_n(&h->closing, __ATOMIC_SEQ_CST)) {
+            rc = closing_error(h);
+            break;
+        }
         if (timed) {
-            if (pthread_cond_timedwait(&h->cv_app, &h->mu, &ts) != 0) { rc = PCOLL_ERR_TIMEOUT; break; }
-        } else pthread_cond_wait(&h->cv_app, &h->mu);
+            if (pthread_cond_timedwait(&h->cv_app, &h->mu, &ts) != 0) {
+                rc = PCOLL_ERR_TIMEOUT;
+                break;
+            }
+        } else
+            pthread_cond_wait(&h->cv_app, &h->mu);
     }
     /* round + R is written into the same slot before `completed` passes it: check the slot */
     const pcoll_record_t *src = &h->recs[round % (uint64_t)h->R].r;
     if (!rc && (round + (uint64_t)h->R < h->started || src->round != round)) {
         rc = PCOLL_ERR_EVICTED;
-        pcoll_call_error(h, "rank %d: record of round %llu no longer kept (records = %d, round "
-                         "%llu started)", h->me, (unsigned long long)round, h->R,
-                         (unsigned long long)h->started);
+        pcoll_call_error(h,
+                         "rank %d: record of round %llu no longer kept (records = %d, round "
+                         "%llu started)",
+                         h->me, (unsigned long long)round, h->R, (unsigned long long)h->started);
     }
     if (!rc) record_copy(rec, src);
     leave_locked(h);
@@ -739,8 +890,11 @@ int pcoll_stats(pcoll_t *h, pcoll_stats_t *st) {
     if (!h || !st) return PCOLL_ERR_ARG;
     if (!enter(h)) return PCOLL_ERR_STATE;
     pthread_mutex_lock(&h->mu);
-    st->rounds = h->completed; st->applied = h->handed; st->deposits = h->dep_seq;
-    st->fresh_total = h->fresh_total; st->max_streak_all = h->max_streak_all;
+    st->rounds = h->completed;
+    st->applied = h->handed;
+    st->deposits = h->dep_seq;
+    st->fresh_total = h->fresh_total;
+    st->max_streak_all = h->max_streak_all;
     st->max_staleness = h->max_staleness;
     st->mean_staleness = h->stale_count ? h->stale_sum / (double)h->stale_count : 0.0;
     if (st->max_streak) memcpy(st->max_streak, h->max_streak, (size_t)h->P * 4);
@@ -829,19 +983,26 @@ int pcoll_finalize(pcoll_t **hp, double timeout_s) {
     int timed = abs_deadline(timeout_s, &ts), rc = PCOLL_OK;
     pthread_mutex_lock(&h->mu);
     h->join_req = 1;
-    h->drop = 1;                    /* nobody will hand these out: the ring need not hold them */
+    h->drop = 1; /* nobody will hand these out: the ring need not hold them */
     h->handed = h->completed;
     pthread_cond_broadcast(&h->cv_eng);
     while (!h->done && !h->peer_dead) {
         if (timed) {
-            if (pthread_cond_timedwait(&h->cv_app, &h->mu, &ts) != 0) { rc = PCOLL_ERR_TIMEOUT; break; }
-        } else pthread_cond_wait(&h->cv_app, &h->mu);
+            if (pthread_cond_timedwait(&h->cv_app, &h->mu, &ts) != 0) {
+                rc = PCOLL_ERR_TIMEOUT;
+                break;
+            }
+        } else
+            pthread_cond_wait(&h->cv_app, &h->mu);
     }
     if (rc == PCOLL_ERR_TIMEOUT)
-        pcoll_call_error(h, "rank %d: pcoll_finalize timed out after %.1f s waiting for the other "
+        pcoll_call_error(h,
+                         "rank %d: pcoll_finalize timed out after %.1f s waiting for the other "
                          "ranks to join (round %llu); the engine is still running: end the job "
-                         "with MPI_Abort", h->me, timeout_s, (unsigned long long)h->completed);
-    else if (!h->done) rc = h->err ? h->err : PCOLL_ERR_PEER;   /* engine may be stuck in MPI */
+                         "with MPI_Abort",
+                         h->me, timeout_s, (unsigned long long)h->completed);
+    else if (!h->done)
+        rc = h->err ? h->err : PCOLL_ERR_PEER; /* engine may be stuck in MPI */
     if (rc) {
         leave_locked(h);
         pthread_mutex_unlock(&h->mu);
@@ -849,7 +1010,7 @@ int pcoll_finalize(pcoll_t **hp, double timeout_s) {
     }
     int err = h->err, clean = h->clean;
     __atomic_store_n(&h->closing, 1, __ATOMIC_SEQ_CST);
-    __atomic_fetch_sub(&h->inflight, 1, __ATOMIC_SEQ_CST);   /* this call */
+    __atomic_fetch_sub(&h->inflight, 1, __ATOMIC_SEQ_CST); /* this call */
     pthread_cond_broadcast(&h->cv_app);
     while (__atomic_load_n(&h->inflight, __ATOMIC_SEQ_CST) > 0) pthread_cond_wait(&h->cv_app, &h->mu);
     pthread_mutex_unlock(&h->mu);
@@ -928,14 +1089,19 @@ int pcoll_parse_mode(const char *s, pcoll_rule_t *r) {
     memset(r, 0, sizeof *r);
     r->quorum = 1;
     if (!s) return PCOLL_ERR_ARG;
-    if (!strcmp(s, "sync")) r->mode = PCOLL_SYNC;
-    else if (!strcmp(s, "solo")) r->mode = PCOLL_SOLO;
-    else if (!strcmp(s, "majority")) r->mode = PCOLL_MAJORITY;
+    if (!strcmp(s, "sync"))
+        r->mode = PCOLL_SYNC;
+    else if (!strcmp(s, "solo"))
+        r->mode = PCOLL_SOLO;
+    else if (!strcmp(s, "majority"))
+        r->mode = PCOLL_MAJORITY;
     else if (!strncmp(s, "quorum:", 7)) {
         char *end;
         long q = strtol(s + 7, &end, 10);
         if (*end || end == s + 7 || q < 1 || q > PCOLL_MAX_RANKS) return PCOLL_ERR_ARG;
-        r->mode = PCOLL_QUORUM; r->quorum = (int)q;
-    } else return PCOLL_ERR_ARG;
+        r->mode = PCOLL_QUORUM;
+        r->quorum = (int)q;
+    } else
+        return PCOLL_ERR_ARG;
     return PCOLL_OK;
 }

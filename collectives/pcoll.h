@@ -66,12 +66,12 @@ extern "C" {
 
 enum {
     PCOLL_OK = 0,
-    PCOLL_EMPTY = 1,            /* pcoll_next: no completed round left to apply (not an error) */
-    PCOLL_DONE = 2,             /* pcoll_wait after pcoll_join: every rank joined, all handed out */
-    PCOLL_ERR_ARG = -1,         /* bad argument on this rank */
-    PCOLL_ERR_MISMATCH = -2,    /* arguments differ across ranks (n, mode, seed, ...) */
-    PCOLL_ERR_THREAD_LEVEL = -3,/* MPI not initialised with MPI_THREAD_MULTIPLE */
-    PCOLL_ERR_MPI = -4,         /* an MPI call failed */
+    PCOLL_EMPTY = 1,             /* pcoll_next: no completed round left to apply (not an error) */
+    PCOLL_DONE = 2,              /* pcoll_wait after pcoll_join: every rank joined, all handed out */
+    PCOLL_ERR_ARG = -1,          /* bad argument on this rank */
+    PCOLL_ERR_MISMATCH = -2,     /* arguments differ across ranks (n, mode, seed, ...) */
+    PCOLL_ERR_THREAD_LEVEL = -3, /* MPI not initialised with MPI_THREAD_MULTIPLE */
+    PCOLL_ERR_MPI = -4,          /* an MPI call failed */
     PCOLL_ERR_NOMEM = -5,
     PCOLL_ERR_PENDING = -6,     /* deposit while the previous one is still pending */
     PCOLL_ERR_RING = -7,        /* not returned: a lagging rank is held back (kept for callers) */
@@ -101,25 +101,25 @@ typedef enum { PCOLL_DIV_NONE = 0, PCOLL_DIV_P = 1, PCOLL_DIV_FRESH = 2 } pcoll_
  * (majority). In every other round the rule counts fresh ranks only. */
 typedef struct {
     pcoll_mode_t mode;
-    int quorum;        /* PCOLL_QUORUM: Q >= 1 (capped at the number of active ranks) */
-    int nwait;         /* ranks that must be fresh in the round */
+    int quorum; /* PCOLL_QUORUM: Q >= 1 (capped at the number of active ranks) */
+    int nwait;  /* ranks that must be fresh in the round */
     const int *wait;
 } pcoll_rule_t;
 
 typedef struct {
-    pcoll_rule_t rule;  /* rule from round 0 on (default: sync) */
-    pcoll_div_t div;    /* divide the sum by nothing, P, or the deposits in the round */
-    uint64_t seed;      /* majority initiator draw; must match across ranks */
-    int ring;           /* K: completed rounds kept for a rank that lags before it holds the
+    pcoll_rule_t rule;    /* rule from round 0 on (default: sync) */
+    pcoll_div_t div;      /* divide the sum by nothing, P, or the deposits in the round */
+    uint64_t seed;        /* majority initiator draw; must match across ranks */
+    int ring;             /* K: completed rounds kept for a rank that lags before it holds the
                            others back (default 16; result buffers are allocated when used) */
-    int records;        /* round records kept for pcoll_record_get (default 4096); pcoll_next's
+    int records;          /* round records kept for pcoll_record_get (default 4096); pcoll_next's
                            records travel with the results ring and do not depend on it */
-    int tau;            /* staleness bound (0 = none): streak >= tau puts a rank in the wait set */
-    int horizon;        /* 1: the engine starts round r only once pcoll_set_horizon(>= r) was
+    int tau;              /* staleness bound (0 = none): streak >= tau puts a rank in the wait set */
+    int horizon;          /* 1: the engine starts round r only once pcoll_set_horizon(>= r) was
                            called, and pcoll_set_rule may change rules of rounds above the
                            horizon (a controller posts rules ahead); 0: cfg.rule for every round */
-    int poll_max_us;    /* longest idle sleep of the engine between polls (default 200) */
-    int spin_us;        /* busy-poll (with sched_yield) this long before sleeping (default 50) */
+    int poll_max_us;      /* longest idle sleep of the engine between polls (default 200) */
+    int spin_us;          /* busy-poll (with sched_yield) this long before sleeping (default 50) */
     double live_period_s; /* heartbeat period of the liveness thread (0: 0.1 s). Detection of a
                            silent peer takes 100 x the longest gap seen, so at least 100 periods */
 } pcoll_config_t;
@@ -130,33 +130,33 @@ enum { PCOLL_F_JOINED = 1, PCOLL_F_FAILED = 2 };
 /* One round, as every rank sees it (fields marked local differ between ranks). */
 typedef struct {
     uint64_t round;
-    pcoll_mode_t mode;       /* rule in force */
-    int quorum;              /* effective Q (quorum mode) */
-    int initiator;           /* majority: i_r; else -1 */
-    int nactive;             /* ranks not joined when the round started */
-    int nfresh;              /* |F_r| */
+    pcoll_mode_t mode; /* rule in force */
+    int quorum;        /* effective Q (quorum mode) */
+    int initiator;     /* majority: i_r; else -1 */
+    int nactive;       /* ranks not joined when the round started */
+    int nfresh;        /* |F_r| */
     int P;
-    uint8_t *fresh;          /* [P] number of deposits of rank p in this round (0: not fresh) */
-    uint8_t *waited;         /* [P] 1 if p was in the wait set W_r */
-    uint8_t *flags;          /* [P] PCOLL_F_* */
-    uint32_t *staleness;     /* [P] r - rounds applied by p when it deposited (fresh ranks) */
-    uint32_t *streak;        /* [P] rejection streak of p after this round */
-    float *cost;             /* [P] step time (s) p reported with the deposit it contributed
+    uint8_t *fresh;        /* [P] number of deposits of rank p in this round (0: not fresh) */
+    uint8_t *waited;       /* [P] 1 if p was in the wait set W_r */
+    uint8_t *flags;        /* [P] PCOLL_F_* */
+    uint32_t *staleness;   /* [P] r - rounds applied by p when it deposited (fresh ranks) */
+    uint32_t *streak;      /* [P] rejection streak of p after this round */
+    float *cost;           /* [P] step time (s) p reported with the deposit it contributed
                                 here (pcoll_set_cost; 0: not fresh or not reported). Agreed: it
                                 travels with the data. May be NULL in records a caller built. */
-    double t_start, t_end;   /* local: MPI_Wtime when this rank entered / completed it */
-    double t_deposit;        /* local: when this rank deposited what it contributed (0 if none) */
+    double t_start, t_end; /* local: MPI_Wtime when this rank entered / completed it */
+    double t_deposit;      /* local: when this rank deposited what it contributed (0 if none) */
 } pcoll_record_t;
 
 typedef struct {
-    uint64_t rounds;           /* completed */
-    uint64_t applied;          /* handed to the application by pcoll_next */
-    uint64_t deposits;         /* by this rank */
-    uint64_t fresh_total;      /* sum over rounds of |F_r| */
-    uint32_t max_streak_all;   /* over all ranks and rounds */
-    uint32_t max_staleness;    /* over all ranks and rounds */
-    double mean_staleness;     /* over all fresh contributions */
-    uint32_t *max_streak;      /* [P] (caller-allocated, may be NULL) */
+    uint64_t rounds;         /* completed */
+    uint64_t applied;        /* handed to the application by pcoll_next */
+    uint64_t deposits;       /* by this rank */
+    uint64_t fresh_total;    /* sum over rounds of |F_r| */
+    uint32_t max_streak_all; /* over all ranks and rounds */
+    uint32_t max_staleness;  /* over all ranks and rounds */
+    double mean_staleness;   /* over all fresh contributions */
+    uint32_t *max_streak;    /* [P] (caller-allocated, may be NULL) */
 } pcoll_stats_t;
 
 typedef struct pcoll pcoll_t;
@@ -166,8 +166,7 @@ void pcoll_config_default(pcoll_config_t *cfg);
 /* Collective over comm. Checks the thread level and that n, mem, mode, quorum, seed, div, ring,
  * tau and horizon agree on every rank; on mismatch every rank gets PCOLL_ERR_MISMATCH and a
  * message naming the field and the ranks. */
-int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t *cfg,
-                 pcoll_t **out);
+int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t *cfg, pcoll_t **out);
 
 /* Copies g (n floats) into this rank's pending contribution. Never waits for other ranks.
  * flags: PCOLL_ACCUMULATE adds to a pending deposit instead of failing with PCOLL_ERR_PENDING. */
@@ -219,11 +218,11 @@ int pcoll_stats(pcoll_t *h, pcoll_stats_t *st);
  * checks the handle (kept for callers that drove the heartbeats themselves). pcoll_peers says,
  * per rank, how long ago it was last heard of and what it reported. */
 typedef struct {
-    double heard_s;       /* seconds since its last heartbeat arrived (-1: never; 0 for self) */
-    int pending;          /* it had a deposit pending (waiting for a round) */
-    double pending_s;     /* ... for this long (or, if not pending, since its last deposit) */
-    uint64_t completed;   /* rounds it had completed */
-    uint64_t started;     /* rounds its engine had started (> completed: inside a reduction) */
+    double heard_s;     /* seconds since its last heartbeat arrived (-1: never; 0 for self) */
+    int pending;        /* it had a deposit pending (waiting for a round) */
+    double pending_s;   /* ... for this long (or, if not pending, since its last deposit) */
+    uint64_t completed; /* rounds it had completed */
+    uint64_t started;   /* rounds its engine had started (> completed: inside a reduction) */
 } pcoll_peer_t;
 int pcoll_heartbeat(pcoll_t *h);
 int pcoll_peers(pcoll_t *h, pcoll_peer_t *out /* [P] */);
@@ -264,9 +263,15 @@ int pcoll_initiator(uint64_t seed, uint64_t round, int nactive);
 
 /* pcollCheck(call): on error prints file:line, the code's name and the handle-less hint; aborts
  * the MPI job. For programs, not for the library itself. */
-#define pcollCheck(call) do { int pc_e_ = (call); if (pc_e_ < 0) { \
-    fprintf(stderr, "%s:%d: %s failed: %s (%d)\n  hint: %s\n", __FILE__, __LINE__, #call, \
-            pcoll_strerror(pc_e_), pc_e_, pcoll_hint(pc_e_)); MPI_Abort(MPI_COMM_WORLD, 1); } } while (0)
+#define pcollCheck(call)                                                                          \
+    do {                                                                                          \
+        int pc_e_ = (call);                                                                       \
+        if (pc_e_ < 0) {                                                                          \
+            fprintf(stderr, "%s:%d: %s failed: %s (%d)\n  hint: %s\n", __FILE__, __LINE__, #call, \
+                    pcoll_strerror(pc_e_), pc_e_, pcoll_hint(pc_e_));                             \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                                         \
+        }                                                                                         \
+    } while (0)
 const char *pcoll_hint(int code);
 
 #ifdef __cplusplus

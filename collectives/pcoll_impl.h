@@ -22,13 +22,14 @@
 /* Per-rank metadata travels in the reduced buffer after the n data floats: META floats per rank,
  * each written by its owner only (every other rank adds +0.0f), so the sum carries it exactly:
  * integers < 2^24 in [0..2], and the float [3] bit for bit. */
-#define META 4              /* [0] deposits merged (0 = not fresh), [1] flags, [2] staleness,
+#define META \
+    4                      /* [0] deposits merged (0 = not fresh), [1] flags, [2] staleness,
                                 [3] step time (s) reported with the deposit (pcoll_set_cost) */
-#define META_MAX 16777215u   /* 2^24 - 1: larger staleness saturates */
+#define META_MAX 16777215u /* 2^24 - 1: larger staleness saturates */
 
-enum { TAG_READY = 1, TAG_ACT = 2, TAG_COUNT = 4 };   /* payload: uint64_t round, value */
-#define NOT_ACTIVATED (-2)                    /* engine.c activate(): no ACT(r) received yet */
-enum { PATH_SYNC, PATH_ANY, PATH_COORD };     /* how a round gets activated */
+enum { TAG_READY = 1, TAG_ACT = 2, TAG_COUNT = 4 }; /* payload: uint64_t round, value */
+#define NOT_ACTIVATED (-2)                          /* engine.c activate(): no ACT(r) received yet */
+enum { PATH_SYNC, PATH_ANY, PATH_COORD };           /* how a round gets activated */
 
 typedef struct {
     uint64_t from;
@@ -41,17 +42,17 @@ typedef struct {
 /* Resolved plan for one round: the rule in force and how the engines activate it. */
 typedef struct {
     pcoll_mode_t mode;
-    int quorum;       /* effective Q */
-    int initiator;    /* majority: i_r */
-    int path;         /* PATH_* */
-    int coord;        /* PATH_COORD: the rank that counts READY messages */
-    int need_ready;   /* PATH_COORD: in the wait set: send READY to coord when ready */
-    int count_up;     /* PATH_COORD, quorum: ready counts travel up the tree rooted at coord */
-    uint8_t *inwait;  /* [P] W_r (rule's wait set + tau-bound ranks), active ranks only */
+    int quorum;      /* effective Q */
+    int initiator;   /* majority: i_r */
+    int path;        /* PATH_* */
+    int coord;       /* PATH_COORD: the rank that counts READY messages */
+    int need_ready;  /* PATH_COORD: in the wait set: send READY to coord when ready */
+    int count_up;    /* PATH_COORD, quorum: ready counts travel up the tree rooted at coord */
+    uint8_t *inwait; /* [P] W_r (rule's wait set + tau-bound ranks), active ranks only */
     int nwait;
 } plan_t;
 
-typedef struct {   /* stored copy of a record (agreed + local fields) */
+typedef struct { /* stored copy of a record (agreed + local fields) */
     pcoll_record_t r;
 } rec_slot_t;
 
@@ -59,8 +60,8 @@ typedef struct {   /* stored copy of a record (agreed + local fields) */
  * [lent, completed) sit at slot q % K, where lent = max(handed, 1) - 1 is the round whose result
  * the application may still read (pcoll_next's pointer stays valid until the next call). */
 typedef struct {
-    float *buf;            /* nbuf floats, allocated on first use */
-    pcoll_record_t rec;    /* P = 0 until allocated */
+    float *buf;         /* nbuf floats, allocated on first use */
+    pcoll_record_t rec; /* P = 0 until allocated */
 } ring_slot_t;
 
 /* Heartbeat message of the liveness thread (doubles): sequence number, pending, pending_s,
@@ -71,61 +72,61 @@ enum { LIVE_OK = 0, LIVE_FAILED = 1, LIVE_LEAVING = 2 };
 struct pcoll {
     MPI_Comm ctl, data;
     int P, me;
-    size_t n, nbuf;            /* nbuf = n + META*P */
+    size_t n, nbuf; /* nbuf = n + META*P */
     pcoll_mem_t mem;
 #ifdef PCOLL_HAVE_NCCL
-    struct pcoll_dev *dev;     /* device data path (mem == PCOLL_MEM_DEVICE) */
+    struct pcoll_dev *dev; /* device data path (mem == PCOLL_MEM_DEVICE) */
 #endif
     pcoll_config_t cfg;
-    int K;                     /* [mu] results ring slots (grows, see hold_back in engine.c) */
+    int K; /* [mu] results ring slots (grows, see hold_back in engine.c) */
 
     pthread_t thread;
     int thread_started;
     pthread_mutex_t mu;
-    pthread_cond_t cv_app;     /* engine -> application: round completed, error */
-    pthread_cond_t cv_eng;     /* application -> engine: deposit, join, horizon */
+    pthread_cond_t cv_app; /* engine -> application: round completed, error */
+    pthread_cond_t cv_eng; /* application -> engine: deposit, join, horizon */
 
     /* deposits [mu] */
     float *dep[2];
-    int dep_cur;               /* the application writes dep[dep_cur] */
-    int pending;               /* deposits merged into dep[dep_cur] (0: none pending) */
-    double t_dep;              /* when the oldest pending deposit was made */
-    float next_cost;           /* pcoll_set_cost: goes with the next deposit */
-    float dep_cost;            /* step time of the pending deposit (sum over merged ones) */
-    uint64_t applied_at_dep;   /* rounds handed out when the oldest pending deposit was made */
-    uint64_t dep_seq;          /* deposits made */
-    uint64_t consumed_seq;     /* deposits consumed by started rounds */
-    uint64_t consumed_round;   /* round that consumed the latest consumed deposit */
-    int join_req;              /* pcoll_join or pcoll_finalize called */
-    int drop;                  /* [mu] pcoll_finalize: results are no longer handed out */
-    int waiting_consumed;      /* [mu] application threads blocked in pcoll_wait(CONSUMED) */
-    int closing;               /* atomic: finalize is freeing the handle; calls get ERR_STATE */
-    int inflight;              /* atomic: public calls in progress */
+    int dep_cur;             /* the application writes dep[dep_cur] */
+    int pending;             /* deposits merged into dep[dep_cur] (0: none pending) */
+    double t_dep;            /* when the oldest pending deposit was made */
+    float next_cost;         /* pcoll_set_cost: goes with the next deposit */
+    float dep_cost;          /* step time of the pending deposit (sum over merged ones) */
+    uint64_t applied_at_dep; /* rounds handed out when the oldest pending deposit was made */
+    uint64_t dep_seq;        /* deposits made */
+    uint64_t consumed_seq;   /* deposits consumed by started rounds */
+    uint64_t consumed_round; /* round that consumed the latest consumed deposit */
+    int join_req;            /* pcoll_join or pcoll_finalize called */
+    int drop;                /* [mu] pcoll_finalize: results are no longer handed out */
+    int waiting_consumed;    /* [mu] application threads blocked in pcoll_wait(CONSUMED) */
+    int closing;             /* atomic: finalize is freeing the handle; calls get ERR_STATE */
+    int inflight;            /* atomic: public calls in progress */
 
-    float *zeros;              /* nbuf, data part all zero: the contribution of a non-fresh rank */
-    ring_slot_t *ring;         /* [mu] K slots (see ring_slot_t) */
-    float *scratch;            /* receive buffer once this rank has failed */
-    uint64_t completed;        /* [mu] rounds completed */
-    uint64_t started;          /* [mu] rounds whose reduction this engine has entered */
-    uint64_t handed;           /* [mu] rounds handed out by pcoll_next */
-    uint64_t resolved;         /* [mu] rounds whose rule is fixed (engine started them) */
-    uint64_t horizon;          /* [mu] cfg.horizon: rules of rounds < horizon are final */
+    float *zeros;       /* nbuf, data part all zero: the contribution of a non-fresh rank */
+    ring_slot_t *ring;  /* [mu] K slots (see ring_slot_t) */
+    float *scratch;     /* receive buffer once this rank has failed */
+    uint64_t completed; /* [mu] rounds completed */
+    uint64_t started;   /* [mu] rounds whose reduction this engine has entered */
+    uint64_t handed;    /* [mu] rounds handed out by pcoll_next */
+    uint64_t resolved;  /* [mu] rounds whose rule is fixed (engine started them) */
+    uint64_t horizon;   /* [mu] cfg.horizon: rules of rounds < horizon are final */
 
-    rule_ent_t *rules;         /* [mu] sorted by from; rules[0].from == 0 */
+    rule_ent_t *rules; /* [mu] sorted by from; rules[0].from == 0 */
     int nrules, caprules;
 
-    rec_slot_t *recs;          /* [mu] R records, round r at r % R */
+    rec_slot_t *recs; /* [mu] R records, round r at r % R */
     int R;
 
     /* engine-private state (agreed, from the records) */
-    uint8_t *joined;           /* [P] */
-    uint32_t *streak;          /* [P] */
-    int *active;               /* [nactive] ranks not joined, ascending */
+    uint8_t *joined;  /* [P] */
+    uint32_t *streak; /* [P] */
+    int *active;      /* [nactive] ranks not joined, ascending */
     int nactive;
-    uint64_t *ready_round;     /* [P] coordinator: last round each rank said READY for (+1) */
-    uint64_t *cnt_round;       /* [P] last round (+1) each child reported a COUNT for ... */
-    uint64_t *cnt_val;         /* [P] ... and the ready ranks in its subtree */
-    uint64_t *sent_to, *recv_from;  /* [P] control messages, for the final drain */
+    uint64_t *ready_round;         /* [P] coordinator: last round each rank said READY for (+1) */
+    uint64_t *cnt_round;           /* [P] last round (+1) each child reported a COUNT for ... */
+    uint64_t *cnt_val;             /* [P] ... and the ready ranks in its subtree */
+    uint64_t *sent_to, *recv_from; /* [P] control messages, for the final drain */
     plan_t plan;
 
     /* liveness (live.c): heartbeats on the private communicator hb, sent and read by the
@@ -133,32 +134,32 @@ struct pcoll {
     MPI_Comm hb;
     pthread_t live_thread;
     int live_started;
-    int live_stop;             /* [mu] finalize: send LIVE_LEAVING and end */
+    int live_stop; /* [mu] finalize: send LIVE_LEAVING and end */
     pthread_cond_t cv_live;
-    MPI_Request *hb_req;       /* [P] */
-    double *hb_buf;            /* [P][HB_LEN] */
+    MPI_Request *hb_req; /* [P] */
+    double *hb_buf;      /* [P][HB_LEN] */
     uint64_t *hb_sent, *hb_recv;
-    pcoll_peer_t *peers;       /* [P] [mu] */
-    double *heard_at;          /* [P] [mu] local time of the last heartbeat from p */
-    uint8_t *left;             /* [P] [mu] p sent LIVE_LEAVING (its handle is being freed) */
-    double t_last_dep;         /* [mu] when this rank last deposited */
+    pcoll_peer_t *peers; /* [P] [mu] */
+    double *heard_at;    /* [P] [mu] local time of the last heartbeat from p */
+    uint8_t *left;       /* [P] [mu] p sent LIVE_LEAVING (its handle is being freed) */
+    double t_last_dep;   /* [mu] when this rank last deposited */
 
     /* status [mu] */
-    int err;                   /* sticky error of this rank (the first one is kept) */
-    int peer_failed;           /* first failed peer rank, or -1 */
-    int peer_dead;             /* the liveness thread found a peer silent: the engine may be
+    int err;                    /* sticky error of this rank (the first one is kept) */
+    int peer_failed;            /* first failed peer rank, or -1 */
+    int peer_dead;              /* the liveness thread found a peer silent: the engine may be
                                   blocked in MPI for ever; finalize must not wait for it */
-    int done;                  /* engine left its loop (every rank joined, or error) */
-    int clean;                 /* ... after every rank joined, control messages drained */
-    struct pcoll *retired_next;   /* pcoll.c: list of finalized handles (closed shells) */
-    char errmsg[512];          /* message of the sticky error err */
-    char callmsg[512];         /* message of the last failed call that did not set err */
+    int done;                   /* engine left its loop (every rank joined, or error) */
+    int clean;                  /* ... after every rank joined, control messages drained */
+    struct pcoll *retired_next; /* pcoll.c: list of finalized handles (closed shells) */
+    char errmsg[512];           /* message of the sticky error err */
+    char callmsg[512];          /* message of the last failed call that did not set err */
 
     /* stats [mu] */
     uint64_t fresh_total, stale_count;
     double stale_sum;
     uint32_t max_streak_all, max_staleness;
-    uint32_t *max_streak;      /* [P] */
+    uint32_t *max_streak; /* [P] */
 };
 
 #ifdef PCOLL_HAVE_NCCL
@@ -184,8 +185,8 @@ int pcoll_dev_nccl_id(void *id, char *msg, size_t mlen);
 int pcoll_dev_cached_id(void *id, int P, int me);
 void pcoll_dev_shutdown(void);
 long pcoll_dev_comm_inits(void);
-pcoll_dev_t *pcoll_dev_open(int path, int P, int me, const void *id, size_t nbuf, size_t nmeta,
-                            char *msg, size_t mlen);
+pcoll_dev_t *pcoll_dev_open(int path, int P, int me, const void *id, size_t nbuf, size_t nmeta, char *msg,
+                            size_t mlen);
 void pcoll_dev_close(pcoll_dev_t *d);
 int pcoll_dev_path(const pcoll_dev_t *d);
 float *pcoll_dev_calloc(size_t nfloats);
@@ -195,12 +196,10 @@ float *pcoll_dev_meta_out(pcoll_dev_t *d);
 float *pcoll_dev_host_send(pcoll_dev_t *d);
 float *pcoll_dev_host_recv(pcoll_dev_t *d);
 int pcoll_dev_thread_init(pcoll_dev_t *d, char *msg, size_t mlen);
-int pcoll_dev_deposit(pcoll_dev_t *d, int slot, float *dst, const float *g, size_t n,
-                      int accumulate, char *msg, size_t mlen);
-int pcoll_dev_allreduce(pcoll_dev_t *d, int slot, float *send, float *recv, size_t n, char *msg,
-                        size_t mlen);
-int pcoll_dev_stage_out(pcoll_dev_t *d, int slot, const float *send, size_t n, char *msg,
-                        size_t mlen);
+int pcoll_dev_deposit(pcoll_dev_t *d, int slot, float *dst, const float *g, size_t n, int accumulate,
+                      char *msg, size_t mlen);
+int pcoll_dev_allreduce(pcoll_dev_t *d, int slot, float *send, float *recv, size_t n, char *msg, size_t mlen);
+int pcoll_dev_stage_out(pcoll_dev_t *d, int slot, const float *send, size_t n, char *msg, size_t mlen);
 int pcoll_dev_stage_in(pcoll_dev_t *d, float *recv, char *msg, size_t mlen);
 int pcoll_dev_scale(pcoll_dev_t *d, float *recv, size_t n, float s, char *msg, size_t mlen);
 #ifdef __cplusplus
@@ -211,17 +210,15 @@ int pcoll_dev_scale(pcoll_dev_t *d, float *recv, size_t n, float s, char *msg, s
 /* trigger.c */
 const rule_ent_t *rule_at(const struct pcoll *h, uint64_t r);
 void plan_round(struct pcoll *h, uint64_t r, plan_t *pl);
-int plan_satisfied(const struct pcoll *h, const plan_t *pl, uint64_t r, int self_ready,
-                   uint64_t tree_cnt);
+int plan_satisfied(const struct pcoll *h, const plan_t *pl, uint64_t r, int self_ready, uint64_t tree_cnt);
 uint64_t pcoll_mix64(uint64_t x);
 
 /* pcoll.c */
-void pcoll_set_error(struct pcoll *h, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+void pcoll_set_error(struct pcoll *h, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 double pcoll_now(void);
 void pcoll_cond_wait_s(pthread_cond_t *cv, pthread_mutex_t *mu, double sec);
 
-void pcoll_call_error(struct pcoll *h, const char *fmt, ...)   /* caller holds mu */
+void pcoll_call_error(struct pcoll *h, const char *fmt, ...) /* caller holds mu */
     __attribute__((format(printf, 2, 3)));
 
 void pcoll_record_copy(pcoll_record_t *d, const pcoll_record_t *s);

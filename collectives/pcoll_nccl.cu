@@ -16,7 +16,7 @@
 // The per-rank metadata slots travel in the same reduced buffer in both paths (pinned host
 // copies in and out), so the record is decoded from exactly the reduced values.
 // No MPI calls and no access to struct pcoll here: pcoll.c / engine.c call the functions below.
-#define OMPI_SKIP_MPICXX 1 /* C API of mpi.h only */
+#define OMPI_SKIP_MPICXX  1 /* C API of mpi.h only */
 #define MPICH_SKIP_MPICXX 1
 #include "collectives/pcoll_impl.h"
 
@@ -28,233 +28,254 @@
 #include <unistd.h>
 
 struct pcoll_dev {
-  int path, device, P, me;
-  size_t nbuf, nmeta;
-  cudaStream_t st;   /* engine: reductions, metadata copies, scaling */
-  cudaStream_t cst;  /* application: deposit copies */
-  cudaEvent_t dep_ev[2], done_ev;
-  ncclComm_t comm;
-  int cached;                   /* comm belongs to the comm cache (slot index), -1: own */
-  float *meta_in, *meta_out;    /* pinned, nmeta floats (NCCL path) */
-  float *host_send, *host_recv; /* pinned, nbuf floats (staged path) */
+    int path, device, P, me;
+    size_t nbuf, nmeta;
+    cudaStream_t st;  /* engine: reductions, metadata copies, scaling */
+    cudaStream_t cst; /* application: deposit copies */
+    cudaEvent_t dep_ev[2], done_ev;
+    ncclComm_t comm;
+    int cached;                   /* comm belongs to the comm cache (slot index), -1: own */
+    float *meta_in, *meta_out;    /* pinned, nmeta floats (NCCL path) */
+    float *host_send, *host_recv; /* pinned, nbuf floats (staged path) */
 };
 
-#define CU(call)                                                                            \
-  do {                                                                                      \
-    cudaError_t e_ = (call);                                                                \
-    if (e_ != cudaSuccess) {                                                                \
-      if (msg) snprintf(msg, mlen, "%s: %s", #call, cudaGetErrorString(e_));              \
-      return PCOLL_ERR_MPI;                                                                 \
-    }                                                                                       \
-  } while (0)
+#define CU(call)                                                                   \
+    do {                                                                           \
+        cudaError_t e_ = (call);                                                   \
+        if (e_ != cudaSuccess) {                                                   \
+            if (msg) snprintf(msg, mlen, "%s: %s", #call, cudaGetErrorString(e_)); \
+            return PCOLL_ERR_MPI;                                                  \
+        }                                                                          \
+    } while (0)
 
 __global__ static void k_acc(float *d, const float *g, size_t n) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-    d[i] += g[i];
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        d[i] += g[i];
 }
 __global__ static void k_scale(float *d, size_t n, float s) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-    d[i] *= s;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        d[i] *= s;
 }
 static unsigned blocks(size_t n) {
-  size_t b = (n + 255) / 256;
-  return (unsigned)(b > 4096 ? 4096 : (b ? b : 1));
+    size_t b = (n + 255) / 256;
+    return (unsigned)(b > 4096 ? 4096 : (b ? b : 1));
 }
 
 extern "C" {
 
 int pcoll_dev_local(int *device, char *key, size_t klen, char *msg, size_t mlen) {
-  int cnt = 0, d = 0;
-  cudaError_t e = cudaGetDeviceCount(&cnt);
-  if (e != cudaSuccess || cnt < 1) {
-    snprintf(msg, mlen, "no CUDA device (cudaGetDeviceCount: %s)",
-             e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
-    cudaGetLastError();
-    return 0;
-  }
-  if ((e = cudaGetDevice(&d)) != cudaSuccess) {
-    snprintf(msg, mlen, "cudaGetDevice: %s", cudaGetErrorString(e));
-    return 0;
-  }
-  char bus[64] = "", host[128] = "";
-  if ((e = cudaDeviceGetPCIBusId(bus, (int)sizeof bus, d)) != cudaSuccess) {
-    snprintf(msg, mlen, "cudaDeviceGetPCIBusId(%d): %s", d, cudaGetErrorString(e));
-    return 0;
-  }
-  gethostname(host, sizeof host - 1);
-  snprintf(key, klen, "%s/%s", host, bus);
-  *device = d;
-  return 1;
+    int cnt = 0, d = 0;
+    cudaError_t e = cudaGetDeviceCount(&cnt);
+    if (e != cudaSuccess || cnt < 1) {
+        snprintf(msg, mlen, "no CUDA device (cudaGetDeviceCount: %s)",
+                 e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+        cudaGetLastError();
+        return 0;
+    }
+    if ((e = cudaGetDevice(&d)) != cudaSuccess) {
+        snprintf(msg, mlen, "cudaGetDevice: %s", cudaGetErrorString(e));
+        return 0;
+    }
+    char bus[64] = "", host[128] = "";
+    if ((e = cudaDeviceGetPCIBusId(bus, (int)sizeof bus, d)) != cudaSuccess) {
+        snprintf(msg, mlen, "cudaDeviceGetPCIBusId(%d): %s", d, cudaGetErrorString(e));
+        return 0;
+    }
+    gethostname(host, sizeof host - 1);
+    snprintf(key, klen, "%s/%s", host, bus);
+    *device = d;
+    return 1;
 }
 
 size_t pcoll_dev_id_bytes(void) { return sizeof(ncclUniqueId); }
 
 int pcoll_dev_nccl_id(void *id, char *msg, size_t mlen) {
-  ncclResult_t r = ncclGetUniqueId((ncclUniqueId *)id);
-  if (r != ncclSuccess) {
-    snprintf(msg, mlen, "ncclGetUniqueId: %s", ncclGetErrorString(r));
-    return PCOLL_ERR_MPI;
-  }
-  return PCOLL_OK;
+    ncclResult_t r = ncclGetUniqueId((ncclUniqueId *)id);
+    if (r != ncclSuccess) {
+        snprintf(msg, mlen, "ncclGetUniqueId: %s", ncclGetErrorString(r));
+        return PCOLL_ERR_MPI;
+    }
+    return PCOLL_OK;
 }
 
 /* zeroed on this thread's per-thread stream and waited for: done before any stream uses it */
 float *pcoll_dev_calloc(size_t nfloats) {
-  float *p = NULL;
-  if (cudaMalloc((void **)&p, nfloats * sizeof(float)) != cudaSuccess) { cudaGetLastError(); return NULL; }
-  if (cudaMemsetAsync(p, 0, nfloats * sizeof(float), cudaStreamPerThread) != cudaSuccess ||
-      cudaStreamSynchronize(cudaStreamPerThread) != cudaSuccess) {
-    cudaFree(p);
-    cudaGetLastError();
-    return NULL;
-  }
-  return p;
+    float *p = NULL;
+    if (cudaMalloc((void **)&p, nfloats * sizeof(float)) != cudaSuccess) {
+        cudaGetLastError();
+        return NULL;
+    }
+    if (cudaMemsetAsync(p, 0, nfloats * sizeof(float), cudaStreamPerThread) != cudaSuccess ||
+        cudaStreamSynchronize(cudaStreamPerThread) != cudaSuccess) {
+        cudaFree(p);
+        cudaGetLastError();
+        return NULL;
+    }
+    return p;
 }
 
 /* ---- comm cache: the process's NCCL communicators, by unique id, ranks and GPU ---------------- */
 enum { COMM_CACHE = 8 };
 static struct {
-  ncclComm_t comm;
-  ncclUniqueId id;
-  int P, me, device, busy, used; /* used: creation order, newest highest */
+    ncclComm_t comm;
+    ncclUniqueId id;
+    int P, me, device, busy, used; /* used: creation order, newest highest */
 } g_comm[COMM_CACHE];
 static int g_comm_seq;
 static long g_comm_inits;
 static pthread_mutex_t g_comm_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void close_comm(ncclComm_t c) {
-  ncclCommFinalize(c); /* blocking communicator: returns once its operations are flushed */
-  ncclCommDestroy(c);
+    ncclCommFinalize(c); /* blocking communicator: returns once its operations are flushed */
+    ncclCommDestroy(c);
 }
 
 int pcoll_dev_cached_id(void *id, int P, int me) {
-  int dev = -1, best = -1;
-  if (cudaGetDevice(&dev) != cudaSuccess) { cudaGetLastError(); return 0; }
-  pthread_mutex_lock(&g_comm_mu);
-  for (int i = 0; i < COMM_CACHE; i++)
-    if (g_comm[i].comm && !g_comm[i].busy && g_comm[i].P == P && g_comm[i].me == me && g_comm[i].device == dev &&
-        (best < 0 || g_comm[i].used > g_comm[best].used))
-      best = i;
-  if (best >= 0) memcpy(id, &g_comm[best].id, sizeof(ncclUniqueId));
-  pthread_mutex_unlock(&g_comm_mu);
-  return best >= 0;
+    int dev = -1, best = -1;
+    if (cudaGetDevice(&dev) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    pthread_mutex_lock(&g_comm_mu);
+    for (int i = 0; i < COMM_CACHE; i++)
+        if (g_comm[i].comm && !g_comm[i].busy && g_comm[i].P == P && g_comm[i].me == me &&
+            g_comm[i].device == dev && (best < 0 || g_comm[i].used > g_comm[best].used))
+            best = i;
+    if (best >= 0) memcpy(id, &g_comm[best].id, sizeof(ncclUniqueId));
+    pthread_mutex_unlock(&g_comm_mu);
+    return best >= 0;
 }
 
 long pcoll_dev_comm_inits(void) {
-  pthread_mutex_lock(&g_comm_mu);
-  long n = g_comm_inits;
-  pthread_mutex_unlock(&g_comm_mu);
-  return n;
+    pthread_mutex_lock(&g_comm_mu);
+    long n = g_comm_inits;
+    pthread_mutex_unlock(&g_comm_mu);
+    return n;
 }
 
 void pcoll_dev_shutdown(void) {
-  pthread_mutex_lock(&g_comm_mu);
-  for (int i = 0; i < COMM_CACHE; i++)
-    if (g_comm[i].comm && !g_comm[i].busy) { /* a busy one belongs to a handle never freed: left alone */
-      int dev = 0;
-      cudaGetDevice(&dev);
-      cudaSetDevice(g_comm[i].device);
-      close_comm(g_comm[i].comm);
-      cudaSetDevice(dev);
-      memset(&g_comm[i], 0, sizeof g_comm[i]);
-    }
-  pthread_mutex_unlock(&g_comm_mu);
+    pthread_mutex_lock(&g_comm_mu);
+    for (int i = 0; i < COMM_CACHE; i++)
+        if (g_comm[i].comm && !g_comm[i].busy) { /* a busy one belongs to a handle never freed: left alone */
+            int dev = 0;
+            cudaGetDevice(&dev);
+            cudaSetDevice(g_comm[i].device);
+            close_comm(g_comm[i].comm);
+            cudaSetDevice(dev);
+            memset(&g_comm[i], 0, sizeof g_comm[i]);
+        }
+    pthread_mutex_unlock(&g_comm_mu);
 }
 
 /* d->comm for rank me of P with unique id uid: the cached communicator of that id (collectively
  * agreed by pcoll.c) or a new one, kept in the cache when it has room */
 static ncclResult_t take_comm(pcoll_dev_t *d, const ncclUniqueId *uid) {
-  pthread_mutex_lock(&g_comm_mu);
-  for (int i = 0; i < COMM_CACHE; i++)
-    if (g_comm[i].comm && !g_comm[i].busy && g_comm[i].P == d->P && g_comm[i].me == d->me &&
-        g_comm[i].device == d->device && !memcmp(&g_comm[i].id, uid, sizeof *uid)) {
-      g_comm[i].busy = 1;
-      d->comm = g_comm[i].comm;
-      d->cached = i;
-      pthread_mutex_unlock(&g_comm_mu);
-      return ncclSuccess;
+    pthread_mutex_lock(&g_comm_mu);
+    for (int i = 0; i < COMM_CACHE; i++)
+        if (g_comm[i].comm && !g_comm[i].busy && g_comm[i].P == d->P && g_comm[i].me == d->me &&
+            g_comm[i].device == d->device && !memcmp(&g_comm[i].id, uid, sizeof *uid)) {
+            g_comm[i].busy = 1;
+            d->comm = g_comm[i].comm;
+            d->cached = i;
+            pthread_mutex_unlock(&g_comm_mu);
+            return ncclSuccess;
+        }
+    pthread_mutex_unlock(&g_comm_mu);
+    ncclResult_t r = ncclCommInitRank(&d->comm, d->P, *uid, d->me);
+    if (r != ncclSuccess) {
+        d->comm = NULL;
+        return r;
     }
-  pthread_mutex_unlock(&g_comm_mu);
-  ncclResult_t r = ncclCommInitRank(&d->comm, d->P, *uid, d->me);
-  if (r != ncclSuccess) { d->comm = NULL; return r; }
-  pthread_mutex_lock(&g_comm_mu);
-  g_comm_inits++;
-  for (int i = 0; i < COMM_CACHE; i++)
-    if (!g_comm[i].comm) {
-      g_comm[i].comm = d->comm;
-      g_comm[i].id = *uid;
-      g_comm[i].P = d->P;
-      g_comm[i].me = d->me;
-      g_comm[i].device = d->device;
-      g_comm[i].busy = 1;
-      g_comm[i].used = ++g_comm_seq;
-      d->cached = i;
-      break;
-    }
-  pthread_mutex_unlock(&g_comm_mu);
-  return ncclSuccess;
+    pthread_mutex_lock(&g_comm_mu);
+    g_comm_inits++;
+    for (int i = 0; i < COMM_CACHE; i++)
+        if (!g_comm[i].comm) {
+            g_comm[i].comm = d->comm;
+            g_comm[i].id = *uid;
+            g_comm[i].P = d->P;
+            g_comm[i].me = d->me;
+            g_comm[i].device = d->device;
+            g_comm[i].busy = 1;
+            g_comm[i].used = ++g_comm_seq;
+            d->cached = i;
+            break;
+        }
+    pthread_mutex_unlock(&g_comm_mu);
+    return ncclSuccess;
 }
 void pcoll_dev_free(float *p) {
-  if (p) cudaFree(p);
+    if (p) cudaFree(p);
 }
 
 void pcoll_dev_close(pcoll_dev_t *d) {
-  if (!d) return;
-  cudaSetDevice(d->device);
-  if (d->st) cudaStreamSynchronize(d->st);
-  if (d->comm && d->cached >= 0) { /* back to the cache for the next handle over these ranks */
-    pthread_mutex_lock(&g_comm_mu);
-    g_comm[d->cached].busy = 0;
-    pthread_mutex_unlock(&g_comm_mu);
-  } else if (d->comm) {
-    close_comm(d->comm);
-  }
-  if (d->st) cudaStreamDestroy(d->st);
-  if (d->cst) cudaStreamDestroy(d->cst);
-  for (int i = 0; i < 2; i++) if (d->dep_ev[i]) cudaEventDestroy(d->dep_ev[i]);
-  if (d->done_ev) cudaEventDestroy(d->done_ev);
-  if (d->meta_in) cudaFreeHost(d->meta_in);
-  if (d->meta_out) cudaFreeHost(d->meta_out);
-  if (d->host_send) cudaFreeHost(d->host_send);
-  if (d->host_recv) cudaFreeHost(d->host_recv);
-  free(d);
+    if (!d) return;
+    cudaSetDevice(d->device);
+    if (d->st) cudaStreamSynchronize(d->st);
+    if (d->comm && d->cached >= 0) { /* back to the cache for the next handle over these ranks */
+        pthread_mutex_lock(&g_comm_mu);
+        g_comm[d->cached].busy = 0;
+        pthread_mutex_unlock(&g_comm_mu);
+    } else if (d->comm) {
+        close_comm(d->comm);
+    }
+    if (d->st) cudaStreamDestroy(d->st);
+    if (d->cst) cudaStreamDestroy(d->cst);
+    for (int i = 0; i < 2; i++)
+        if (d->dep_ev[i]) cudaEventDestroy(d->dep_ev[i]);
+    if (d->done_ev) cudaEventDestroy(d->done_ev);
+    if (d->meta_in) cudaFreeHost(d->meta_in);
+    if (d->meta_out) cudaFreeHost(d->meta_out);
+    if (d->host_send) cudaFreeHost(d->host_send);
+    if (d->host_recv) cudaFreeHost(d->host_recv);
+    free(d);
 }
 
 /* Collective for the NCCL path (every rank calls it with the same id). */
 pcoll_dev_t *pcoll_dev_open(int path, int P, int me, const void *id, size_t nbuf, size_t nmeta, char *msg,
                             size_t mlen) {
-  pcoll_dev_t *d = (pcoll_dev_t *)calloc(1, sizeof *d);
-  if (!d) { snprintf(msg, mlen, "out of memory"); return NULL; }
-  d->path = path; d->P = P; d->me = me; d->nbuf = nbuf; d->nmeta = nmeta; d->cached = -1;
-  cudaError_t e = cudaGetDevice(&d->device);
-  const unsigned evf = cudaEventBlockingSync | cudaEventDisableTiming; /* waits sleep: no spinning */
-  if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&d->st, cudaStreamNonBlocking);
-  if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&d->cst, cudaStreamNonBlocking);
-  for (int i = 0; i < 2 && e == cudaSuccess; i++) e = cudaEventCreateWithFlags(&d->dep_ev[i], evf);
-  if (e == cudaSuccess) e = cudaEventCreateWithFlags(&d->done_ev, evf);
-  if (e == cudaSuccess) e = cudaMallocHost((void **)&d->meta_in, nmeta * sizeof(float));
-  if (e == cudaSuccess) e = cudaMallocHost((void **)&d->meta_out, nmeta * sizeof(float));
-  if (e == cudaSuccess && path == PCOLL_DEVPATH_STAGED) e = cudaMallocHost((void **)&d->host_send, nbuf * sizeof(float));
-  if (e == cudaSuccess && path == PCOLL_DEVPATH_STAGED) e = cudaMallocHost((void **)&d->host_recv, nbuf * sizeof(float));
-  if (e != cudaSuccess) {
-    snprintf(msg, mlen, "CUDA setup of the device data path: %s", cudaGetErrorString(e));
-    cudaGetLastError();
-    pcoll_dev_close(d);
-    return NULL;
-  }
-  if (path == PCOLL_DEVPATH_NCCL) {
-    ncclUniqueId uid;
-    memcpy(&uid, id, sizeof uid);
-    ncclResult_t r = take_comm(d, &uid);
-    if (r != ncclSuccess) {
-      snprintf(msg, mlen, "ncclCommInitRank (rank %d of %d, device %d): %s%s%s", me, P, d->device,
-               ncclGetErrorString(r), ncclGetLastError(NULL) ? ": " : "", ncclGetLastError(NULL) ? ncclGetLastError(NULL) : "");
-      d->comm = NULL;
-      pcoll_dev_close(d);
-      return NULL;
+    pcoll_dev_t *d = (pcoll_dev_t *)calloc(1, sizeof *d);
+    if (!d) {
+        snprintf(msg, mlen, "out of memory");
+        return NULL;
     }
-  }
-  return d;
+    d->path = path;
+    d->P = P;
+    d->me = me;
+    d->nbuf = nbuf;
+    d->nmeta = nmeta;
+    d->cached = -1;
+    cudaError_t e = cudaGetDevice(&d->device);
+    const unsigned evf = cudaEventBlockingSync | cudaEventDisableTiming; /* waits sleep: no spinning */
+    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&d->st, cudaStreamNonBlocking);
+    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&d->cst, cudaStreamNonBlocking);
+    for (int i = 0; i < 2 && e == cudaSuccess; i++) e = cudaEventCreateWithFlags(&d->dep_ev[i], evf);
+    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&d->done_ev, evf);
+    if (e == cudaSuccess) e = cudaMallocHost((void **)&d->meta_in, nmeta * sizeof(float));
+    if (e == cudaSuccess) e = cudaMallocHost((void **)&d->meta_out, nmeta * sizeof(float));
+    if (e == cudaSuccess && path == PCOLL_DEVPATH_STAGED)
+        e = cudaMallocHost((void **)&d->host_send, nbuf * sizeof(float));
+    if (e == cudaSuccess && path == PCOLL_DEVPATH_STAGED)
+        e = cudaMallocHost((void **)&d->host_recv, nbuf * sizeof(float));
+    if (e != cudaSuccess) {
+        snprintf(msg, mlen, "CUDA setup of the device data path: %s", cudaGetErrorString(e));
+        cudaGetLastError();
+        pcoll_dev_close(d);
+        return NULL;
+    }
+    if (path == PCOLL_DEVPATH_NCCL) {
+        ncclUniqueId uid;
+        memcpy(&uid, id, sizeof uid);
+        ncclResult_t r = take_comm(d, &uid);
+        if (r != ncclSuccess) {
+            snprintf(msg, mlen, "ncclCommInitRank (rank %d of %d, device %d): %s%s%s", me, P, d->device,
+                     ncclGetErrorString(r), ncclGetLastError(NULL) ? ": " : "",
+                     ncclGetLastError(NULL) ? ncclGetLastError(NULL) : "");
+            d->comm = NULL;
+            pcoll_dev_close(d);
+            return NULL;
+        }
+    }
+    return d;
 }
 
 int pcoll_dev_path(const pcoll_dev_t *d) { return d ? d->path : 0; }
@@ -264,8 +285,8 @@ float *pcoll_dev_host_send(pcoll_dev_t *d) { return d->host_send; }
 float *pcoll_dev_host_recv(pcoll_dev_t *d) { return d->host_recv; }
 
 int pcoll_dev_thread_init(pcoll_dev_t *d, char *msg, size_t mlen) {
-  CU(cudaSetDevice(d->device));
-  return PCOLL_OK;
+    CU(cudaSetDevice(d->device));
+    return PCOLL_OK;
 }
 
 /* Application thread: dst (device, pending contribution slot `slot`) = g (or += g), on the copy
@@ -274,62 +295,64 @@ int pcoll_dev_thread_init(pcoll_dev_t *d, char *msg, size_t mlen) {
  * device or host memory (cudaMemcpyDefault; unified addressing). */
 int pcoll_dev_deposit(pcoll_dev_t *d, int slot, float *dst, const float *g, size_t n, int accumulate,
                       char *msg, size_t mlen) {
-  if (accumulate) {
-    cudaPointerAttributes a;
-    memset(&a, 0, sizeof a);
-    CU(cudaPointerGetAttributes(&a, g));
-    if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged) {
-      snprintf(msg, mlen, "pcoll_deposit(PCOLL_ACCUMULATE) on a device handle needs a device pointer");
-      return PCOLL_ERR_ARG;
+    if (accumulate) {
+        cudaPointerAttributes a;
+        memset(&a, 0, sizeof a);
+        CU(cudaPointerGetAttributes(&a, g));
+        if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged) {
+            snprintf(msg, mlen, "pcoll_deposit(PCOLL_ACCUMULATE) on a device handle needs a device pointer");
+            return PCOLL_ERR_ARG;
+        }
+        k_acc<<<blocks(n), 256, 0, d->cst>>>(dst, g, n);
+        CU(cudaGetLastError());
+    } else {
+        CU(cudaMemcpyAsync(dst, g, n * sizeof(float), cudaMemcpyDefault, d->cst));
     }
-    k_acc<<<blocks(n), 256, 0, d->cst>>>(dst, g, n);
-    CU(cudaGetLastError());
-  } else {
-    CU(cudaMemcpyAsync(dst, g, n * sizeof(float), cudaMemcpyDefault, d->cst));
-  }
-  CU(cudaEventRecord(d->dep_ev[slot], d->cst));
-  CU(cudaEventSynchronize(d->dep_ev[slot]));
-  return PCOLL_OK;
+    CU(cudaEventRecord(d->dep_ev[slot], d->cst));
+    CU(cudaEventSynchronize(d->dep_ev[slot]));
+    return PCOLL_OK;
 }
 
 static int wait_stream(pcoll_dev_t *d, char *msg, size_t mlen) {
-  CU(cudaEventRecord(d->done_ev, d->st));
-  CU(cudaEventSynchronize(d->done_ev));
-  return PCOLL_OK;
+    CU(cudaEventRecord(d->done_ev, d->st));
+    CU(cudaEventSynchronize(d->done_ev));
+    return PCOLL_OK;
 }
 
 /* Engine, NCCL path: meta_in -> send[n..), allreduce send -> recv (nbuf floats), recv[n..) ->
  * meta_out; returns when all is done.  slot >= 0: send is deposit slot `slot` (wait for its copy). */
-int pcoll_dev_allreduce(pcoll_dev_t *d, int slot, float *send, float *recv, size_t n, char *msg, size_t mlen) {
-  if (slot >= 0) CU(cudaStreamWaitEvent(d->st, d->dep_ev[slot], 0));
-  CU(cudaMemcpyAsync(send + n, d->meta_in, d->nmeta * sizeof(float), cudaMemcpyHostToDevice, d->st));
-  ncclResult_t r = ncclAllReduce(send, recv, d->nbuf, ncclFloat, ncclSum, d->comm, d->st);
-  if (r != ncclSuccess) {
-    snprintf(msg, mlen, "ncclAllReduce (%zu floats): %s%s%s", d->nbuf, ncclGetErrorString(r),
-             ncclGetLastError(d->comm) ? ": " : "", ncclGetLastError(d->comm) ? ncclGetLastError(d->comm) : "");
-    return PCOLL_ERR_MPI;
-  }
-  CU(cudaMemcpyAsync(d->meta_out, recv + n, d->nmeta * sizeof(float), cudaMemcpyDeviceToHost, d->st));
-  return wait_stream(d, msg, mlen);
+int pcoll_dev_allreduce(pcoll_dev_t *d, int slot, float *send, float *recv, size_t n, char *msg,
+                        size_t mlen) {
+    if (slot >= 0) CU(cudaStreamWaitEvent(d->st, d->dep_ev[slot], 0));
+    CU(cudaMemcpyAsync(send + n, d->meta_in, d->nmeta * sizeof(float), cudaMemcpyHostToDevice, d->st));
+    ncclResult_t r = ncclAllReduce(send, recv, d->nbuf, ncclFloat, ncclSum, d->comm, d->st);
+    if (r != ncclSuccess) {
+        snprintf(msg, mlen, "ncclAllReduce (%zu floats): %s%s%s", d->nbuf, ncclGetErrorString(r),
+                 ncclGetLastError(d->comm) ? ": " : "",
+                 ncclGetLastError(d->comm) ? ncclGetLastError(d->comm) : "");
+        return PCOLL_ERR_MPI;
+    }
+    CU(cudaMemcpyAsync(d->meta_out, recv + n, d->nmeta * sizeof(float), cudaMemcpyDeviceToHost, d->st));
+    return wait_stream(d, msg, mlen);
 }
 
 /* Engine, staged path: send[0..n) -> host_send[0..n) (the caller fills host_send[n..) with the
  * metadata and runs MPI_Allreduce(host_send -> host_recv)), then host_recv -> recv. */
 int pcoll_dev_stage_out(pcoll_dev_t *d, int slot, const float *send, size_t n, char *msg, size_t mlen) {
-  if (slot >= 0) CU(cudaStreamWaitEvent(d->st, d->dep_ev[slot], 0));
-  CU(cudaMemcpyAsync(d->host_send, send, n * sizeof(float), cudaMemcpyDeviceToHost, d->st));
-  return wait_stream(d, msg, mlen);
+    if (slot >= 0) CU(cudaStreamWaitEvent(d->st, d->dep_ev[slot], 0));
+    CU(cudaMemcpyAsync(d->host_send, send, n * sizeof(float), cudaMemcpyDeviceToHost, d->st));
+    return wait_stream(d, msg, mlen);
 }
 int pcoll_dev_stage_in(pcoll_dev_t *d, float *recv, char *msg, size_t mlen) {
-  CU(cudaMemcpyAsync(recv, d->host_recv, d->nbuf * sizeof(float), cudaMemcpyHostToDevice, d->st));
-  return wait_stream(d, msg, mlen);
+    CU(cudaMemcpyAsync(recv, d->host_recv, d->nbuf * sizeof(float), cudaMemcpyHostToDevice, d->st));
+    return wait_stream(d, msg, mlen);
 }
 
 /* Engine: recv[0..n) *= s (division by P or by the number of fresh deposits). */
 int pcoll_dev_scale(pcoll_dev_t *d, float *recv, size_t n, float s, char *msg, size_t mlen) {
-  k_scale<<<blocks(n), 256, 0, d->st>>>(recv, n, s);
-  CU(cudaGetLastError());
-  return wait_stream(d, msg, mlen);
+    k_scale<<<blocks(n), 256, 0, d->st>>>(recv, n, s);
+    CU(cudaGetLastError());
+    return wait_stream(d, msg, mlen);
 }
 
-}  // extern "C"
+} // extern "C"

@@ -31,7 +31,7 @@
 #include "collectives/pcoll_impl.h"
 #include <string.h>
 
-uint64_t pcoll_mix64(uint64_t x) {  /* splitmix64 finaliser */
+uint64_t pcoll_mix64(uint64_t x) { /* splitmix64 finaliser */
     x += 0x9E3779B97F4A7C15ull;
     x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
     x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
@@ -57,12 +57,16 @@ void plan_round(struct pcoll *h, uint64_t r, plan_t *pl) {
     pl->nwait = 0;
     for (int i = 0; i < ru->nwait; i++) {
         int p = ru->wait[i];
-        if (p >= 0 && p < P && !h->joined[p] && !pl->inwait[p]) { pl->inwait[p] = 1; pl->nwait++; }
+        if (p >= 0 && p < P && !h->joined[p] && !pl->inwait[p]) {
+            pl->inwait[p] = 1;
+            pl->nwait++;
+        }
     }
     if (h->cfg.tau > 0)
         for (int p = 0; p < P; p++)
             if (!h->joined[p] && !pl->inwait[p] && h->streak[p] >= (uint32_t)h->cfg.tau) {
-                pl->inwait[p] = 1; pl->nwait++;
+                pl->inwait[p] = 1;
+                pl->nwait++;
             }
     pl->mode = ru->mode;
     pl->initiator = -1;
@@ -85,8 +89,12 @@ void plan_round(struct pcoll *h, uint64_t r, plan_t *pl) {
         pl->path = PATH_ANY;
     } else {
         pl->path = PATH_COORD;
-        if (q == 1) {             /* solo + W: the lowest member of W decides */
-            for (int p = 0; p < P; p++) if (pl->inwait[p]) { pl->coord = p; break; }
+        if (q == 1) { /* solo + W: the lowest member of W decides */
+            for (int p = 0; p < P; p++)
+                if (pl->inwait[p]) {
+                    pl->coord = p;
+                    break;
+                }
             pl->need_ready = me_active && pl->inwait[h->me];
         } else {
             pl->coord = h->active[r % (uint64_t)na];
@@ -99,8 +107,7 @@ void plan_round(struct pcoll *h, uint64_t r, plan_t *pl) {
 
 /* Coordinator only: does the rule hold, given READY messages (wait set), this rank's own
  * readiness and, with count_up, the ready ranks counted up the tree (tree_cnt, self included)? */
-int plan_satisfied(const struct pcoll *h, const plan_t *pl, uint64_t r, int self_ready,
-                   uint64_t tree_cnt) {
+int plan_satisfied(const struct pcoll *h, const plan_t *pl, uint64_t r, int self_ready, uint64_t tree_cnt) {
     int cnt = 0;
     for (int i = 0; i < h->nactive; i++) {
         int p = h->active[i];

@@ -184,8 +184,8 @@ extern "C" {
 
 enum {
     CTL_OK = 0,
-    CTL_ERR_ARG = -1,    /* bad argument / config (message in err or ctl_last_error) */
-    CTL_ERR_ORDER = -2,  /* record fed out of order (round != next expected) or P differs */
+    CTL_ERR_ARG = -1,   /* bad argument / config (message in err or ctl_last_error) */
+    CTL_ERR_ORDER = -2, /* record fed out of order (round != next expected) or P differs */
     CTL_ERR_NOMEM = -3,
     CTL_ERR_PCOLL = -4,  /* a libpcoll call failed (thread) */
     CTL_ERR_STALL = -5,  /* the watchdog saw no round complete for t_abort seconds (thread) */
@@ -198,38 +198,40 @@ typedef enum { CTL_RULE_RATE = 0, CTL_RULE_THRESHOLDS = 1 } ctl_rule_t;
 typedef enum { CTL_STALE_QUADRATIC = 0, CTL_STALE_LINEAR = 1, CTL_STALE_BOUND = 2 } ctl_staleness_t;
 
 typedef struct {
-    ctl_kind_t kind;       /* [CTL_ADAPTIVE] */
-    pcoll_rule_t base;     /* static: the rule. adaptive: the start rule; if it is solo or
+    ctl_kind_t kind;              /* [CTL_ADAPTIVE] */
+    pcoll_rule_t base;            /* static: the rule. adaptive: the start rule; if it is solo or
                               quorum:Q it is also the LIGHT rule (else LIGHT = solo).
                               Must have an empty wait set. [solo] */
-    int tau;               /* staleness bound, 0 = none [0] */
-    ctl_tau_by_t tau_by;   /* who enforces tau [CTL_TAU_LIBRARY] */
-    int lag;               /* decision at round r takes effect at r + lag, >= 1 [2] */
-    int window;            /* rounds per evaluation window, 1..65536 [32] */
-    int min_dwell;         /* minimum rounds in a mode before leaving it [32] */
-    int max_dwell;         /* cap of the doubled dwell [1024] */
-    double maj_enter, maj_exit;     /* on L [4.0, 2.0] */
-    double wait_enter, wait_exit;   /* on T [0.10, 0.02] */
-    double sync_fresh;     /* F <= this in majority -> sync [0.20] */
-    double sync_streak;    /* A >= this in majority -> sync, when tau == 0 [8.0] */
-    double sync_wait;      /* T >= this in majority -> sync, when tau > 0 [0.50] */
-    int sync_probe;        /* rounds in sync before probing majority [256] */
-    int probe_max;         /* cap of the doubled probe interval [4096] */
-    double light_fresh;    /* thresholds: F < this in LIGHT -> majority: rounds carry too few gradients, the
+    int tau;                      /* staleness bound, 0 = none [0] */
+    ctl_tau_by_t tau_by;          /* who enforces tau [CTL_TAU_LIBRARY] */
+    int lag;                      /* decision at round r takes effect at r + lag, >= 1 [2] */
+    int window;                   /* rounds per evaluation window, 1..65536 [32] */
+    int min_dwell;                /* minimum rounds in a mode before leaving it [32] */
+    int max_dwell;                /* cap of the doubled dwell [1024] */
+    double maj_enter, maj_exit;   /* on L [4.0, 2.0] */
+    double wait_enter, wait_exit; /* on T [0.10, 0.02] */
+    double sync_fresh;            /* F <= this in majority -> sync [0.20] */
+    double sync_streak;           /* A >= this in majority -> sync, when tau == 0 [8.0] */
+    double sync_wait;             /* T >= this in majority -> sync, when tau > 0 [0.50] */
+    int sync_probe;               /* rounds in sync before probing majority [256] */
+    int probe_max;                /* cap of the doubled probe interval [4096] */
+    double light_fresh; /* thresholds: F < this in LIGHT -> majority: rounds carry too few gradients, the
                               rest arrive stale [0 = off]. Then LIGHT is blocked for a probe
                               interval (sync_probe rounds, doubled up to probe_max each time a
                               probe ends the same way) */
-    double pay_enter;      /* gain < this in LIGHT or MAJORITY -> sync (0 = off) [1.5] */
-    double pay_exit;       /* a due sync probe waits for gain >= this [1.3] */
-    int cost_n;            /* step times kept per rank for the gain [32] */
-    ctl_rule_t rule;       /* adaptive: how the level is chosen [CTL_RULE_RATE] */
+    double pay_enter;   /* gain < this in LIGHT or MAJORITY -> sync (0 = off) [1.5] */
+    double pay_exit;    /* a due sync probe waits for gain >= this [1.3] */
+    int cost_n;         /* step times kept per rank for the gain [32] */
+    ctl_rule_t rule;    /* adaptive: how the level is chosen [CTL_RULE_RATE] */
     ctl_staleness_t staleness; /* rule=rate: what a stale gradient is worth [CTL_STALE_QUADRATIC] */
 } ctl_policy_cfg_t;
 
 /* Bits of ctl_decision_t.what */
-enum { CTL_DEC_MODE = 1,   /* the mode (or quorum) changes */
-       CTL_DEC_WAIT = 2,   /* the wait set changes (tau_by=policy) */
-       CTL_DEC_PROBE = 4 };/* the mode change is a sync -> majority probe */
+enum {
+    CTL_DEC_MODE = 1, /* the mode (or quorum) changes */
+    CTL_DEC_WAIT = 2, /* the wait set changes (tau_by=policy) */
+    CTL_DEC_PROBE = 4
+}; /* the mode change is a sync -> majority probe */
 
 typedef struct {
     uint64_t round;        /* observed round that produced the decision */
@@ -245,39 +247,39 @@ typedef struct {
 } ctl_decision_t;
 
 typedef struct {
-    uint64_t rounds;          /* records observed */
-    uint64_t decisions;       /* all decisions (mode and/or wait set) */
-    uint64_t mode_switches;   /* decisions with CTL_DEC_MODE (probes included) */
-    uint64_t wait_changes;    /* decisions with CTL_DEC_WAIT */
+    uint64_t rounds;        /* records observed */
+    uint64_t decisions;     /* all decisions (mode and/or wait set) */
+    uint64_t mode_switches; /* decisions with CTL_DEC_MODE (probes included) */
+    uint64_t wait_changes;  /* decisions with CTL_DEC_WAIT */
     uint64_t probes, probe_failures;
-    pcoll_mode_t mode;        /* latest decided mode (may not be in effect yet) */
+    pcoll_mode_t mode; /* latest decided mode (may not be in effect yet) */
     int quorum;
-    uint64_t mode_from;       /* round from which `mode` is/will be in effect */
-    int dwell;                /* current dwell */
-    int probe;                /* current sync probe interval */
-    int light_probe;          /* current LIGHT probe interval (light_fresh) */
-    uint64_t light_block_until; /* no return to LIGHT before this effective round (0: none) */
-    uint64_t light_exits;     /* LIGHT -> majority switches for F < light_fresh */
-    int window_fill;          /* rounds in the current window */
-    double L, A, F, T, gain;  /* signals of the current window (NAN if undefined) */
+    uint64_t mode_from;                  /* round from which `mode` is/will be in effect */
+    int dwell;                           /* current dwell */
+    int probe;                           /* current sync probe interval */
+    int light_probe;                     /* current LIGHT probe interval (light_fresh) */
+    uint64_t light_block_until;          /* no return to LIGHT before this effective round (0: none) */
+    uint64_t light_exits;                /* LIGHT -> majority switches for F < light_fresh */
+    int window_fill;                     /* rounds in the current window */
+    double L, A, F, T, gain;             /* signals of the current window (NAN if undefined) */
     double gain_min, gain_max, gain_sum; /* the gain over the observed rounds where it was defined */
-    uint64_t gain_n;          /* ... how many (0: never; gain_min/gain_max are then NAN) */
+    uint64_t gain_n;                     /* ... how many (0: never; gain_min/gain_max are then NAN) */
     /* rule=rate: the latest measurement of each level, indexed sync, majority, light (NAN: none) */
-    double rate[3];           /* gradients per second the level delivered */
-    double lag[3];            /* mean lag of its gradients, in sync steps */
-    double score[3];          /* the rate in fresh-gradient equivalents: what the choice compares */
-    uint64_t choices;         /* rule=rate: probes of every level completed (this handle) */
-    uint64_t choice_changes;  /* ... that chose another level than the one before the probe */
-    int choice;               /* the level the latest completed probe chose, as an index of rate[]
+    double rate[3];          /* gradients per second the level delivered */
+    double lag[3];           /* mean lag of its gradients, in sync steps */
+    double score[3];         /* the rate in fresh-gradient equivalents: what the choice compares */
+    uint64_t choices;        /* rule=rate: probes of every level completed (this handle) */
+    uint64_t choice_changes; /* ... that chose another level than the one before the probe */
+    int choice;              /* the level the latest completed probe chose, as an index of rate[]
                                  (0 sync, 1 majority, 2 light; -1: none yet) */
-    uint64_t tau_waits;       /* (rank, round) pairs that tau forced into a wait set */
-    uint64_t tau_violations;  /* (rank, round) pairs with streak > tau in a record */
-    uint64_t tau_misses;      /* tau_by=library: a rank the library had to wait for was not fresh */
-    uint32_t max_streak;      /* over all observed records and active ranks */
+    uint64_t tau_waits;      /* (rank, round) pairs that tau forced into a wait set */
+    uint64_t tau_violations; /* (rank, round) pairs with streak > tau in a record */
+    uint64_t tau_misses;     /* tau_by=library: a rank the library had to wait for was not fresh */
+    uint32_t max_streak;     /* over all observed records and active ranks */
 } ctl_policy_stats_t;
 
 typedef struct ctl_policy ctl_policy_t;
-typedef struct ctl_state ctl_state_t;    /* opaque: the carried state of an adaptive policy */
+typedef struct ctl_state ctl_state_t; /* opaque: the carried state of an adaptive policy */
 
 void ctl_policy_default(ctl_policy_cfg_t *c);
 /* Resets *c to the defaults, then applies the string (section 5 above). Returns CTL_OK or
@@ -376,12 +378,12 @@ uint64_t ctl_policy_hash(const ctl_policy_t *p);
  * ============================================================================================ */
 typedef struct {
     ctl_policy_cfg_t policy;
-    double t_warn;      /* seconds without a completed round before a warning [10] (0: never) */
-    double t_abort;     /* seconds without a completed round before aborting [60] (0: never) */
-    double poll_s;      /* timeout slice of each pcoll_record_get [0.1] */
-    FILE *log;          /* warnings and switches; NULL = silent [stderr] */
-    int log_switches;   /* print every mode switch to log [0] */
-    void (*on_abort)(void *arg, const char *msg);   /* [NULL = print + MPI_Abort] */
+    double t_warn;    /* seconds without a completed round before a warning [10] (0: never) */
+    double t_abort;   /* seconds without a completed round before aborting [60] (0: never) */
+    double poll_s;    /* timeout slice of each pcoll_record_get [0.1] */
+    FILE *log;        /* warnings and switches; NULL = silent [stderr] */
+    int log_switches; /* print every mode switch to log [0] */
+    void (*on_abort)(void *arg, const char *msg); /* [NULL = print + MPI_Abort] */
     void *abort_arg;
     const ctl_state_t *resume; /* adaptive: continue this state (ctl_policy_resume) instead of
                                   starting afresh [NULL]; copied by ctl_start */
@@ -390,7 +392,7 @@ typedef struct {
 /* One mode switch in the log (wait-set-only decisions are counted, not logged). */
 typedef struct {
     uint64_t round, effective;
-    int what;                          /* CTL_DEC_* */
+    int what; /* CTL_DEC_* */
     pcoll_mode_t old_mode, new_mode;
     int old_quorum, new_quorum;
     int new_nwait;

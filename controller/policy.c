@@ -4,8 +4,8 @@
 
 #include <errno.h>
 #include <math.h>
-#include <stddef.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,9 +23,21 @@ typedef struct {
     const char *names[4];
 } polkey_t;
 
-#define KI(k, f, lo, hi, def) { k, 'i', offsetof(ctl_policy_cfg_t, f), lo, hi, def, { 0 } }
-#define KD(k, f, lo, hi, def) { k, 'd', offsetof(ctl_policy_cfg_t, f), lo, hi, def, { 0 } }
-#define KE(k, f, def, ...) { k, 'e', offsetof(ctl_policy_cfg_t, f), 0, sizeof((const char *[]){ __VA_ARGS__ }) / sizeof(char *) - 1, def, { __VA_ARGS__ } }
+#define KI(k, f, lo, hi, def)                                     \
+    {                                                             \
+        k, 'i', offsetof(ctl_policy_cfg_t, f), lo, hi, def, { 0 } \
+    }
+#define KD(k, f, lo, hi, def)                                     \
+    {                                                             \
+        k, 'd', offsetof(ctl_policy_cfg_t, f), lo, hi, def, { 0 } \
+    }
+#define KE(k, f, def, ...)                                                     \
+    {                                                                          \
+        k, 'e', offsetof(ctl_policy_cfg_t, f), 0,                              \
+            sizeof((const char *[]){__VA_ARGS__}) / sizeof(char *) - 1, def, { \
+            __VA_ARGS__                                                        \
+        }                                                                      \
+    }
 static const polkey_t KEYS[] = {
     KI("tau", tau, 0, 1000000, 0),
     KE("tau_by", tau_by, CTL_TAU_LIBRARY, "library", "policy"),
@@ -48,35 +60,34 @@ static const polkey_t KEYS[] = {
     KI("cost_n", cost_n, 2, 1024, 32),
     KE("rule", rule, CTL_RULE_RATE, "rate", "thresholds"),
     KE("staleness", staleness, CTL_STALE_QUADRATIC, "quadratic", "linear", "bound"),
-    { "start", 'r', offsetof(ctl_policy_cfg_t, base), 0, 0, 0, { 0 } },
+    {"start", 'r', offsetof(ctl_policy_cfg_t, base), 0, 0, 0, {0}},
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
 static int *key_int(ctl_policy_cfg_t *c, const polkey_t *k) { return (int *)((char *)c + k->off); }
 static double *key_dbl(ctl_policy_cfg_t *c, const polkey_t *k) { return (double *)((char *)c + k->off); }
 
-static const char *key_list(char *buf, size_t cap)
-{
+static const char *key_list(char *buf, size_t cap) {
     buf[0] = 0;
     for (size_t i = 0, n = 0; i < NKEYS && n < cap; i++)
         n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", KEYS[i].key);
     return buf;
 }
 
-void ctl_policy_default(ctl_policy_cfg_t *c)
-{
+void ctl_policy_default(ctl_policy_cfg_t *c) {
     memset(c, 0, sizeof *c);
     c->kind = CTL_ADAPTIVE;
     c->base.mode = PCOLL_SOLO;
     c->base.quorum = 1;
     for (size_t i = 0; i < NKEYS; i++) {
-        if (KEYS[i].type == 'i' || KEYS[i].type == 'e') *key_int(c, &KEYS[i]) = (int)KEYS[i].def;
-        else if (KEYS[i].type == 'd') *key_dbl(c, &KEYS[i]) = KEYS[i].def;
+        if (KEYS[i].type == 'i' || KEYS[i].type == 'e')
+            *key_int(c, &KEYS[i]) = (int)KEYS[i].def;
+        else if (KEYS[i].type == 'd')
+            *key_dbl(c, &KEYS[i]) = KEYS[i].def;
     }
 }
 
-static int fail(char *err, size_t n, const char *fmt, ...)
-{
+static int fail(char *err, size_t n, const char *fmt, ...) {
     if (err && n) {
         va_list ap;
         va_start(ap, fmt);
@@ -86,49 +97,66 @@ static int fail(char *err, size_t n, const char *fmt, ...)
     return CTL_ERR_ARG;
 }
 
-int ctl_policy_check(const ctl_policy_cfg_t *c, char *err, size_t n)
-{
+int ctl_policy_check(const ctl_policy_cfg_t *c, char *err, size_t n) {
     if (!c) return fail(err, n, "policy config is NULL");
     if (c->kind != CTL_STATIC && c->kind != CTL_ADAPTIVE) return fail(err, n, "bad policy kind %d", c->kind);
     if (c->base.mode < PCOLL_SYNC || c->base.mode > PCOLL_QUORUM)
         return fail(err, n, "bad base mode %d", (int)c->base.mode);
     if (c->base.mode == PCOLL_QUORUM && (c->base.quorum < 1 || c->base.quorum > PCOLL_MAX_RANKS))
         return fail(err, n, "quorum %d out of range 1..%d", c->base.quorum, PCOLL_MAX_RANKS);
-    if (c->base.nwait != 0) return fail(err, n, "base rule must have an empty wait set (nwait=%d)", c->base.nwait);
-    ctl_policy_cfg_t *w = (ctl_policy_cfg_t *)c;   /* read through the table's accessors only */
+    if (c->base.nwait != 0)
+        return fail(err, n, "base rule must have an empty wait set (nwait=%d)", c->base.nwait);
+    ctl_policy_cfg_t *w = (ctl_policy_cfg_t *)c; /* read through the table's accessors only */
     for (size_t i = 0; i < NKEYS; i++) {
         const polkey_t *k = &KEYS[i];
         if (k->type == 'i' || k->type == 'e') {
             int v = *key_int(w, k);
-            if (v < k->lo || v > k->hi) return fail(err, n, "%s=%d out of range %.0f..%.0f", k->key, v, k->lo, k->hi);
+            if (v < k->lo || v > k->hi)
+                return fail(err, n, "%s=%d out of range %.0f..%.0f", k->key, v, k->lo, k->hi);
         } else if (k->type == 'd') {
             double v = *key_dbl(w, k);
-            if (!(v >= k->lo && v <= k->hi)) return fail(err, n, "%s=%g out of range [%g, %g]", k->key, v, k->lo, k->hi);
+            if (!(v >= k->lo && v <= k->hi))
+                return fail(err, n, "%s=%g out of range [%g, %g]", k->key, v, k->lo, k->hi);
         }
     }
     if (c->tau_by == CTL_TAU_POLICY && c->tau > 0 && c->tau < c->lag)
         return fail(err, n, "tau_by=policy needs tau >= lag (tau=%d, lag=%d)", c->tau, c->lag);
-    if (c->max_dwell < c->min_dwell) return fail(err, n, "max_dwell=%d must be >= dwell=%d", c->max_dwell, c->min_dwell);
+    if (c->max_dwell < c->min_dwell)
+        return fail(err, n, "max_dwell=%d must be >= dwell=%d", c->max_dwell, c->min_dwell);
     if (!(c->maj_enter > 0) || !(c->maj_exit < c->maj_enter))
-        return fail(err, n, "need 0 <= maj_exit < maj_enter (maj_exit=%g, maj_enter=%g)", c->maj_exit, c->maj_enter);
+        return fail(err, n, "need 0 <= maj_exit < maj_enter (maj_exit=%g, maj_enter=%g)", c->maj_exit,
+                    c->maj_enter);
     if (!(c->wait_enter > 0) || !(c->wait_exit < c->wait_enter))
-        return fail(err, n, "need 0 <= wait_exit < wait_enter (wait_exit=%g, wait_enter=%g)", c->wait_exit, c->wait_enter);
+        return fail(err, n, "need 0 <= wait_exit < wait_enter (wait_exit=%g, wait_enter=%g)", c->wait_exit,
+                    c->wait_enter);
     if (!(c->sync_fresh < 1)) return fail(err, n, "sync_fresh=%g out of range [0,1)", c->sync_fresh);
     if (!(c->sync_streak > 0)) return fail(err, n, "sync_streak=%g must be > 0", c->sync_streak);
-    if (!(c->sync_wait > c->wait_exit)) return fail(err, n, "sync_wait=%g must be in (wait_exit, 1]", c->sync_wait);
+    if (!(c->sync_wait > c->wait_exit))
+        return fail(err, n, "sync_wait=%g must be in (wait_exit, 1]", c->sync_wait);
     if (!(c->light_fresh < 1)) return fail(err, n, "light_fresh=%g out of range [0,1)", c->light_fresh);
-    if (c->probe_max < c->sync_probe) return fail(err, n, "need 1 <= probe=%d <= probe_max=%d", c->sync_probe, c->probe_max);
+    if (c->probe_max < c->sync_probe)
+        return fail(err, n, "need 1 <= probe=%d <= probe_max=%d", c->sync_probe, c->probe_max);
     if (!(c->pay_exit > 0))
-        return fail(err, n, "need pay_enter=%g in [0, 100] (0: off) and pay_exit=%g in (0, 100]", c->pay_enter, c->pay_exit);
+        return fail(err, n, "need pay_enter=%g in [0, 100] (0: off) and pay_exit=%g in (0, 100]",
+                    c->pay_enter, c->pay_exit);
     return CTL_OK;
 }
 
-static int parse_rule(const char *s, pcoll_rule_t *r)
-{
+static int parse_rule(const char *s, pcoll_rule_t *r) {
     memset(r, 0, sizeof *r);
-    if (!strcmp(s, "solo")) { r->mode = PCOLL_SOLO; r->quorum = 1; return 0; }
-    if (!strcmp(s, "majority")) { r->mode = PCOLL_MAJORITY; return 0; }
-    if (!strcmp(s, "sync")) { r->mode = PCOLL_SYNC; return 0; }
+    if (!strcmp(s, "solo")) {
+        r->mode = PCOLL_SOLO;
+        r->quorum = 1;
+        return 0;
+    }
+    if (!strcmp(s, "majority")) {
+        r->mode = PCOLL_MAJORITY;
+        return 0;
+    }
+    if (!strcmp(s, "sync")) {
+        r->mode = PCOLL_SYNC;
+        return 0;
+    }
     if (!strncmp(s, "quorum:", 7)) {
         char *end;
         errno = 0;
@@ -142,8 +170,7 @@ static int parse_rule(const char *s, pcoll_rule_t *r)
 }
 
 /* Parses v into key k of c; returns 0 or -1 and what the key wants in *want. */
-static int parse_key(const polkey_t *k, const char *v, ctl_policy_cfg_t *c, char *want, size_t n)
-{
+static int parse_key(const polkey_t *k, const char *v, ctl_policy_cfg_t *c, char *want, size_t n) {
     char *end;
     errno = 0;
     switch (k->type) {
@@ -162,19 +189,19 @@ static int parse_key(const polkey_t *k, const char *v, ctl_policy_cfg_t *c, char
         return 0;
     }
     case 'e':
-        snprintf(want, n, "%s%s%s or %s", k->names[0], k->names[2] ? ", " : "", k->names[2] ? k->names[1] : "",
-                 k->names[k->names[2] ? 2 : 1]);
+        snprintf(want, n, "%s%s%s or %s", k->names[0], k->names[2] ? ", " : "",
+                 k->names[2] ? k->names[1] : "", k->names[k->names[2] ? 2 : 1]);
         for (int i = 0; i < 4 && k->names[i]; i++)
-            if (!strcmp(v, k->names[i])) { *key_int(c, k) = i; return 0; }
+            if (!strcmp(v, k->names[i])) {
+                *key_int(c, k) = i;
+                return 0;
+            }
         return -1;
-    default:
-        snprintf(want, n, "solo, majority, sync or quorum:Q");
-        return parse_rule(v, &c->base);
+    default: snprintf(want, n, "solo, majority, sync or quorum:Q"); return parse_rule(v, &c->base);
     }
 }
 
-int ctl_policy_parse(const char *s, ctl_policy_cfg_t *c, char *err, size_t n)
-{
+int ctl_policy_parse(const char *s, ctl_policy_cfg_t *c, char *err, size_t n) {
     if (err && n) err[0] = 0;
     if (!c) return fail(err, n, "policy config is NULL");
     ctl_policy_default(c);
@@ -190,18 +217,25 @@ int ctl_policy_parse(const char *s, ctl_policy_cfg_t *c, char *err, size_t n)
     } else {
         c->kind = CTL_STATIC;
         if (parse_rule(tok, &c->base))
-            return fail(err, n, "unknown policy '%s' in '%s' (expected adaptive, solo, majority, sync or quorum:Q with Q >= 1)", tok, s);
+            return fail(err, n,
+                        "unknown policy '%s' in '%s' (expected adaptive, solo, majority, sync or quorum:Q "
+                        "with Q >= 1)",
+                        tok, s);
     }
     char keys[512];
     while ((tok = strtok_r(NULL, ",", &save))) {
         char *eq = strchr(tok, '=');
-        if (!eq) return fail(err, n, "policy '%s': option '%s' has no value (expected key=value; keys: %s)", s, tok, key_list(keys, sizeof keys));
+        if (!eq)
+            return fail(err, n, "policy '%s': option '%s' has no value (expected key=value; keys: %s)", s,
+                        tok, key_list(keys, sizeof keys));
         *eq = 0;
         const char *k = tok, *v = eq + 1;
         const polkey_t *key = NULL;
         for (size_t i = 0; i < NKEYS && !key; i++)
             if (!strcmp(k, KEYS[i].key)) key = &KEYS[i];
-        if (!key) return fail(err, n, "policy '%s': unknown option '%s' (keys: %s)", s, k, key_list(keys, sizeof keys));
+        if (!key)
+            return fail(err, n, "policy '%s': unknown option '%s' (keys: %s)", s, k,
+                        key_list(keys, sizeof keys));
         if (key->type == 'r' && c->kind != CTL_ADAPTIVE)
             return fail(err, n, "policy '%s': option 'start' is only for adaptive", s);
         char want[64];
@@ -213,65 +247,71 @@ int ctl_policy_parse(const char *s, ctl_policy_cfg_t *c, char *err, size_t n)
     return CTL_OK;
 }
 
-static const char *rule_str(const pcoll_rule_t *r, char *b, size_t n)
-{
-    if (r->mode == PCOLL_QUORUM) snprintf(b, n, "quorum:%d", r->quorum);
-    else snprintf(b, n, "%s", r->mode == PCOLL_SOLO ? "solo" : r->mode == PCOLL_MAJORITY ? "majority" : "sync");
+static const char *rule_str(const pcoll_rule_t *r, char *b, size_t n) {
+    if (r->mode == PCOLL_QUORUM)
+        snprintf(b, n, "quorum:%d", r->quorum);
+    else
+        snprintf(b, n, "%s",
+                 r->mode == PCOLL_SOLO       ? "solo"
+                 : r->mode == PCOLL_MAJORITY ? "majority"
+                                             : "sync");
     return b;
 }
 
-const char *ctl_policy_format(const ctl_policy_cfg_t *c, char *buf, size_t n)
-{
+const char *ctl_policy_format(const ctl_policy_cfg_t *c, char *buf, size_t n) {
     char r[32];
     rule_str(&c->base, r, sizeof r);
     size_t k = (size_t)snprintf(buf, n, "%s", c->kind == CTL_ADAPTIVE ? "adaptive" : r);
     ctl_policy_cfg_t *w = (ctl_policy_cfg_t *)c;
     for (size_t i = 0; i < NKEYS && k < n; i++) {
         const polkey_t *key = &KEYS[i];
-        if (key->type == 'i') k += (size_t)snprintf(buf + k, n - k, ",%s=%d", key->key, *key_int(w, key));
-        else if (key->type == 'd') k += (size_t)snprintf(buf + k, n - k, ",%s=%.17g", key->key, *key_dbl(w, key));
-        else if (key->type == 'e') k += (size_t)snprintf(buf + k, n - k, ",%s=%s", key->key, key->names[*key_int(w, key)]);
-        else if (c->kind == CTL_ADAPTIVE) k += (size_t)snprintf(buf + k, n - k, ",start=%s", r);
+        if (key->type == 'i')
+            k += (size_t)snprintf(buf + k, n - k, ",%s=%d", key->key, *key_int(w, key));
+        else if (key->type == 'd')
+            k += (size_t)snprintf(buf + k, n - k, ",%s=%.17g", key->key, *key_dbl(w, key));
+        else if (key->type == 'e')
+            k += (size_t)snprintf(buf + k, n - k, ",%s=%s", key->key, key->names[*key_int(w, key)]);
+        else if (c->kind == CTL_ADAPTIVE)
+            k += (size_t)snprintf(buf + k, n - k, ",start=%s", r);
     }
     return buf;
 }
 
-double ctl_step_cost(const ctl_policy_cfg_t *c, double step_s, double cycle_s)
-{
+double ctl_step_cost(const ctl_policy_cfg_t *c, double step_s, double cycle_s) {
     return c->kind == CTL_ADAPTIVE && c->rule == CTL_RULE_RATE ? cycle_s : step_s;
 }
 
 /* ---------------------------------------------------------------- lifecycle */
 
-static void level_rule(const ctl_policy_t *p, int lv, pcoll_rule_t *r)
-{
+static void level_rule(const ctl_policy_t *p, int lv, pcoll_rule_t *r) {
     memset(r, 0, sizeof *r);
-    if (p->c.kind == CTL_STATIC) { r->mode = p->c.base.mode; r->quorum = p->c.base.quorum; return; }
-    if (lv == LV_LIGHT) { *r = p->light; return; }
+    if (p->c.kind == CTL_STATIC) {
+        r->mode = p->c.base.mode;
+        r->quorum = p->c.base.quorum;
+        return;
+    }
+    if (lv == LV_LIGHT) {
+        *r = p->light;
+        return;
+    }
     r->mode = lv == LV_MAJ ? PCOLL_MAJORITY : PCOLL_SYNC;
 }
 
-const char *level_name(const ctl_policy_t *p, int lv, char *b, size_t n)
-{
+const char *level_name(const ctl_policy_t *p, int lv, char *b, size_t n) {
     pcoll_rule_t r;
     level_rule(p, lv, &r);
     return rule_str(&r, b, n);
 }
 
-int rec_active(const pcoll_record_t *rec, int i)
-{
+int rec_active(const pcoll_record_t *rec, int i) {
     return !(rec->flags[i] & (PCOLL_F_JOINED | PCOLL_F_FAILED));
 }
 
 /* The doubling back-off of the dwell and of both probe intervals: twice cur, at most cap. */
-int backoff(int cur, int cap)
-{
-    return cur > cap / 2 ? cap : cur * 2;
-}
+int backoff(int cur, int cap) { return cur > cap / 2 ? cap : cur * 2; }
 
 /* A policy for one handle, with its carried state taken from `from` (NULL: a fresh state). */
-static ctl_policy_t *policy_new(const ctl_policy_cfg_t *c, int P, const struct ctl_state *from)
-{
+static ctl_policy_t *policy_new(const ctl_policy_cfg_t *c, int P, const struct ctl_state *from) {
     if (ctl_policy_check(c, NULL, 0) || P < 1 || P > PCOLL_MAX_RANKS) return NULL;
     ctl_policy_t *p = calloc(1, sizeof *p);
     if (!p) return NULL;
@@ -307,15 +347,19 @@ static ctl_policy_t *policy_new(const ctl_policy_cfg_t *c, int P, const struct c
 
 ctl_policy_t *ctl_policy_new(const ctl_policy_cfg_t *c, int P) { return policy_new(c, P, NULL); }
 
-ctl_policy_t *ctl_policy_resume(const ctl_policy_cfg_t *c, int P, const ctl_state_t *st, char *err, size_t n)
-{
+ctl_policy_t *ctl_policy_resume(const ctl_policy_cfg_t *c, int P, const ctl_state_t *st, char *err,
+                                size_t n) {
     if (err && n) err[0] = 0;
     if (!st) return (void)fail(err, n, "controller state is NULL"), NULL;
     if (ctl_policy_check(c, err, n)) return NULL;
-    if (c->kind != CTL_ADAPTIVE) return (void)fail(err, n, "a controller state resumes only an adaptive policy"), NULL;
+    if (c->kind != CTL_ADAPTIVE)
+        return (void)fail(err, n, "a controller state resumes only an adaptive policy"), NULL;
     if (st->P != P || st->window != c->window || st->cost_n != c->cost_n)
-        return (void)fail(err, n, "controller state is for P=%d, window=%d, cost_n=%d; this run has P=%d, "
-                          "window=%d, cost_n=%d", st->P, st->window, st->cost_n, P, c->window, c->cost_n), NULL;
+        return (void)fail(err, n,
+                          "controller state is for P=%d, window=%d, cost_n=%d; this run has P=%d, "
+                          "window=%d, cost_n=%d",
+                          st->P, st->window, st->cost_n, P, c->window, c->cost_n),
+               NULL;
     ctl_policy_t *p = policy_new(c, P, st);
     if (!p) return (void)fail(err, n, "out of memory"), NULL;
     /* the new handle's rounds 0 .. lag-1 run the latest decided rule: a change decided in the
@@ -328,23 +372,22 @@ ctl_policy_t *ctl_policy_resume(const ctl_policy_cfg_t *c, int P, const ctl_stat
     return p;
 }
 
-void ctl_policy_free(ctl_policy_t *p)
-{
+void ctl_policy_free(ctl_policy_t *p) {
     if (!p) return;
-    free(p->wait); free(p->old_wait); free(p->tmp); free(p->tau_next); free(p->last_wait);
+    free(p->wait);
+    free(p->old_wait);
+    free(p->tmp);
+    free(p->tau_next);
+    free(p->last_wait);
     state_free(&p->s);
     free(p);
 }
 
 const ctl_policy_cfg_t *ctl_policy_cfg(const ctl_policy_t *p) { return &p->c; }
 
-void ctl_policy_initial(const ctl_policy_t *p, pcoll_rule_t *rule)
-{
-    level_rule(p, p->s.level, rule);
-}
+void ctl_policy_initial(const ctl_policy_t *p, pcoll_rule_t *rule) { level_rule(p, p->s.level, rule); }
 
-uint64_t ctl_policy_rule(const ctl_policy_t *p, pcoll_rule_t *rule)
-{
+uint64_t ctl_policy_rule(const ctl_policy_t *p, pcoll_rule_t *rule) {
     level_rule(p, p->s.level, rule);
     rule->nwait = p->nwait;
     rule->wait = p->nwait ? p->wait : NULL;
@@ -353,23 +396,37 @@ uint64_t ctl_policy_rule(const ctl_policy_t *p, pcoll_rule_t *rule)
 
 /* ---------------------------------------------------------------- signals */
 
-typedef struct { uint32_t max, fresh, active, nmax, nfresh, nfree; uint8_t tau; } wrow_t;
+typedef struct {
+    uint32_t max, fresh, active, nmax, nfresh, nfree;
+    uint8_t tau;
+} wrow_t;
 
-static void window_push(struct ctl_state *s, const wrow_t *x)
-{
+static void window_push(struct ctl_state *s, const wrow_t *x) {
     int W = s->window, k = s->w_pos;
     if (s->w_len == W) {
-        s->s_max -= s->w_max[k]; s->s_fresh -= s->w_fresh[k]; s->s_active -= s->w_active[k];
-        s->s_nmax -= s->w_nmax[k]; s->s_nfresh -= s->w_nfresh[k]; s->s_nfree -= s->w_nfree[k];
+        s->s_max -= s->w_max[k];
+        s->s_fresh -= s->w_fresh[k];
+        s->s_active -= s->w_active[k];
+        s->s_nmax -= s->w_nmax[k];
+        s->s_nfresh -= s->w_nfresh[k];
+        s->s_nfree -= s->w_nfree[k];
         s->s_tau -= s->w_tau[k];
     } else {
         s->w_len++;
     }
-    s->w_max[k] = x->max; s->w_fresh[k] = x->fresh; s->w_active[k] = x->active;
-    s->w_nmax[k] = x->nmax; s->w_nfresh[k] = x->nfresh; s->w_nfree[k] = x->nfree;
+    s->w_max[k] = x->max;
+    s->w_fresh[k] = x->fresh;
+    s->w_active[k] = x->active;
+    s->w_nmax[k] = x->nmax;
+    s->w_nfresh[k] = x->nfresh;
+    s->w_nfree[k] = x->nfree;
     s->w_tau[k] = x->tau;
-    s->s_max += x->max; s->s_fresh += x->fresh; s->s_active += x->active;
-    s->s_nmax += x->nmax; s->s_nfresh += x->nfresh; s->s_nfree += x->nfree;
+    s->s_max += x->max;
+    s->s_fresh += x->fresh;
+    s->s_active += x->active;
+    s->s_nmax += x->nmax;
+    s->s_nfresh += x->nfresh;
+    s->s_nfree += x->nfree;
     s->s_tau += x->tau;
     s->w_pos = (k + 1) % W;
 }
@@ -384,8 +441,7 @@ static void window_push(struct ctl_state *s, const wrow_t *x)
  * partial rounds have to beat sync by a margin (pay_enter). NAN until every rank has cost_n/2
  * step times (or none reports any), and once a rank has joined: the tail of an epoch, when the
  * ranks run out of data one by one, is not what the next epoch will look like. */
-static double gain(const struct ctl_state *s)
-{
+static double gain(const struct ctl_state *s) {
     const int P = s->P, N = s->cost_n;
     int m = N;
     for (int i = 0; i < P; i++) {
@@ -397,7 +453,7 @@ static double gain(const struct ctl_state *s)
     for (int i = 0; i < P; i++) {
         double sum = 0;
         for (int k = 0; k < s->cost_cnt[i]; k++) sum += s->cost[(size_t)i * N + k];
-        if (!(sum > 0)) return NAN;     /* kept times are > 0, but may underflow when divided */
+        if (!(sum > 0)) return NAN; /* kept times are > 0, but may underflow when divided */
         rate += s->cost_cnt[i] / sum;
     }
     for (int j = 1; j <= m; j++) {
@@ -411,9 +467,8 @@ static double gain(const struct ctl_state *s)
     return S / m * rate / P;
 }
 
-static sig_t signals(const struct ctl_state *s)
-{
-    sig_t g = { NAN, NAN, NAN, NAN, gain(s) };
+static sig_t signals(const struct ctl_state *s) {
+    sig_t g = {NAN, NAN, NAN, NAN, gain(s)};
     if (s->w_len == 0 || s->s_active == 0) return g;
     double n = (double)s->w_len;
     g.F = (double)s->s_fresh / (double)s->s_active;
@@ -423,8 +478,7 @@ static sig_t signals(const struct ctl_state *s)
     return g;
 }
 
-static void fnv(uint64_t *h, uint64_t v)
-{
+static void fnv(uint64_t *h, uint64_t v) {
     for (int i = 0; i < 8; i++) {
         *h ^= (v >> (8 * i)) & 0xff;
         *h *= 1099511628211ULL;
@@ -434,8 +488,7 @@ static void fnv(uint64_t *h, uint64_t v)
 /* ---------------------------------------------------------------- rule=thresholds */
 
 /* Level decision of the threshold rule (controller.h section 3b) at global round rg. */
-static void thresholds_evaluate(ctl_policy_t *p, uint64_t rg, sig_t g, verdict_t *v)
-{
+static void thresholds_evaluate(ctl_policy_t *p, uint64_t rg, sig_t g, verdict_t *v) {
     const ctl_policy_cfg_t *c = &p->c;
     const struct ctl_state *s = &p->s;
     char *why = v->why;
@@ -459,53 +512,65 @@ static void thresholds_evaluate(ctl_policy_t *p, uint64_t rg, sig_t g, verdict_t
     uint64_t need = (uint64_t)(c->window > s->dwell ? c->window : s->dwell);
     if (s->w_len < c->window || in_mode < need) return;
     int W = c->window, to = -1;
-    if (pay && g.gain < c->pay_enter) {   /* false while the gain is NAN */
-        snprintf(why, n, "gain=%.2f < pay_enter %.2f: sync would cost about as much as partial rounds "
-                 "(L=%.2f F=%.2f T=%.2f)", g.gain, c->pay_enter, g.L, g.F, g.T);
+    if (pay && g.gain < c->pay_enter) { /* false while the gain is NAN */
+        snprintf(why, n,
+                 "gain=%.2f < pay_enter %.2f: sync would cost about as much as partial rounds "
+                 "(L=%.2f F=%.2f T=%.2f)",
+                 g.gain, c->pay_enter, g.L, g.F, g.T);
         to = LV_SYNC;
     } else if (s->level == LV_LIGHT) {
         if (g.L >= c->maj_enter)
-            snprintf(why, n, "L=%.2f >= maj_enter %.2f over %d rounds (A=%.2f F=%.2f T=%.2f)", g.L, c->maj_enter, W,
-                     g.A, g.F, g.T), to = LV_MAJ;
+            snprintf(why, n, "L=%.2f >= maj_enter %.2f over %d rounds (A=%.2f F=%.2f T=%.2f)", g.L,
+                     c->maj_enter, W, g.A, g.F, g.T),
+                to = LV_MAJ;
         else if (tau && g.T >= c->wait_enter)
-            snprintf(why, n, "T=%.2f >= wait_enter %.2f over %d rounds (L=%.2f F=%.2f)", g.T, c->wait_enter, W,
-                     g.L, g.F), to = LV_MAJ;
+            snprintf(why, n, "T=%.2f >= wait_enter %.2f over %d rounds (L=%.2f F=%.2f)", g.T, c->wait_enter,
+                     W, g.L, g.F),
+                to = LV_MAJ;
         else if (c->light_fresh > 0 && g.F < c->light_fresh)
             snprintf(why, n, "F=%.2f < light_fresh %.2f over %d rounds (L=%.2f T=%.2f): stale rounds", g.F,
-                     c->light_fresh, W, g.L, g.T), to = LV_MAJ;
+                     c->light_fresh, W, g.L, g.T),
+                to = LV_MAJ;
         /* leaving LIGHT (for any reason) while its rounds carry too few gradients blocks it */
         if (to == LV_MAJ && c->light_fresh > 0 && g.F < c->light_fresh) {
             size_t k = strlen(why);
-            if (!strstr(why, "light_fresh")) snprintf(why + k, n - k, ", F < light_fresh %.2f", c->light_fresh);
+            if (!strstr(why, "light_fresh"))
+                snprintf(why + k, n - k, ", F < light_fresh %.2f", c->light_fresh);
             v->fresh_exit = 1;
         }
     } else {
         if (g.F <= c->sync_fresh)
-            snprintf(why, n, "F=%.2f <= sync_fresh %.2f over %d rounds (L=%.2f A=%.2f T=%.2f)", g.F, c->sync_fresh, W,
-                     g.L, g.A, g.T), to = LV_SYNC;
+            snprintf(why, n, "F=%.2f <= sync_fresh %.2f over %d rounds (L=%.2f A=%.2f T=%.2f)", g.F,
+                     c->sync_fresh, W, g.L, g.A, g.T),
+                to = LV_SYNC;
         else if (!tau && g.A >= c->sync_streak)
-            snprintf(why, n, "A=%.2f >= sync_streak %.2f over %d rounds (L=%.2f F=%.2f)", g.A, c->sync_streak, W,
-                     g.L, g.F), to = LV_SYNC;
+            snprintf(why, n, "A=%.2f >= sync_streak %.2f over %d rounds (L=%.2f F=%.2f)", g.A, c->sync_streak,
+                     W, g.L, g.F),
+                to = LV_SYNC;
         else if (tau && g.T >= c->sync_wait)
             snprintf(why, n, "T=%.2f >= sync_wait %.2f over %d rounds (L=%.2f F=%.2f)", g.T, c->sync_wait, W,
-                     g.L, g.F), to = LV_SYNC;
+                     g.L, g.F),
+                to = LV_SYNC;
         else if (g.L <= c->maj_exit && (!tau || g.T <= c->wait_exit) && rg + (uint64_t)c->lag >= s->lblock) {
-            if (tau) snprintf(why, n, "L=%.2f <= maj_exit %.2f and T=%.2f <= wait_exit %.2f over %d rounds (F=%.2f)",
-                              g.L, c->maj_exit, g.T, c->wait_exit, W, g.F);
-            else snprintf(why, n, "L=%.2f <= maj_exit %.2f over %d rounds (F=%.2f)", g.L, c->maj_exit, W, g.F);
+            if (tau)
+                snprintf(why, n,
+                         "L=%.2f <= maj_exit %.2f and T=%.2f <= wait_exit %.2f over %d rounds (F=%.2f)", g.L,
+                         c->maj_exit, g.T, c->wait_exit, W, g.F);
+            else
+                snprintf(why, n, "L=%.2f <= maj_exit %.2f over %d rounds (F=%.2f)", g.L, c->maj_exit, W, g.F);
             to = LV_LIGHT;
         }
     }
     if (to < 0) return;
     size_t k = strlen(why);
-    snprintf(why + k, n - k, ": %s -> %s", level_name(p, s->level, a, sizeof a), level_name(p, to, b, sizeof b));
+    snprintf(why + k, n - k, ": %s -> %s", level_name(p, s->level, a, sizeof a),
+             level_name(p, to, b, sizeof b));
     v->to = to;
 }
 
 /* Switch bookkeeping of the threshold rule: LIGHT block, sync probe and dwell back-offs. eg is the
  * global effective round of the switch from s->level to `to`. */
-static void thresholds_switched(ctl_policy_t *p, int to, const verdict_t *v, uint64_t eg)
-{
+static void thresholds_switched(ctl_policy_t *p, int to, const verdict_t *v, uint64_t eg) {
     const ctl_policy_cfg_t *c = &p->c;
     struct ctl_state *s = &p->s;
     /* a probe (or return to LIGHT) that ends within 4*max(window, dwell) rounds failed */
@@ -513,8 +578,10 @@ static void thresholds_switched(ctl_policy_t *p, int to, const verdict_t *v, uin
     if (v->fresh_exit) {
         /* LIGHT left for stale rounds: block it for a probe interval, doubled if the return to
          * LIGHT that ends this way failed */
-        if (s->lprobe_at != NONE && eg - s->lprobe_at <= span) s->lprobe = backoff(s->lprobe, c->probe_max);
-        else if (s->lprobe_at != NONE) s->lprobe = c->sync_probe;
+        if (s->lprobe_at != NONE && eg - s->lprobe_at <= span)
+            s->lprobe = backoff(s->lprobe, c->probe_max);
+        else if (s->lprobe_at != NONE)
+            s->lprobe = c->sync_probe;
         s->lblock = eg + (uint64_t)s->lprobe;
         s->lprobe_at = NONE;
         p->st.light_exits++;
@@ -532,17 +599,21 @@ static void thresholds_switched(ctl_policy_t *p, int to, const verdict_t *v, uin
         }
         s->probe_at = NONE;
     } else {
-        if (s->probe_at != NONE) { s->probe = c->sync_probe; s->probe_at = NONE; } /* probe held */
+        if (s->probe_at != NONE) {
+            s->probe = c->sync_probe;
+            s->probe_at = NONE;
+        } /* probe held */
         /* a quick reversal A -> B -> A doubles the dwell */
-        if (to == s->prev_level && eg - s->mode_from < 2 * (uint64_t)s->dwell) s->dwell = backoff(s->dwell, c->max_dwell);
-        else s->dwell = c->min_dwell;
+        if (to == s->prev_level && eg - s->mode_from < 2 * (uint64_t)s->dwell)
+            s->dwell = backoff(s->dwell, c->max_dwell);
+        else
+            s->dwell = c->min_dwell;
     }
 }
 
 /* ---------------------------------------------------------------- observe, step by step */
 
-static int cmp_int(const void *a, const void *b)
-{
+static int cmp_int(const void *a, const void *b) {
     int x = *(const int *)a, y = *(const int *)b;
     return (x > y) - (x < y);
 }
@@ -552,9 +623,8 @@ static int cmp_int(const void *a, const void *b)
  * its natural streak is left unchanged; it resets only on an unforced fresh round. It is NOT reset
  * at a mode change: that would cap L at about (window/2) * Fn in the first window of a new mode
  * and invite an immediate exit; a rank that recovered shows it by its next unforced fresh round. */
-static wrow_t count_round(ctl_policy_t *p, const pcoll_record_t *rec)
-{
-    wrow_t row = { 0, 0, 0, 0, 0, 0, 0 };
+static wrow_t count_round(ctl_policy_t *p, const pcoll_record_t *rec) {
+    wrow_t row = {0, 0, 0, 0, 0, 0, 0};
     uint32_t *ns = p->s.ns;
     for (int i = 0; i < p->P; i++) {
         if (!rec_active(rec, i)) continue;
@@ -564,8 +634,11 @@ static wrow_t count_round(ctl_policy_t *p, const pcoll_record_t *rec)
         if (rec->streak[i] > row.max) row.max = rec->streak[i];
         if (!forced) {
             row.nfree++;
-            if (rec->fresh[i]) { row.nfresh++; ns[i] = 0; }
-            else ns[i]++;
+            if (rec->fresh[i]) {
+                row.nfresh++;
+                ns[i] = 0;
+            } else
+                ns[i]++;
         } else if (!rec->fresh[i]) {
             ns[i]++;
         }
@@ -577,8 +650,7 @@ static wrow_t count_round(ctl_policy_t *p, const pcoll_record_t *rec)
 
 /* Keeps the step times of each rank's latest deposits (a merged deposit reports the sum of its
  * steps' times; unreported, zero, negative or non-finite times are skipped). */
-static void record_costs(struct ctl_state *s, const pcoll_record_t *rec)
-{
+static void record_costs(struct ctl_state *s, const pcoll_record_t *rec) {
     const int N = s->cost_n;
     for (int i = 0; i < s->P; i++) {
         s->act[i] = (uint8_t)rec_active(rec, i);
@@ -593,8 +665,7 @@ static void record_costs(struct ctl_state *s, const pcoll_record_t *rec)
 
 /* tau: checks the record against the bound and the library's wait set, computes the library wait
  * set of the next round. Returns 1 if tau forced a wait in this round. */
-static uint8_t track_tau(ctl_policy_t *p, const pcoll_record_t *rec)
-{
+static uint8_t track_tau(ctl_policy_t *p, const pcoll_record_t *rec) {
     const int tau = p->c.tau, P = p->P;
     if (tau <= 0) return 0;
     uint8_t forced = 0;
@@ -618,8 +689,7 @@ static uint8_t track_tau(ctl_policy_t *p, const pcoll_record_t *rec)
 }
 
 /* tau_by=policy: the wait set of round r + lag (into p->tmp); returns its size, reason in why. */
-static int policy_wait_set(ctl_policy_t *p, const pcoll_record_t *rec, int level, char *why, size_t n)
-{
+static int policy_wait_set(ctl_policy_t *p, const pcoll_record_t *rec, int level, char *why, size_t n) {
     const ctl_policy_cfg_t *c = &p->c;
     if (c->tau <= 0 || c->tau_by != CTL_TAU_POLICY || level == LV_SYNC ||
         (c->kind == CTL_STATIC && c->base.mode == PCOLL_SYNC))
@@ -639,8 +709,7 @@ static int policy_wait_set(ctl_policy_t *p, const pcoll_record_t *rec, int level
     return nw;
 }
 
-static void hash_decision(uint64_t *h, uint64_t r, uint64_t e, int what, const pcoll_rule_t *nr)
-{
+static void hash_decision(uint64_t *h, uint64_t r, uint64_t e, int what, const pcoll_rule_t *nr) {
     fnv(h, r);
     fnv(h, e);
     fnv(h, (uint64_t)what);
@@ -651,8 +720,7 @@ static void hash_decision(uint64_t *h, uint64_t r, uint64_t e, int what, const p
 }
 
 /* The gain's range and mean over the rounds where it was defined. */
-static void note_gain(ctl_policy_stats_t *st, double gain)
-{
+static void note_gain(ctl_policy_stats_t *st, double gain) {
     if (isnan(gain)) return;
     if (st->gain_n == 0 || gain < st->gain_min) st->gain_min = gain;
     if (st->gain_n == 0 || gain > st->gain_max) st->gain_max = gain;
@@ -664,8 +732,7 @@ static void note_gain(ctl_policy_stats_t *st, double gain)
  * switch bookkeeping, the new rule, the hash, and *out (old rule: a copy of the wait set, so the
  * caller sees it after it is overwritten). */
 static void commit(ctl_policy_t *p, uint64_t r, int what, const verdict_t *v, int nw, const sig_t *g,
-                   const char *wwhy, ctl_decision_t *out)
-{
+                   const char *wwhy, ctl_decision_t *out) {
     struct ctl_state *s = &p->s;
     const uint64_t e = r + (uint64_t)p->c.lag, eg = s->base + e;
     pcoll_rule_t oldr, newr;
@@ -678,8 +745,10 @@ static void commit(ctl_policy_t *p, uint64_t r, int what, const verdict_t *v, in
     memcpy(p->wait, p->tmp, nw * sizeof(int));
     p->nwait = nw;
     if (what & CTL_DEC_MODE) {
-        if (p->c.rule == CTL_RULE_RATE) rate_switched(p, s->level, v->to, v->probe);
-        else thresholds_switched(p, v->to, v, eg);
+        if (p->c.rule == CTL_RULE_RATE)
+            rate_switched(p, s->level, v->to, v->probe);
+        else
+            thresholds_switched(p, v->to, v, eg);
         if (v->probe) p->st.probes++;
         s->prev_level = s->level;
         s->level = v->to;
@@ -689,7 +758,7 @@ static void commit(ctl_policy_t *p, uint64_t r, int what, const verdict_t *v, in
     }
     if (what & CTL_DEC_WAIT) p->st.wait_changes++;
     p->st.decisions++;
-    p->rule_from = e;   /* wait-only decisions do not restart the window */
+    p->rule_from = e; /* wait-only decisions do not restart the window */
     level_rule(p, s->level, &newr);
     newr.nwait = p->nwait;
     newr.wait = p->nwait ? p->wait : NULL;
@@ -701,21 +770,28 @@ static void commit(ctl_policy_t *p, uint64_t r, int what, const verdict_t *v, in
     out->what = what;
     out->old_rule = oldr;
     out->new_rule = newr;
-    out->L = g->L; out->A = g->A; out->F = g->F; out->T = g->T; out->gain = g->gain;
-    if ((what & CTL_DEC_MODE) && nw) snprintf(out->reason, sizeof out->reason, "%s; %s", v->why, wwhy);
-    else if (what & CTL_DEC_MODE) snprintf(out->reason, sizeof out->reason, "%s", v->why);
-    else if (nw) snprintf(out->reason, sizeof out->reason, "%s", wwhy);
-    else snprintf(out->reason, sizeof out->reason, "wait set cleared");
+    out->L = g->L;
+    out->A = g->A;
+    out->F = g->F;
+    out->T = g->T;
+    out->gain = g->gain;
+    if ((what & CTL_DEC_MODE) && nw)
+        snprintf(out->reason, sizeof out->reason, "%s; %s", v->why, wwhy);
+    else if (what & CTL_DEC_MODE)
+        snprintf(out->reason, sizeof out->reason, "%s", v->why);
+    else if (nw)
+        snprintf(out->reason, sizeof out->reason, "%s", wwhy);
+    else
+        snprintf(out->reason, sizeof out->reason, "wait set cleared");
 }
 
-int ctl_policy_observe(ctl_policy_t *p, const pcoll_record_t *rec, ctl_decision_t *out)
-{
+int ctl_policy_observe(ctl_policy_t *p, const pcoll_record_t *rec, ctl_decision_t *out) {
     if (!p || !rec) return CTL_ERR_ARG;
     if (rec->P != p->P || rec->round != p->next) return CTL_ERR_ORDER;
     if (!rec->fresh || !rec->flags || !rec->streak) return CTL_ERR_ARG;
     const ctl_policy_cfg_t *c = &p->c;
     struct ctl_state *s = &p->s;
-    const uint64_t r = rec->round, rg = s->base + r;   /* local and global round */
+    const uint64_t r = rec->round, rg = s->base + r; /* local and global round */
     const uint64_t e = r + (uint64_t)c->lag;
 
     /* 1. what the round says: window row, step times, tau, rate measurement */
@@ -725,15 +801,17 @@ int ctl_policy_observe(ctl_policy_t *p, const pcoll_record_t *rec, ctl_decision_
     if (rg >= s->mode_from && row.active > 0) window_push(s, &row);
     sig_t g = signals(s);
     int rate_rule = c->kind == CTL_ADAPTIVE && c->rule == CTL_RULE_RATE;
-    if (rate_rule) g.gain = NAN;   /* its costs are cycle times (ctl_step_cost): no gain in them */
+    if (rate_rule) g.gain = NAN; /* its costs are cycle times (ctl_step_cost): no gain in them */
     note_gain(&p->st, g.gain);
     if (rate_rule) rate_observe(p, rec, (int)row.active);
 
     /* 2. the level */
-    verdict_t v = { s->level, 0, 0, "" };
+    verdict_t v = {s->level, 0, 0, ""};
     if (c->kind == CTL_ADAPTIVE && rg >= s->mode_from && row.active > 0) {
-        if (rate_rule) rate_evaluate(p, rg, &v);
-        else thresholds_evaluate(p, rg, g, &v);
+        if (rate_rule)
+            rate_evaluate(p, rg, &v);
+        else
+            thresholds_evaluate(p, rg, g, &v);
     }
 
     /* 3. the wait set (tau_by=policy) */
@@ -752,16 +830,14 @@ int ctl_policy_observe(ctl_policy_t *p, const pcoll_record_t *rec, ctl_decision_
     return 1;
 }
 
-int ctl_policy_tau_wait(const ctl_policy_t *p, uint64_t *round, int *ranks, int max)
-{
+int ctl_policy_tau_wait(const ctl_policy_t *p, uint64_t *round, int *ranks, int max) {
     if (round) *round = p->next;
     if (p->c.tau <= 0 || p->st.rounds == 0) return 0;
     for (int k = 0; k < p->ntau_next && k < max; k++) ranks[k] = p->tau_next[k];
     return p->ntau_next;
 }
 
-void ctl_policy_stats(const ctl_policy_t *p, ctl_policy_stats_t *st)
-{
+void ctl_policy_stats(const ctl_policy_t *p, ctl_policy_stats_t *st) {
     const struct ctl_state *s = &p->s;
     *st = p->st;
     pcoll_rule_t r;
@@ -775,9 +851,12 @@ void ctl_policy_stats(const ctl_policy_t *p, ctl_policy_stats_t *st)
     st->light_block_until = s->lblock > s->base ? s->lblock - s->base : 0;
     st->window_fill = s->w_len;
     sig_t g = signals(s);
-    st->L = g.L; st->A = g.A; st->F = g.F; st->T = g.T;
+    st->L = g.L;
+    st->A = g.A;
+    st->F = g.F;
+    st->T = g.T;
     st->gain = p->c.kind == CTL_ADAPTIVE && p->c.rule == CTL_RULE_RATE ? NAN : g.gain;
-    const int order[3] = { LV_SYNC, LV_MAJ, LV_LIGHT };
+    const int order[3] = {LV_SYNC, LV_MAJ, LV_LIGHT};
     int chosen = s->phase ? s->incumbent : s->level;
     st->choice = -1;
     for (int i = 0; i < 3; i++) {

@@ -12,39 +12,39 @@ enum { LV_LIGHT = 0, LV_MAJ = 1, LV_SYNC = 2, NLV = 3 };
 
 /* Measurement of the samples a mode delivers (rate rule, rate.c) over its latest deposits. */
 typedef struct {
-    uint32_t *n;        /* [P] deposits counted */
-    double *d, *d2;     /* [P] sum of their cycle times and of their squares (s, s^2) */
-    double *l;          /* [P] sum of the lags (in sync steps) of those gradients */
-    double *e, *e2;     /* [P] sum of their worths (staleness key) and of the squares */
-    uint8_t *skip;      /* [P] 1: p's next deposit is skipped (its cycle began in another mode) */
-    uint32_t rounds;    /* rounds counted */
+    uint32_t *n;     /* [P] deposits counted */
+    double *d, *d2;  /* [P] sum of their cycle times and of their squares (s, s^2) */
+    double *l;       /* [P] sum of the lags (in sync steps) of those gradients */
+    double *e, *e2;  /* [P] sum of their worths (staleness key) and of the squares */
+    uint8_t *skip;   /* [P] 1: p's next deposit is skipped (its cycle began in another mode) */
+    uint32_t rounds; /* rounds counted */
 } meas_t;
 
 /* The carried state (ctl_state_t): everything a policy learned that the next handle (epoch) or
  * a resumed run needs to continue with the same decisions. Round numbers are global: round r of
  * the current handle is base + r. Sums of the window ring are derived (recomputed on load). */
 struct ctl_state {
-    int P, window, cost_n;      /* shape: must match the config the state is resumed under */
-    uint64_t base;              /* rounds observed before the current handle */
+    int P, window, cost_n; /* shape: must match the config the state is resumed under */
+    uint64_t base;         /* rounds observed before the current handle */
     /* mode */
-    int32_t level, prev_level;  /* latest decided level; level before the last switch (-1: none) */
-    uint64_t mode_from;         /* global effective round of the latest mode change */
-    int32_t dwell, probe;       /* current dwell; current sync probe interval */
-    uint64_t probe_at;          /* effective round of the pending sync probe, or NONE */
-    int32_t lprobe;             /* LIGHT block interval (light_fresh) */
-    uint64_t lblock;            /* no return to LIGHT before this effective round (0: none) */
-    uint64_t lprobe_at;         /* effective round of the latest return to LIGHT, or NONE */
+    int32_t level, prev_level; /* latest decided level; level before the last switch (-1: none) */
+    uint64_t mode_from;        /* global effective round of the latest mode change */
+    int32_t dwell, probe;      /* current dwell; current sync probe interval */
+    uint64_t probe_at;         /* effective round of the pending sync probe, or NONE */
+    int32_t lprobe;            /* LIGHT block interval (light_fresh) */
+    uint64_t lblock;           /* no return to LIGHT before this effective round (0: none) */
+    uint64_t lprobe_at;        /* effective round of the latest return to LIGHT, or NONE */
     /* window over rounds >= mode_from (ring of per-round rows) */
     int32_t w_len, w_pos;
     uint32_t *w_max, *w_fresh, *w_active, *w_nmax, *w_nfresh, *w_nfree;
     uint8_t *w_tau;
-    uint64_t s_max, s_fresh, s_active, s_nmax, s_nfresh, s_nfree, s_tau;   /* derived */
-    uint32_t *ns;               /* [P] natural streak (rounds since fresh without being forced) */
+    uint64_t s_max, s_fresh, s_active, s_nmax, s_nfresh, s_nfree, s_tau; /* derived */
+    uint32_t *ns; /* [P] natural streak (rounds since fresh without being forced) */
     /* step times for the gain, kept across modes */
-    float *cost;                /* [P][cost_n] ring */
+    float *cost; /* [P][cost_n] ring */
     int32_t *cost_cnt, *cost_pos;
-    uint8_t *act;               /* [P] active in the latest record */
-    int32_t cost_seen;          /* some rank has reported a step time */
+    uint8_t *act;      /* [P] active in the latest record */
+    int32_t cost_seen; /* some rank has reported a step time */
     /* rate rule (rate.c) */
     meas_t m;                   /* the measurement in progress (current level) */
     uint32_t *gsince;           /* [P] gradients applied since p was last fresh */
@@ -63,25 +63,30 @@ struct ctl_state {
 struct ctl_policy {
     ctl_policy_cfg_t c;
     int P;
-    struct ctl_state s;         /* carried */
+    struct ctl_state s; /* carried */
     /* per handle */
-    uint64_t next;              /* next round expected (local) */
-    uint64_t rule_from;         /* local effective round of the latest decision (0: none) */
-    pcoll_rule_t light;         /* LIGHT level rule (solo or quorum) */
-    int *wait, nwait;           /* latest decided wait set (sorted) */
-    int *old_wait, old_nwait;   /* copy handed out in the last decision's old_rule */
-    int *tmp;                   /* scratch: wait set under construction */
-    int *tau_next, ntau_next;   /* library tau wait set of round `next` */
-    uint64_t *last_wait;        /* tau_by=policy: last local round with p in a policy wait set */
+    uint64_t next;            /* next round expected (local) */
+    uint64_t rule_from;       /* local effective round of the latest decision (0: none) */
+    pcoll_rule_t light;       /* LIGHT level rule (solo or quorum) */
+    int *wait, nwait;         /* latest decided wait set (sorted) */
+    int *old_wait, old_nwait; /* copy handed out in the last decision's old_rule */
+    int *tmp;                 /* scratch: wait set under construction */
+    int *tau_next, ntau_next; /* library tau wait set of round `next` */
+    uint64_t *last_wait;      /* tau_by=policy: last local round with p in a policy wait set */
     uint64_t hash;
     ctl_policy_stats_t st;
 };
 
-typedef struct { double L, A, F, T, gain; } sig_t;
+typedef struct {
+    double L, A, F, T, gain;
+} sig_t;
 
 /* Outcome of a level evaluation: the level to switch to (== current: none), whether the switch is
  * a probe, whether it leaves LIGHT for stale rounds, and the reason. */
-typedef struct { int to, probe, fresh_exit; char why[200]; } verdict_t;
+typedef struct {
+    int to, probe, fresh_exit;
+    char why[200];
+} verdict_t;
 
 /* state.c */
 int state_alloc(struct ctl_state *s, int P, int window, int cost_n);

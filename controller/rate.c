@@ -25,8 +25,7 @@
 
 /* Restarts the measurement: nothing counted, and every rank's next deposit is skipped (its cycle
  * began under another rule, or before this handle). */
-static void meas_reset(struct ctl_state *s)
-{
+static void meas_reset(struct ctl_state *s) {
     for (int i = 0; i < s->P; i++) {
         s->m.n[i] = 0;
         s->m.d[i] = s->m.d2[i] = s->m.l[i] = s->m.e[i] = s->m.e2[i] = 0;
@@ -36,9 +35,8 @@ static void meas_reset(struct ctl_state *s)
 }
 
 /* Queues a probe of every level other than the current one, least partial first. */
-static void probe_queue(struct ctl_state *s)
-{
-    const int order[NLV] = { LV_SYNC, LV_MAJ, LV_LIGHT };
+static void probe_queue(struct ctl_state *s) {
+    const int order[NLV] = {LV_SYNC, LV_MAJ, LV_LIGHT};
     s->nqueue = 0;
     for (int k = 0; k < NLV; k++)
         if (order[k] != s->level) s->queue[s->nqueue++] = order[k];
@@ -46,24 +44,23 @@ static void probe_queue(struct ctl_state *s)
     s->phase = 1;
 }
 
-void rate_init(struct ctl_state *s, const ctl_policy_cfg_t *c)
-{
+void rate_init(struct ctl_state *s, const ctl_policy_cfg_t *c) {
     (void)c;
     for (int l = 0; l < NLV; l++) {
         s->score[l] = s->se[l] = s->rate[l] = s->lag[l] = s->pool_w[l] = 0;
         s->scored_at[l] = NONE;
     }
     for (int i = 0; i < s->P; i++) s->gsince[i] = 0;
-    s->phase = 1;              /* a run starts with a probe of every level */
+    s->phase = 1; /* a run starts with a probe of every level */
     probe_queue(s);
     s->next_probe = 0;
     s->grads = 0;
     meas_reset(s);
 }
 
-void rate_start(struct ctl_state *s)
-{
-    for (int i = 0; i < s->P; i++) s->gsince[i] = 0;   /* every rank applied every round before the handle ended */
+void rate_start(struct ctl_state *s) {
+    for (int i = 0; i < s->P; i++)
+        s->gsince[i] = 0; /* every rank applied every round before the handle ended */
     meas_reset(s);
 }
 
@@ -74,8 +71,7 @@ void rate_start(struct ctl_state *s)
  *   linear 1 / (1 + lag): staleness-aware SGD's step scaling, a harsher view of small lags;
  *   bound 1: within the bound tau every gradient counts (what the convergence theorem needs).
  * The lag is in sync steps: dimensionless, 0 in sync, about (P-1)/P in solo with alike ranks. */
-static double worth(ctl_staleness_t k, double lag)
-{
+static double worth(ctl_staleness_t k, double lag) {
     return k == CTL_STALE_QUADRATIC ? 1 / (1 + lag * lag) : k == CTL_STALE_LINEAR ? 1 / (1 + lag) : 1;
 }
 
@@ -85,8 +81,7 @@ static double worth(ctl_staleness_t k, double lag)
  * lag of a gradient is the number of gradients applied between the round its rank last took
  * part in and the round that takes it, in sync steps (units of the active ranks): 0 in sync. A
  * round in which a rank is not active (an epoch's tail) restarts the measurement. */
-void rate_observe(ctl_policy_t *p, const pcoll_record_t *rec, int nactive)
-{
+void rate_observe(ctl_policy_t *p, const pcoll_record_t *rec, int nactive) {
     struct ctl_state *s = &p->s;
     const int P = p->P;
     if (nactive < P) {
@@ -101,10 +96,14 @@ void rate_observe(ctl_policy_t *p, const pcoll_record_t *rec, int nactive)
         s->m.rounds++;
         for (int i = 0; i < P; i++) {
             if (!rec->fresh[i]) continue;
-            if (s->m.skip[i]) { s->m.skip[i] = 0; continue; }
+            if (s->m.skip[i]) {
+                s->m.skip[i] = 0;
+                continue;
+            }
             float v = rec->cost ? rec->cost[i] : 0.0f;
             if (!(v > 0) || !isfinite(v)) continue;
-            double x = (double)v / rec->fresh[i], lag = (double)s->gsince[i] / P, w = worth(p->c.staleness, lag);
+            double x = (double)v / rec->fresh[i], lag = (double)s->gsince[i] / P,
+                   w = worth(p->c.staleness, lag);
             s->m.n[i] += rec->fresh[i];
             s->m.d[i] += v;
             s->m.d2[i] += rec->fresh[i] * x * x;
@@ -124,8 +123,7 @@ void rate_observe(ctl_policy_t *p, const pcoll_record_t *rec, int nactive)
  * happened to catch (a slow rank's one or two deposits would otherwise swing it). Standard error:
  * the sum of the ranks' errors of r_p w_p (the bound for any correlation between them: in sync
  * every rank's cycle is the same round), from the spread of their cycle times and worths. */
-static int meas_score(const ctl_policy_t *p, double *score, double *se)
-{
+static int meas_score(const ctl_policy_t *p, double *score, double *se) {
     const meas_t *m = &p->s.m;
     for (int i = 0; i < p->P; i++)
         if (m->n[i] < 2) return 0;
@@ -149,8 +147,7 @@ static int meas_score(const ctl_policy_t *p, double *score, double *se)
  * chosen, and a bad level is the one whose probe is dear (a sync round waits for a straggler).
  * Closing records the rate and lag and restarts the counts (no skip: the next deposits belong to
  * the same level). Returns 1 with the score and its standard error, 0 while still measuring. */
-static int meas_close(ctl_policy_t *p, uint64_t rg, double *score, double *se)
-{
+static int meas_close(ctl_policy_t *p, uint64_t rg, double *score, double *se) {
     struct ctl_state *s = &p->s;
     const meas_t *m = &s->m;
     if (!meas_score(p, score, se)) return 0;
@@ -180,22 +177,21 @@ static int meas_close(ctl_policy_t *p, uint64_t rg, double *score, double *se)
 }
 
 /* The least partial level whose score no more partial level beats by Z_SWITCH standard errors. */
-static int choose(const struct ctl_state *s)
-{
-    const int order[NLV] = { LV_SYNC, LV_MAJ, LV_LIGHT };
+static int choose(const struct ctl_state *s) {
+    const int order[NLV] = {LV_SYNC, LV_MAJ, LV_LIGHT};
     int best = -1;
     for (int k = 0; k < NLV; k++) {
         int l = order[k];
         if (s->scored_at[l] == NONE) continue;
-        if (best < 0 || s->score[l] - s->score[best] > Z_SWITCH * sqrt(s->se[l] * s->se[l] + s->se[best] * s->se[best]))
+        if (best < 0 ||
+            s->score[l] - s->score[best] > Z_SWITCH * sqrt(s->se[l] * s->se[l] + s->se[best] * s->se[best]))
             best = l;
     }
     return best;
 }
 
-static void scores_str(const ctl_policy_t *p, char *b, size_t n)
-{
-    const int order[NLV] = { LV_SYNC, LV_MAJ, LV_LIGHT };
+static void scores_str(const ctl_policy_t *p, char *b, size_t n) {
+    const int order[NLV] = {LV_SYNC, LV_MAJ, LV_LIGHT};
     size_t k = 0;
     b[0] = 0;
     for (int j = 0; j < NLV && k < n; j++) {
@@ -203,24 +199,28 @@ static void scores_str(const ctl_policy_t *p, char *b, size_t n)
         if (p->s.scored_at[l] == NONE) continue;
         char nm[24];
         k += (size_t)snprintf(b + k, n - k, "%s%s %.3g/s lag %.2f score %.3g+-%.2g", k ? ", " : "",
-                              level_name(p, l, nm, sizeof nm), p->s.rate[l], p->s.lag[l], p->s.score[l], p->s.se[l]);
+                              level_name(p, l, nm, sizeof nm), p->s.rate[l], p->s.lag[l], p->s.score[l],
+                              p->s.se[l]);
     }
 }
 
 /* Adds a measurement (x +- se) of level l to its pool (inverse-variance weights; a measurement
  * with no spread at all weighs as one a millionth of its value wide). */
-static void pool_add(struct ctl_state *s, int l, double x, double se)
-{
+static void pool_add(struct ctl_state *s, int l, double x, double se) {
     double e = se > 1e-6 * x ? se : 1e-6 * x, w = e > 0 ? 1 / (e * e) : 0;
-    if (!(w > 0)) { s->score[l] = x; s->se[l] = se; s->pool_w[l] = 0; return; }
+    if (!(w > 0)) {
+        s->score[l] = x;
+        s->se[l] = se;
+        s->pool_w[l] = 0;
+        return;
+    }
     double sum = s->score[l] * s->pool_w[l] + x * w;
     s->pool_w[l] += w;
     s->score[l] = sum / s->pool_w[l];
     s->se[l] = 1 / sqrt(s->pool_w[l]);
 }
 
-void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v)
-{
+void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
     struct ctl_state *s = &p->s;
     const ctl_policy_cfg_t *c = &p->c;
     double x, xse;
@@ -230,19 +230,20 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v)
     if (!s->phase) {
         /* settled: a measurement the pool of the chosen level cannot explain means the run's
          * conditions changed: everything measured before is forgotten and every level probed */
-        const double before = s->score[l], d = x - before, lim = Z_CHANGE * sqrt(xse * xse + s->se[l] * s->se[l]);
+        const double before = s->score[l], d = x - before,
+                     lim = Z_CHANGE * sqrt(xse * xse + s->se[l] * s->se[l]);
         if (fabs(d) > lim)
             for (int k = 0; k < NLV; k++) s->pool_w[k] = 0;
         pool_add(s, l, x, xse);
         if (fabs(d) <= lim && s->grads < s->next_probe) return;
         probe_queue(s);
         snprintf(v->why, sizeof v->why, "%s: %s score %.3g+-%.2g, pooled before %.3g; probe: %s -> %s",
-                 fabs(d) > lim ? "rate changed" : "probe due", level_name(p, l, a, sizeof a), x, xse,
-                 before, level_name(p, l, a, sizeof a), level_name(p, s->queue[0], b, sizeof b));
+                 fabs(d) > lim ? "rate changed" : "probe due", level_name(p, l, a, sizeof a), x, xse, before,
+                 level_name(p, l, a, sizeof a), level_name(p, s->queue[0], b, sizeof b));
     } else {
         pool_add(s, l, x, xse);
     }
-    if (s->nqueue > 0) {   /* probing: measure the next level */
+    if (s->nqueue > 0) { /* probing: measure the next level */
         v->to = s->queue[0];
         v->probe = 1;
         memmove(s->queue, s->queue + 1, (size_t)(--s->nqueue) * sizeof s->queue[0]);
@@ -258,15 +259,17 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v)
     if (best != s->incumbent) p->st.choice_changes++;
     s->phase = 0;
     s->probe = best == s->incumbent ? backoff(s->probe, c->probe_max) : c->sync_probe;
-    s->next_probe = s->grads + (uint64_t)s->probe * (uint64_t)p->P;   /* probe sync rounds' worth */
+    s->next_probe = s->grads + (uint64_t)s->probe * (uint64_t)p->P; /* probe sync rounds' worth */
     if (best == l) return;
     scores_str(p, sc, sizeof sc);
-    snprintf(v->why, sizeof v->why, "%s: %s -> %s", sc, level_name(p, l, a, sizeof a), level_name(p, best, b, sizeof b));
+    snprintf(v->why, sizeof v->why, "%s: %s -> %s", sc, level_name(p, l, a, sizeof a),
+             level_name(p, best, b, sizeof b));
     v->to = best;
 }
 
-void rate_switched(ctl_policy_t *p, int from, int to, int probe)
-{
-    (void)from; (void)to; (void)probe;
+void rate_switched(ctl_policy_t *p, int from, int to, int probe) {
+    (void)from;
+    (void)to;
+    (void)probe;
     meas_reset(&p->s);
 }

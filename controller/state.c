@@ -9,12 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define STATE_MAGIC "CTLSTATE"
+#define STATE_MAGIC   "CTLSTATE"
 #define STATE_VERSION 1u
-#define HEADER_BYTES (8 + 4 * 4)   /* magic, version, P, window, cost_n */
+#define HEADER_BYTES  (8 + 4 * 4) /* magic, version, P, window, cost_n */
 
-int state_alloc(struct ctl_state *s, int P, int window, int cost_n)
-{
+int state_alloc(struct ctl_state *s, int P, int window, int cost_n) {
     memset(s, 0, sizeof *s);
     s->P = P;
     s->window = window;
@@ -49,35 +48,51 @@ int state_alloc(struct ctl_state *s, int P, int window, int cost_n)
     return CTL_OK;
 }
 
-void state_free(struct ctl_state *s)
-{
-    free(s->w_max); free(s->w_fresh); free(s->w_active); free(s->w_nmax); free(s->w_nfresh);
-    free(s->w_nfree); free(s->w_tau); free(s->ns); free(s->cost); free(s->cost_cnt); free(s->cost_pos);
-    free(s->act); free(s->gsince); free(s->m.n); free(s->m.d); free(s->m.d2); free(s->m.l); free(s->m.e); free(s->m.e2);
+void state_free(struct ctl_state *s) {
+    free(s->w_max);
+    free(s->w_fresh);
+    free(s->w_active);
+    free(s->w_nmax);
+    free(s->w_nfresh);
+    free(s->w_nfree);
+    free(s->w_tau);
+    free(s->ns);
+    free(s->cost);
+    free(s->cost_cnt);
+    free(s->cost_pos);
+    free(s->act);
+    free(s->gsince);
+    free(s->m.n);
+    free(s->m.d);
+    free(s->m.d2);
+    free(s->m.l);
+    free(s->m.e);
+    free(s->m.e2);
     free(s->m.skip);
     memset(s, 0, sizeof *s);
 }
 
-void window_reset(struct ctl_state *s)
-{
+void window_reset(struct ctl_state *s) {
     s->w_len = s->w_pos = 0;
     s->s_max = s->s_fresh = s->s_active = s->s_tau = 0;
     s->s_nmax = s->s_nfresh = s->s_nfree = 0;
 }
 
 /* Sums of the window ring, from its rows (exact integer sums). */
-static void window_sums(struct ctl_state *s)
-{
+static void window_sums(struct ctl_state *s) {
     s->s_max = s->s_fresh = s->s_active = s->s_tau = s->s_nmax = s->s_nfresh = s->s_nfree = 0;
     for (int k = 0; k < s->w_len; k++) {
-        s->s_max += s->w_max[k]; s->s_fresh += s->w_fresh[k]; s->s_active += s->w_active[k];
-        s->s_nmax += s->w_nmax[k]; s->s_nfresh += s->w_nfresh[k]; s->s_nfree += s->w_nfree[k];
+        s->s_max += s->w_max[k];
+        s->s_fresh += s->w_fresh[k];
+        s->s_active += s->w_active[k];
+        s->s_nmax += s->w_nmax[k];
+        s->s_nfresh += s->w_nfresh[k];
+        s->s_nfree += s->w_nfree[k];
         s->s_tau += s->w_tau[k];
     }
 }
 
-void state_init(struct ctl_state *s, const ctl_policy_cfg_t *c)
-{
+void state_init(struct ctl_state *s, const ctl_policy_cfg_t *c) {
     pcoll_mode_t m = c->base.mode;
     s->level = m == PCOLL_SYNC ? LV_SYNC : m == PCOLL_MAJORITY ? LV_MAJ : LV_LIGHT;
     s->prev_level = -1;
@@ -96,27 +111,65 @@ void state_init(struct ctl_state *s, const ctl_policy_cfg_t *c)
 /* Every field of the state, in the byte format's order: address, count, kind ('1' u8, '4' 32-bit
  * integer, '8' u64, 'f' float, 'd' double). Adding a field here adds it to copy, save and load;
  * bump STATE_VERSION. */
-typedef struct { void *p; size_t n; char t; } fld_t;
+typedef struct {
+    void *p;
+    size_t n;
+    char t;
+} fld_t;
 enum { MAXF = 64 };
 
-static int fields(struct ctl_state *s, fld_t *f)
-{
+static int fields(struct ctl_state *s, fld_t *f) {
     int k = 0;
     const size_t P = (size_t)s->P, W = (size_t)s->window;
-#define ONE(x, t) f[k++] = (fld_t){ &s->x, 1, t }
-#define ARR(x, n, t) f[k++] = (fld_t){ s->x, n, t }
-    ONE(base, '8'); ONE(level, '4'); ONE(prev_level, '4'); ONE(mode_from, '8'); ONE(dwell, '4');
-    ONE(probe, '4'); ONE(probe_at, '8'); ONE(lprobe, '4'); ONE(lblock, '8'); ONE(lprobe_at, '8');
-    ONE(w_len, '4'); ONE(w_pos, '4');
-    ARR(w_max, W, '4'); ARR(w_fresh, W, '4'); ARR(w_active, W, '4'); ARR(w_nmax, W, '4');
-    ARR(w_nfresh, W, '4'); ARR(w_nfree, W, '4'); ARR(w_tau, W, '1');
-    ARR(ns, P, '4'); ARR(cost, P * (size_t)s->cost_n, 'f'); ARR(cost_cnt, P, '4'); ARR(cost_pos, P, '4');
-    ARR(act, P, '1'); ONE(cost_seen, '4');
-    ARR(m.n, P, '4'); ARR(m.d, P, 'd'); ARR(m.d2, P, 'd'); ARR(m.l, P, 'd'); ARR(m.e, P, 'd');
+#define ONE(x, t) f[k++] = (fld_t){&s->x, 1, t}
+#define ARR(x, n, t) \
+    f[k++] = (fld_t) { s->x, n, t }
+    ONE(base, '8');
+    ONE(level, '4');
+    ONE(prev_level, '4');
+    ONE(mode_from, '8');
+    ONE(dwell, '4');
+    ONE(probe, '4');
+    ONE(probe_at, '8');
+    ONE(lprobe, '4');
+    ONE(lblock, '8');
+    ONE(lprobe_at, '8');
+    ONE(w_len, '4');
+    ONE(w_pos, '4');
+    ARR(w_max, W, '4');
+    ARR(w_fresh, W, '4');
+    ARR(w_active, W, '4');
+    ARR(w_nmax, W, '4');
+    ARR(w_nfresh, W, '4');
+    ARR(w_nfree, W, '4');
+    ARR(w_tau, W, '1');
+    ARR(ns, P, '4');
+    ARR(cost, P * (size_t)s->cost_n, 'f');
+    ARR(cost_cnt, P, '4');
+    ARR(cost_pos, P, '4');
+    ARR(act, P, '1');
+    ONE(cost_seen, '4');
+    ARR(m.n, P, '4');
+    ARR(m.d, P, 'd');
+    ARR(m.d2, P, 'd');
+    ARR(m.l, P, 'd');
+    ARR(m.e, P, 'd');
     ARR(m.e2, P, 'd');
-    ARR(m.skip, P, '1'); ONE(m.rounds, '4'); ARR(gsince, P, '4');
-    ARR(score, NLV, 'd'); ARR(se, NLV, 'd'); ARR(pool_w, NLV, 'd'); ARR(rate, NLV, 'd'); ARR(lag, NLV, 'd'); ARR(scored_at, NLV, '8');
-    ONE(phase, '4'); ARR(queue, NLV, '4'); ONE(nqueue, '4'); ONE(incumbent, '4'); ONE(grads, '8'); ONE(next_probe, '8');
+    ARR(m.skip, P, '1');
+    ONE(m.rounds, '4');
+    ARR(gsince, P, '4');
+    ARR(score, NLV, 'd');
+    ARR(se, NLV, 'd');
+    ARR(pool_w, NLV, 'd');
+    ARR(rate, NLV, 'd');
+    ARR(lag, NLV, 'd');
+    ARR(scored_at, NLV, '8');
+    ONE(phase, '4');
+    ARR(queue, NLV, '4');
+    ONE(nqueue, '4');
+    ONE(incumbent, '4');
+    ONE(grads, '8');
+    ONE(next_probe, '8');
 #undef ONE
 #undef ARR
     return k;
@@ -124,8 +177,7 @@ static int fields(struct ctl_state *s, fld_t *f)
 
 static size_t kind_bytes(char t) { return t == '1' ? 1 : t == '4' || t == 'f' ? 4 : 8; }
 
-static size_t payload_bytes(struct ctl_state *s)
-{
+static size_t payload_bytes(struct ctl_state *s) {
     fld_t f[MAXF];
     int nf = fields(s, f);
     size_t b = 0;
@@ -133,8 +185,7 @@ static size_t payload_bytes(struct ctl_state *s)
     return b;
 }
 
-int state_copy(struct ctl_state *dst, const struct ctl_state *src)
-{
+int state_copy(struct ctl_state *dst, const struct ctl_state *src) {
     if (state_alloc(dst, src->P, src->window, src->cost_n)) return CTL_ERR_NOMEM;
     fld_t fd[MAXF], fs[MAXF];
     int nf = fields(dst, fd);
@@ -146,18 +197,19 @@ int state_copy(struct ctl_state *dst, const struct ctl_state *src)
 
 /* ---------------------------------------------------------------- API */
 
-ctl_state_t *ctl_policy_state(const ctl_policy_t *p)
-{
+ctl_state_t *ctl_policy_state(const ctl_policy_t *p) {
     if (!p) return NULL;
     ctl_state_t *s = malloc(sizeof *s);
     if (!s) return NULL;
-    if (state_copy(s, &p->s)) { free(s); return NULL; }
-    s->base = p->s.base + p->next;   /* the next handle's round 0 */
+    if (state_copy(s, &p->s)) {
+        free(s);
+        return NULL;
+    }
+    s->base = p->s.base + p->next; /* the next handle's round 0 */
     return s;
 }
 
-void ctl_state_free(ctl_state_t *s)
-{
+void ctl_state_free(ctl_state_t *s) {
     if (!s) return;
     state_free(s);
     free(s);
@@ -165,29 +217,28 @@ void ctl_state_free(ctl_state_t *s)
 
 uint64_t ctl_state_rounds(const ctl_state_t *s) { return s ? s->base : 0; }
 
-static uint64_t fnv64(const uint8_t *b, size_t n)
-{
+static uint64_t fnv64(const uint8_t *b, size_t n) {
     uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++) { h ^= b[i]; h *= 1099511628211ULL; }
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ULL;
+    }
     return h;
 }
 
-static void put(uint8_t **w, uint64_t v, size_t bytes)
-{
+static void put(uint8_t **w, uint64_t v, size_t bytes) {
     for (size_t i = 0; i < bytes; i++) *(*w)++ = (uint8_t)(v >> (8 * i));
 }
 
-static uint64_t get(const uint8_t **r, size_t bytes)
-{
+static uint64_t get(const uint8_t **r, size_t bytes) {
     uint64_t v = 0;
-    for (size_t i = 0; i < bytes; i++) v |= (uint64_t)*(*r)++ << (8 * i);
+    for (size_t i = 0; i < bytes; i++) v |= (uint64_t) * (*r)++ << (8 * i);
     return v;
 }
 
-int ctl_state_save(const ctl_state_t *s, void *buf, size_t cap, size_t *len)
-{
+int ctl_state_save(const ctl_state_t *s, void *buf, size_t cap, size_t *len) {
     if (!s || !len) return CTL_ERR_ARG;
-    struct ctl_state *w = (struct ctl_state *)s;   /* fields() hands out addresses; read only here */
+    struct ctl_state *w = (struct ctl_state *)s; /* fields() hands out addresses; read only here */
     size_t need = HEADER_BYTES + payload_bytes(w) + 8;
     *len = need;
     if (!buf) return CTL_OK;
@@ -195,7 +246,10 @@ int ctl_state_save(const ctl_state_t *s, void *buf, size_t cap, size_t *len)
     uint8_t *o = buf;
     memcpy(o, STATE_MAGIC, 8);
     o += 8;
-    put(&o, STATE_VERSION, 4); put(&o, (uint32_t)s->P, 4); put(&o, (uint32_t)s->window, 4); put(&o, (uint32_t)s->cost_n, 4);
+    put(&o, STATE_VERSION, 4);
+    put(&o, (uint32_t)s->P, 4);
+    put(&o, (uint32_t)s->window, 4);
+    put(&o, (uint32_t)s->cost_n, 4);
     fld_t f[MAXF];
     int nf = fields(w, f);
     for (int i = 0; i < nf; i++) {
@@ -203,9 +257,14 @@ int ctl_state_save(const ctl_state_t *s, void *buf, size_t cap, size_t *len)
         for (size_t j = 0; j < f[i].n; j++) {
             const uint8_t *src = (const uint8_t *)f[i].p + j * kb;
             uint64_t v = 0;
-            if (kb == 1) v = *src;
-            else if (kb == 4) { uint32_t x; memcpy(&x, src, 4); v = x; }
-            else memcpy(&v, src, 8);
+            if (kb == 1)
+                v = *src;
+            else if (kb == 4) {
+                uint32_t x;
+                memcpy(&x, src, 4);
+                v = x;
+            } else
+                memcpy(&v, src, 8);
             put(&o, v, kb);
         }
     }
@@ -213,8 +272,7 @@ int ctl_state_save(const ctl_state_t *s, void *buf, size_t cap, size_t *len)
     return CTL_OK;
 }
 
-static int bad(char *err, size_t n, const char *fmt, ...)
-{
+static int bad(char *err, size_t n, const char *fmt, ...) {
     if (err && n) {
         int k = snprintf(err, n, "controller state: ");
         va_list ap;
@@ -227,30 +285,31 @@ static int bad(char *err, size_t n, const char *fmt, ...)
 
 /* Ranges a saved state must satisfy, so that a loaded one cannot index out of bounds or carry
  * non-finite numbers into decisions. Returns 0 or writes what is wrong. */
-static int validate(const struct ctl_state *s, char *err, size_t n)
-{
+static int validate(const struct ctl_state *s, char *err, size_t n) {
     const int P = s->P, W = s->window, N = s->cost_n;
     if (s->level < 0 || s->level >= NLV || s->prev_level < -1 || s->prev_level >= NLV)
         return bad(err, n, "level %d / previous level %d out of range", s->level, s->prev_level);
     if (s->dwell < 1 || s->probe < 1 || s->lprobe < 1)
         return bad(err, n, "dwell %d, probe %d, LIGHT probe %d must be >= 1", s->dwell, s->probe, s->lprobe);
-    if (s->w_len < 0 || s->w_len > W || s->w_pos < 0 || s->w_pos >= W || (s->w_len < W && s->w_pos != s->w_len))
+    if (s->w_len < 0 || s->w_len > W || s->w_pos < 0 || s->w_pos >= W ||
+        (s->w_len < W && s->w_pos != s->w_len))
         return bad(err, n, "window fill %d / position %d inconsistent with window %d", s->w_len, s->w_pos, W);
     for (int k = 0; k < W; k++)
-        if (s->w_fresh[k] > s->w_active[k] || s->w_active[k] > (uint32_t)P || s->w_nfresh[k] > s->w_nfree[k] ||
-            s->w_nfree[k] > (uint32_t)P || s->w_tau[k] > 1)
+        if (s->w_fresh[k] > s->w_active[k] || s->w_active[k] > (uint32_t)P ||
+            s->w_nfresh[k] > s->w_nfree[k] || s->w_nfree[k] > (uint32_t)P || s->w_tau[k] > 1)
             return bad(err, n, "window row %d out of range for P=%d", k, P);
     for (int i = 0; i < P; i++) {
-        if (s->cost_cnt[i] < 0 || s->cost_cnt[i] > N || s->cost_pos[i] < 0 || s->cost_pos[i] >= N || s->act[i] > 1 ||
-            s->m.skip[i] > 1)
-            return bad(err, n, "rank %d: step-time ring count %d / position %d out of range 0..%d", i, s->cost_cnt[i],
-                       s->cost_pos[i], N);
+        if (s->cost_cnt[i] < 0 || s->cost_cnt[i] > N || s->cost_pos[i] < 0 || s->cost_pos[i] >= N ||
+            s->act[i] > 1 || s->m.skip[i] > 1)
+            return bad(err, n, "rank %d: step-time ring count %d / position %d out of range 0..%d", i,
+                       s->cost_cnt[i], s->cost_pos[i], N);
         for (int k = 0; k < N; k++)
             if (!(s->cost[(size_t)i * N + k] >= 0) || !isfinite(s->cost[(size_t)i * N + k]))
                 return bad(err, n, "rank %d: step time %d is negative or not finite", i, k);
-        const double m[5] = { s->m.d[i], s->m.d2[i], s->m.l[i], s->m.e[i], s->m.e2[i] };
+        const double m[5] = {s->m.d[i], s->m.d2[i], s->m.l[i], s->m.e[i], s->m.e2[i]};
         for (int k = 0; k < 5; k++)
-            if (!(m[k] >= 0) || !isfinite(m[k])) return bad(err, n, "rank %d: measured cycle times or lags are negative or not finite", i);
+            if (!(m[k] >= 0) || !isfinite(m[k]))
+                return bad(err, n, "rank %d: measured cycle times or lags are negative or not finite", i);
     }
     if (s->cost_seen < 0 || s->cost_seen > 1) return bad(err, n, "cost_seen %d is not 0 or 1", s->cost_seen);
     for (int l = 0; l < NLV; l++)
@@ -258,15 +317,17 @@ static int validate(const struct ctl_state *s, char *err, size_t n)
             !isfinite(s->pool_w[l]) || s->score[l] < 0 || s->se[l] < 0 || s->rate[l] < 0 || s->lag[l] < 0 ||
             s->pool_w[l] < 0)
             return bad(err, n, "score of level %d is negative or not finite", l);
-    if (s->phase < 0 || s->phase > 1 || s->nqueue < 0 || s->nqueue > NLV || s->incumbent < -1 || s->incumbent >= NLV)
-        return bad(err, n, "probe phase %d / queue %d / incumbent %d out of range", s->phase, s->nqueue, s->incumbent);
+    if (s->phase < 0 || s->phase > 1 || s->nqueue < 0 || s->nqueue > NLV || s->incumbent < -1 ||
+        s->incumbent >= NLV)
+        return bad(err, n, "probe phase %d / queue %d / incumbent %d out of range", s->phase, s->nqueue,
+                   s->incumbent);
     for (int q = 0; q < s->nqueue; q++)
-        if (s->queue[q] < 0 || s->queue[q] >= NLV) return bad(err, n, "probe queue entry %d out of range", s->queue[q]);
+        if (s->queue[q] < 0 || s->queue[q] >= NLV)
+            return bad(err, n, "probe queue entry %d out of range", s->queue[q]);
     return 0;
 }
 
-int ctl_state_load(const void *buf, size_t len, ctl_state_t **out, char *err, size_t n)
-{
+int ctl_state_load(const void *buf, size_t len, ctl_state_t **out, char *err, size_t n) {
     if (err && n) err[0] = 0;
     if (!out) return bad(err, n, "no output pointer");
     *out = NULL;
@@ -275,14 +336,19 @@ int ctl_state_load(const void *buf, size_t len, ctl_state_t **out, char *err, si
     if (len < HEADER_BYTES + 8) return bad(err, n, "%zu bytes, shorter than its header", len);
     if (memcmp(r, STATE_MAGIC, 8)) return bad(err, n, "bad magic (not a controller state)");
     r += 8;
-    uint32_t ver = (uint32_t)get(&r, 4), P = (uint32_t)get(&r, 4), W = (uint32_t)get(&r, 4), N = (uint32_t)get(&r, 4);
-    if (ver != STATE_VERSION) return bad(err, n, "format version %u, this build reads version %u", ver, STATE_VERSION);
+    uint32_t ver = (uint32_t)get(&r, 4), P = (uint32_t)get(&r, 4), W = (uint32_t)get(&r, 4),
+             N = (uint32_t)get(&r, 4);
+    if (ver != STATE_VERSION)
+        return bad(err, n, "format version %u, this build reads version %u", ver, STATE_VERSION);
     if (P < 1 || P > PCOLL_MAX_RANKS || W < 1 || W > 65536 || N < 2 || N > 1024)
         return bad(err, n, "shape P=%u, window=%u, cost_n=%u out of range", P, W, N);
     const uint8_t *tail = (const uint8_t *)buf + len - 8;
     if (get(&tail, 8) != fnv64(buf, len - 8)) return bad(err, n, "checksum mismatch (truncated or corrupt)");
     ctl_state_t *s = malloc(sizeof *s);
-    if (!s || state_alloc(s, (int)P, (int)W, (int)N)) { free(s); return bad(err, n, "out of memory"); }
+    if (!s || state_alloc(s, (int)P, (int)W, (int)N)) {
+        free(s);
+        return bad(err, n, "out of memory");
+    }
     size_t need = HEADER_BYTES + payload_bytes(s) + 8;
     if (len != need) {
         ctl_state_free(s);
@@ -295,13 +361,20 @@ int ctl_state_load(const void *buf, size_t len, ctl_state_t **out, char *err, si
         for (size_t j = 0; j < f[i].n; j++) {
             uint8_t *dst = (uint8_t *)f[i].p + j * kb;
             uint64_t v = get(&r, kb);
-            if (kb == 1) *dst = (uint8_t)v;
-            else if (kb == 4) { uint32_t x = (uint32_t)v; memcpy(dst, &x, 4); }
-            else memcpy(dst, &v, 8);
+            if (kb == 1)
+                *dst = (uint8_t)v;
+            else if (kb == 4) {
+                uint32_t x = (uint32_t)v;
+                memcpy(dst, &x, 4);
+            } else
+                memcpy(dst, &v, 8);
         }
     }
     int rc = validate(s, err, n);
-    if (rc) { ctl_state_free(s); return rc; }
+    if (rc) {
+        ctl_state_free(s);
+        return rc;
+    }
     window_sums(s);
     *out = s;
     return CTL_OK;

@@ -16,8 +16,8 @@ struct ctl {
     int P, rank;
     pthread_t th;
     atomic_int stop;
-    pthread_mutex_t mu;          /* guards log, st, hash, err, status, ended */
-    pthread_cond_t ended_cv;     /* signalled when the thread ends (ctl_wait) */
+    pthread_mutex_t mu;      /* guards log, st, hash, err, status, ended */
+    pthread_cond_t ended_cv; /* signalled when the thread ends (ctl_wait) */
     int ended;
     ctl_switch_t *log;
     size_t nlog, caplog;
@@ -30,7 +30,11 @@ struct ctl {
     uint32_t *last_streak;
     int have_last;
     /* pending decisions (effective > observed round) for the watchdog's rule of the stalled round */
-    struct pend { uint64_t effective; pcoll_mode_t mode; int quorum, nwait; } *pend;
+    struct pend {
+        uint64_t effective;
+        pcoll_mode_t mode;
+        int quorum, nwait;
+    } * pend;
     size_t npend, cappend;
     pcoll_mode_t cur_mode;
     int cur_quorum, cur_nwait;
@@ -39,15 +43,13 @@ struct ctl {
     double hb_every, hb_last;
 };
 
-static double now_s(void)
-{
+static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-void ctl_config_default(ctl_config_t *c)
-{
+void ctl_config_default(ctl_config_t *c) {
     memset(c, 0, sizeof *c);
     ctl_policy_default(&c->policy);
     c->t_warn = 10.0;
@@ -59,8 +61,7 @@ void ctl_config_default(ctl_config_t *c)
     c->abort_arg = NULL;
 }
 
-static void default_abort(void *arg, const char *msg)
-{
+static void default_abort(void *arg, const char *msg) {
     (void)arg;
     fprintf(stderr, "%s\n", msg);
     fflush(stderr);
@@ -68,8 +69,7 @@ static void default_abort(void *arg, const char *msg)
 }
 
 static void set_err(struct ctl *c, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(struct ctl *c, int status, const char *fmt, ...)
-{
+static void set_err(struct ctl *c, int status, const char *fmt, ...) {
     pthread_mutex_lock(&c->mu);
     va_list ap;
     va_start(ap, fmt);
@@ -79,13 +79,15 @@ static void set_err(struct ctl *c, int status, const char *fmt, ...)
     pthread_mutex_unlock(&c->mu);
 }
 
-static int log_switch(struct ctl *c, const ctl_decision_t *d)
-{
+static int log_switch(struct ctl *c, const ctl_decision_t *d) {
     pthread_mutex_lock(&c->mu);
     if (c->nlog == c->caplog) {
         size_t cap = c->caplog ? 2 * c->caplog : 64;
         ctl_switch_t *n = realloc(c->log, cap * sizeof *n);
-        if (!n) { pthread_mutex_unlock(&c->mu); return CTL_ERR_NOMEM; }
+        if (!n) {
+            pthread_mutex_unlock(&c->mu);
+            return CTL_ERR_NOMEM;
+        }
         c->log = n;
         c->caplog = cap;
     }
@@ -99,14 +101,16 @@ static int log_switch(struct ctl *c, const ctl_decision_t *d)
     s->old_quorum = d->old_rule.quorum;
     s->new_quorum = d->new_rule.quorum;
     s->new_nwait = d->new_rule.nwait;
-    s->L = d->L; s->A = d->A; s->F = d->F; s->T = d->T;
+    s->L = d->L;
+    s->A = d->A;
+    s->F = d->F;
+    s->T = d->T;
     snprintf(s->reason, sizeof s->reason, "%s", d->reason);
     pthread_mutex_unlock(&c->mu);
     return CTL_OK;
 }
 
-static int push_pend(struct ctl *c, const ctl_decision_t *d)
-{
+static int push_pend(struct ctl *c, const ctl_decision_t *d) {
     if (c->npend == c->cappend) {
         size_t cap = c->cappend ? 2 * c->cappend : 8;
         struct pend *n = realloc(c->pend, cap * sizeof *n);
@@ -114,14 +118,14 @@ static int push_pend(struct ctl *c, const ctl_decision_t *d)
         c->pend = n;
         c->cappend = cap;
     }
-    c->pend[c->npend++] = (struct pend){ d->effective, d->new_rule.mode, d->new_rule.quorum, d->new_rule.nwait };
+    c->pend[c->npend++] =
+        (struct pend){d->effective, d->new_rule.mode, d->new_rule.quorum, d->new_rule.nwait};
     return CTL_OK;
 }
 
 /* Brings the watchdog's view of the rule in force (cur_*) to round r: applies, then drops, the
  * posted decisions that are in effect by r. */
-static void pend_advance(struct ctl *c, uint64_t r)
-{
+static void pend_advance(struct ctl *c, uint64_t r) {
     size_t k = 0;
     while (k < c->npend && c->pend[k].effective <= r) {
         c->cur_mode = c->pend[k].mode;
@@ -137,29 +141,32 @@ static void pend_advance(struct ctl *c, uint64_t r)
 
 /* Appends what the heartbeats say: silent ranks (dead or hung) and ranks still computing (they
  * have not deposited) are the ones a stalled round waits for. */
-static void peer_report(struct ctl *c, char *buf, size_t n, int k)
-{
+static void peer_report(struct ctl *c, char *buf, size_t n, int k) {
     if (!c->peers || pcoll_peers(c->h, c->peers) != PCOLL_OK) return;
     double silent_after = 3 * c->hb_every + 1.0;
     int nsil = 0, ncomp = 0;
     for (int p = 0; p < c->P; p++) {
         const pcoll_peer_t *q = &c->peers[p];
-        if (p != c->rank && (q->heard_s < 0 || q->heard_s > silent_after)) nsil++;
-        else if (!q->pending) ncomp++;
+        if (p != c->rank && (q->heard_s < 0 || q->heard_s > silent_after))
+            nsil++;
+        else if (!q->pending)
+            ncomp++;
     }
     if (nsil && k < (int)n) {
         k += snprintf(buf + k, n - k, "; SILENT (dead or hung, no heartbeat):");
         for (int p = 0; p < c->P && k < (int)n - 48; p++) {
             const pcoll_peer_t *q = &c->peers[p];
             if (p == c->rank || !(q->heard_s < 0 || q->heard_s > silent_after)) continue;
-            if (q->heard_s < 0) k += snprintf(buf + k, n - k, " rank %d (never heard)", p);
-            else k += snprintf(buf + k, n - k, " rank %d (for %.1f s)", p, q->heard_s);
+            if (q->heard_s < 0)
+                k += snprintf(buf + k, n - k, " rank %d (never heard)", p);
+            else
+                k += snprintf(buf + k, n - k, " rank %d (for %.1f s)", p, q->heard_s);
         }
     }
     /* the others, grouped: inside a reduction (waiting for its peers), waiting with a deposit,
      * computing (no deposit: the ones a round waits for) */
-    const char *what[3] = {"inside the reduction of a started round:", "deposit pending:",
-                           "computing (no deposit pending):"};
+    const char *what[3] = {
+        "inside the reduction of a started round:", "deposit pending:", "computing (no deposit pending):"};
     for (int g = 0; g < 3 && ncomp + c->P; g++) {
         int any = 0;
         for (int p = 0; p < c->P && k < (int)n - 48; p++) {
@@ -168,20 +175,25 @@ static void peer_report(struct ctl *c, char *buf, size_t n, int k)
             int grp = q->started > q->completed ? 0 : q->pending ? 1 : 2;
             if (grp != g) continue;
             if (!any++) k += snprintf(buf + k, n - k, "; %s", what[g]);
-            if (g == 0) k += snprintf(buf + k, n - k, " %d (round %llu)", p, (unsigned long long)q->completed);
-            else k += snprintf(buf + k, n - k, " %d (%.1f s)", p, q->pending_s);
+            if (g == 0)
+                k += snprintf(buf + k, n - k, " %d (round %llu)", p, (unsigned long long)q->completed);
+            else
+                k += snprintf(buf + k, n - k, " %d (%.1f s)", p, q->pending_s);
         }
     }
 }
 
-static void stall_message(struct ctl *c, uint64_t r, double stalled, char *buf, size_t n)
-{
+static void stall_message(struct ctl *c, uint64_t r, double stalled, char *buf, size_t n) {
     pend_advance(c, r);
     char mode[32];
-    if (c->cur_mode == PCOLL_QUORUM) snprintf(mode, sizeof mode, "quorum:%d", c->cur_quorum);
-    else snprintf(mode, sizeof mode, "%s", pcoll_mode_name(c->cur_mode));
-    int k = snprintf(buf, n, "controller (rank %d): no round completed for %.1f s; waiting for round %llu "
-                     "(rule %s, %d in policy wait set", c->rank, stalled, (unsigned long long)r, mode, c->cur_nwait);
+    if (c->cur_mode == PCOLL_QUORUM)
+        snprintf(mode, sizeof mode, "quorum:%d", c->cur_quorum);
+    else
+        snprintf(mode, sizeof mode, "%s", pcoll_mode_name(c->cur_mode));
+    int k = snprintf(buf, n,
+                     "controller (rank %d): no round completed for %.1f s; waiting for round %llu "
+                     "(rule %s, %d in policy wait set",
+                     c->rank, stalled, (unsigned long long)r, mode, c->cur_nwait);
     int tw[16];
     uint64_t tr;
     int ntw = ctl_policy_tau_wait(c->pol, &tr, tw, 16);
@@ -192,12 +204,15 @@ static void stall_message(struct ctl *c, uint64_t r, double stalled, char *buf, 
     }
     if (k < (int)n) k += snprintf(buf + k, n - k, ")");
     if (!c->have_last) {
-        if (k < (int)n) snprintf(buf + k, n - k, "; no round has completed yet: some rank has not deposited "
-                                 "(or not started its engine)");
+        if (k < (int)n)
+            snprintf(buf + k, n - k,
+                     "; no round has completed yet: some rank has not deposited "
+                     "(or not started its engine)");
         return;
     }
-    if (k < (int)n) k += snprintf(buf + k, n - k, "; ranks not fresh in round %llu (likely not deposited):",
-                                  (unsigned long long)(r - 1));
+    if (k < (int)n)
+        k += snprintf(buf + k, n - k,
+                      "; ranks not fresh in round %llu (likely not deposited):", (unsigned long long)(r - 1));
     int shown = 0, total = 0;
     for (int i = 0; i < c->P; i++) {
         if (c->last_flags[i] & (PCOLL_F_JOINED | PCOLL_F_FAILED) || c->last_fresh[i]) continue;
@@ -208,13 +223,14 @@ static void stall_message(struct ctl *c, uint64_t r, double stalled, char *buf, 
         }
     }
     if (total > shown && k < (int)n) k += snprintf(buf + k, n - k, " ... (%d in all)", total);
-    if (total == 0 && k < (int)n) k += snprintf(buf + k, n - k, " none (every active rank was fresh; the stalled "
-                                                "round waits for new deposits)");
+    if (total == 0 && k < (int)n)
+        k += snprintf(buf + k, n - k,
+                      " none (every active rank was fresh; the stalled "
+                      "round waits for new deposits)");
     peer_report(c, buf, n, k);
 }
 
-static void *run(void *arg)
-{
+static void *run(void *arg) {
     struct ctl *c = arg;
     const int lag = c->cfg.policy.lag;
     pcoll_record_t rec;
@@ -287,18 +303,23 @@ static void *run(void *arg)
                 size_t k = strlen(msg);
                 snprintf(msg + k, sizeof msg - k, "; aborting after t_abort=%.1f s", c->cfg.t_abort);
                 set_err(c, CTL_ERR_STALL, "%s", msg);
-                if (c->cfg.on_abort) c->cfg.on_abort(c->cfg.abort_arg, msg);
-                else default_abort(NULL, msg);
+                if (c->cfg.on_abort)
+                    c->cfg.on_abort(c->cfg.abort_arg, msg);
+                else
+                    default_abort(NULL, msg);
                 break;
             }
             if (c->cfg.t_warn > 0 && stalled >= next_warn) {
                 char msg[2048];
                 stall_message(c, r, stalled, msg, sizeof msg);
-                if (c->cfg.log) { fprintf(c->cfg.log, "%s\n", msg); fflush(c->cfg.log); }
+                if (c->cfg.log) {
+                    fprintf(c->cfg.log, "%s\n", msg);
+                    fflush(c->cfg.log);
+                }
                 next_warn += c->cfg.t_warn;
             }
         } else if (rc == PCOLL_ERR_STATE) {
-            break;   /* finalize started: normal end */
+            break; /* finalize started: normal end */
         } else {
             set_err(c, CTL_ERR_PCOLL, "controller: pcoll_record_get(round %llu) failed: %s: %s",
                     (unsigned long long)r, pcoll_strerror(rc), pcoll_last_error(c->h));
@@ -313,8 +334,7 @@ static void *run(void *arg)
     return NULL;
 }
 
-int ctl_wait(ctl_t *c, double timeout_s)
-{
+int ctl_wait(ctl_t *c, double timeout_s) {
     if (!c) return CTL_ERR_ARG;
     struct timespec dl;
     clock_gettime(CLOCK_REALTIME, &dl);
@@ -326,14 +346,14 @@ int ctl_wait(ctl_t *c, double timeout_s)
     pthread_mutex_lock(&c->mu);
     int rc = 0;
     while (!c->ended && rc == 0)
-        rc = timeout_s < 0 ? pthread_cond_wait(&c->ended_cv, &c->mu) : pthread_cond_timedwait(&c->ended_cv, &c->mu, &dl);
+        rc = timeout_s < 0 ? pthread_cond_wait(&c->ended_cv, &c->mu)
+                           : pthread_cond_timedwait(&c->ended_cv, &c->mu, &dl);
     int st = c->ended ? c->status : CTL_ERR_TIMEOUT;
     pthread_mutex_unlock(&c->mu);
     return st;
 }
 
-int ctl_start(pcoll_t *h, const ctl_config_t *cfg, ctl_t **out)
-{
+int ctl_start(pcoll_t *h, const ctl_config_t *cfg, ctl_t **out) {
     if (!h || !cfg || !out) return CTL_ERR_ARG;
     *out = NULL;
     if (ctl_policy_check(&cfg->policy, NULL, 0)) return CTL_ERR_ARG;
@@ -355,7 +375,7 @@ int ctl_start(pcoll_t *h, const ctl_config_t *cfg, ctl_t **out)
     c->last_fresh = calloc(c->P > 0 ? c->P : 1, 1);
     c->last_flags = calloc(c->P > 0 ? c->P : 1, 1);
     c->last_streak = calloc(c->P > 0 ? c->P : 1, sizeof(uint32_t));
-    c->peers = calloc(c->P > 0 ? c->P : 1, sizeof(pcoll_peer_t));  /* NULL: no peer report */
+    c->peers = calloc(c->P > 0 ? c->P : 1, sizeof(pcoll_peer_t)); /* NULL: no peer report */
     c->hb_every = cfg->t_warn > 0 && cfg->t_warn / 4 < 1.0 ? cfg->t_warn / 4 : 1.0;
     if (c->hb_every < cfg->poll_s) c->hb_every = cfg->poll_s;
     pthread_mutex_init(&c->mu, NULL);
@@ -363,7 +383,10 @@ int ctl_start(pcoll_t *h, const ctl_config_t *cfg, ctl_t **out)
     if (!c->pol || !c->last_fresh || !c->last_flags || !c->last_streak) {
         int bad_p = c->P < 1;
         ctl_policy_free(c->pol);
-        free(c->last_fresh); free(c->last_flags); free(c->last_streak); free(c->peers);
+        free(c->last_fresh);
+        free(c->last_flags);
+        free(c->last_streak);
+        free(c->peers);
         pthread_cond_destroy(&c->ended_cv);
         pthread_mutex_destroy(&c->mu);
         free(c);
@@ -378,7 +401,10 @@ int ctl_start(pcoll_t *h, const ctl_config_t *cfg, ctl_t **out)
     if (rc >= 0 && pthread_create(&c->th, NULL, run, c)) rc = CTL_ERR_NOMEM;
     if (rc < 0) {
         ctl_policy_free(c->pol);
-        free(c->last_fresh); free(c->last_flags); free(c->last_streak); free(c->peers);
+        free(c->last_fresh);
+        free(c->last_flags);
+        free(c->last_streak);
+        free(c->peers);
         pthread_cond_destroy(&c->ended_cv);
         pthread_mutex_destroy(&c->mu);
         free(c);
@@ -388,8 +414,7 @@ int ctl_start(pcoll_t *h, const ctl_config_t *cfg, ctl_t **out)
     return CTL_OK;
 }
 
-int ctl_stop(ctl_t **cp)
-{
+int ctl_stop(ctl_t **cp) {
     if (!cp || !*cp) return CTL_ERR_ARG;
     struct ctl *c = *cp;
     atomic_store(&c->stop, 1);
@@ -398,7 +423,10 @@ int ctl_stop(ctl_t **cp)
     ctl_policy_free(c->pol);
     free(c->log);
     free(c->pend);
-    free(c->last_fresh); free(c->last_flags); free(c->last_streak); free(c->peers);
+    free(c->last_fresh);
+    free(c->last_flags);
+    free(c->last_streak);
+    free(c->peers);
     pthread_cond_destroy(&c->ended_cv);
     pthread_mutex_destroy(&c->mu);
     free(c);
@@ -406,8 +434,7 @@ int ctl_stop(ctl_t **cp)
     return st;
 }
 
-size_t ctl_switch_log(ctl_t *c, ctl_switch_t *out, size_t max)
-{
+size_t ctl_switch_log(ctl_t *c, ctl_switch_t *out, size_t max) {
     pthread_mutex_lock(&c->mu);
     size_t n = c->nlog;
     if (out)
@@ -416,8 +443,7 @@ size_t ctl_switch_log(ctl_t *c, ctl_switch_t *out, size_t max)
     return n;
 }
 
-int ctl_stats(ctl_t *c, ctl_policy_stats_t *st, uint64_t *hash)
-{
+int ctl_stats(ctl_t *c, ctl_policy_stats_t *st, uint64_t *hash) {
     if (!c) return CTL_ERR_ARG;
     pthread_mutex_lock(&c->mu);
     if (st) *st = c->st;
@@ -426,17 +452,15 @@ int ctl_stats(ctl_t *c, ctl_policy_stats_t *st, uint64_t *hash)
     return CTL_OK;
 }
 
-ctl_state_t *ctl_state(ctl_t *c)
-{
+ctl_state_t *ctl_state(ctl_t *c) {
     if (!c) return NULL;
     pthread_mutex_lock(&c->mu);
-    int ended = c->ended;   /* the policy is the thread's until it has ended */
+    int ended = c->ended; /* the policy is the thread's until it has ended */
     pthread_mutex_unlock(&c->mu);
     return ended ? ctl_policy_state(c->pol) : NULL;
 }
 
-const char *ctl_last_error(ctl_t *c)
-{
+const char *ctl_last_error(ctl_t *c) {
     static __thread char copy[512];
     if (!c) return "";
     pthread_mutex_lock(&c->mu);

@@ -4,7 +4,7 @@
 # and the command that installs it, and exits 1.
 # Usage: sh jobs/deps.sh [core|all]   (core: build + test; all: adds Slurm, gnuplot, PAPI)
 set -eu
-CORE="build-essential openmpi-bin libopenmpi-dev libjansson-dev libopenblas-dev libjpeg62-turbo-dev zlib1g-dev dataset-fashion-mnist clang libclang-rt-14-dev jq gnuplot-nox libpapi-dev"
+CORE="build-essential clang-format openmpi-bin libopenmpi-dev libjansson-dev libopenblas-dev libjpeg62-turbo-dev zlib1g-dev dataset-fashion-mnist clang libclang-rt-14-dev jq gnuplot-nox libpapi-dev"
 EXTRA="slurm-wlm munge papi-tools"
 want=$CORE
 [ "${1:-core}" = all ] && want="$CORE $EXTRA"

@@ -27,12 +27,18 @@ char *aprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *avprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 /* growable string; sb_take moves it into the arena */
-typedef struct { char *s; size_t n, cap; } sbuf;
+typedef struct {
+    char *s;
+    size_t n, cap;
+} sbuf;
 void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 char *sb_take(sbuf *b);
 
 /* growable pointer list (arena-backed) */
-typedef struct { void **v; int n, cap; } plist;
+typedef struct {
+    void **v;
+    int n, cap;
+} plist;
 void pl_push(plist *l, void *p);
 int pl_find_str(const plist *l, const char *s);
 
@@ -45,63 +51,66 @@ char *val_text(const json_t *v);
 /* data model                                                                                 */
 
 typedef struct {
-  const char *path;
-  json_t *root;
-  const json_t *cfg;
-  const char *experiment, *data, *model, *mode, *imbalance, *policy, *exit;
-  const char *ranks_s, *epochs_s, *batch_s;
-  double wall, top1, top5, train_loss, test_loss, target, ttt, fresh, mstal, maxstal, streak;
-  double straggler;
-  double seed;       /* config.seed (NAN if absent) */
-  const char *whash; /* the last epoch's weights_hash, NULL if absent */
-  int nw;
-  double *wait;
-  const char *modelabel; /* mode, or adaptive/<policy> */
-  const char *extra;     /* "[lr=0.1]" when runs of the table differ in lr, else "" */
-  const char *pextra;    /* extra without the keys a sync run ignores (pairing by seed) */
-  int ddp;               /* a PyTorch DDP run (ddp-run/1, trainer/ref/ddp_mirror.py): mode "ddp" */
+    const char *path;
+    json_t *root;
+    const json_t *cfg;
+    const char *experiment, *data, *model, *mode, *imbalance, *policy, *exit;
+    const char *ranks_s, *epochs_s, *batch_s;
+    double wall, top1, top5, train_loss, test_loss, target, ttt, fresh, mstal, maxstal, streak;
+    double straggler;
+    double seed;       /* config.seed (NAN if absent) */
+    const char *whash; /* the last epoch's weights_hash, NULL if absent */
+    int nw;
+    double *wait;
+    const char *modelabel; /* mode, or adaptive/<policy> */
+    const char *extra;     /* "[lr=0.1]" when runs of the table differ in lr, else "" */
+    const char *pextra;    /* extra without the keys a sync run ignores (pairing by seed) */
+    int ddp;               /* a PyTorch DDP run (ddp-run/1, trainer/ref/ddp_mirror.py): mode "ddp" */
 } run_t;
 
-typedef struct { double mean, std; int n; } stat_t;
+typedef struct {
+    double mean, std;
+    int n;
+} stat_t;
 
 typedef struct {
-  const char *mode, *modelabel, *imbalance, *extra, *label;
-  plist runs; /* run_t* */
-  stat_t wall, ttt, top1, top5, train_loss, test_loss, mstal, maxstal, streak, fresh;
-  int nw;
-  double *wait;
-  int base; /* row index of the sync baseline, -1 if none */
-  double speedup, dtop1, dloss;
-  int dbase;                 /* row index of the DDP baseline, -1 if none */
-  double vs_ddp, ttt_vs_ddp; /* mean wall / DDP's, mean time to target / DDP's */
-  stat_t pdtop1; /* paired Δtop-1 in points: each run minus the sync run of its seed */
+    const char *mode, *modelabel, *imbalance, *extra, *label;
+    plist runs; /* run_t* */
+    stat_t wall, ttt, top1, top5, train_loss, test_loss, mstal, maxstal, streak, fresh;
+    int nw;
+    double *wait;
+    int base; /* row index of the sync baseline, -1 if none */
+    double speedup, dtop1, dloss;
+    int dbase;                 /* row index of the DDP baseline, -1 if none */
+    double vs_ddp, ttt_vs_ddp; /* mean wall / DDP's, mean time to target / DDP's */
+    stat_t pdtop1;             /* paired Δtop-1 in points: each run minus the sync run of its seed */
 } row_t;
 
 typedef struct {
-  const char *experiment, *data, *model, *ranks_s, *epochs_s, *batch_s;
-  plist runs;  /* run_t* */
-  plist rows;  /* row_t* */
-  plist notes; /* char* */
-  int classif;
-  int paired;    /* repeats and seed-paired sync runs: the paired Δ column is shown */
-  int has_ddp;   /* a row of DDP runs: the "vs DDP" columns are shown */
-  double target; /* NAN if none / differing */
+    const char *experiment, *data, *model, *ranks_s, *epochs_s, *batch_s;
+    plist runs;  /* run_t* */
+    plist rows;  /* row_t* */
+    plist notes; /* char* */
+    int classif;
+    int paired;    /* repeats and seed-paired sync runs: the paired Δ column is shown */
+    int has_ddp;   /* a row of DDP runs: the "vs DDP" columns are shown */
+    double target; /* NAN if none / differing */
 } group_t;
 
 typedef struct {
-  const char *path;
-  json_t *root;
+    const char *path;
+    json_t *root;
 } bench_t;
 
 /* one comparison: the options, what was read, and the tables built from it */
 typedef struct {
-  double target; /* --target (0..1), NAN if not given */
-  plist ignore;  /* --ignore: char* config keys that do not split rows */
-  plist assume;  /* --assume: char* "key=value", the value of key in runs whose config lacks it */
-  plist runs;    /* run_t*, in reading order */
-  plist benches; /* bench_t* */
-  plist groups;  /* group_t*, sorted (cmp_group) */
-  plist notes;   /* char*: notes on the whole comparison, each once */
+    double target; /* --target (0..1), NAN if not given */
+    plist ignore;  /* --ignore: char* config keys that do not split rows */
+    plist assume;  /* --assume: char* "key=value", the value of key in runs whose config lacks it */
+    plist runs;    /* run_t*, in reading order */
+    plist benches; /* bench_t* */
+    plist groups;  /* group_t*, sorted (cmp_group) */
+    plist notes;   /* char*: notes on the whole comparison, each once */
 } compare_t;
 
 /* compare_base.c: adds a note to c->notes unless the same text is there */
@@ -129,10 +138,10 @@ char *cfg_val(const compare_t *c, const run_t *r, const char *k); /* value text,
 void cmp_group(compare_t *c);
 
 /* compare_stats.c */
-stat_t stat_of(const double *x, int n); /* mean, sample std, n over the non-NAN values */
-void row_stats(row_t *row);             /* the row's stat_t fields and mean wait per rank */
-void sync_baselines(group_t *g);        /* base, speedup and deltas of every row */
-void ddp_baselines(group_t *g);         /* dbase and the "vs DDP" ratios of every row */
+stat_t stat_of(const double *x, int n);      /* mean, sample std, n over the non-NAN values */
+void row_stats(row_t *row);                  /* the row's stat_t fields and mean wait per rank */
+void sync_baselines(group_t *g);             /* base, speedup and deltas of every row */
+void ddp_baselines(group_t *g);              /* dbase and the "vs DDP" ratios of every row */
 int paired_deltas(compare_t *c, group_t *g); /* pdtop1 of every row; the pairs found */
 
 /* compare_print.c */

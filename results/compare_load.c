@@ -14,170 +14,181 @@
 #define DDP_SCHEMA "ddp-run/1" /* the subset of RUN_SCHEMA a DDP run has: config, epochs, summary */
 
 static const char *num_text(const json_t *o, const char *k) {
-  const json_t *v = json_object_get(o, k);
-  return v ? val_text(v) : NULL;
+    const json_t *v = json_object_get(o, k);
+    return v ? val_text(v) : NULL;
 }
 
 /* wall_s of the first epoch whose test top-1 reaches target; NAN if none does or no target */
 static double time_to_target(const json_t *epochs, double target) {
-  if (isnan(target)) return NAN;
-  size_t i;
-  const json_t *e;
-  json_array_foreach(epochs, i, e) {
-    double t = jnum(e, "test_top1");
-    if (!isnan(t) && t >= target) return jnum(e, "wall_s");
-  }
-  return NAN;
+    if (isnan(target)) return NAN;
+    size_t i;
+    const json_t *e;
+    json_array_foreach(epochs, i, e) {
+        double t = jnum(e, "test_top1");
+        if (!isnan(t) && t >= target) return jnum(e, "wall_s");
+    }
+    return NAN;
 }
 
 /* key k of the last epoch that has it as a number; NAN if none */
 static double last_epoch_num(const json_t *epochs, const char *k) {
-  size_t n = json_array_size(epochs);
-  for (size_t i = n; i-- > 0;) {
-    double v = jnum(json_array_get(epochs, i), k);
-    if (!isnan(v)) return v;
-  }
-  return NAN;
+    size_t n = json_array_size(epochs);
+    for (size_t i = n; i-- > 0;) {
+        double v = jnum(json_array_get(epochs, i), k);
+        if (!isnan(v)) return v;
+    }
+    return NAN;
 }
 
 /* a summary figure, else the last epoch's */
 static double summary_or_last(const json_t *sum, const char *sk, const json_t *ep, const char *ek) {
-  double v = jnum(sum, sk);
-  return isnan(v) ? last_epoch_num(ep, ek) : v;
+    double v = jnum(sum, sk);
+    return isnan(v) ? last_epoch_num(ep, ek) : v;
 }
 
 /* per-rank wait_s, indexed by each entry's "rank" where that is a valid index */
 static void read_waits(run_t *r, const json_t *ranks) {
-  r->nw = (int)json_array_size(ranks);
-  r->wait = amalloc(sizeof(double) * (size_t)(r->nw ? r->nw : 1));
-  for (int i = 0; i < r->nw; i++) r->wait[i] = NAN;
-  for (int i = 0; i < r->nw; i++) {
-    const json_t *rk = json_array_get(ranks, (size_t)i);
-    double idx = jnum(rk, "rank");
-    int at = (!isnan(idx) && idx >= 0 && idx < r->nw) ? (int)idx : i;
-    r->wait[at] = jnum(rk, "wait_s");
-  }
+    r->nw = (int)json_array_size(ranks);
+    r->wait = amalloc(sizeof(double) * (size_t)(r->nw ? r->nw : 1));
+    for (int i = 0; i < r->nw; i++) r->wait[i] = NAN;
+    for (int i = 0; i < r->nw; i++) {
+        const json_t *rk = json_array_get(ranks, (size_t)i);
+        double idx = jnum(rk, "rank");
+        int at = (!isnan(idx) && idx >= 0 && idx < r->nw) ? (int)idx : i;
+        r->wait[at] = jnum(rk, "wait_s");
+    }
 }
 
 static void add_run(compare_t *c, const char *path, json_t *root, int ddp) {
-  run_t *r = amalloc(sizeof *r);
-  r->ddp = ddp;
-  r->path = astrdup(path);
-  r->root = root;
-  const json_t *cfg = json_object_get(root, "config");
-  const json_t *env = json_object_get(root, "environment");
-  const json_t *sum = json_object_get(root, "summary");
-  const json_t *ep = json_object_get(root, "epochs");
-  const json_t *ctl = json_object_get(root, "controller");
-  r->cfg = cfg;
-  r->experiment = jstr(root, "experiment") ? jstr(root, "experiment") : "(unnamed)";
-  r->data = jstr(cfg, "data") ? jstr(cfg, "data") : "?";
-  r->model = jstr(cfg, "model") ? jstr(cfg, "model") : "?";
-  r->mode = jstr(cfg, "mode") ? jstr(cfg, "mode") : "?";
-  r->imbalance = jstr(cfg, "imbalance") ? jstr(cfg, "imbalance") : "none";
-  r->policy = jstr(ctl, "policy") ? jstr(ctl, "policy") : jstr(cfg, "policy");
-  r->exit = jstr(sum, "exit");
-  r->ranks_s = num_text(cfg, "ranks");
-  if (!r->ranks_s) r->ranks_s = num_text(env, "ranks");
-  if (!r->ranks_s) r->ranks_s = "?";
-  r->epochs_s = num_text(cfg, "epochs") ? num_text(cfg, "epochs") : "?";
-  r->batch_s = num_text(cfg, "batch") ? num_text(cfg, "batch") : "?";
-  r->wall = summary_or_last(sum, "wall_s", ep, "wall_s");
-  r->top1 = summary_or_last(sum, "final_test_top1", ep, "test_top1");
-  r->top5 = summary_or_last(sum, "final_test_top5", ep, "test_top5");
-  r->train_loss = summary_or_last(sum, "final_train_loss", ep, "train_loss");
-  r->test_loss = last_epoch_num(ep, "test_loss");
-  r->target = !isnan(c->target) ? c->target : jnum(sum, "target_top1");
-  r->ttt = time_to_target(ep, r->target);
-  r->fresh = jnum(sum, "fresh_fraction");
-  r->mstal = jnum(sum, "mean_staleness");
-  r->maxstal = jnum(sum, "max_staleness");
-  r->streak = jnum(sum, "max_streak");
-  r->straggler = jnum(sum, "straggler");
-  r->seed = jnum(cfg, "seed");
-  size_t ne = json_array_size(ep);
-  r->whash = ne ? jstr(json_array_get(ep, ne - 1), "weights_hash") : NULL;
-  if (!ddp) read_waits(r, json_object_get(root, "ranks"));
-  if (ddp) {
-    r->mode = "ddp";
-    r->modelabel = jstr(root, "program") ? jstr(root, "program") : "pytorch-ddp";
-  } else if (!strcmp(r->mode, "adaptive") && r->policy && strcmp(r->policy, "none") && strcmp(r->policy, ""))
-    r->modelabel = aprintf("adaptive/%s", r->policy);
-  else r->modelabel = r->mode;
-  r->extra = r->pextra = "";
-  if (!json_is_object(sum) || !json_is_array(ep) || !json_is_object(cfg))
-    cmp_note(c, "%s lacks config, epochs or summary; check it with pcoll-validate results/schema/%s.schema.json", path,
-             ddp ? "ddp" : "run");
-  if (r->exit && strcmp(r->exit, "ok"))
-    cmp_note(c, "%s ended with exit \"%s\" (its numbers cover what it finished)", path, r->exit);
-  pl_push(&c->runs, r);
+    run_t *r = amalloc(sizeof *r);
+    r->ddp = ddp;
+    r->path = astrdup(path);
+    r->root = root;
+    const json_t *cfg = json_object_get(root, "config");
+    const json_t *env = json_object_get(root, "environment");
+    const json_t *sum = json_object_get(root, "summary");
+    const json_t *ep = json_object_get(root, "epochs");
+    const json_t *ctl = json_object_get(root, "controller");
+    r->cfg = cfg;
+    r->experiment = jstr(root, "experiment") ? jstr(root, "experiment") : "(unnamed)";
+    r->data = jstr(cfg, "data") ? jstr(cfg, "data") : "?";
+    r->model = jstr(cfg, "model") ? jstr(cfg, "model") : "?";
+    r->mode = jstr(cfg, "mode") ? jstr(cfg, "mode") : "?";
+    r->imbalance = jstr(cfg, "imbalance") ? jstr(cfg, "imbalance") : "none";
+    r->policy = jstr(ctl, "policy") ? jstr(ctl, "policy") : jstr(cfg, "policy");
+    r->exit = jstr(sum, "exit");
+    r->ranks_s = num_text(cfg, "ranks");
+    if (!r->ranks_s) r->ranks_s = num_text(env, "ranks");
+    if (!r->ranks_s) r->ranks_s = "?";
+    r->epochs_s = num_text(cfg, "epochs") ? num_text(cfg, "epochs") : "?";
+    r->batch_s = num_text(cfg, "batch") ? num_text(cfg, "batch") : "?";
+    r->wall = summary_or_last(sum, "wall_s", ep, "wall_s");
+    r->top1 = summary_or_last(sum, "final_test_top1", ep, "test_top1");
+    r->top5 = summary_or_last(sum, "final_test_top5", ep, "test_top5");
+    r->train_loss = summary_or_last(sum, "final_train_loss", ep, "train_loss");
+    r->test_loss = last_epoch_num(ep, "test_loss");
+    r->target = !isnan(c->target) ? c->target : jnum(sum, "target_top1");
+    r->ttt = time_to_target(ep, r->target);
+    r->fresh = jnum(sum, "fresh_fraction");
+    r->mstal = jnum(sum, "mean_staleness");
+    r->maxstal = jnum(sum, "max_staleness");
+    r->streak = jnum(sum, "max_streak");
+    r->straggler = jnum(sum, "straggler");
+    r->seed = jnum(cfg, "seed");
+    size_t ne = json_array_size(ep);
+    r->whash = ne ? jstr(json_array_get(ep, ne - 1), "weights_hash") : NULL;
+    if (!ddp) read_waits(r, json_object_get(root, "ranks"));
+    if (ddp) {
+        r->mode = "ddp";
+        r->modelabel = jstr(root, "program") ? jstr(root, "program") : "pytorch-ddp";
+    } else if (!strcmp(r->mode, "adaptive") && r->policy && strcmp(r->policy, "none") &&
+               strcmp(r->policy, ""))
+        r->modelabel = aprintf("adaptive/%s", r->policy);
+    else
+        r->modelabel = r->mode;
+    r->extra = r->pextra = "";
+    if (!json_is_object(sum) || !json_is_array(ep) || !json_is_object(cfg))
+        cmp_note(
+            c,
+            "%s lacks config, epochs or summary; check it with pcoll-validate results/schema/%s.schema.json",
+            path, ddp ? "ddp" : "run");
+    if (r->exit && strcmp(r->exit, "ok"))
+        cmp_note(c, "%s ended with exit \"%s\" (its numbers cover what it finished)", path, r->exit);
+    pl_push(&c->runs, r);
 }
 
 static int seen_path(plist *seen, const char *path) {
-  char rp[PATH_MAX];
-  const char *k = realpath(path, rp) ? rp : path;
-  if (pl_find_str(seen, k) >= 0) return 1;
-  pl_push(seen, astrdup(k));
-  return 0;
+    char rp[PATH_MAX];
+    const char *k = realpath(path, rp) ? rp : path;
+    if (pl_find_str(seen, k) >= 0) return 1;
+    pl_push(seen, astrdup(k));
+    return 0;
 }
 
 int cmp_load_file(compare_t *c, const char *path, plist *seen, int explicit) {
-  if (seen_path(seen, path)) return 0;
-  json_error_t je;
-  json_t *root = json_load_file(path, 0, &je);
-  if (!root) {
-    if (json_error_code(&je) == json_error_cannot_open_file) {
-      fprintf(stderr, "pcoll-compare: cannot read %s: %s\n", path, je.text);
-      return -1;
+    if (seen_path(seen, path)) return 0;
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    if (!root) {
+        if (json_error_code(&je) == json_error_cannot_open_file) {
+            fprintf(stderr, "pcoll-compare: cannot read %s: %s\n", path, je.text);
+            return -1;
+        }
+        fprintf(stderr, "note: skipping %s: not valid JSON (line %d: %s)\n", path, je.line, je.text);
+        return 0;
     }
-    fprintf(stderr, "note: skipping %s: not valid JSON (line %d: %s)\n", path, je.line, je.text);
+    const char *schema = jstr(root, "schema");
+    if (schema && (!strcmp(schema, RUN_SCHEMA) || !strcmp(schema, DDP_SCHEMA))) {
+        add_run(c, path, root, !strcmp(schema, DDP_SCHEMA));
+        return 0;
+    }
+    if (json_is_object(root) && json_is_array(json_object_get(root, "results")) &&
+        json_object_get(root, "unit_ms")) {
+        bench_t *b = amalloc(sizeof *b);
+        b->path = astrdup(path);
+        b->root = root;
+        pl_push(&c->benches, b);
+        return 0;
+    }
+    if (schema)
+        fprintf(stderr, "note: skipping %s: schema \"%s\" is not %s or %s\n", path, schema, RUN_SCHEMA,
+                DDP_SCHEMA);
+    else
+        fprintf(stderr, "note: skipping %s: not an %s run file%s\n", path, RUN_SCHEMA,
+                explicit ? " (no \"schema\" key)" : "");
+    json_decref(root);
     return 0;
-  }
-  const char *schema = jstr(root, "schema");
-  if (schema && (!strcmp(schema, RUN_SCHEMA) || !strcmp(schema, DDP_SCHEMA))) {
-    add_run(c, path, root, !strcmp(schema, DDP_SCHEMA));
-    return 0;
-  }
-  if (json_is_object(root) && json_is_array(json_object_get(root, "results")) &&
-      json_object_get(root, "unit_ms")) {
-    bench_t *b = amalloc(sizeof *b);
-    b->path = astrdup(path);
-    b->root = root;
-    pl_push(&c->benches, b);
-    return 0;
-  }
-  if (schema) fprintf(stderr, "note: skipping %s: schema \"%s\" is not %s or %s\n", path, schema, RUN_SCHEMA, DDP_SCHEMA);
-  else fprintf(stderr, "note: skipping %s: not an %s run file%s\n", path, RUN_SCHEMA,
-               explicit ? " (no \"schema\" key)" : "");
-  json_decref(root);
-  return 0;
 }
 
 static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 int cmp_load_dir(compare_t *c, const char *dir, plist *seen) {
-  DIR *d = opendir(dir);
-  if (!d) { fprintf(stderr, "pcoll-compare: cannot open %s: %s\n", dir, strerror(errno)); return -1; }
-  plist names = {0};
-  struct dirent *de;
-  while ((de = readdir(d))) {
-    if (de->d_name[0] == '.') continue;
-    pl_push(&names, aprintf("%s/%s", dir, de->d_name));
-  }
-  closedir(d);
-  if (names.n) qsort(names.v, (size_t)names.n, sizeof(void *), cmp_str);
-  int rc = 0;
-  for (int i = 0; i < names.n; i++) {
-    const char *p = names.v[i];
-    struct stat st;
-    if (stat(p, &st) != 0) continue;
-    if (S_ISDIR(st.st_mode)) { if (cmp_load_dir(c, p, seen) < 0) rc = -1; }
-    else if (S_ISREG(st.st_mode)) {
-      size_t l = strlen(p);
-      if (l > 5 && !strcmp(p + l - 5, ".json") && cmp_load_file(c, p, seen, 0) < 0) rc = -1;
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "pcoll-compare: cannot open %s: %s\n", dir, strerror(errno));
+        return -1;
     }
-  }
-  return rc;
+    plist names = {0};
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        pl_push(&names, aprintf("%s/%s", dir, de->d_name));
+    }
+    closedir(d);
+    if (names.n) qsort(names.v, (size_t)names.n, sizeof(void *), cmp_str);
+    int rc = 0;
+    for (int i = 0; i < names.n; i++) {
+        const char *p = names.v[i];
+        struct stat st;
+        if (stat(p, &st) != 0) continue;
+        if (S_ISDIR(st.st_mode)) {
+            if (cmp_load_dir(c, p, seen) < 0) rc = -1;
+        } else if (S_ISREG(st.st_mode)) {
+            size_t l = strlen(p);
+            if (l > 5 && !strcmp(p + l - 5, ".json") && cmp_load_file(c, p, seen, 0) < 0) rc = -1;
+        }
+    }
+    return rc;
 }

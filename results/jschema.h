@@ -13,10 +13,10 @@
 #include <jansson.h>
 
 typedef struct {
-  char **msg;   /* "PATH: message", e.g. "$.epochs[3].test_top1: expected number or null, got string" */
-  int n, cap;
-  int max;      /* stop recording after this many (0 = 100); 'dropped' counts the rest */
-  int dropped;
+    char **msg; /* "PATH: message", e.g. "$.epochs[3].test_top1: expected number or null, got string" */
+    int n, cap;
+    int max; /* stop recording after this many (0 = 100); 'dropped' counts the rest */
+    int dropped;
 } jschema_errors;
 
 /* Checks the schema itself (known keywords, well-formed values, every $ref resolvable).

@@ -29,7 +29,7 @@ static uint64_t mix(uint64_t x) {
 }
 static double u01(uint64_t seed, uint64_t a, uint64_t b, uint64_t c) {
     uint64_t h = mix(seed ^ mix(a ^ mix(b ^ mix(c + 0x1234567))));
-    return ((double)(h >> 11) + 0.5) * 0x1.0p-53;   /* (0, 1) */
+    return ((double)(h >> 11) + 0.5) * 0x1.0p-53; /* (0, 1) */
 }
 
 static int kv(const char *s, const char *key, double *out) {
@@ -47,26 +47,43 @@ int imb_parse(const char *s, imb_t *m, char *err, size_t n) {
     double v;
     const char *colon = strchr(s, ':');
     size_t kl = colon ? (size_t)(colon - s) : strlen(s);
-#define NEED(key, field, lo) do { int r_ = kv(s, key, &v); \
-        if (r_ <= 0 || v < (lo)) return snprintf(err, n, "--imbalance '%s': needs %s=<number >= %g>", \
-                                                  s, key, (double)(lo)), -1; m->field = v; } while (0)
-    if (!strncmp(s, "none", kl) && kl == 4) m->kind = IMB_NONE;
-    else if (!strncmp(s, "linear", kl) && kl == 6) { m->kind = IMB_LINEAR; NEED("unit", unit_ms, 0); }
-    else if (!strncmp(s, "random", kl) && kl == 6) {
-        m->kind = IMB_RANDOM; NEED("d", delay_ms, 0);
+#define NEED(key, field, lo)                                                                                \
+    do {                                                                                                    \
+        int r_ = kv(s, key, &v);                                                                            \
+        if (r_ <= 0 || v < (lo))                                                                            \
+            return snprintf(err, n, "--imbalance '%s': needs %s=<number >= %g>", s, key, (double)(lo)), -1; \
+        m->field = v;                                                                                       \
+    } while (0)
+    if (!strncmp(s, "none", kl) && kl == 4)
+        m->kind = IMB_NONE;
+    else if (!strncmp(s, "linear", kl) && kl == 6) {
+        m->kind = IMB_LINEAR;
+        NEED("unit", unit_ms, 0);
+    } else if (!strncmp(s, "random", kl) && kl == 6) {
+        m->kind = IMB_RANDOM;
+        NEED("d", delay_ms, 0);
         if (kv(s, "k", &v) <= 0 || v < 1 || v != floor(v))
             return snprintf(err, n, "--imbalance '%s': needs k=<ranks delayed per step, >= 1>", s), -1;
         m->k = (int)v;
     } else if (!strncmp(s, "lognormal", kl) && kl == 9) {
-        m->kind = IMB_LOGNORMAL; NEED("mean", mean_ms, 1e-9); NEED("std", std_ms, 0);
+        m->kind = IMB_LOGNORMAL;
+        NEED("mean", mean_ms, 1e-9);
+        NEED("std", std_ms, 0);
     } else if (!strncmp(s, "slow", kl) && kl == 4) {
-        m->kind = IMB_SLOW; NEED("factor", factor, 1);
+        m->kind = IMB_SLOW;
+        NEED("factor", factor, 1);
         if (kv(s, "rank", &v) <= 0 || v < 0 || v != floor(v))
             return snprintf(err, n, "--imbalance '%s': needs rank=<the slow rank>", s), -1;
         m->rank = (int)v;
-    } else if (!strncmp(s, "inherent", kl) && kl == 8) { m->kind = IMB_INHERENT; NEED("unit", unit_ms, 0); }
-    else return snprintf(err, n, "--imbalance '%s': unknown model (none, linear:unit=MS, random:k=K,d=MS, "
-                         "lognormal:mean=MS,std=MS, slow:rank=R,factor=F, inherent:unit=MS)", s), -1;
+    } else if (!strncmp(s, "inherent", kl) && kl == 8) {
+        m->kind = IMB_INHERENT;
+        NEED("unit", unit_ms, 0);
+    } else
+        return snprintf(err, n,
+                        "--imbalance '%s': unknown model (none, linear:unit=MS, random:k=K,d=MS, "
+                        "lognormal:mean=MS,std=MS, slow:rank=R,factor=F, inherent:unit=MS)",
+                        s),
+               -1;
 #undef NEED
     int b = kv(s, "busy", &v);
     if (b < 0 || (b > 0 && v != 0 && v != 1))
@@ -92,8 +109,8 @@ double imb_busy_ms(double ms) {
     return t - t0;
 }
 
-double imb_delay_ms(const imb_t *m, uint64_t seed, uint64_t step, int rank, int P,
-                    double compute_ms, double cost) {
+double imb_delay_ms(const imb_t *m, uint64_t seed, uint64_t step, int rank, int P, double compute_ms,
+                    double cost) {
     switch (m->kind) {
     case IMB_LINEAR: return rank * m->unit_ms;
     case IMB_RANDOM:

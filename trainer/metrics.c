@@ -42,7 +42,10 @@ json_t *metrics_environment(int P, char **hosts, int argc, char **argv) {
     size_t cl = 1;
     for (int i = 0; i < argc; i++) cl += strlen(argv[i]) + 1;
     char *cmd = calloc(cl, 1);
-    for (int i = 0; cmd && i < argc; i++) { strcat(cmd, argv[i]); if (i + 1 < argc) strcat(cmd, " "); }
+    for (int i = 0; cmd && i < argc; i++) {
+        strcat(cmd, argv[i]);
+        if (i + 1 < argc) strcat(cmd, " ");
+    }
     json_object_set_new(e, "command", json_string(cmd ? cmd : ""));
     free(cmd);
     return e;
@@ -75,7 +78,8 @@ static int papi_load(void) {
     char cand[4][128];
     int nc = 0;
     const char *env = getenv("EAGER_PAPI_LIB");
-    if (env && *env) snprintf(cand[nc++], sizeof cand[0], "%s", env);
+    if (env && *env)
+        snprintf(cand[nc++], sizeof cand[0], "%s", env);
     else {
         snprintf(cand[nc++], sizeof cand[0], "libpapi.so.%d.%d", PAPI_VERSION_MAJOR(PAPI_VERSION),
                  PAPI_VERSION_MINOR(PAPI_VERSION));
@@ -87,17 +91,27 @@ static int papi_load(void) {
     char errbuf[160] = "";
     for (int i = 0; i < nc && !h; i++) {
         h = dlopen(cand[i], RTLD_NOW | RTLD_LOCAL);
-        if (!h && !first_err) { snprintf(errbuf, sizeof errbuf, "%s", dlerror()); first_err = errbuf; }
+        if (!h && !first_err) {
+            snprintf(errbuf, sizeof errbuf, "%s", dlerror());
+            first_err = errbuf;
+        }
     }
     if (!h) {
-        snprintf(papi_why, sizeof papi_why, "unavailable (libpapi not found: %.150s%s)", first_err ? first_err : "?",
+        snprintf(papi_why, sizeof papi_why, "unavailable (libpapi not found: %.150s%s)",
+                 first_err ? first_err : "?",
                  nc > 1 ? "; also tried libpapi.so and libpapi.so.MAJOR; EAGER_PAPI_LIB may name it" : "");
         return 0;
     }
-    struct { void **fn; const char *name; } sym[] = {
-        {(void **)&papi.library_init, "PAPI_library_init"}, {(void **)&papi.num_cmp_hwctrs, "PAPI_num_cmp_hwctrs"},
-        {(void **)&papi.create_eventset, "PAPI_create_eventset"}, {(void **)&papi.add_event, "PAPI_add_event"},
-        {(void **)&papi.start, "PAPI_start"}, {(void **)&papi.read, "PAPI_read"}, {(void **)&papi.reset, "PAPI_reset"}};
+    struct {
+        void **fn;
+        const char *name;
+    } sym[] = {{(void **)&papi.library_init, "PAPI_library_init"},
+               {(void **)&papi.num_cmp_hwctrs, "PAPI_num_cmp_hwctrs"},
+               {(void **)&papi.create_eventset, "PAPI_create_eventset"},
+               {(void **)&papi.add_event, "PAPI_add_event"},
+               {(void **)&papi.start, "PAPI_start"},
+               {(void **)&papi.read, "PAPI_read"},
+               {(void **)&papi.reset, "PAPI_reset"}};
     for (size_t i = 0; i < sizeof sym / sizeof sym[0]; i++)
         if (!(*sym[i].fn = dlsym(h, sym[i].name))) {
             snprintf(papi_why, sizeof papi_why, "unavailable (the libpapi found lacks %s)", sym[i].name);
@@ -112,14 +126,17 @@ int metrics_papi_start(void) {
     if (!papi_load()) return 0;
     int v = papi.library_init(PAPI_VER_CURRENT);
     if (v != PAPI_VER_CURRENT) {
-        snprintf(papi_why, sizeof papi_why, "unavailable (PAPI_library_init: %d; the libpapi found is not the "
-                 "%d.%d this was built with, or failed)", v, PAPI_VERSION_MAJOR(PAPI_VERSION),
-                 PAPI_VERSION_MINOR(PAPI_VERSION));
+        snprintf(papi_why, sizeof papi_why,
+                 "unavailable (PAPI_library_init: %d; the libpapi found is not the "
+                 "%d.%d this was built with, or failed)",
+                 v, PAPI_VERSION_MAJOR(PAPI_VERSION), PAPI_VERSION_MINOR(PAPI_VERSION));
         return 0;
     }
     if (papi.num_cmp_hwctrs(0) <= 0) {
-        snprintf(papi_why, sizeof papi_why, "unavailable (PAPI %d.%d found no hardware counters on this machine: "
-                 "a virtual machine without a PMU)", PAPI_VERSION_MAJOR(v), PAPI_VERSION_MINOR(v));
+        snprintf(papi_why, sizeof papi_why,
+                 "unavailable (PAPI %d.%d found no hardware counters on this machine: "
+                 "a virtual machine without a PMU)",
+                 PAPI_VERSION_MAJOR(v), PAPI_VERSION_MINOR(v));
         return 0;
     }
     int ev[3] = {PAPI_TOT_CYC, PAPI_TOT_INS, PAPI_L2_TCM};
@@ -130,12 +147,16 @@ int metrics_papi_start(void) {
     }
     for (int i = 0; i < 3; i++)
         if (papi.add_event(papi_es, ev[i]) != PAPI_OK) {
-            snprintf(papi_why, sizeof papi_why, "unavailable (PAPI %d.%d cannot count %s on this machine: no "
-                     "hardware counters, e.g. a virtual machine without a PMU)", PAPI_VERSION_MAJOR(v),
-                     PAPI_VERSION_MINOR(v), evn[i]);
+            snprintf(papi_why, sizeof papi_why,
+                     "unavailable (PAPI %d.%d cannot count %s on this machine: no "
+                     "hardware counters, e.g. a virtual machine without a PMU)",
+                     PAPI_VERSION_MAJOR(v), PAPI_VERSION_MINOR(v), evn[i]);
             return 0;
         }
-    if (papi.start(papi_es) != PAPI_OK) { snprintf(papi_why, sizeof papi_why, "unavailable (PAPI_start failed)"); return 0; }
+    if (papi.start(papi_es) != PAPI_OK) {
+        snprintf(papi_why, sizeof papi_why, "unavailable (PAPI_start failed)");
+        return 0;
+    }
     papi_on = 1;
     return 1;
 #else
@@ -146,7 +167,10 @@ int metrics_papi_start(void) {
 int metrics_papi_read(long long v[3]) {
     v[0] = v[1] = v[2] = 0;
 #ifdef HAVE_PAPI
-    if (papi_on && papi.read(papi_es, v) == PAPI_OK) { papi.reset(papi_es); return 1; }
+    if (papi_on && papi.read(papi_es, v) == PAPI_OK) {
+        papi.reset(papi_es);
+        return 1;
+    }
 #endif
     return 0;
 }
@@ -154,13 +178,18 @@ int metrics_papi_read(long long v[3]) {
 json_t *metrics_papi(int available) {
     json_t *o = json_object();
     json_object_set_new(o, "available", json_boolean(available));
-    json_object_set_new(o, "reason", available ? json_null() : json_string(papi_on ?
-        "unavailable (not every rank has hardware counters)" : papi_why));
+    json_object_set_new(
+        o, "reason",
+        available ? json_null()
+                  : json_string(papi_on ? "unavailable (not every rank has hardware counters)" : papi_why));
     json_object_set_new(o, "per_rank", json_array());
     return o;
 }
 
-void ragg_reset(ragg_t *a) { memset(a, 0, sizeof *a); a->min_fresh = 1 << 30; }
+void ragg_reset(ragg_t *a) {
+    memset(a, 0, sizeof *a);
+    a->min_fresh = 1 << 30;
+}
 
 void ragg_add(ragg_t *a, const pcoll_record_t *r, double lr, double wd) {
     if (!a->n) a->from = r->round, a->lr_first = lr;

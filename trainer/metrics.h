@@ -9,7 +9,7 @@ json_t *metrics_environment(int P, char **hosts, int argc, char **argv);
 /* PAPI (HAVE_PAPI builds; libpapi opened at run time): start counting on this thread (0 with the
  * reason kept for metrics_papi when unavailable); read-and-reset per epoch. */
 int metrics_papi_start(void);
-int metrics_papi_read(long long v[3]);   /* cycles, instructions, L2 misses */
+int metrics_papi_read(long long v[3]); /* cycles, instructions, L2 misses */
 json_t *metrics_papi(int available);
 #ifdef HAVE_NN_CUDA
 #include "trainer/cuda/nn_cuda.h"

@@ -20,7 +20,10 @@ static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
-static double median(double *v, int n) { qsort(v, (size_t)n, sizeof *v, cmp_d); return v[n / 2]; }
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return v[n / 2];
+}
 
 static double allreduce_us(int count, int reps, double *t) {
     float *a = calloc((size_t)count, sizeof *a), *b = calloc((size_t)count, sizeof *b);
@@ -32,7 +35,8 @@ static double allreduce_us(int count, int reps, double *t) {
         MPI_Allreduce(&dt, &mx, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         t[i] = mx * 1e6;
     }
-    free(a); free(b);
+    free(a);
+    free(b);
     return median(t, reps);
 }
 
@@ -43,10 +47,14 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &P);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
+        if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+            reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--json") && i + 1 < argc)
+            json = argv[++i];
         else {
-            if (!me) fprintf(stderr, "pcoll-sim-calibrate: unknown option '%s' (--reps N, --json FILE)\n", argv[i]);
+            if (!me)
+                fprintf(stderr, "pcoll-sim-calibrate: unknown option '%s' (--reps N, --json FILE)\n",
+                        argv[i]);
             MPI_Finalize();
             return 2;
         }
@@ -83,13 +91,14 @@ int main(int argc, char **argv) {
                 for (int p = 1; p < P; p++) MPI_Send(&msg, 1, MPI_UINT64_T, p, 1, MPI_COMM_WORLD);
             t[i] = (MPI_Wtime() - t0) * 1e6 / (burst * (P - 1));
         } else {
-            for (int j = 0; j < burst; j++) MPI_Recv(&msg, 1, MPI_UINT64_T, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            for (int j = 0; j < burst; j++)
+                MPI_Recv(&msg, 1, MPI_UINT64_T, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         }
     }
     double o = me == 0 ? median(t, reps) : 0;
     MPI_Bcast(&o, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     double a8 = allreduce_us(2, reps, t);
-    int big = 1 << 20;                                   /* 4 MiB of floats */
+    int big = 1 << 20; /* 4 MiB of floats */
     double a4m = allreduce_us(big, reps / 10 > 5 ? reps / 10 : 5, t);
     int lg = 0;
     while ((1 << lg) < P) lg++;
@@ -98,10 +107,11 @@ int main(int argc, char **argv) {
     double L = half_rtt - o > 0 ? half_rtt - o : half_rtt / 2;
     if (me == 0) {
         printf("pcoll-sim-calibrate: P=%d o=%.2f us L=%.2f us alpha=%.2f us beta=%.3f ns/B "
-               "(allreduce 8 B %.1f us, 4 MiB %.1f us)\n", P, o, L, alpha, beta * 1e3, a8, a4m);
-        json_t *j = json_pack("{s:i, s:f, s:f, s:f, s:f, s:f, s:f}", "ranks", P, "o_us", o, "L_us", L,
-                              "alpha_us", alpha, "beta_us", beta, "allreduce_8B_us", a8,
-                              "allreduce_4MiB_us", a4m);
+               "(allreduce 8 B %.1f us, 4 MiB %.1f us)\n",
+               P, o, L, alpha, beta * 1e3, a8, a4m);
+        json_t *j =
+            json_pack("{s:i, s:f, s:f, s:f, s:f, s:f, s:f}", "ranks", P, "o_us", o, "L_us", L, "alpha_us",
+                      alpha, "beta_us", beta, "allreduce_8B_us", a8, "allreduce_4MiB_us", a4m);
         if (!j || json_dump_file(j, json, JSON_INDENT(1)) != 0) {
             fprintf(stderr, "pcoll-sim-calibrate: cannot write %s\n", json);
             MPI_Abort(MPI_COMM_WORLD, 1);

@@ -1,7 +1,7 @@
 /* sim.c -- the discrete-event model of sim.h: one event queue, engines and applications of P
  * ranks, rounds in order. Times are microseconds. */
 #include "collectives/sim/sim.h"
-#include "collectives/pcoll_impl.h"   /* pcoll_initiator: majority's initiator, as the engine */
+#include "collectives/pcoll_impl.h" /* pcoll_initiator: majority's initiator, as the engine */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,30 +9,37 @@
 enum { EV_BARRIER, EV_DEPOSIT, EV_FLAT, EV_ACT, EV_READY, EV_READY_DONE, EV_ENTER, EV_COMPLETE };
 enum { PATH_S_SYNC, PATH_S_ANY, PATH_S_COORD };
 
-typedef struct { double t, t0; long seq; int type, p, a; uint64_t r; } ev_t;
+typedef struct {
+    double t, t0;
+    long seq;
+    int type, p, a;
+    uint64_t r;
+} ev_t;
 
 typedef struct {
     const sim_cfg_t *c;
     const sim_cost_t *k;
     int P;
-    ev_t *heap; long n, cap, seq, events;
+    ev_t *heap;
+    long n, cap, seq, events;
     double now;
     /* the round every engine is in, and its plan */
     uint64_t r;
     int path, coord, quorum, nwait, nentered, nfresh;
     uint8_t *inwait;
     uint32_t *streak;
-    double busy_coord;            /* flat READY: the coordinator receives one at a time */
+    double busy_coord; /* flat READY: the coordinator receives one at a time */
     /* per rank, stamped with round + 1 so that nothing is reset between rounds */
     uint64_t *act_stamp, *uf_stamp, *ready_stamp, *sent_stamp, *fresh_stamp;
-    int *uf;                      /* next rank not activated in this round (union-find) */
+    int *uf; /* next rank not activated in this round (union-find) */
     /* applications */
     int *pending, *waiting;
     long *dep_seq, *cons_seq;
     uint64_t *cons_round, *handed, completed;
     double *dep_time;
     int it, arrived, done;
-    double *lat; long nlat;
+    double *lat;
+    long nlat;
     long fresh_sum, rounds;
     uint32_t max_streak;
 } sim_t;
@@ -45,11 +52,15 @@ static int push(sim_t *s, double t, int type, int p, int a, double t0) {
         long cap = s->cap ? 2 * s->cap : 1024;
         ev_t *v = realloc(s->heap, (size_t)cap * sizeof *v);
         if (!v) return SIM_ERR_NOMEM;
-        s->heap = v; s->cap = cap;
+        s->heap = v;
+        s->cap = cap;
     }
     ev_t e = {t, t0, s->seq++, type, p, a, s->r};
     long i = s->n++;
-    while (i > 0 && ev_less(&e, &s->heap[(i - 1) / 2])) { s->heap[i] = s->heap[(i - 1) / 2]; i = (i - 1) / 2; }
+    while (i > 0 && ev_less(&e, &s->heap[(i - 1) / 2])) {
+        s->heap[i] = s->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
     s->heap[i] = e;
     return SIM_OK;
 }
@@ -62,14 +73,19 @@ static ev_t pop(sim_t *s) {
         if (l < s->n && ev_less(&s->heap[l], &last)) m = l;
         if (l + 1 < s->n && ev_less(&s->heap[l + 1], m == i ? &last : &s->heap[l])) m = l + 1;
         if (m == i) break;
-        s->heap[i] = s->heap[m]; i = m;
+        s->heap[i] = s->heap[m];
+        i = m;
     }
     if (s->n) s->heap[i] = last;
     return top;
 }
 
 /* ---- cost model and tree ---------------------------------------------------------------- */
-static int ceil_log2(int P) { int l = 0; while ((1 << l) < P) l++; return l; }
+static int ceil_log2(int P) {
+    int l = 0;
+    while ((1 << l) < P) l++;
+    return l;
+}
 
 double sim_allreduce_us(const sim_cost_t *c, int P, size_t b) {
     if (P <= 1) return 0;
@@ -85,29 +101,43 @@ int sim_tree_parent(int v) {
 
 int sim_tree_children(int v, int P, int *child, int max) {
     int n = 0, step = 1;
-    while (step <= v) step *= 2;          /* children: v + 2^j for 2^j > v */
-    for (; v + step < P; step *= 2) { if (n < max) child[n] = v + step; n++; }
+    while (step <= v) step *= 2; /* children: v + 2^j for 2^j > v */
+    for (; v + step < P; step *= 2) {
+        if (n < max) child[n] = v + step;
+        n++;
+    }
     return n;
 }
 
 static int any_root(const sim_t *s) { return (int)(s->r % (uint64_t)s->P); }
 
-static int tree_depth(int v) { int d = 0; while (v) { v &= v - 1; d++; } return d; }
+static int tree_depth(int v) {
+    int d = 0;
+    while (v) {
+        v &= v - 1;
+        d++;
+    }
+    return d;
+}
 
 const char *sim_rule_name(sim_rule_t r) {
     return r == SIM_SYNC ? "sync" : r == SIM_SOLO ? "solo" : r == SIM_MAJORITY ? "majority" : "quorum";
 }
 
 /* ---- engines ------------------------------------------------------------------------------ */
-static int uf_find(sim_t *s, int i) {      /* first rank >= i not activated in this round */
+static int uf_find(sim_t *s, int i) { /* first rank >= i not activated in this round */
     uint64_t st = s->r + 1;
     int root = i;
     while (root < s->P && s->uf_stamp[root] == st) root = s->uf[root];
-    while (i < s->P && s->uf_stamp[i] == st) { int nx = s->uf[i]; s->uf[i] = root; i = nx; }
+    while (i < s->P && s->uf_stamp[i] == st) {
+        int nx = s->uf[i];
+        s->uf[i] = root;
+        i = nx;
+    }
     return root;
 }
 
-static int next_target(sim_t *s, int a, int from) {   /* a's next target >= from, not activated */
+static int next_target(sim_t *s, int a, int from) { /* a's next target >= from, not activated */
     int j = uf_find(s, from);
     if (j == a) j = uf_find(s, a + 1);
     return j;
@@ -174,8 +204,7 @@ static int engine_check(sim_t *s, int p) {
         if (!ready) return SIM_OK;
         mark(s, p);
         return enter_at(s, p, 0);
-    case PATH_S_ANY:
-        return ready ? broadcast(s, p) : SIM_OK;
+    case PATH_S_ANY: return ready ? broadcast(s, p) : SIM_OK;
     default:
         if (p == s->coord) return coord_satisfied(s) ? broadcast(s, p) : SIM_OK;
         if (ready && need_ready(s, p) && s->sent_stamp[p] != s->r + 1) {
@@ -190,7 +219,7 @@ static int engine_check(sim_t *s, int p) {
     }
 }
 
-static void plan(sim_t *s) {   /* trigger.c's plan_round for P active ranks (no joins here) */
+static void plan(sim_t *s) { /* trigger.c's plan_round for P active ranks (no joins here) */
     int P = s->P;
     s->nwait = 0;
     for (int p = 0; p < P; p++) {
@@ -210,8 +239,14 @@ static void plan(sim_t *s) {   /* trigger.c's plan_round for P active ranks (no 
         s->path = PATH_S_ANY;
     } else {
         s->path = PATH_S_COORD;
-        if (s->quorum == 1) { for (int p = 0; p < P; p++) if (s->inwait[p]) { s->coord = p; break; } }
-        else s->coord = (int)(s->r % (uint64_t)P);
+        if (s->quorum == 1) {
+            for (int p = 0; p < P; p++)
+                if (s->inwait[p]) {
+                    s->coord = p;
+                    break;
+                }
+        } else
+            s->coord = (int)(s->r % (uint64_t)P);
     }
     s->nentered = s->nfresh = 0;
     s->busy_coord = 0;
@@ -220,9 +255,8 @@ static void plan(sim_t *s) {   /* trigger.c's plan_round for P active ranks (no 
 /* ---- applications --------------------------------------------------------------------------- */
 static int check_wait(sim_t *s, int p) {
     if (!s->waiting[p]) return SIM_OK;
-    int ok = s->c->rule == SIM_SYNC
-                 ? s->cons_seq[p] == s->dep_seq[p] && s->completed > s->cons_round[p]
-                 : s->completed > s->handed[p];
+    int ok = s->c->rule == SIM_SYNC ? s->cons_seq[p] == s->dep_seq[p] && s->completed > s->cons_round[p]
+                                    : s->completed > s->handed[p];
     if (!ok) return SIM_OK;
     s->waiting[p] = 0;
     if (s->it >= s->c->warmup) s->lat[s->nlat++] = s->now - s->dep_time[p];
@@ -234,7 +268,7 @@ static int check_wait(sim_t *s, int p) {
 }
 
 /* ---- events ---------------------------------------------------------------------------------- */
-static int on_flat(sim_t *s, const ev_t *e) {       /* a's message to e->p arrives */
+static int on_flat(sim_t *s, const ev_t *e) { /* a's message to e->p arrives */
     int q = e->p, a = e->a, rc;
     if (s->act_stamp[q] != s->r + 1) {
         mark(s, q);
@@ -269,14 +303,19 @@ static int on_complete(sim_t *s) {
     }
     s->completed = ++s->r;
     plan(s);
-    for (int p = 0; p < s->P; p++) if ((rc = check_wait(s, p))) return rc;
-    for (int p = 0; p < s->P; p++) if ((rc = engine_check(s, p))) return rc;
+    for (int p = 0; p < s->P; p++)
+        if ((rc = check_wait(s, p))) return rc;
+    for (int p = 0; p < s->P; p++)
+        if ((rc = engine_check(s, p))) return rc;
     return SIM_OK;
 }
 
 static int on_barrier(sim_t *s) {
-    s->it++;                             /* the first barrier starts iteration 0 */
-    if (s->it >= s->c->warmup + s->c->iters) { s->done = 1; return SIM_OK; }
+    s->it++; /* the first barrier starts iteration 0 */
+    if (s->it >= s->c->warmup + s->c->iters) {
+        s->done = 1;
+        return SIM_OK;
+    }
     for (int p = 0; p < s->P; p++) {
         double d = s->c->delay ? s->c->delay(s->c->delay_arg, (uint64_t)s->it, p, s->P) : 0;
         int rc = push(s, s->now + d * 1e3, EV_DEPOSIT, p, 0, 0);
@@ -287,13 +326,14 @@ static int on_barrier(sim_t *s) {
 
 static int on_event(sim_t *s, const ev_t *e) {
     int p = e->p;
-    int stale = e->r != s->r && (e->type == EV_FLAT || e->type == EV_ACT || e->type == EV_READY ||
-                                 e->type == EV_READY_DONE);
-    if (stale) return SIM_OK;            /* a message of a finished round: absorbed */
+    int stale = e->r != s->r &&
+                (e->type == EV_FLAT || e->type == EV_ACT || e->type == EV_READY || e->type == EV_READY_DONE);
+    if (stale) return SIM_OK; /* a message of a finished round: absorbed */
     switch (e->type) {
     case EV_BARRIER: return on_barrier(s);
     case EV_DEPOSIT: {
-        s->pending[p]++; s->dep_seq[p]++;
+        s->pending[p]++;
+        s->dep_seq[p]++;
         s->dep_time[p] = s->now;
         s->waiting[p] = 1;
         int rc = check_wait(s, p);
@@ -303,15 +343,14 @@ static int on_event(sim_t *s, const ev_t *e) {
     case EV_ACT:
         if (s->act_stamp[p] == s->r + 1) return SIM_OK;
         mark(s, p);
-        return s->path == PATH_S_ANY ? tree_send(s, p, any_root(s), 1, e->a) : tree_send(s, p, s->coord, 0, e->a);
-    case EV_READY: {                     /* flat: the coordinator takes them one at a time */
+        return s->path == PATH_S_ANY ? tree_send(s, p, any_root(s), 1, e->a)
+                                     : tree_send(s, p, s->coord, 0, e->a);
+    case EV_READY: { /* flat: the coordinator takes them one at a time */
         double done = (s->busy_coord > s->now ? s->busy_coord : s->now) + s->k->o_us;
         s->busy_coord = done;
         return push(s, done, EV_READY_DONE, p, e->a, 0);
     }
-    case EV_READY_DONE:
-        s->ready_stamp[e->a] = s->r + 1;
-        return engine_check(s, s->coord);
+    case EV_READY_DONE: s->ready_stamp[e->a] = s->r + 1; return engine_check(s, s->coord);
     case EV_ENTER: return on_enter(s, p);
     default: return on_complete(s);
     }
@@ -346,40 +385,67 @@ static void summarise(sim_t *s, sim_result_t *out) {
 }
 
 static void sim_free(sim_t *s) {
-    free(s->heap); free(s->inwait); free(s->streak); free(s->act_stamp); free(s->uf_stamp);
-    free(s->ready_stamp); free(s->sent_stamp); free(s->fresh_stamp); free(s->uf);
-    free(s->pending); free(s->waiting); free(s->dep_seq); free(s->cons_seq); free(s->cons_round);
-    free(s->handed); free(s->dep_time); free(s->lat);
+    free(s->heap);
+    free(s->inwait);
+    free(s->streak);
+    free(s->act_stamp);
+    free(s->uf_stamp);
+    free(s->ready_stamp);
+    free(s->sent_stamp);
+    free(s->fresh_stamp);
+    free(s->uf);
+    free(s->pending);
+    free(s->waiting);
+    free(s->dep_seq);
+    free(s->cons_seq);
+    free(s->cons_round);
+    free(s->handed);
+    free(s->dep_time);
+    free(s->lat);
 }
 
 int sim_run(const sim_cfg_t *c, const sim_cost_t *k, sim_result_t *out) {
     if (!c || !k || !out || c->P < 1 || c->iters < 1 || c->warmup < 0 || c->tau < 0 ||
-        (c->rule == SIM_QUORUM && (c->quorum < 1 || c->quorum > c->P)) ||
-        k->o_us < 0 || k->L_us < 0 || k->alpha_us < 0 || k->beta_us < 0)
+        (c->rule == SIM_QUORUM && (c->quorum < 1 || c->quorum > c->P)) || k->o_us < 0 || k->L_us < 0 ||
+        k->alpha_us < 0 || k->beta_us < 0)
         return SIM_ERR_ARG;
     sim_t s = {0};
-    s.c = c; s.k = k; s.P = c->P;
+    s.c = c;
+    s.k = k;
+    s.P = c->P;
     size_t P = (size_t)c->P;
-    s.inwait = calloc(P, 1); s.streak = calloc(P, sizeof *s.streak);
-    s.act_stamp = calloc(P, 8); s.uf_stamp = calloc(P, 8); s.ready_stamp = calloc(P, 8);
-    s.sent_stamp = calloc(P, 8); s.fresh_stamp = calloc(P, 8); s.uf = calloc(P, sizeof(int));
-    s.pending = calloc(P, sizeof(int)); s.waiting = calloc(P, sizeof(int));
-    s.dep_seq = calloc(P, sizeof(long)); s.cons_seq = calloc(P, sizeof(long));
-    s.cons_round = calloc(P, 8); s.handed = calloc(P, 8); s.dep_time = calloc(P, sizeof(double));
+    s.inwait = calloc(P, 1);
+    s.streak = calloc(P, sizeof *s.streak);
+    s.act_stamp = calloc(P, 8);
+    s.uf_stamp = calloc(P, 8);
+    s.ready_stamp = calloc(P, 8);
+    s.sent_stamp = calloc(P, 8);
+    s.fresh_stamp = calloc(P, 8);
+    s.uf = calloc(P, sizeof(int));
+    s.pending = calloc(P, sizeof(int));
+    s.waiting = calloc(P, sizeof(int));
+    s.dep_seq = calloc(P, sizeof(long));
+    s.cons_seq = calloc(P, sizeof(long));
+    s.cons_round = calloc(P, 8);
+    s.handed = calloc(P, 8);
+    s.dep_time = calloc(P, sizeof(double));
     s.lat = calloc(P * (size_t)c->iters, sizeof(double));
     int rc = SIM_OK;
     if (!s.inwait || !s.streak || !s.act_stamp || !s.uf_stamp || !s.ready_stamp || !s.sent_stamp ||
-        !s.fresh_stamp || !s.uf || !s.pending || !s.waiting || !s.dep_seq || !s.cons_seq ||
-        !s.cons_round || !s.handed || !s.dep_time || !s.lat)
+        !s.fresh_stamp || !s.uf || !s.pending || !s.waiting || !s.dep_seq || !s.cons_seq || !s.cons_round ||
+        !s.handed || !s.dep_time || !s.lat)
         rc = SIM_ERR_NOMEM;
     if (!rc) {
-        for (int p = 0; p < s.P; p++) s.cons_round[p] = UINT64_MAX;   /* nothing consumed yet */
+        for (int p = 0; p < s.P; p++) s.cons_round[p] = UINT64_MAX; /* nothing consumed yet */
         s.it = -1;
         plan(&s);
         rc = push(&s, 0, EV_BARRIER, 0, 0, 0);
     }
     while (!rc && !s.done) {
-        if (s.n == 0) { rc = SIM_ERR_DEADLOCK; break; }
+        if (s.n == 0) {
+            rc = SIM_ERR_DEADLOCK;
+            break;
+        }
         ev_t e = pop(&s);
         s.now = e.t;
         s.events++;

@@ -37,8 +37,8 @@ typedef enum { SIM_SYNC, SIM_SOLO, SIM_MAJORITY, SIM_QUORUM } sim_rule_t;
 typedef enum { SIM_ACT_FLAT, SIM_ACT_TREE } sim_act_t;
 
 typedef struct {
-    double o_us, L_us;          /* per-message overhead and latency */
-    double alpha_us, beta_us;   /* allreduce: per-step latency, per-byte cost */
+    double o_us, L_us;        /* per-message overhead and latency */
+    double alpha_us, beta_us; /* allreduce: per-step latency, per-byte cost */
 } sim_cost_t;
 
 /* Injected delay of rank p in iteration it, in ms (a pure function; see trainer/imbalance.c). */
@@ -47,21 +47,22 @@ typedef double (*sim_delay_fn)(void *arg, uint64_t it, int p, int P);
 typedef struct {
     int P;
     sim_rule_t rule;
-    int quorum;                 /* SIM_QUORUM: Q (1..P) */
-    int tau;                    /* 0: no bound; else ranks with streak >= tau are waited for */
+    int quorum; /* SIM_QUORUM: Q (1..P) */
+    int tau;    /* 0: no bound; else ranks with streak >= tau are waited for */
     sim_act_t act;
-    size_t bytes;               /* payload per rank */
-    int iters, warmup;          /* measured iterations after warmup ones */
-    uint64_t seed;              /* majority's initiator hash */
-    sim_delay_fn delay; void *delay_arg;   /* NULL: no delay */
+    size_t bytes;      /* payload per rank */
+    int iters, warmup; /* measured iterations after warmup ones */
+    uint64_t seed;     /* majority's initiator hash */
+    sim_delay_fn delay;
+    void *delay_arg; /* NULL: no delay */
 } sim_cfg_t;
 
 typedef struct {
-    double mean_us, p50_us, p90_us, p99_us, min_us, max_us;  /* deposit-to-return, per rank */
-    double fresh_frac;          /* fresh contributions / (rounds x P), as bench_collectives */
+    double mean_us, p50_us, p90_us, p99_us, min_us, max_us; /* deposit-to-return, per rank */
+    double fresh_frac; /* fresh contributions / (rounds x P), as bench_collectives */
     long rounds;
     uint32_t max_streak;
-    long events;                /* simulation events processed (the model's own cost) */
+    long events; /* simulation events processed (the model's own cost) */
 } sim_result_t;
 
 enum { SIM_OK = 0, SIM_ERR_ARG = -1, SIM_ERR_NOMEM = -2, SIM_ERR_DEADLOCK = -3 };

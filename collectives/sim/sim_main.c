@@ -18,7 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct { imb_t m; uint64_t seed; } delay_arg_t;
+typedef struct {
+    imb_t m;
+    uint64_t seed;
+} delay_arg_t;
 
 static double delay_ms(void *arg, uint64_t it, int p, int P) {
     const delay_arg_t *d = arg;
@@ -27,14 +30,21 @@ static double delay_ms(void *arg, uint64_t it, int p, int P) {
 
 static int parse_rule(const char *s, sim_rule_t *r) {
     static const char *names[] = {"sync", "solo", "majority", "quorum"};
-    for (int i = 0; i < 4; i++) if (!strcmp(s, names[i])) { *r = (sim_rule_t)i; return 0; }
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(s, names[i])) {
+            *r = (sim_rule_t)i;
+            return 0;
+        }
     return -1;
 }
 
 static int load_cost(const char *path, sim_cost_t *c) {
     json_error_t e;
     json_t *j = json_load_file(path, 0, &e);
-    if (!j) { fprintf(stderr, "pcoll-sim: %s: %s (line %d)\n", path, e.text, e.line); return -1; }
+    if (!j) {
+        fprintf(stderr, "pcoll-sim: %s: %s (line %d)\n", path, e.text, e.line);
+        return -1;
+    }
     const char *keys[] = {"o_us", "L_us", "alpha_us", "beta_us"};
     double *dst[] = {&c->o_us, &c->L_us, &c->alpha_us, &c->beta_us};
     for (int i = 0; i < 4; i++) {
@@ -59,13 +69,25 @@ typedef struct {
 } run_ctx_t;
 
 /* One model run; prints a table row and appends it to the JSON rows. measured < 0: none. */
-static int run_one(run_ctx_t *x, int P, sim_rule_t rule, sim_act_t act, const char *skew,
-                   int iters, int warmup, size_t bytes, double measured) {
+static int run_one(run_ctx_t *x, int P, sim_rule_t rule, sim_act_t act, const char *skew, int iters,
+                   int warmup, size_t bytes, double measured) {
     delay_arg_t da = {{0}, x->seed};
     char err[256];
-    if (imb_parse(skew, &da.m, err, sizeof err)) { fprintf(stderr, "pcoll-sim: %s\n", err); return -1; }
-    sim_cfg_t c = {P, rule, P / 2 > 0 ? P / 2 : 1, x->tau, act, bytes, iters, warmup, x->seed,
-                   da.m.kind == IMB_NONE ? NULL : delay_ms, &da};
+    if (imb_parse(skew, &da.m, err, sizeof err)) {
+        fprintf(stderr, "pcoll-sim: %s\n", err);
+        return -1;
+    }
+    sim_cfg_t c = {P,
+                   rule,
+                   P / 2 > 0 ? P / 2 : 1,
+                   x->tau,
+                   act,
+                   bytes,
+                   iters,
+                   warmup,
+                   x->seed,
+                   da.m.kind == IMB_NONE ? NULL : delay_ms,
+                   &da};
     sim_result_t r;
     int rc = sim_run(&c, &x->cost, &r);
     const char *an = act == SIM_ACT_TREE ? "tree" : "flat";
@@ -73,24 +95,26 @@ static int run_one(run_ctx_t *x, int P, sim_rule_t rule, sim_act_t act, const ch
         printf("%6d %10zu %9s %5s %24s %12s\n", P, bytes, sim_rule_name(rule), an, skew, "deadlock");
         return 0;
     }
-    if (rc) { fprintf(stderr, "pcoll-sim: model failed (%d) for P=%d %s\n", rc, P, sim_rule_name(rule)); return -1; }
-    printf("%6d %10zu %9s %5s %24s %12.1f %10.1f %10.1f %10.1f %6.2f %8ld", P, bytes, sim_rule_name(rule),
-           an, skew, r.mean_us, r.p50_us, r.p90_us, r.p99_us, r.fresh_frac, r.rounds);
+    if (rc) {
+        fprintf(stderr, "pcoll-sim: model failed (%d) for P=%d %s\n", rc, P, sim_rule_name(rule));
+        return -1;
+    }
+    printf("%6d %10zu %9s %5s %24s %12.1f %10.1f %10.1f %10.1f %6.2f %8ld", P, bytes, sim_rule_name(rule), an,
+           skew, r.mean_us, r.p50_us, r.p90_us, r.p99_us, r.fresh_frac, r.rounds);
     if (measured >= 0) printf(" %12.1f %7.2f", measured, measured > 0 ? r.mean_us / measured : 0);
     printf("\n");
-    json_t *o = json_pack("{s:i, s:s, s:s, s:s, s:I, s:f, s:f, s:f, s:f, s:f, s:I}", "ranks", P,
-                          "mode", sim_rule_name(rule), "activation", an, "skew", skew,
-                          "bytes", (json_int_t)bytes, "mean_latency_us", r.mean_us, "p50_us", r.p50_us,
-                          "p90_us", r.p90_us, "p99_us", r.p99_us, "fresh_fraction", r.fresh_frac,
-                          "rounds", (json_int_t)r.rounds);
+    json_t *o = json_pack("{s:i, s:s, s:s, s:s, s:I, s:f, s:f, s:f, s:f, s:f, s:I}", "ranks", P, "mode",
+                          sim_rule_name(rule), "activation", an, "skew", skew, "bytes", (json_int_t)bytes,
+                          "mean_latency_us", r.mean_us, "p50_us", r.p50_us, "p90_us", r.p90_us, "p99_us",
+                          r.p99_us, "fresh_fraction", r.fresh_frac, "rounds", (json_int_t)r.rounds);
     if (measured >= 0) json_object_set_new(o, "measured_mean_latency_us", json_real(measured));
     json_array_append_new(x->rows, o);
     return 0;
 }
 
 static void header(int validate) {
-    printf("%6s %10s %9s %5s %24s %12s %10s %10s %10s %6s %8s%s\n", "P", "size(B)", "mode", "act",
-           "skew", "mean(us)", "p50(us)", "p90(us)", "p99(us)", "fresh", "rounds",
+    printf("%6s %10s %9s %5s %24s %12s %10s %10s %10s %6s %8s%s\n", "P", "size(B)", "mode", "act", "skew",
+           "mean(us)", "p50(us)", "p90(us)", "p99(us)", "fresh", "rounds",
            validate ? "  measured(us)  model/meas" : "");
 }
 
@@ -98,7 +122,10 @@ static void header(int validate) {
 static int validate(run_ctx_t *x, const char *path) {
     json_error_t e;
     json_t *j = json_load_file(path, 0, &e);
-    if (!j) { fprintf(stderr, "pcoll-sim: %s: %s (line %d)\n", path, e.text, e.line); return -1; }
+    if (!j) {
+        fprintf(stderr, "pcoll-sim: %s: %s (line %d)\n", path, e.text, e.line);
+        return -1;
+    }
     int P = (int)json_integer_value(json_object_get(j, "ranks"));
     int iters = (int)json_integer_value(json_object_get(j, "iterations"));
     int warm = (int)json_integer_value(json_object_get(j, "warmup"));
@@ -109,18 +136,23 @@ static int validate(run_ctx_t *x, const char *path) {
         json_decref(j);
         return -1;
     }
-    size_t i; json_t *row; int rc = 0;
+    size_t i;
+    json_t *row;
+    int rc = 0;
     json_array_foreach(res, i, row) {
         sim_rule_t rule;
         const char *mode = json_string_value(json_object_get(row, "mode"));
         const char *skew = json_string_value(json_object_get(row, "skew"));
-        if (!mode || !skew || parse_rule(mode, &rule)) continue;       /* mpi_allreduce: baseline */
+        if (!mode || !skew || parse_rule(mode, &rule)) continue; /* mpi_allreduce: baseline */
         char sk[64];
-        if (!strcmp(skew, "linear")) snprintf(sk, sizeof sk, "linear:unit=%g", unit);
-        else snprintf(sk, sizeof sk, "none");
+        if (!strcmp(skew, "linear"))
+            snprintf(sk, sizeof sk, "linear:unit=%g", unit);
+        else
+            snprintf(sk, sizeof sk, "none");
         size_t bytes = (size_t)json_integer_value(json_object_get(row, "bytes"));
         double meas = json_number_value(json_object_get(row, "mean_latency_us"));
-        if ((rc = run_one(x, P, rule, SIM_ACT_TREE, sk, iters, warm, bytes, meas))) break;   /* libpcoll activates over the tree */
+        if ((rc = run_one(x, P, rule, SIM_ACT_TREE, sk, iters, warm, bytes, meas)))
+            break; /* libpcoll activates over the tree */
     }
     json_decref(j);
     return rc;
@@ -137,32 +169,61 @@ int main(int argc, char **argv) {
      * Open MPI 4.1.4, shared memory), 2026-11-30; pass --cost for another machine. */
     run_ctx_t x = {{1.0, 1.5, 3.0, 1.0e-3}, 64, 4, 0, 8, 1, json_array()};
     char pl[256] = "4,8,16,32,64", ml[128] = "sync,solo,majority,quorum", al[32] = "flat,tree";
-    const char *skews[8]; int nskew = 0;
-    const char *vals[16]; int nval = 0;
+    const char *skews[8];
+    int nskew = 0;
+    const char *vals[16];
+    int nval = 0;
     const char *json = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v) { fprintf(stderr, "pcoll-sim: '%s' needs a value (see the header of collectives/sim/sim_main.c)\n", a); return 2; }
+        if (!v) {
+            fprintf(stderr, "pcoll-sim: '%s' needs a value (see the header of collectives/sim/sim_main.c)\n",
+                    a);
+            return 2;
+        }
         i++;
-        if (!strcmp(a, "--P")) snprintf(pl, sizeof pl, "%s", v);
-        else if (!strcmp(a, "--modes")) snprintf(ml, sizeof ml, "%s", v);
-        else if (!strcmp(a, "--act")) snprintf(al, sizeof al, "%s", v);
-        else if (!strcmp(a, "--imbalance") && nskew < 8) skews[nskew++] = v;
-        else if (!strcmp(a, "--validate") && nval < 16) vals[nval++] = v;
-        else if (!strcmp(a, "--bytes")) x.bytes = (size_t)atol(v);
-        else if (!strcmp(a, "--iters")) x.iters = atoi(v);
-        else if (!strcmp(a, "--warmup")) x.warmup = atoi(v);
-        else if (!strcmp(a, "--tau")) x.tau = atoi(v);
-        else if (!strcmp(a, "--seed")) x.seed = strtoull(v, NULL, 10);
-        else if (!strcmp(a, "--cost")) { if (load_cost(v, &x.cost)) return 1; }
-        else if (!strcmp(a, "--o-us")) x.cost.o_us = atof(v);
-        else if (!strcmp(a, "--L-us")) x.cost.L_us = atof(v);
-        else if (!strcmp(a, "--alpha-us")) x.cost.alpha_us = atof(v);
-        else if (!strcmp(a, "--beta-ns")) x.cost.beta_us = atof(v) * 1e-3;
-        else if (!strcmp(a, "--json")) json = v;
-        else { fprintf(stderr, "pcoll-sim: unknown option '%s'\n", a); return 2; }
+        if (!strcmp(a, "--P"))
+            snprintf(pl, sizeof pl, "%s", v);
+        else if (!strcmp(a, "--modes"))
+            snprintf(ml, sizeof ml, "%s", v);
+        else if (!strcmp(a, "--act"))
+            snprintf(al, sizeof al, "%s", v);
+        else if (!strcmp(a, "--imbalance") && nskew < 8)
+            skews[nskew++] = v;
+        else if (!strcmp(a, "--validate") && nval < 16)
+            vals[nval++] = v;
+        else if (!strcmp(a, "--bytes"))
+            x.bytes = (size_t)atol(v);
+        else if (!strcmp(a, "--iters"))
+            x.iters = atoi(v);
+        else if (!strcmp(a, "--warmup"))
+            x.warmup = atoi(v);
+        else if (!strcmp(a, "--tau"))
+            x.tau = atoi(v);
+        else if (!strcmp(a, "--seed"))
+            x.seed = strtoull(v, NULL, 10);
+        else if (!strcmp(a, "--cost")) {
+            if (load_cost(v, &x.cost)) return 1;
+        } else if (!strcmp(a, "--o-us"))
+            x.cost.o_us = atof(v);
+        else if (!strcmp(a, "--L-us"))
+            x.cost.L_us = atof(v);
+        else if (!strcmp(a, "--alpha-us"))
+            x.cost.alpha_us = atof(v);
+        else if (!strcmp(a, "--beta-ns"))
+            x.cost.beta_us = atof(v) * 1e-3;
+        else if (!strcmp(a, "--json"))
+            json = v;
+        else {
+            fprintf(stderr, "pcoll-sim: unknown option '%s'\n", a);
+            return 2;
+        }
     }
-    if (!nskew) { skews[0] = "none"; skews[1] = "linear:unit=1"; nskew = 2; }
+    if (!nskew) {
+        skews[0] = "none";
+        skews[1] = "linear:unit=1";
+        nskew = 2;
+    }
     printf("# pcoll-sim: o=%.2f us L=%.2f us alpha=%.2f us beta=%.3f ns/B, %d iterations (+%d warm-up)\n",
            x.cost.o_us, x.cost.L_us, x.cost.alpha_us, x.cost.beta_us * 1e3, x.iters, x.warmup);
     int rc = 0;
@@ -179,8 +240,10 @@ int main(int argc, char **argv) {
                     for (int p = 0; p < np && !rc; p++) {
                         sim_rule_t rule;
                         int P = atoi(ps[p]);
-                        if (parse_rule(ms[m], &rule) || P < 1 || (strcmp(as[a], "flat") && strcmp(as[a], "tree"))) {
-                            fprintf(stderr, "pcoll-sim: bad --P '%s', --modes '%s' or --act '%s'\n", ps[p], ms[m], as[a]);
+                        if (parse_rule(ms[m], &rule) || P < 1 ||
+                            (strcmp(as[a], "flat") && strcmp(as[a], "tree"))) {
+                            fprintf(stderr, "pcoll-sim: bad --P '%s', --modes '%s' or --act '%s'\n", ps[p],
+                                    ms[m], as[a]);
                             rc = 2;
                             break;
                         }
@@ -192,7 +255,10 @@ int main(int argc, char **argv) {
         json_t *root = json_pack("{s:f, s:f, s:f, s:f, s:i, s:o}", "o_us", x.cost.o_us, "L_us", x.cost.L_us,
                                  "alpha_us", x.cost.alpha_us, "beta_us", x.cost.beta_us, "iterations",
                                  x.iters, "results", json_incref(x.rows));
-        if (!root || json_dump_file(root, json, JSON_INDENT(1))) { fprintf(stderr, "pcoll-sim: cannot write %s\n", json); rc = 1; }
+        if (!root || json_dump_file(root, json, JSON_INDENT(1))) {
+            fprintf(stderr, "pcoll-sim: cannot write %s\n", json);
+            rc = 1;
+        }
         json_decref(root);
     }
     json_decref(x.rows);

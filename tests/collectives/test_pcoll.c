@@ -41,23 +41,42 @@ int main(int argc, char **argv) {
     uint64_t seed = 7;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
-        if (!strcmp(a, "--mode")) mode = v, i++;
-        else if (!strcmp(a, "--steps")) steps = atoi(v), i++;
-        else if (!strcmp(a, "--n")) n = (size_t)atol(v), i++;
-        else if (!strcmp(a, "--delay-us")) delay_us = atof(v), i++;
-        else if (!strcmp(a, "--seed")) seed = (uint64_t)atoll(v), i++;
-        else if (!strcmp(a, "--slow")) slow = atoi(v), i++;
-        else if (!strcmp(a, "--slow-factor")) slow_factor = atof(v), i++;
-        else if (!strcmp(a, "--tau")) tau = atoi(v), i++;
-        else if (!strcmp(a, "--mismatch")) mismatch = v, i++;
-        else if (!strcmp(a, "--div")) div = v, i++;
-        else if (!strcmp(a, "--ring")) ring = atoi(v), i++;
-        else if (!strcmp(a, "--records")) records = atoi(v), i++;
-        else if (!strcmp(a, "--pause-ms")) pause_ms = atof(v), i++;
-        else if (!strcmp(a, "--pause-every")) pause_every = atoi(v), i++;
-        else if (!strcmp(a, "--newer")) newer = 1;
-        else if (!strcmp(a, "--expect-streak-growth")) growth = 1;
-        else { if (!me) fprintf(stderr, "test_pcoll: unknown option %s\n", a); MPI_Abort(MPI_COMM_WORLD, 2); }
+        if (!strcmp(a, "--mode"))
+            mode = v, i++;
+        else if (!strcmp(a, "--steps"))
+            steps = atoi(v), i++;
+        else if (!strcmp(a, "--n"))
+            n = (size_t)atol(v), i++;
+        else if (!strcmp(a, "--delay-us"))
+            delay_us = atof(v), i++;
+        else if (!strcmp(a, "--seed"))
+            seed = (uint64_t)atoll(v), i++;
+        else if (!strcmp(a, "--slow"))
+            slow = atoi(v), i++;
+        else if (!strcmp(a, "--slow-factor"))
+            slow_factor = atof(v), i++;
+        else if (!strcmp(a, "--tau"))
+            tau = atoi(v), i++;
+        else if (!strcmp(a, "--mismatch"))
+            mismatch = v, i++;
+        else if (!strcmp(a, "--div"))
+            div = v, i++;
+        else if (!strcmp(a, "--ring"))
+            ring = atoi(v), i++;
+        else if (!strcmp(a, "--records"))
+            records = atoi(v), i++;
+        else if (!strcmp(a, "--pause-ms"))
+            pause_ms = atof(v), i++;
+        else if (!strcmp(a, "--pause-every"))
+            pause_every = atoi(v), i++;
+        else if (!strcmp(a, "--newer"))
+            newer = 1;
+        else if (!strcmp(a, "--expect-streak-growth"))
+            growth = 1;
+        else {
+            if (!me) fprintf(stderr, "test_pcoll: unknown option %s\n", a);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
     }
     if (n < (size_t)P + 2) n = (size_t)P + 2;
 
@@ -65,17 +84,18 @@ int main(int argc, char **argv) {
     pcoll_config_default(&cfg);
     cfg.seed = seed;
     cfg.tau = tau;
-    cfg.ring = ring ? ring : tau ? tau + 8 : 1024;  /* a lagging rank holds the others back */
+    cfg.ring = ring ? ring : tau ? tau + 8 : 1024; /* a lagging rank holds the others back */
     cfg.records = records;
     if (div) cfg.div = !strcmp(div, "p") ? PCOLL_DIV_P : PCOLL_DIV_FRESH;
     int dynamic = !strcmp(mode, "dynamic"), mixed = !strcmp(mode, "mixed");
-    if (dynamic || mixed) cfg.horizon = 1;   /* rule changes need a horizon */
+    if (dynamic || mixed)
+        cfg.horizon = 1; /* rule changes need a horizon */
     else if (!mixed && pcoll_parse_mode(mode, &cfg.rule)) {
         if (!me) fprintf(stderr, "test_pcoll: bad --mode %s\n", mode);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
 
-    if (mismatch) {  /* every rank must get a clean error naming the field; no hang */
+    if (mismatch) { /* every rank must get a clean error naming the field; no hang */
         size_t nn = n;
         if (!strcmp(mismatch, "n") && me == P - 1) nn = n + 1;
         if (!strcmp(mismatch, "seed") && me == P - 1) cfg.seed = seed + 1;
@@ -88,8 +108,9 @@ int main(int argc, char **argv) {
         int want = !strcmp(mismatch, "arg") ? PCOLL_ERR_ARG : PCOLL_ERR_MISMATCH;
         CHECK(rc == want, "rc %d, want %d", rc, want);
         CHECK(h == NULL, "handle created despite the mismatch");
-        const char *field = !strcmp(mismatch, "mode") ? "rule.mode" : !strcmp(mismatch, "arg") ?
-                            "ring" : mismatch;
+        const char *field = !strcmp(mismatch, "mode")  ? "rule.mode"
+                            : !strcmp(mismatch, "arg") ? "ring"
+                                                       : mismatch;
         if (strcmp(mismatch, "arg") || me == P - 1)
             CHECK(strstr(m, field) != NULL, "message does not name '%s': %s", field, m);
         char rk[32];
@@ -106,7 +127,7 @@ int main(int argc, char **argv) {
     CHECK(pcoll_set_cost(h, -1.0) == PCOLL_ERR_ARG && strstr(pcoll_last_error(h), "pcoll_set_cost"),
           "a negative step time is refused, naming the call: %s", pcoll_last_error(h));
     CHECK(pcoll_set_cost(h, NAN) == PCOLL_ERR_ARG, "a NaN step time is refused");
-    if (mixed) {  /* a static schedule of rule changes, the same on every rank */
+    if (mixed) { /* a static schedule of rule changes, the same on every rank */
         static int w[1];
         w[0] = P - 1;
         for (int k = 1; k < 400; k++) {
@@ -115,72 +136,90 @@ int main(int argc, char **argv) {
             case 0: ru.mode = PCOLL_SYNC; break;
             case 1: ru.mode = PCOLL_SOLO; break;
             case 2: ru.mode = PCOLL_MAJORITY; break;
-            case 3: ru.mode = PCOLL_QUORUM; ru.quorum = 2; break;
-            default: ru.mode = PCOLL_SOLO; ru.wait = w; ru.nwait = 1;
+            case 3:
+                ru.mode = PCOLL_QUORUM;
+                ru.quorum = 2;
+                break;
+            default:
+                ru.mode = PCOLL_SOLO;
+                ru.wait = w;
+                ru.nwait = 1;
             }
             pcollCheck(pcoll_set_rule(h, (uint64_t)k * 13, &ru));
         }
-        pcollCheck(pcoll_set_horizon(h, UINT64_MAX));   /* the schedule is final: every round */
+        pcollCheck(pcoll_set_horizon(h, UINT64_MAX)); /* the schedule is final: every round */
     }
     ctl_t ctl = {h, P, 0, 2};
     pthread_t cth;
     if (dynamic) pthread_create(&cth, NULL, dyn_ctl, &ctl);
 
     float *g = malloc(n * sizeof *g);
-    double *w = calloc(n, sizeof *w);            /* replica: w += result of every round */
+    double *w = calloc(n, sizeof *w);             /* replica: w += result of every round */
     double *dep_sum = calloc(n, sizeof *dep_sum); /* this rank's deposits, summed */
     int *seen = calloc((size_t)steps, sizeof *seen);
     uint64_t applied = 0;
     pcoll_record_t rec;
     pcoll_record_init(&rec, P);
     uint64_t hash = 1469598103934665603ull;
-    uint32_t *streak_at = calloc(8, 4);  /* max streak of the slow rank at 1/8 .. 8/8 of the run */
+    uint32_t *streak_at = calloc(8, 4); /* max streak of the slow rank at 1/8 .. 8/8 of the run */
     double *all_sum = calloc(n, sizeof *all_sum);
 
     /* a slow rank runs proportionally fewer steps, so that all ranks finish at about the same
      * time and its streaks are measured while the others are still active */
-    if (me == slow && slow_factor > 1) steps = (int)(steps / slow_factor) > 0 ? (int)(steps / slow_factor) : 1;
-    rcheck_t rc_ = {P, me, steps, tau, slow, (int)cfg.div, n, 0, 1469598103934665603ull, w, all_sum,
-                    seen, streak_at, 0};
+    if (me == slow && slow_factor > 1)
+        steps = (int)(steps / slow_factor) > 0 ? (int)(steps / slow_factor) : 1;
+    rcheck_t rc_ = {P, me,      steps, tau,       slow, (int)cfg.div, n, 0, 1469598103934665603ull,
+                    w, all_sum, seen,  streak_at, 0};
     int joined = 0;
     for (int s = 0; s <= steps; s++) {
-        if (s == steps) {  /* join, then drain the rounds that still complete */
+        if (s == steps) { /* join, then drain the rounds that still complete */
             pcoll_join(h);
             joined = 1;
         }
         if (!joined) {
-        double d = delay_us * u01(seed, (uint64_t)s, (uint64_t)me);
-        if (me == slow) d = delay_us * slow_factor;
-        sleep_us(d);
-        make_grad(g, n, me, s);
-        for (size_t k = 0; k < n; k++) dep_sum[k] += g[k];
-        pcollCheck(pcoll_set_cost(h, cost_of(me, s)));
-        int rc = pcoll_deposit(h, g, newer ? PCOLL_ACCUMULATE : 0);
-        if (rc) { fprintf(stderr, "rank %d: deposit: %s\n", me, pcoll_last_error(h)); fails++; break; }
-        rc = pcoll_wait(h, newer ? PCOLL_WAIT_NEWER : PCOLL_WAIT_CONSUMED, 60.0, NULL);
-        if (rc) { fprintf(stderr, "rank %d: wait: %s\n", me, pcoll_last_error(h)); fails++; break; }
+            double d = delay_us * u01(seed, (uint64_t)s, (uint64_t)me);
+            if (me == slow) d = delay_us * slow_factor;
+            sleep_us(d);
+            make_grad(g, n, me, s);
+            for (size_t k = 0; k < n; k++) dep_sum[k] += g[k];
+            pcollCheck(pcoll_set_cost(h, cost_of(me, s)));
+            int rc = pcoll_deposit(h, g, newer ? PCOLL_ACCUMULATE : 0);
+            if (rc) {
+                fprintf(stderr, "rank %d: deposit: %s\n", me, pcoll_last_error(h));
+                fails++;
+                break;
+            }
+            rc = pcoll_wait(h, newer ? PCOLL_WAIT_NEWER : PCOLL_WAIT_CONSUMED, 60.0, NULL);
+            if (rc) {
+                fprintf(stderr, "rank %d: wait: %s\n", me, pcoll_last_error(h));
+                fails++;
+                break;
+            }
         }
         if (pause_every && me == 1 % P && s % pause_every == pause_every - 1) sleep_us(pause_ms * 1e3);
         const float *res;
         uint64_t r;
-        while (pcoll_next(h, &r, &res, &rec) == PCOLL_OK) {
-            rcheck_round(&rc_, r, res, &rec, s);
-        }
+        while (pcoll_next(h, &r, &res, &rec) == PCOLL_OK) { rcheck_round(&rc_, r, res, &rec, s); }
         if (joined) {
             int rc = pcoll_wait(h, PCOLL_WAIT_NEWER, 60.0, NULL);
             if (rc == PCOLL_DONE) break;
-            if (rc) { fprintf(stderr, "rank %d: drain: %s\n", me, pcoll_last_error(h)); fails++; break; }
-            s--;  /* stay in the drain step */
+            if (rc) {
+                fprintf(stderr, "rank %d: drain: %s\n", me, pcoll_last_error(h));
+                fails++;
+                break;
+            }
+            s--; /* stay in the drain step */
         }
     }
     applied = rc_.applied;
     hash = rc_.hash;
     fails += rc_.fails;
     ctl.stop = 1;
-    if (dynamic) pthread_join(cth, NULL);  /* it ends once the engine is done; then free */
+    if (dynamic) pthread_join(cth, NULL); /* it ends once the engine is done; then free */
     int rc = pcoll_finalize(&h, 120.0);
     CHECK(rc == PCOLL_OK, "finalize: %s", pcoll_strerror(rc));
-    if (!newer && !cfg.div) for (int s = 0; s < steps; s++) CHECK(seen[s] == 1, "step %d seen %d times", s, seen[s]);
+    if (!newer && !cfg.div)
+        for (int s = 0; s < steps; s++) CHECK(seen[s] == 1, "step %d seen %d times", s, seen[s]);
 
     /* conservation: sum over rounds = sum over deposits (double sums of integers: exact) */
     double *tot_dep = calloc(n, sizeof *tot_dep);
@@ -190,18 +229,24 @@ int main(int argc, char **argv) {
     int complete = applied == maxapplied;
     if (!cfg.div && complete)
         for (size_t k = 0; k < n; k++)
-            CHECK(all_sum[k] == tot_dep[k], "conservation: element %zu: rounds sum %g, deposits %g", k, all_sum[k], tot_dep[k]);
+            CHECK(all_sum[k] == tot_dep[k], "conservation: element %zu: rounds sum %g, deposits %g", k,
+                  all_sum[k], tot_dep[k]);
     /* agreement and replica equality: compare on ranks that applied the same number of rounds */
     uint64_t mine[3] = {hash, mix(applied), 0};
-    for (size_t k = 0; k < n; k++) { uint64_t b; memcpy(&b, &w[k], 8); mine[2] = (mine[2] ^ b) * 1099511628211ull; }
+    for (size_t k = 0; k < n; k++) {
+        uint64_t b;
+        memcpy(&b, &w[k], 8);
+        mine[2] = (mine[2] ^ b) * 1099511628211ull;
+    }
     uint64_t *all = malloc((size_t)P * sizeof mine);
     uint64_t *apl = malloc((size_t)P * 8);
     MPI_Allgather(mine, 3, MPI_UINT64_T, all, 3, MPI_UINT64_T, MPI_COMM_WORLD);
     MPI_Allgather(&applied, 1, MPI_UINT64_T, apl, 1, MPI_UINT64_T, MPI_COMM_WORLD);
-    for (int p = 0; p < P; p++) if (apl[p] == applied) {
-        CHECK(all[3 * p] == hash, "agreement: round hash differs from rank %d", p);
-        CHECK(all[3 * p + 2] == mine[2], "replicas differ from rank %d", p);
-    }
+    for (int p = 0; p < P; p++)
+        if (apl[p] == applied) {
+            CHECK(all[3 * p] == hash, "agreement: round hash differs from rank %d", p);
+            CHECK(all[3 * p + 2] == mine[2], "replicas differ from rank %d", p);
+        }
     if (!me) {
         printf("mode=%s P=%d steps=%d rounds=%llu (max over ranks) n=%zu tau=%d\n", mode, P, steps,
                (unsigned long long)maxapplied, n, tau);
@@ -220,8 +265,15 @@ int main(int argc, char **argv) {
     MPI_Allreduce(&fails, &tot, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (!me) printf("%s: %d check failures\n", tot ? "FAIL" : "OK", tot);
     pcoll_record_free(&rec);
-    free(g); free(w); free(dep_sum); free(seen); free(streak_at); free(all_sum); free(tot_dep);
-    free(all); free(apl);
+    free(g);
+    free(w);
+    free(dep_sum);
+    free(seen);
+    free(streak_at);
+    free(all_sum);
+    free(tot_dep);
+    free(all);
+    free(apl);
     MPI_Finalize();
     return tot ? 1 : 0;
 }

@@ -31,8 +31,15 @@
 #include <unistd.h>
 
 static int P, me, fails;
-#define CHECK(c, ...) do { if (!(c)) { fails++; fprintf(stderr, "rank %d: CHECK failed %s:%d: %s: ", \
-    me, __FILE__, __LINE__, #c); fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+#define CHECK(c, ...)                                                                         \
+    do {                                                                                      \
+        if (!(c)) {                                                                           \
+            fails++;                                                                          \
+            fprintf(stderr, "rank %d: CHECK failed %s:%d: %s: ", me, __FILE__, __LINE__, #c); \
+            fprintf(stderr, __VA_ARGS__);                                                     \
+            fputc('\n', stderr);                                                              \
+        }                                                                                     \
+    } while (0)
 
 static void sleep_ms(double ms) {
     struct timespec ts = {(time_t)(ms / 1e3), (long)((ms - 1e3 * (double)(time_t)(ms / 1e3)) * 1e6)};
@@ -59,7 +66,10 @@ static int run_steps(pcoll_t *h, int steps, int drain, double delay_ms) {
         if (delay_ms > 0) sleep_ms(delay_ms);
         int rc = pcoll_deposit(h, g, 0);
         if (!rc) rc = pcoll_wait(h, PCOLL_WAIT_CONSUMED, 60, NULL);
-        if (rc) { fprintf(stderr, "rank %d: step %d: %s: %s\n", me, s, pcoll_strerror(rc), pcoll_last_error(h)); return rc; }
+        if (rc) {
+            fprintf(stderr, "rank %d: step %d: %s: %s\n", me, s, pcoll_strerror(rc), pcoll_last_error(h));
+            return rc;
+        }
         while (pcoll_next(h, NULL, &res, NULL) == PCOLL_OK) {}
     }
     if (!drain) return PCOLL_OK;
@@ -70,17 +80,26 @@ static int run_steps(pcoll_t *h, int steps, int drain, double delay_ms) {
     return rc == PCOLL_DONE ? PCOLL_OK : rc;
 }
 
-typedef struct { pcoll_t *h; int lag_ms; int rc; uint64_t got; } reader_t;
+typedef struct {
+    pcoll_t *h;
+    int lag_ms;
+    int rc;
+    uint64_t got;
+} reader_t;
 
-static void *lagging_reader(void *arg) {   /* like controller/thread.c, 20 ms per record */
+static void *lagging_reader(void *arg) { /* like controller/thread.c, 20 ms per record */
     reader_t *r = arg;
     pcoll_record_t rec;
     pcoll_record_init(&rec, P);
-    for (uint64_t q = 0;; ) {
+    for (uint64_t q = 0;;) {
         int rc = pcoll_record_get(r->h, q, &rec, 0.1);
         if (rc == PCOLL_ERR_TIMEOUT) continue;
-        if (rc) { r->rc = rc; break; }
-        r->got++; q++;
+        if (rc) {
+            r->rc = rc;
+            break;
+        }
+        r->got++;
+        q++;
         sleep_ms(r->lag_ms);
     }
     pcoll_record_free(&rec);
@@ -91,7 +110,7 @@ static void *blocked_reader(void *arg) {
     reader_t *r = arg;
     pcoll_record_t rec;
     pcoll_record_init(&rec, P);
-    r->rc = pcoll_record_get(r->h, 1u << 30, &rec, -1);   /* a round that never comes */
+    r->rc = pcoll_record_get(r->h, 1u << 30, &rec, -1); /* a round that never comes */
     pcoll_record_free(&rec);
     return NULL;
 }
@@ -104,7 +123,7 @@ static void case_close(void) {
     pthread_create(&t2, NULL, blocked_reader, &blk);
     CHECK(run_steps(h, 60, 1, 0.2) == PCOLL_OK, "steps");
     pcoll_t *old = h;
-    int rc = pcoll_finalize(&h, 60);            /* with both threads still running */
+    int rc = pcoll_finalize(&h, 60); /* with both threads still running */
     CHECK(rc == PCOLL_OK, "finalize: %s", pcoll_strerror(rc));
     CHECK(h == NULL, "finalize clears the handle");
     pthread_join(t1, NULL);
@@ -112,16 +131,17 @@ static void case_close(void) {
     CHECK(lag.rc == PCOLL_ERR_STATE, "lagging reader ended with %s", pcoll_strerror(lag.rc));
     CHECK(blk.rc == PCOLL_ERR_STATE, "blocked reader ended with %s", pcoll_strerror(blk.rc));
     CHECK(pcoll_rounds(old) == 0 && pcoll_join(old) == PCOLL_ERR_STATE &&
-          pcoll_finalize(&old, 1) == PCOLL_ERR_STATE, "calls after finalize return PCOLL_ERR_STATE");
-    printf("rank %d: the lagging reader read %llu records before finalize closed the handle\n",
-           me, (unsigned long long)lag.got);
+              pcoll_finalize(&old, 1) == PCOLL_ERR_STATE,
+          "calls after finalize return PCOLL_ERR_STATE");
+    printf("rank %d: the lagging reader read %llu records before finalize closed the handle\n", me,
+           (unsigned long long)lag.got);
 }
 
 static void case_nodrain(void) {
     pcoll_t *h = make(PCOLL_SOLO, 2, 0);
     int rc = run_steps(h, me == 0 ? 3 : 60, 0, me == 0 ? 0 : 1);
     CHECK(rc == PCOLL_OK, "steps: %s", pcoll_strerror(rc));
-    if (me != 0) {   /* the others keep depositing while rank 0 sits in finalize */
+    if (me != 0) { /* the others keep depositing while rank 0 sits in finalize */
         pcoll_join(h);
     }
     rc = pcoll_finalize(&h, 60);
@@ -138,7 +158,8 @@ static void case_rule(void) {
     if (me != 0) rc = pcoll_set_rule(h, 4, &maj);
     int mm[2] = {rc, -rc};
     MPI_Allreduce(mm, all, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    CHECK(all[0] == -all[1], "ranks disagree on pcoll_set_rule without a horizon: codes %d .. %d", -all[1], all[0]);
+    CHECK(all[0] == -all[1], "ranks disagree on pcoll_set_rule without a horizon: codes %d .. %d", -all[1],
+          all[0]);
     CHECK(rc == PCOLL_ERR_STATE, "without a horizon: %s", pcoll_strerror(rc));
     CHECK(run_steps(h, 8, 1, 0) == PCOLL_OK, "steps after the refused rule");
     CHECK(pcoll_finalize(&h, 60) == PCOLL_OK, "finalize");
@@ -151,7 +172,7 @@ static void case_rule(void) {
     CHECK(rc == PCOLL_OK, "rule above the horizon: %s: %s", pcoll_strerror(rc), pcoll_last_error(h));
     pcollCheck(pcoll_set_horizon(h, UINT64_MAX));
     CHECK(pcoll_set_rule(h, 1000, &maj) == PCOLL_ERR_LATE, "every round is final after UINT64_MAX");
-    rc = run_steps(h, 30, 1, 0);      /* must run past round 10 */
+    rc = run_steps(h, 30, 1, 0); /* must run past round 10 */
     CHECK(rc == PCOLL_OK, "rounds after pcoll_set_horizon(UINT64_MAX): %s", pcoll_strerror(rc));
     pcoll_record_t rec;
     pcoll_record_init(&rec, P);
@@ -161,11 +182,11 @@ static void case_rule(void) {
     CHECK(pcoll_finalize(&h, 60) == PCOLL_OK, "finalize");
 }
 
-static void *pending_error(void *arg) {   /* another thread's failed call */
+static void *pending_error(void *arg) { /* another thread's failed call */
     pcoll_t *h = arg;
     float g[64] = {0};
     pcoll_deposit(h, g, 0);
-    pcoll_deposit(h, g, 0);   /* PCOLL_ERR_PENDING */
+    pcoll_deposit(h, g, 0); /* PCOLL_ERR_PENDING */
     (void)pcoll_last_error(h);
     return NULL;
 }
@@ -191,7 +212,8 @@ static void case_args(void) {
     pthread_t t;
     pthread_create(&t, NULL, pending_error, h);
     pthread_join(t, NULL);
-    CHECK(!strcmp(mine, copy) && strstr(mine, "pcoll_set_cost"), "this thread's message changed to: %s", mine);
+    CHECK(!strcmp(mine, copy) && strstr(mine, "pcoll_set_cost"), "this thread's message changed to: %s",
+          mine);
     pcoll_join(h);
     int rc;
     const float *res;
@@ -200,7 +222,11 @@ static void case_args(void) {
     CHECK(pcoll_finalize(&h, 60) == PCOLL_OK, "finalize");
 }
 
-typedef struct { pcoll_t *h; volatile int stop; long ok, evicted, wrong; } evict_t;
+typedef struct {
+    pcoll_t *h;
+    volatile int stop;
+    long ok, evicted, wrong;
+} evict_t;
 
 static void *oldest_reader(void *arg) {
     evict_t *e = arg;
@@ -211,9 +237,12 @@ static void *oldest_reader(void *arg) {
         e->ok++;
         if (c < 2) continue;
         int rc = pcoll_record_get(e->h, c - 2, &rec, 0);
-        if (rc == PCOLL_ERR_EVICTED) e->evicted++;
-        else if (rc == PCOLL_OK && rec.round != c - 2) e->wrong++;
-        else break;
+        if (rc == PCOLL_ERR_EVICTED)
+            e->evicted++;
+        else if (rc == PCOLL_OK && rec.round != c - 2)
+            e->wrong++;
+        else
+            break;
     }
     pcoll_record_free(&rec);
     return NULL;
@@ -224,7 +253,7 @@ static void case_evict(void) {
     pcoll_config_default(&cfg);
     cfg.rule.mode = PCOLL_SOLO;
     cfg.records = 2;
-    cfg.div = PCOLL_DIV_P;          /* the division runs between a record's write and completion */
+    cfg.div = PCOLL_DIV_P; /* the division runs between a record's write and completion */
     pcoll_t *h = NULL;
     size_t n = 200000;
     pcollCheck(pcoll_create(MPI_COMM_WORLD, n, PCOLL_MEM_HOST, &cfg, &h));
@@ -240,8 +269,8 @@ static void case_evict(void) {
     }
     e.stop = 1;
     pthread_join(t, NULL);
-    printf("rank %d: %ld reads of the oldest record, evicted %ld, wrong round %ld\n", me, e.ok,
-           e.evicted, e.wrong);
+    printf("rank %d: %ld reads of the oldest record, evicted %ld, wrong round %ld\n", me, e.ok, e.evicted,
+           e.wrong);
     CHECK(e.wrong == 0, "pcoll_record_get returned another round's record %ld times", e.wrong);
     pcoll_join(h);
     int rc;
@@ -252,7 +281,7 @@ static void case_evict(void) {
 }
 
 static void case_dead(const char *marker) {
-    MPI_Comm alive;   /* the survivors, to agree that all of them detected it */
+    MPI_Comm alive; /* the survivors, to agree that all of them detected it */
     MPI_Comm_split(MPI_COMM_WORLD, me == P - 1, me, &alive);
     pcoll_t *h = make(PCOLL_SYNC, 16, 0);
     int rc = run_steps(h, 10, 0, 0);
@@ -281,7 +310,10 @@ static void case_dead(const char *marker) {
     if (me == 0) {
         printf(tot ? "FAIL: %d check failures\n" : "ALL-DETECTED (%d check failures)\n", tot);
         FILE *f = marker ? fopen(marker, "w") : NULL;
-        if (f) { fprintf(f, tot ? "FAIL\n" : "ALL-DETECTED\n"); fclose(f); }
+        if (f) {
+            fprintf(f, tot ? "FAIL\n" : "ALL-DETECTED\n");
+            fclose(f);
+        }
     }
     fflush(stdout);
     MPI_Abort(MPI_COMM_WORLD, tot ? 1 : 3);
@@ -294,13 +326,24 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     const char *c = argc >= 3 && !strcmp(argv[1], "--case") ? argv[2] : "";
     const char *marker = argc == 5 && !strcmp(argv[3], "--marker") ? argv[4] : NULL;
-    if (!strcmp(c, "close")) case_close();
-    else if (!strcmp(c, "nodrain")) case_nodrain();
-    else if (!strcmp(c, "rule")) case_rule();
-    else if (!strcmp(c, "args")) case_args();
-    else if (!strcmp(c, "evict")) case_evict();
-    else if (!strcmp(c, "dead")) case_dead(marker);
-    else { if (!me) fprintf(stderr, "usage: test_pcoll_life --case close|nodrain|rule|args|evict|dead [--marker FILE]\n"); MPI_Abort(MPI_COMM_WORLD, 2); }
+    if (!strcmp(c, "close"))
+        case_close();
+    else if (!strcmp(c, "nodrain"))
+        case_nodrain();
+    else if (!strcmp(c, "rule"))
+        case_rule();
+    else if (!strcmp(c, "args"))
+        case_args();
+    else if (!strcmp(c, "evict"))
+        case_evict();
+    else if (!strcmp(c, "dead"))
+        case_dead(marker);
+    else {
+        if (!me)
+            fprintf(stderr,
+                    "usage: test_pcoll_life --case close|nodrain|rule|args|evict|dead [--marker FILE]\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
     int tot = 0;
     MPI_Allreduce(&fails, &tot, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (!me) printf("%s: %d check failures\n", tot ? "FAIL" : "OK", tot);

@@ -38,17 +38,30 @@ int main(int argc, char **argv) {
     double unit = 1000, factor = 4, kill_after = 2;
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *a = argv[i], *v = argv[i + 1];
-        if (!strcmp(a, "--policy")) policy = v;
-        else if (!strcmp(a, "--tau")) tau = atoi(v);
-        else if (!strcmp(a, "--rounds")) rounds = atol(v);
-        else if (!strcmp(a, "--unit-us")) unit = atof(v);
-        else if (!strcmp(a, "--slow")) slow = atoi(v);
-        else if (!strcmp(a, "--factor")) factor = atof(v);
-        else if (!strcmp(a, "--kill")) kill_rank = atoi(v);
-        else if (!strcmp(a, "--kill-after")) kill_after = atof(v);
-        else if (!strcmp(a, "--expect-max-streak")) expect = atoi(v);
-        else if (!strcmp(a, "--min-switches")) min_sw = atoi(v);
-        else { if (!me) fprintf(stderr, "test_ctl_mpi: unknown option %s\n", a); MPI_Abort(MPI_COMM_WORLD, 2); }
+        if (!strcmp(a, "--policy"))
+            policy = v;
+        else if (!strcmp(a, "--tau"))
+            tau = atoi(v);
+        else if (!strcmp(a, "--rounds"))
+            rounds = atol(v);
+        else if (!strcmp(a, "--unit-us"))
+            unit = atof(v);
+        else if (!strcmp(a, "--slow"))
+            slow = atoi(v);
+        else if (!strcmp(a, "--factor"))
+            factor = atof(v);
+        else if (!strcmp(a, "--kill"))
+            kill_rank = atoi(v);
+        else if (!strcmp(a, "--kill-after"))
+            kill_after = atof(v);
+        else if (!strcmp(a, "--expect-max-streak"))
+            expect = atoi(v);
+        else if (!strcmp(a, "--min-switches"))
+            min_sw = atoi(v);
+        else {
+            if (!me) fprintf(stderr, "test_ctl_mpi: unknown option %s\n", a);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
     }
     ctl_config_t cc;
     ctl_config_default(&cc);
@@ -59,7 +72,10 @@ int main(int argc, char **argv) {
     }
     cc.policy.tau = tau;
     cc.log_switches = 0;
-    if (kill_rank >= 0) { cc.t_warn = 1; cc.t_abort = 3; }
+    if (kill_rank >= 0) {
+        cc.t_warn = 1;
+        cc.t_abort = 3;
+    }
     pcoll_config_t pc;
     pcoll_config_default(&pc);
     pc.horizon = 1;
@@ -69,7 +85,10 @@ int main(int argc, char **argv) {
     pcoll_t *h;
     pcollCheck(pcoll_create(MPI_COMM_WORLD, n, PCOLL_MEM_HOST, &pc, &h));
     ctl_t *ctl;
-    if (ctl_start(h, &cc, &ctl)) { fprintf(stderr, "ctl_start failed\n"); MPI_Abort(MPI_COMM_WORLD, 1); }
+    if (ctl_start(h, &cc, &ctl)) {
+        fprintf(stderr, "ctl_start failed\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     float *g = calloc(n, sizeof *g);
     pcoll_record_t rec;
     pcoll_record_init(&rec, P);
@@ -77,7 +96,7 @@ int main(int argc, char **argv) {
     int fails = 0;
     double t0 = MPI_Wtime();
     long steps = 0;
-    double t_dep = MPI_Wtime();   /* this rank's previous deposit */
+    double t_dep = MPI_Wtime(); /* this rank's previous deposit */
     for (;;) {
         if (me == kill_rank && MPI_Wtime() - t0 > kill_after) {
             fprintf(stderr, "test_ctl_mpi: rank %d kills itself with SIGKILL\n", me);
@@ -88,12 +107,15 @@ int main(int argc, char **argv) {
         double ts = MPI_Wtime();
         sleep_us(me == slow ? unit * factor : unit);
         for (size_t i = 0; i < n; i++) g[i] = 1.0f;
-        double td = MPI_Wtime();   /* the step time, or the cycle time, as the policy reads it */
+        double td = MPI_Wtime(); /* the step time, or the cycle time, as the policy reads it */
         pcollCheck(pcoll_set_cost(h, ctl_step_cost(&cc.policy, td - ts, td - t_dep)));
         t_dep = td;
         pcollCheck(pcoll_deposit(h, g, 0));
         int rc = pcoll_wait(h, PCOLL_WAIT_CONSUMED, 60, NULL);
-        if (rc) { fprintf(stderr, "rank %d: wait: %s\n", me, pcoll_last_error(h)); MPI_Abort(MPI_COMM_WORLD, 1); }
+        if (rc) {
+            fprintf(stderr, "rank %d: wait: %s\n", me, pcoll_last_error(h));
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
         const float *res;
         while (pcoll_next(h, NULL, &res, &rec) == PCOLL_OK)
             for (int p = 0; p < P; p++) {
@@ -107,39 +129,56 @@ int main(int argc, char **argv) {
     const float *res;
     while ((rc = pcoll_wait(h, PCOLL_WAIT_NEWER, 60, NULL)) == PCOLL_OK)
         while (pcoll_next(h, NULL, &res, &rec) == PCOLL_OK)
-            for (int p = 0; p < P; p++) if (rec.streak[p] > per[p]) per[p] = rec.streak[p];
-    if (rc != PCOLL_DONE) { fprintf(stderr, "rank %d: drain: %s\n", me, pcoll_strerror(rc)); fails++; }
-    if (ctl_wait(ctl, 60) != CTL_OK) { fprintf(stderr, "rank %d: ctl_wait: %s\n", me, ctl_last_error(ctl)); fails++; }
+            for (int p = 0; p < P; p++)
+                if (rec.streak[p] > per[p]) per[p] = rec.streak[p];
+    if (rc != PCOLL_DONE) {
+        fprintf(stderr, "rank %d: drain: %s\n", me, pcoll_strerror(rc));
+        fails++;
+    }
+    if (ctl_wait(ctl, 60) != CTL_OK) {
+        fprintf(stderr, "rank %d: ctl_wait: %s\n", me, ctl_last_error(ctl));
+        fails++;
+    }
     ctl_policy_stats_t st;
     uint64_t hash = 0;
     ctl_stats(ctl, &st, &hash);
     if (st.rounds != pcoll_rounds(h)) {
-        fprintf(stderr, "rank %d: the policy observed %llu of %llu rounds\n", me, (unsigned long long)st.rounds,
-                (unsigned long long)pcoll_rounds(h));
+        fprintf(stderr, "rank %d: the policy observed %llu of %llu rounds\n", me,
+                (unsigned long long)st.rounds, (unsigned long long)pcoll_rounds(h));
         fails++;
     }
     ctl_switch_t sw[16];
     size_t nsw = ctl_switch_log(ctl, sw, 16);
-    if (ctl_stop(&ctl) != CTL_OK) { fprintf(stderr, "rank %d: controller error\n", me); fails++; }
+    if (ctl_stop(&ctl) != CTL_OK) {
+        fprintf(stderr, "rank %d: controller error\n", me);
+        fails++;
+    }
     uint64_t total = pcoll_rounds(h);
     pcollCheck(pcoll_finalize(&h, 60));
     uint64_t *hs = malloc((size_t)P * 8);
     MPI_Allgather(&hash, 1, MPI_UINT64_T, hs, 1, MPI_UINT64_T, MPI_COMM_WORLD);
     for (int p = 0; p < P; p++)
-        if (hs[p] != hash) { fprintf(stderr, "rank %d: decision hash differs from rank %d\n", me, p); fails++; }
+        if (hs[p] != hash) {
+            fprintf(stderr, "rank %d: decision hash differs from rank %d\n", me, p);
+            fails++;
+        }
     uint32_t gmax = 0;
     MPI_Allreduce(&max_streak, &gmax, 1, MPI_UINT32_T, MPI_MAX, MPI_COMM_WORLD);
     if (me == 0) {
-        printf("policy=%s tau=%d P=%d slow=%d x%.0f: %llu rounds; longest rejection streak per rank:",
-               policy, tau, P, slow, factor, (unsigned long long)total);
+        printf("policy=%s tau=%d P=%d slow=%d x%.0f: %llu rounds; longest rejection streak per rank:", policy,
+               tau, P, slow, factor, (unsigned long long)total);
         for (int p = 0; p < P; p++) printf(" %u", per[p]);
         printf("; max %u; decision hash %016llx on all %d ranks; %llu mode switches\n", gmax,
                (unsigned long long)hash, P, (unsigned long long)st.mode_switches);
         for (size_t i = 0; i < nsw && i < 16; i++)
             printf("  switch at round %llu: %s\n", (unsigned long long)sw[i].effective, sw[i].reason);
-        if (expect >= 0 && gmax > (uint32_t)expect) { printf("FAIL: streak %u > %d\n", gmax, expect); fails++; }
+        if (expect >= 0 && gmax > (uint32_t)expect) {
+            printf("FAIL: streak %u > %d\n", gmax, expect);
+            fails++;
+        }
         if (st.mode_switches < (uint64_t)min_sw) {
-            printf("FAIL: %llu mode switches, expected at least %d\n", (unsigned long long)st.mode_switches, min_sw);
+            printf("FAIL: %llu mode switches, expected at least %d\n", (unsigned long long)st.mode_switches,
+                   min_sw);
             fails++;
         }
     }
@@ -147,7 +186,9 @@ int main(int argc, char **argv) {
     MPI_Allreduce(&fails, &tot, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (!me) printf("%s\n", tot ? "FAIL" : "OK");
     pcoll_record_free(&rec);
-    free(g); free(per); free(hs);
+    free(g);
+    free(per);
+    free(hs);
     MPI_Finalize();
     return tot ? 1 : 0;
 }

@@ -19,29 +19,28 @@ typedef struct {
     double period[MAXP];
     double jitter, lognormal, lat, apply;
     uint64_t N;
-    uint64_t change_at;        /* from this round on, rank 0's period is change_to (0: never) */
+    uint64_t change_at; /* from this round on, rank 0's period is change_to (0: never) */
     double change_to;
     uint64_t seed;
     int tau;
 } scen_t;
 
 typedef struct {
-    double time[3];            /* simulated time spent under sync, majority, LIGHT */
+    double time[3]; /* simulated time spent under sync, majority, LIGHT */
     double total;
     int switches, probes;
-    uint64_t choices, changes;  /* completed probes of every level; those that changed the choice */
+    uint64_t choices, changes; /* completed probes of every level; those that changed the choice */
     double rate, lag, score;   /* what the run delivered (for the static runs: the truth) */
     pcoll_mode_t final_mode;
-    int choice;                /* the level chosen at the end (index as rate[]) */
+    int choice; /* the level chosen at the end (index as rate[]) */
     declog_t L;
 } outcome_t;
 
 static int mode_level(pcoll_mode_t m) { return m == PCOLL_SYNC ? 0 : m == PCOLL_MAJORITY ? 1 : 2; }
-static const char *lvname[3] = { "sync", "majority", "solo" };
+static const char *lvname[3] = {"sync", "majority", "solo"};
 
 /* Runs spec on the scenario; rounds before `from` are not counted in the outcome's time split. */
-static void run_scen(const char *spec, const scen_t *sc, uint64_t from, outcome_t *o)
-{
+static void run_scen(const char *spec, const scen_t *sc, uint64_t from, outcome_t *o) {
     memset(o, 0, sizeof *o);
     char full[256];
     snprintf(full, sizeof full, "%s%s", spec, sc->tau ? "" : "");
@@ -106,9 +105,8 @@ static void run_scen(const char *spec, const scen_t *sc, uint64_t from, outcome_
 }
 
 /* The static rules' true scores over the rounds from `from` on; returns the best level. */
-static int truth(const scen_t *sc, uint64_t from, double score[3])
-{
-    const char *st[3] = { "sync", "majority", "solo" };
+static int truth(const scen_t *sc, uint64_t from, double score[3]) {
+    const char *st[3] = {"sync", "majority", "solo"};
     int best = 0;
     for (int l = 0; l < 3; l++) {
         char spec[32];
@@ -123,10 +121,10 @@ static int truth(const scen_t *sc, uint64_t from, double score[3])
 }
 
 /* The level the adaptive run spent most time in, from round `from` on. */
-static int main_level(const outcome_t *o)
-{
+static int main_level(const outcome_t *o) {
     int m = 0;
-    for (int l = 1; l < 3; l++) if (o->time[l] > o->time[m]) m = l;
+    for (int l = 1; l < 3; l++)
+        if (o->time[l] > o->time[m]) m = l;
     return m;
 }
 
@@ -137,8 +135,7 @@ static int main_level(const outcome_t *o)
  * back off: no more of them than a doubling interval from `probe` (256) allows. Returns the main
  * level. */
 static int check_scen(const char *name, const char *spec, const scen_t *sc, uint64_t from, double min_share,
-                      int max_changes)
-{
+                      int max_changes) {
     double sc3[3];
     int best = truth(sc, from, sc3);
     outcome_t o;
@@ -146,9 +143,11 @@ static int check_scen(const char *name, const char *spec, const scen_t *sc, uint
     int m = main_level(&o);
     double share = o.time[m] / o.total;
     if (verbose)
-        printf("    %-28s truth sync %.3f maj %.3f solo %.3f (best %s) | adaptive %s %.0f%% of the time, %d switches, "
-               "%llu choices (%llu changed), score %.3f\n", name, sc3[0], sc3[1], sc3[2], lvname[best], lvname[m],
-               100 * share, o.switches, (unsigned long long)o.choices, (unsigned long long)o.changes, o.score);
+        printf("    %-28s truth sync %.3f maj %.3f solo %.3f (best %s) | adaptive %s %.0f%% of the time, %d "
+               "switches, "
+               "%llu choices (%llu changed), score %.3f\n",
+               name, sc3[0], sc3[1], sc3[2], lvname[best], lvname[m], 100 * share, o.switches,
+               (unsigned long long)o.choices, (unsigned long long)o.changes, o.score);
     CHECK(sc3[m] >= 0.95 * sc3[best], "%s: adaptive mostly in %s (true score %.3f), best is %s (%.3f)", name,
           lvname[m], sc3[m], lvname[best], sc3[best]);
     CHECK(share >= min_share, "%s: only %.0f%% of the time in %s", name, 100 * share, lvname[m]);
@@ -160,14 +159,15 @@ static int check_scen(const char *name, const char *spec, const scen_t *sc, uint
           (unsigned long long)o.choices, (unsigned long long)sc->N, (unsigned long long)allowed);
     CHECK(o.score >= 0.9 * sc3[best], "%s: adaptive delivered a score of %.3f, the best static %.3f", name,
           o.score, sc3[best]);
-    CHECK(o.choice >= 0 && sc3[o.choice] >= 0.95 * sc3[best], "%s: final choice %s (true score %.3f), best %s (%.3f)",
-          name, o.choice >= 0 ? lvname[o.choice] : "none", o.choice >= 0 ? sc3[o.choice] : 0, lvname[best], sc3[best]);
+    CHECK(o.choice >= 0 && sc3[o.choice] >= 0.95 * sc3[best],
+          "%s: final choice %s (true score %.3f), best %s (%.3f)", name,
+          o.choice >= 0 ? lvname[o.choice] : "none", o.choice >= 0 ? sc3[o.choice] : 0, lvname[best],
+          sc3[best]);
     free(o.L.d);
     return m;
 }
 
-static scen_t alike(int P, double scale)
-{
+static scen_t alike(int P, double scale) {
     scen_t s;
     memset(&s, 0, sizeof s);
     s.P = P;
@@ -181,10 +181,9 @@ static scen_t alike(int P, double scale)
 }
 
 /* Alike ranks: sync costs nothing, it is the choice (at P = 2, 4, 8 and any step scale). */
-static void test_alike(void)
-{
-    int Ps[] = { 2, 4, 8 };
-    double scales[] = { 1, 0.003, 40 };
+static void test_alike(void) {
+    int Ps[] = {2, 4, 8};
+    double scales[] = {1, 0.003, 40};
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++) {
             scen_t s = alike(Ps[i], scales[j]);
@@ -196,10 +195,9 @@ static void test_alike(void)
 }
 
 /* One rank k times slower for good: partial rounds pay (P = 2, 4, 8; k = 4, 10). */
-static void test_straggler(void)
-{
-    int Ps[] = { 2, 4, 8 };
-    double ks[] = { 4, 10 };
+static void test_straggler(void) {
+    int Ps[] = {2, 4, 8};
+    double ks[] = {4, 10};
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 2; j++) {
             scen_t s = alike(Ps[i], 1);
@@ -217,9 +215,8 @@ static void test_straggler(void)
 }
 
 /* Linear skew (periods 1, 2, ..., P) and a mild one (1 .. 1.3). */
-static void test_skew(void)
-{
-    int Ps[] = { 4, 8 };
+static void test_skew(void) {
+    int Ps[] = {4, 8};
     for (int i = 0; i < 2; i++) {
         scen_t s = alike(Ps[i], 1);
         for (int p = 0; p < Ps[i]; p++) s.period[p] = 1 + p;
@@ -234,8 +231,7 @@ static void test_skew(void)
 
 /* Rank 0 becomes 5x slower at round 2000 of alike ranks: sync until then, then partial within a
  * measurement or two; and the reverse, a straggler that recovers, goes back to sync. */
-static void test_appears(void)
-{
+static void test_appears(void) {
     scen_t s = alike(4, 1);
     s.change_at = 2000;
     s.change_to = 5;
@@ -249,14 +245,19 @@ static void test_appears(void)
     for (int i = 0; i < o.L.n; i++) {
         const dec_t *d = &o.L.d[i];
         if (!(d->what & CTL_DEC_MODE) || (d->what & CTL_DEC_PROBE)) continue;
-        if (d->round < 2000) before = mode_level(d->to);
-        else if (!switched && mode_level(d->to) != 0) { switched = d->round; after = mode_level(d->to); }
+        if (d->round < 2000)
+            before = mode_level(d->to);
+        else if (!switched && mode_level(d->to) != 0) {
+            switched = d->round;
+            after = mode_level(d->to);
+        }
     }
-    if (verbose) printf("    appears: %s before, %s from round %llu\n", before >= 0 ? lvname[before] : "-",
-                        after >= 0 ? lvname[after] : "-", (unsigned long long)switched);
+    if (verbose)
+        printf("    appears: %s before, %s from round %llu\n", before >= 0 ? lvname[before] : "-",
+               after >= 0 ? lvname[after] : "-", (unsigned long long)switched);
     CHECK(before == 0, "before the change: last choice %d, not sync", before);
-    CHECK(switched && switched < 2000 + 200, "after the change: %s at round %llu", after >= 0 ? lvname[after] : "-",
-          (unsigned long long)switched);
+    CHECK(switched && switched < 2000 + 200, "after the change: %s at round %llu",
+          after >= 0 ? lvname[after] : "-", (unsigned long long)switched);
     CHECK(o.final_mode != PCOLL_SYNC, "ends in sync");
     free(o.L.d);
     double sc3[3];
@@ -280,9 +281,8 @@ static void test_appears(void)
 
 /* Noisy step times (log-normal, sigma 0.3 and 0.8, alike ranks): no flapping. The choice is
  * settled after the first probes; later probes confirm it and back off (doubling intervals). */
-static void test_noisy(void)
-{
-    double sig[] = { 0.3, 0.8 };
+static void test_noisy(void) {
+    double sig[] = {0.3, 0.8};
     for (int i = 0; i < 2; i++) {
         scen_t s = alike(4, 1);
         s.jitter = 0;
@@ -297,22 +297,25 @@ static void test_noisy(void)
         int m = main_level(&o);
         uint64_t allowed = 2 + (uint64_t)log2((double)s.N / 256) + 2 * o.changes;
         if (verbose)
-            printf("    %-28s truth sync %.3f maj %.3f solo %.3f | adaptive %s %.0f%% of the time, %llu choices "
-                   "(%llu changed), score %.3f\n", name, sc3[0], sc3[1], sc3[2], lvname[m], 100 * o.time[m] / o.total,
-                   (unsigned long long)o.choices, (unsigned long long)o.changes, o.score);
+            printf(
+                "    %-28s truth sync %.3f maj %.3f solo %.3f | adaptive %s %.0f%% of the time, %llu choices "
+                "(%llu changed), score %.3f\n",
+                name, sc3[0], sc3[1], sc3[2], lvname[m], 100 * o.time[m] / o.total,
+                (unsigned long long)o.choices, (unsigned long long)o.changes, o.score);
         CHECK(o.changes <= 3, "%s: %llu probes changed the choice", name, (unsigned long long)o.changes);
         CHECK(o.choices <= allowed, "%s: %llu probes of every level (%llu allowed)", name,
               (unsigned long long)o.choices, (unsigned long long)allowed);
-        CHECK(o.time[m] >= 0.5 * o.total, "%s: only %.0f%% of the time in %s", name, 100 * o.time[m] / o.total, lvname[m]);
-        CHECK(o.score >= 0.85 * sc3[best], "%s: delivered %.3f, the best static %.3f", name, o.score, sc3[best]);
+        CHECK(o.time[m] >= 0.5 * o.total, "%s: only %.0f%% of the time in %s", name,
+              100 * o.time[m] / o.total, lvname[m]);
+        CHECK(o.score >= 0.85 * sc3[best], "%s: delivered %.3f, the best static %.3f", name, o.score,
+              sc3[best]);
         free(o.L.d);
     }
 }
 
 /* Same records -> same decisions; staleness=bound takes the raw rate; the rule with no step times
  * keeps the start rule. */
-static void test_variants(void)
-{
+static void test_variants(void) {
     scen_t s = alike(4, 1);
     s.period[3] = 1.6;
     outcome_t a, b, c;
@@ -321,7 +324,9 @@ static void test_variants(void)
     CHECK(a.L.n == b.L.n && a.switches == b.switches, "two runs of the same records differ");
     run_scen("adaptive,rule=rate,staleness=bound", &s, 0, &c);
     CHECK(main_level(&c) == 2, "staleness=bound: mostly %s, not the fastest (solo)", lvname[main_level(&c)]);
-    free(a.L.d); free(b.L.d); free(c.L.d);
+    free(a.L.d);
+    free(b.L.d);
+    free(c.L.d);
     /* without step times the rule cannot measure: it keeps the start rule and decides nothing */
     ctl_policy_t *pol = mk("adaptive,rule=rate", 4, NULL);
     pcoll_rule_t init;
@@ -338,16 +343,11 @@ static void test_variants(void)
     free(L.d);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     verbose = argc > 1 && !strcmp(argv[1], "-v") ? 1 : argc > 1 && !strcmp(argv[1], "-vv") ? 2 : 0;
     const named_test_t tests[] = {
-        { "alike", test_alike },
-        { "straggler", test_straggler },
-        { "skew", test_skew },
-        { "appears", test_appears },
-        { "noisy", test_noisy },
-        { "variants", test_variants },
+        {"alike", test_alike},     {"straggler", test_straggler}, {"skew", test_skew},
+        {"appears", test_appears}, {"noisy", test_noisy},         {"variants", test_variants},
     };
     return run_tests(tests, sizeof tests / sizeof tests[0]);
 }

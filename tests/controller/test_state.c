@@ -15,24 +15,26 @@
 
 /* ------------------------------------------------------------------ golden hashes */
 
-static uint64_t prob_hash(const char *spec, int P, uint64_t seed, phases_t *ph, uint64_t N, int lib_tau)
-{
+static uint64_t prob_hash(const char *spec, int P, uint64_t seed, phases_t *ph, uint64_t N, int lib_tau) {
     ctl_policy_t *pol = mk(spec, P, NULL);
     pcoll_rule_t init;
     ctl_policy_initial(pol, &init);
     gen_t g;
     gen_init(&g, P, seed, &init);
-    g.q = q_phases; g.qarg = ph; g.lib_tau = lib_tau;
+    g.q = q_phases;
+    g.qarg = ph;
+    g.lib_tau = lib_tau;
     declog_t L = {0};
     run_loop(&g, pol, N, &L);
     uint64_t h = ctl_policy_hash(pol);
-    ctl_policy_free(pol); gen_free(&g); free(L.d);
+    ctl_policy_free(pol);
+    gen_free(&g);
+    free(L.d);
     return h;
 }
 
-static uint64_t sim_hash(const char *spec, int P, const double *per, double jit, int costs, uint64_t N, double to,
-                         uint64_t at)
-{
+static uint64_t sim_hash(const char *spec, int P, const double *per, double jit, int costs, uint64_t N,
+                         double to, uint64_t at) {
     ctl_policy_t *pol = mk(spec, P, NULL);
     pcoll_rule_t init;
     ctl_policy_initial(pol, &init);
@@ -42,44 +44,58 @@ static uint64_t sim_hash(const char *spec, int P, const double *per, double jit,
     sim_start(&g, jit, 0.01);
     if (costs) sim_report_costs(&g);
     declog_t L = {0};
-    if (at) { run_loop(&g, pol, at, &L); g.period[0] = to; run_loop(&g, pol, N - at, &L); }
-    else run_loop(&g, pol, N, &L);
+    if (at) {
+        run_loop(&g, pol, at, &L);
+        g.period[0] = to;
+        run_loop(&g, pol, N - at, &L);
+    } else
+        run_loop(&g, pol, N, &L);
     uint64_t h = ctl_policy_hash(pol);
-    ctl_policy_free(pol); gen_free(&g); free(L.d);
+    ctl_policy_free(pol);
+    gen_free(&g);
+    free(L.d);
     return h;
 }
 
-static void test_golden(void)
-{
-    phases_t a = { 3, { { 300, 0.5, 0, {0}, 0 }, { 1800, 0.1, 4, { 0, 1, 2, 3 }, 0.005 }, { UINT64_MAX, 0.9, 0, {0}, 0 } } };
-    phases_t b = { 3, { { 400, 0.5, 0, {0}, 0 }, { 1500, 0.05, 1, { 2 }, 0.0 }, { UINT64_MAX, 0.8, 0, {0}, 0 } } };
-    phases_t c = { 1, { { UINT64_MAX, 0.8, 2, { 3, 5 }, 0.0 } } };
-    phases_t d = { 1, { { UINT64_MAX, 0.35, 0, {0}, 0 } } };
-    phases_t e = { 2, { { 100, 0.4, 2, { 6, 7 }, 0.02 }, { UINT64_MAX, 0.35, 0, {0}, 0 } } };
-    phases_t f = { 1, { { UINT64_MAX, 0.9, 0, {0}, 0 } } };
-    const double al[4] = { 1, 1, 1, 1 }, sk[4] = { 1, 2, 3, 4 }, st[4] = { 1, 1, 1, 6 };
-    const double p8[8] = { 1, 1, 1, 1, 1, 1, 1, 10 };
-    struct { const char *name; uint64_t got, want; } g[] = {
-        { "sync_and_back", prob_hash("adaptive,rule=thresholds", 8, 51, &a, 5000, 0), 0xf1020bff7c6abb56ULL },
-        { "tau5", prob_hash("adaptive,rule=thresholds,tau=5", 8, 61, &b, 4000, 5), 0xd076bfd5ea59157cULL },
-        { "taupol", prob_hash("solo,tau=4,tau_by=policy,lag=2", 8, 41, &c, 1200, 0), 0xbaad043878676fbbULL },
-        { "taupol_ad", prob_hash("adaptive,rule=thresholds,tau=4,tau_by=policy,lag=3", 8, 42, &c, 3000, 0),
-          0xebd474e28bcf4745ULL },
-        { "light_fresh", prob_hash("adaptive,rule=thresholds,light_fresh=0.5", 8, 7, &d, 3000, 0), 0xc2474f1261fc44f1ULL },
-        { "light_fresh2", prob_hash("adaptive,rule=thresholds,light_fresh=0.5,sync_streak=1000", 8, 13, &e, 1500, 0),
-          0xc9c67cae45b34ef2ULL },
-        { "start_sync", prob_hash("adaptive,rule=thresholds,start=sync,probe=64,probe_max=1024", 4, 5, &f, 300, 0),
-          0xfefbd137968865b8ULL },
-        { "quorum", prob_hash("adaptive,rule=thresholds,start=quorum:2,window=16,dwell=8", 8, 9, &a, 5000, 0),
-          0x215765175bdbba3aULL },
-        { "alike", sim_hash("adaptive,rule=thresholds", 4, al, 0.1, 1, 3000, 0, 0), 0x100a4fb28946f31cULL },
-        { "appears", sim_hash("adaptive,rule=thresholds", 4, al, 0.1, 1, 3000, 4.0, 1000), 0x3945d524bdc68e6fULL },
-        { "skew", sim_hash("adaptive,rule=thresholds", 4, sk, 0.1, 1, 3000, 0, 0), 0x14650fb0739d0383ULL },
-        { "strag_nocost", sim_hash("adaptive,rule=thresholds", 4, st, 0.1, 0, 3000, 0, 0), 0x14650fb0739d0383ULL },
-        { "strag_lf", sim_hash("adaptive,rule=thresholds,light_fresh=0.5,tau=4", 4, st, 0.3, 1, 4000, 0, 0),
-          0x58bd8de8d6f8bc4dULL },
-        { "p8", sim_hash("adaptive,rule=thresholds,light_fresh=0.5", 8, p8, 0.2, 1, 4000, 1.0, 2000),
-          0x6aa3357124d85b9eULL },
+static void test_golden(void) {
+    phases_t a = {3,
+                  {{300, 0.5, 0, {0}, 0}, {1800, 0.1, 4, {0, 1, 2, 3}, 0.005}, {UINT64_MAX, 0.9, 0, {0}, 0}}};
+    phases_t b = {3, {{400, 0.5, 0, {0}, 0}, {1500, 0.05, 1, {2}, 0.0}, {UINT64_MAX, 0.8, 0, {0}, 0}}};
+    phases_t c = {1, {{UINT64_MAX, 0.8, 2, {3, 5}, 0.0}}};
+    phases_t d = {1, {{UINT64_MAX, 0.35, 0, {0}, 0}}};
+    phases_t e = {2, {{100, 0.4, 2, {6, 7}, 0.02}, {UINT64_MAX, 0.35, 0, {0}, 0}}};
+    phases_t f = {1, {{UINT64_MAX, 0.9, 0, {0}, 0}}};
+    const double al[4] = {1, 1, 1, 1}, sk[4] = {1, 2, 3, 4}, st[4] = {1, 1, 1, 6};
+    const double p8[8] = {1, 1, 1, 1, 1, 1, 1, 10};
+    struct {
+        const char *name;
+        uint64_t got, want;
+    } g[] = {
+        {"sync_and_back", prob_hash("adaptive,rule=thresholds", 8, 51, &a, 5000, 0), 0xf1020bff7c6abb56ULL},
+        {"tau5", prob_hash("adaptive,rule=thresholds,tau=5", 8, 61, &b, 4000, 5), 0xd076bfd5ea59157cULL},
+        {"taupol", prob_hash("solo,tau=4,tau_by=policy,lag=2", 8, 41, &c, 1200, 0), 0xbaad043878676fbbULL},
+        {"taupol_ad", prob_hash("adaptive,rule=thresholds,tau=4,tau_by=policy,lag=3", 8, 42, &c, 3000, 0),
+         0xebd474e28bcf4745ULL},
+        {"light_fresh", prob_hash("adaptive,rule=thresholds,light_fresh=0.5", 8, 7, &d, 3000, 0),
+         0xc2474f1261fc44f1ULL},
+        {"light_fresh2",
+         prob_hash("adaptive,rule=thresholds,light_fresh=0.5,sync_streak=1000", 8, 13, &e, 1500, 0),
+         0xc9c67cae45b34ef2ULL},
+        {"start_sync",
+         prob_hash("adaptive,rule=thresholds,start=sync,probe=64,probe_max=1024", 4, 5, &f, 300, 0),
+         0xfefbd137968865b8ULL},
+        {"quorum", prob_hash("adaptive,rule=thresholds,start=quorum:2,window=16,dwell=8", 8, 9, &a, 5000, 0),
+         0x215765175bdbba3aULL},
+        {"alike", sim_hash("adaptive,rule=thresholds", 4, al, 0.1, 1, 3000, 0, 0), 0x100a4fb28946f31cULL},
+        {"appears", sim_hash("adaptive,rule=thresholds", 4, al, 0.1, 1, 3000, 4.0, 1000),
+         0x3945d524bdc68e6fULL},
+        {"skew", sim_hash("adaptive,rule=thresholds", 4, sk, 0.1, 1, 3000, 0, 0), 0x14650fb0739d0383ULL},
+        {"strag_nocost", sim_hash("adaptive,rule=thresholds", 4, st, 0.1, 0, 3000, 0, 0),
+         0x14650fb0739d0383ULL},
+        {"strag_lf", sim_hash("adaptive,rule=thresholds,light_fresh=0.5,tau=4", 4, st, 0.3, 1, 4000, 0, 0),
+         0x58bd8de8d6f8bc4dULL},
+        {"p8", sim_hash("adaptive,rule=thresholds,light_fresh=0.5", 8, p8, 0.2, 1, 4000, 1.0, 2000),
+         0x6aa3357124d85b9eULL},
     };
     for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
         CHECK(g[i].got == g[i].want, "%s: decision hash %016llx, pinned %016llx", g[i].name,
@@ -92,19 +108,22 @@ static void test_golden(void)
 
 typedef struct {
     const char *spec;
-    int P, nh, len, tail;     /* handles of len rounds; in the last `tail` rounds ranks join one by one */
-    int save_at;              /* after this handle the state goes through bytes and all else is freed (-1: never) */
-    int every_bytes;          /* every carry goes through bytes */
-    const double *period;     /* event time with cycle times (NULL: probabilistic phases) */
+    int P, nh, len, tail; /* handles of len rounds; in the last `tail` rounds ranks join one by one */
+    int save_at;     /* after this handle the state goes through bytes and all else is freed (-1: never) */
+    int every_bytes; /* every carry goes through bytes */
+    const double *period; /* event time with cycle times (NULL: probabilistic phases) */
     double jitter;
     phases_t *ph;
 } hrun_t;
 
-typedef struct { uint64_t hash[16]; declog_t L; size_t state_bytes; } hres_t;
+typedef struct {
+    uint64_t hash[16];
+    declog_t L;
+    size_t state_bytes;
+} hres_t;
 
 /* Carries st through ctl_state_save / ctl_state_load (a checkpoint); returns the loaded state. */
-static ctl_state_t *through_bytes(ctl_state_t *st, size_t *nbytes)
-{
+static ctl_state_t *through_bytes(ctl_state_t *st, size_t *nbytes) {
     size_t n = 0;
     CHECK(ctl_state_save(st, NULL, 0, &n) == CTL_OK && n > 0, "save size");
     uint8_t *buf = malloc(n);
@@ -120,8 +139,7 @@ static ctl_state_t *through_bytes(ctl_state_t *st, size_t *nbytes)
 
 /* Runs the handles on one closed-loop generator (global round numbers); the policy of handle h > 0
  * resumes the state handle h-1 ended with. Decisions go to res->L with global rounds. */
-static void run_handles(const hrun_t *hr, hres_t *res)
-{
+static void run_handles(const hrun_t *hr, hres_t *res) {
     memset(res, 0, sizeof *res);
     ctl_policy_cfg_t cfg;
     char err[256];
@@ -136,11 +154,12 @@ static void run_handles(const hrun_t *hr, hres_t *res)
         sim_start(&g, hr->jitter, 0.01);
         sim_report_cycles(&g);
     } else {
-        g.q = q_phases; g.qarg = hr->ph;
+        g.q = q_phases;
+        g.qarg = hr->ph;
     }
     for (int h = 0; h < hr->nh; h++) {
         uint64_t base = g.r;
-        if (h > 0) {   /* the new handle's first rounds run the carried rule */
+        if (h > 0) { /* the new handle's first rounds run the carried rule */
             ctl_decision_t d;
             memset(&d, 0, sizeof d);
             d.effective = base;
@@ -149,7 +168,7 @@ static void run_handles(const hrun_t *hr, hres_t *res)
             for (int p = 0; p < hr->P; p++) g.joined[p] = 0;
         }
         for (int i = 0; i < hr->len; i++) {
-            int k = i - (hr->len - hr->tail);      /* the epoch's tail: rank k joins */
+            int k = i - (hr->len - hr->tail); /* the epoch's tail: rank k joins */
             if (k >= 0 && k < hr->P - 1) g.joined[k] = 1;
             pcoll_record_t *rec = (pcoll_record_t *)gen_next(&g);
             rec->round -= base;
@@ -176,8 +195,7 @@ static void run_handles(const hrun_t *hr, hres_t *res)
     gen_free(&g);
 }
 
-static int same_decisions(const declog_t *a, const declog_t *b)
-{
+static int same_decisions(const declog_t *a, const declog_t *b) {
     if (a->n != b->n) return 0;
     for (int i = 0; i < a->n; i++)
         if (a->d[i].round != b->d[i].round || a->d[i].eff != b->d[i].eff || a->d[i].what != b->d[i].what ||
@@ -186,15 +204,15 @@ static int same_decisions(const declog_t *a, const declog_t *b)
     return 1;
 }
 
-static void test_split(void)
-{
-    const double skew[4] = { 1, 1.5, 2, 6 }, strag[8] = { 1, 1, 1, 1, 1, 1, 1, 5 };
-    phases_t heavy = { 3, { { 300, 0.5, 0, {0}, 0 }, { 1800, 0.1, 4, { 0, 1, 2, 3 }, 0.005 }, { UINT64_MAX, 0.9, 0, {0}, 0 } } };
+static void test_split(void) {
+    const double skew[4] = {1, 1.5, 2, 6}, strag[8] = {1, 1, 1, 1, 1, 1, 1, 5};
+    phases_t heavy = {
+        3, {{300, 0.5, 0, {0}, 0}, {1800, 0.1, 4, {0, 1, 2, 3}, 0.005}, {UINT64_MAX, 0.9, 0, {0}, 0}}};
     hrun_t runs[] = {
-        { "adaptive,rule=rate", 4, 8, 400, 6, -1, 0, skew, 0.2, NULL },
-        { "adaptive,rule=rate,tau=4", 8, 6, 700, 10, -1, 0, strag, 0.3, NULL },
-        { "adaptive,rule=thresholds,light_fresh=0.5", 8, 8, 600, 0, -1, 0, NULL, 0, &heavy },
-        { "adaptive,rule=thresholds,tau=4,cost_n=8", 4, 6, 500, 5, -1, 0, skew, 0.2, NULL },
+        {"adaptive,rule=rate", 4, 8, 400, 6, -1, 0, skew, 0.2, NULL},
+        {"adaptive,rule=rate,tau=4", 8, 6, 700, 10, -1, 0, strag, 0.3, NULL},
+        {"adaptive,rule=thresholds,light_fresh=0.5", 8, 8, 600, 0, -1, 0, NULL, 0, &heavy},
+        {"adaptive,rule=thresholds,tau=4,cost_n=8", 4, 6, 500, 5, -1, 0, skew, 0.2, NULL},
     };
     for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
         hrun_t a = runs[k], b = runs[k], c = runs[k];
@@ -208,12 +226,16 @@ static void test_split(void)
         for (int i = 0; i < A.L.n; i++) mode_changes += !!(A.L.d[i].what & CTL_DEC_MODE);
         CHECK(mode_changes >= 3, "%s: too tame a run (%d mode changes)", a.spec, mode_changes);
         for (int h = 0; h < a.nh; h++)
-            CHECK(A.hash[h] == B.hash[h] && A.hash[h] == C.hash[h], "%s: handle %d hash %016llx, restarted after "
-                  "handle %d %016llx, through bytes every time %016llx", a.spec, h, (unsigned long long)A.hash[h],
-                  b.save_at, (unsigned long long)B.hash[h], (unsigned long long)C.hash[h]);
-        CHECK(same_decisions(&A.L, &B.L) && same_decisions(&A.L, &C.L), "%s: decisions differ (%d / %d / %d)", a.spec,
-              A.L.n, B.L.n, C.L.n);
-        if (verbose) printf("    %s: %d decisions (%d mode), state %zu bytes\n", a.spec, A.L.n, mode_changes, C.state_bytes);
+            CHECK(A.hash[h] == B.hash[h] && A.hash[h] == C.hash[h],
+                  "%s: handle %d hash %016llx, restarted after "
+                  "handle %d %016llx, through bytes every time %016llx",
+                  a.spec, h, (unsigned long long)A.hash[h], b.save_at, (unsigned long long)B.hash[h],
+                  (unsigned long long)C.hash[h]);
+        CHECK(same_decisions(&A.L, &B.L) && same_decisions(&A.L, &C.L), "%s: decisions differ (%d / %d / %d)",
+              a.spec, A.L.n, B.L.n, C.L.n);
+        if (verbose)
+            printf("    %s: %d decisions (%d mode), state %zu bytes\n", a.spec, A.L.n, mode_changes,
+                   C.state_bytes);
         /* one handle of nh*len rounds decides as the cut run does (no tails; a decision in the last
          * lag rounds of a handle would take effect earlier in the cut run, so none may fall there) */
         if (!a.tail) {
@@ -223,34 +245,38 @@ static void test_split(void)
             hres_t O;
             run_handles(&one, &O);
             int edge = 0;
-            for (int i = 0; i < A.L.n; i++) edge += A.L.d[i].eff % (uint64_t)a.len < 2 && A.L.d[i].eff % (uint64_t)a.len;
+            for (int i = 0; i < A.L.n; i++)
+                edge += A.L.d[i].eff % (uint64_t)a.len < 2 && A.L.d[i].eff % (uint64_t)a.len;
             CHECK(edge || same_decisions(&A.L, &O.L), "%s: cut into %d handles: %d decisions, one handle: %d",
                   a.spec, a.nh, A.L.n, O.L.n);
             free(O.L.d);
         }
-        free(A.L.d); free(B.L.d); free(C.L.d);
+        free(A.L.d);
+        free(B.L.d);
+        free(C.L.d);
     }
 }
 
 /* ------------------------------------------------------------------ bytes */
 
-static uint64_t fnv64(const uint8_t *b, size_t n)
-{
+static uint64_t fnv64(const uint8_t *b, size_t n) {
     uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++) { h ^= b[i]; h *= 1099511628211ULL; }
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ULL;
+    }
     return h;
 }
-static void reseal(uint8_t *b, size_t n)
-{
+static void reseal(uint8_t *b, size_t n) {
     uint64_t h = fnv64(b, n - 8);
     for (int i = 0; i < 8; i++) b[n - 8 + i] = (uint8_t)(h >> (8 * i));
 }
 
 /* A state with something in every part: a rate-rule run over a skew, a couple of handles. */
-static ctl_state_t *rich_state(int P, ctl_policy_cfg_t *cfg)
-{
+static ctl_state_t *rich_state(int P, ctl_policy_cfg_t *cfg) {
     char err[256];
-    CHECK(ctl_policy_parse("adaptive,rule=rate,tau=3,window=16,cost_n=8", cfg, err, sizeof err) == CTL_OK, "%s", err);
+    CHECK(ctl_policy_parse("adaptive,rule=rate,tau=3,window=16,cost_n=8", cfg, err, sizeof err) == CTL_OK,
+          "%s", err);
     ctl_policy_t *pol = ctl_policy_new(cfg, P);
     pcoll_rule_t init;
     ctl_policy_initial(pol, &init);
@@ -269,8 +295,7 @@ static ctl_state_t *rich_state(int P, ctl_policy_cfg_t *cfg)
     return st;
 }
 
-static void test_roundtrip(void)
-{
+static void test_roundtrip(void) {
     const int P = 4;
     ctl_policy_cfg_t cfg;
     ctl_state_t *st = rich_state(P, &cfg);
@@ -294,7 +319,7 @@ static void test_roundtrip(void)
         ctl_policy_initial(pol, &init);
         gen_t g;
         gen_init(&g, P, 4, &init);
-        for (int p = 0; p < P; p++) g.period[p] = 1;   /* the skew is gone: the rule reacts */
+        for (int p = 0; p < P; p++) g.period[p] = 1; /* the skew is gone: the rule reacts */
         sim_start(&g, 0.2, 0.01);
         sim_report_cycles(&g);
         declog_t L = {0};
@@ -308,12 +333,13 @@ static void test_roundtrip(void)
     CHECK(h[0] == h[1], "resumed from the state %016llx, from its bytes %016llx", (unsigned long long)h[0],
           (unsigned long long)h[1]);
     if (verbose) printf("    state of P=%d, window 16, cost_n 8: %zu bytes\n", P, n);
-    ctl_state_free(st); ctl_state_free(ld);
-    free(a); free(b);
+    ctl_state_free(st);
+    ctl_state_free(ld);
+    free(a);
+    free(b);
 }
 
-static void expect_bad(const uint8_t *b, size_t n, const char *must, const char *what)
-{
+static void expect_bad(const uint8_t *b, size_t n, const char *must, const char *what) {
     ctl_state_t *s = (ctl_state_t *)1;
     char err[256] = "";
     int rc = ctl_state_load(b, n, &s, err, sizeof err);
@@ -322,8 +348,7 @@ static void expect_bad(const uint8_t *b, size_t n, const char *must, const char 
     if (rc == CTL_OK) ctl_state_free(s);
 }
 
-static void test_corrupt(void)
-{
+static void test_corrupt(void) {
     const int P = 4;
     ctl_policy_cfg_t cfg;
     ctl_state_t *st = rich_state(P, &cfg);
@@ -332,52 +357,65 @@ static void test_corrupt(void)
     uint8_t *a = malloc(n), *b = malloc(n);
     ctl_state_save(st, a, n, &n);
     char what[64];
-    for (size_t i = 0; i < n; i++) {          /* every byte flipped */
+    for (size_t i = 0; i < n; i++) { /* every byte flipped */
         memcpy(b, a, n);
         b[i] ^= (uint8_t)(1u << (i % 8));
         snprintf(what, sizeof what, "byte %zu flipped", i);
         expect_bad(b, n, i < 8 ? "magic" : i < 12 ? "version" : i < 24 ? "" : "checksum", what);
     }
-    for (size_t k = 0; k < n; k += 1 + k / 16) {   /* truncated */
+    for (size_t k = 0; k < n; k += 1 + k / 16) { /* truncated */
         snprintf(what, sizeof what, "truncated to %zu bytes", k);
         expect_bad(a, k, "", what);
     }
     expect_bad(NULL, n, "no bytes", "NULL buffer");
     /* valid checksums, bad contents */
-    memcpy(b, a, n); b[8] = 2; reseal(b, n);
+    memcpy(b, a, n);
+    b[8] = 2;
+    reseal(b, n);
     expect_bad(b, n, "version 2", "version 2");
-    memcpy(b, a, n); b[12] = 0; b[13] = 0; reseal(b, n);
+    memcpy(b, a, n);
+    b[12] = 0;
+    b[13] = 0;
+    reseal(b, n);
     expect_bad(b, n, "P=0", "P = 0");
-    memcpy(b, a, n); b[12] = 5; reseal(b, n);
+    memcpy(b, a, n);
+    b[12] = 5;
+    reseal(b, n);
     expect_bad(b, n, "expected", "P = 5 with the bytes of P = 4");
-    memcpy(b, a, n); b[32] = 7; reseal(b, n);          /* level: after header (24) and base (8) */
+    memcpy(b, a, n);
+    b[32] = 7;
+    reseal(b, n); /* level: after header (24) and base (8) */
     expect_bad(b, n, "level 7", "level 7");
     memcpy(b, a, n);
-    size_t wpos = 24 + 8 + 4 + 4 + 8 + 4 + 4 + 8 + 4 + 8 + 8 + 4;   /* w_pos */
-    b[wpos] = 16; reseal(b, n);
+    size_t wpos = 24 + 8 + 4 + 4 + 8 + 4 + 4 + 8 + 4 + 8 + 8 + 4; /* w_pos */
+    b[wpos] = 16;
+    reseal(b, n);
     expect_bad(b, n, "window", "window position = window");
     /* a state resumed under another shape or a static policy */
     ctl_policy_cfg_t other;
     char err[256];
     ctl_policy_parse("adaptive,rule=rate,tau=3,window=32,cost_n=8", &other, err, sizeof err);
     CHECK(ctl_policy_resume(&other, P, st, err, sizeof err) == NULL && strstr(err, "window=16") &&
-          strstr(err, "window=32"), "window mismatch: %s", err);
-    CHECK(ctl_policy_resume(&cfg, P + 1, st, err, sizeof err) == NULL && strstr(err, "P=4") && strstr(err, "P=5"),
+              strstr(err, "window=32"),
+          "window mismatch: %s", err);
+    CHECK(ctl_policy_resume(&cfg, P + 1, st, err, sizeof err) == NULL && strstr(err, "P=4") &&
+              strstr(err, "P=5"),
           "P mismatch: %s", err);
     ctl_policy_parse("sync", &other, err, sizeof err);
-    CHECK(ctl_policy_resume(&other, P, st, err, sizeof err) == NULL && strstr(err, "adaptive"), "static: %s", err);
+    CHECK(ctl_policy_resume(&other, P, st, err, sizeof err) == NULL && strstr(err, "adaptive"), "static: %s",
+          err);
     ctl_state_free(st);
-    free(a); free(b);
+    free(a);
+    free(b);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     verbose = argc > 1 && !strcmp(argv[1], "-v");
     const named_test_t tests[] = {
-        { "golden", test_golden },
-        { "roundtrip", test_roundtrip },
-        { "corrupt", test_corrupt },
-        { "split", test_split },
+        {"golden", test_golden},
+        {"roundtrip", test_roundtrip},
+        {"corrupt", test_corrupt},
+        {"split", test_split},
     };
     return run_tests(tests, sizeof tests / sizeof tests[0]);
 }

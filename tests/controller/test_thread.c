@@ -19,43 +19,55 @@ struct pcoll {
     int P;
     gen_t g;
     phases_t ph;
-    uint64_t horizon;           /* UINT64_MAX before the first pcoll_set_horizon: "none yet" */
+    uint64_t horizon; /* UINT64_MAX before the first pcoll_set_horizon: "none yet" */
     int have_horizon;
-    uint64_t produced;          /* rounds generated */
-    uint64_t stall_at;          /* the engine stops producing at this round (UINT64_MAX: never) */
-    uint64_t join_at;           /* from this round on every rank is joined */
-    uint64_t slow_from;         /* records of rounds >= this reach the thread 200 ms late (UINT64_MAX: never) */
+    uint64_t produced;  /* rounds generated */
+    uint64_t stall_at;  /* the engine stops producing at this round (UINT64_MAX: never) */
+    uint64_t join_at;   /* from this round on every rank is joined */
+    uint64_t slow_from; /* records of rounds >= this reach the thread 200 ms late (UINT64_MAX: never) */
     int rule_calls, late_rules, horizon_back;
-    pcoll_record_t *ring;       /* every generated record kept (tests are short) */
+    pcoll_record_t *ring; /* every generated record kept (tests are short) */
     size_t nring;
     ctl_decision_t dummy;
 };
 
-void pcoll_record_free(pcoll_record_t *rec)
-{
-    free(rec->fresh); free(rec->waited); free(rec->flags); free(rec->staleness); free(rec->streak);
+void pcoll_record_free(pcoll_record_t *rec) {
+    free(rec->fresh);
+    free(rec->waited);
+    free(rec->flags);
+    free(rec->staleness);
+    free(rec->streak);
     memset(rec, 0, sizeof *rec);
 }
-int pcoll_record_init(pcoll_record_t *rec, int P)
-{
+int pcoll_record_init(pcoll_record_t *rec, int P) {
     memset(rec, 0, sizeof *rec);
     rec->P = P;
-    rec->fresh = calloc(P, 1); rec->waited = calloc(P, 1); rec->flags = calloc(P, 1);
-    rec->staleness = calloc(P, 4); rec->streak = calloc(P, 4);
-    return rec->fresh && rec->waited && rec->flags && rec->staleness && rec->streak ? PCOLL_OK : PCOLL_ERR_NOMEM;
+    rec->fresh = calloc(P, 1);
+    rec->waited = calloc(P, 1);
+    rec->flags = calloc(P, 1);
+    rec->staleness = calloc(P, 4);
+    rec->streak = calloc(P, 4);
+    return rec->fresh && rec->waited && rec->flags && rec->staleness && rec->streak ? PCOLL_OK
+                                                                                    : PCOLL_ERR_NOMEM;
 }
-static void copy_rec(pcoll_record_t *d, const pcoll_record_t *s)
-{
+static void copy_rec(pcoll_record_t *d, const pcoll_record_t *s) {
     uint8_t *f = d->fresh, *w = d->waited, *fl = d->flags;
     uint32_t *st = d->staleness, *sk = d->streak;
     *d = *s;
-    d->fresh = f; d->waited = w; d->flags = fl; d->staleness = st; d->streak = sk;
-    memcpy(f, s->fresh, s->P); memcpy(w, s->waited, s->P); memcpy(fl, s->flags, s->P);
-    memcpy(st, s->staleness, 4 * s->P); memcpy(sk, s->streak, 4 * s->P);
+    d->fresh = f;
+    d->waited = w;
+    d->flags = fl;
+    d->staleness = st;
+    d->streak = sk;
+    memcpy(f, s->fresh, s->P);
+    memcpy(w, s->waited, s->P);
+    memcpy(fl, s->flags, s->P);
+    memcpy(st, s->staleness, 4 * s->P);
+    memcpy(sk, s->streak, 4 * s->P);
 }
-int pcoll_record_get(pcoll_t *h, uint64_t round, pcoll_record_t *rec, double timeout_s)
-{
-    while (h->produced <= round && h->have_horizon && h->produced <= h->horizon && h->produced < h->stall_at) {
+int pcoll_record_get(pcoll_t *h, uint64_t round, pcoll_record_t *rec, double timeout_s) {
+    while (h->produced <= round && h->have_horizon && h->produced <= h->horizon &&
+           h->produced < h->stall_at) {
         if (h->produced >= h->join_at) memset(h->g.joined, 1, sizeof h->g.joined);
         const pcoll_record_t *r = gen_next(&h->g);
         pcoll_record_t *k = &h->ring[h->nring++];
@@ -64,23 +76,24 @@ int pcoll_record_get(pcoll_t *h, uint64_t round, pcoll_record_t *rec, double tim
         __atomic_store_n(&h->produced, h->produced + 1, __ATOMIC_RELEASE);
     }
     if (round < h->produced) {
-        if (round >= h->slow_from) usleep(200000);  /* the thread lags behind the application */
+        if (round >= h->slow_from) usleep(200000); /* the thread lags behind the application */
         copy_rec(rec, &h->ring[round]);
         return PCOLL_OK;
     }
     usleep((useconds_t)(timeout_s * 1e6));
     return PCOLL_ERR_TIMEOUT;
 }
-int pcoll_set_rule(pcoll_t *h, uint64_t from, const pcoll_rule_t *rule)
-{
+int pcoll_set_rule(pcoll_t *h, uint64_t from, const pcoll_rule_t *rule) {
     h->rule_calls++;
-    if (from < h->produced) { h->late_rules++; return PCOLL_ERR_LATE; }
-    ctl_decision_t d = { .effective = from, .new_rule = *rule };
+    if (from < h->produced) {
+        h->late_rules++;
+        return PCOLL_ERR_LATE;
+    }
+    ctl_decision_t d = {.effective = from, .new_rule = *rule};
     sched_push(&h->g.sched, &d);
     return PCOLL_OK;
 }
-int pcoll_set_horizon(pcoll_t *h, uint64_t through)
-{
+int pcoll_set_horizon(pcoll_t *h, uint64_t through) {
     if (h->have_horizon && through < h->horizon) h->horizon_back++;
     h->horizon = through;
     h->have_horizon = 1;
@@ -89,25 +102,28 @@ int pcoll_set_horizon(pcoll_t *h, uint64_t through)
 int pcoll_size(const pcoll_t *h) { return h->P; }
 /* heartbeats: the mock has no peers to hear from (every peer reads as never heard) */
 int pcoll_heartbeat(pcoll_t *h) { return PCOLL_OK; }
-int pcoll_peers(pcoll_t *h, pcoll_peer_t *out)
-{
-    for (int p = 0; p < pcoll_size(h); p++) { out[p].heard_s = p ? -1 : 0; out[p].pending = 1; out[p].pending_s = 0; out[p].completed = 0; out[p].started = 0; }
+int pcoll_peers(pcoll_t *h, pcoll_peer_t *out) {
+    for (int p = 0; p < pcoll_size(h); p++) {
+        out[p].heard_s = p ? -1 : 0;
+        out[p].pending = 1;
+        out[p].pending_s = 0;
+        out[p].completed = 0;
+        out[p].started = 0;
+    }
     return PCOLL_OK;
 }
 int pcoll_rank(const pcoll_t *h) { return 0; }
 const char *pcoll_strerror(int code) { return code == PCOLL_ERR_LATE ? "PCOLL_ERR_LATE" : "pcoll error"; }
 const char *pcoll_last_error(pcoll_t *h) { return ""; }
-const char *pcoll_mode_name(pcoll_mode_t m)
-{
+const char *pcoll_mode_name(pcoll_mode_t m) {
     return m == PCOLL_SYNC ? "sync" : m == PCOLL_SOLO ? "solo" : m == PCOLL_MAJORITY ? "majority" : "quorum";
 }
 
-static pcoll_t *mock_new(int P, uint64_t N, const phases_t *ph)
-{
+static pcoll_t *mock_new(int P, uint64_t N, const phases_t *ph) {
     pcoll_t *h = calloc(1, sizeof *h);
     h->P = P;
     h->ph = *ph;
-    pcoll_rule_t dflt = { .mode = PCOLL_SYNC };   /* cfg.rule default; the controller posts its own */
+    pcoll_rule_t dflt = {.mode = PCOLL_SYNC}; /* cfg.rule default; the controller posts its own */
     gen_init(&h->g, P, 99, &dflt);
     h->g.q = q_phases;
     h->g.qarg = &h->ph;
@@ -115,8 +131,7 @@ static pcoll_t *mock_new(int P, uint64_t N, const phases_t *ph)
     h->ring = calloc(N + 8, sizeof *h->ring);
     return h;
 }
-static void mock_free(pcoll_t *h)
-{
+static void mock_free(pcoll_t *h) {
     for (size_t i = 0; i < h->nring; i++) pcoll_record_free(&h->ring[i]);
     free(h->ring);
     gen_free(&h->g);
@@ -127,20 +142,18 @@ static void mock_free(pcoll_t *h)
 
 static char abort_msg[1024];
 static int abort_calls;
-static void on_abort(void *arg, const char *msg)
-{
+static void on_abort(void *arg, const char *msg) {
     __atomic_add_fetch(&abort_calls, 1, __ATOMIC_SEQ_CST);
     snprintf(abort_msg, sizeof abort_msg, "%s", msg);
 }
 
-static void wait_for(pcoll_t *h, uint64_t n, double max_s)
-{
-    for (int i = 0; i < max_s * 100 && __atomic_load_n(&h->produced, __ATOMIC_RELAXED) < n; i++) usleep(10000);
+static void wait_for(pcoll_t *h, uint64_t n, double max_s) {
+    for (int i = 0; i < max_s * 100 && __atomic_load_n(&h->produced, __ATOMIC_RELAXED) < n; i++)
+        usleep(10000);
 }
 
 /* Starts the adaptive policy's thread on the mock (polling every 1 ms, silent). */
-static ctl_t *start_adaptive(pcoll_t *h, ctl_config_t *cfg)
-{
+static ctl_t *start_adaptive(pcoll_t *h, ctl_config_t *cfg) {
     ctl_config_default(cfg);
     char err[256];
     CHECK(ctl_policy_parse("adaptive,rule=thresholds", &cfg->policy, err, sizeof err) == CTL_OK, "%s", err);
@@ -152,11 +165,11 @@ static ctl_t *start_adaptive(pcoll_t *h, ctl_config_t *cfg)
 }
 
 /* The thread drives the engine to the all-joined round; decisions equal a standalone policy's. */
-static void test_drive(void)
-{
+static void test_drive(void) {
     const int P = 8;
     const uint64_t N = 3000;
-    phases_t ph = { 3, { { 300, 0.5, 0, {0}, 0 }, { 1800, 0.1, 4, { 0, 1, 2, 3 }, 0.005 }, { UINT64_MAX, 0.9, 0, {0}, 0 } } };
+    phases_t ph = {
+        3, {{300, 0.5, 0, {0}, 0}, {1800, 0.1, 4, {0, 1, 2, 3}, 0.005}, {UINT64_MAX, 0.9, 0, {0}, 0}}};
     pcoll_t *h = mock_new(P, N, &ph);
     h->join_at = N - 1;
     ctl_config_t cfg;
@@ -169,10 +182,14 @@ static void test_drive(void)
     ctl_switch_t sw[64];
     size_t nsw = ctl_switch_log(c, sw, 64);
     CHECK(ctl_stop(&c) == CTL_OK && c == NULL, "ctl_stop");
-    CHECK(h->produced == N, "engine produced %llu rounds, expected %llu (the thread should release the horizon "
-          "at the all-joined round)", (unsigned long long)h->produced, (unsigned long long)N);
-    CHECK(h->horizon == UINT64_MAX, "horizon not released after every rank joined (%llu)", (unsigned long long)h->horizon);
-    CHECK(h->late_rules == 0 && h->horizon_back == 0, "late rules %d, horizon went back %d", h->late_rules, h->horizon_back);
+    CHECK(h->produced == N,
+          "engine produced %llu rounds, expected %llu (the thread should release the horizon "
+          "at the all-joined round)",
+          (unsigned long long)h->produced, (unsigned long long)N);
+    CHECK(h->horizon == UINT64_MAX, "horizon not released after every rank joined (%llu)",
+          (unsigned long long)h->horizon);
+    CHECK(h->late_rules == 0 && h->horizon_back == 0, "late rules %d, horizon went back %d", h->late_rules,
+          h->horizon_back);
     CHECK(st.rounds == N, "policy observed %llu rounds", (unsigned long long)st.rounds);
     /* the same records through a standalone policy */
     ctl_policy_t *pol = mk("adaptive,rule=thresholds", P, NULL);
@@ -181,8 +198,9 @@ static void test_drive(void)
         ctl_decision_t d;
         if (ctl_policy_observe(pol, &h->ring[r], &d) == 1) {
             if (d.what & CTL_DEC_MODE) {
-                CHECK((size_t)nd < nsw && sw[nd].effective == d.effective && sw[nd].new_mode == d.new_rule.mode &&
-                      !strcmp(sw[nd].reason, d.reason), "switch %d differs from the standalone policy", nd);
+                CHECK((size_t)nd < nsw && sw[nd].effective == d.effective &&
+                          sw[nd].new_mode == d.new_rule.mode && !strcmp(sw[nd].reason, d.reason),
+                      "switch %d differs from the standalone policy", nd);
                 nd++;
             }
         }
@@ -196,7 +214,8 @@ static void test_drive(void)
     CHECK(sync_rounds > 100 && h->ring[0].mode == PCOLL_SOLO, "rules not applied: %d sync rounds, round 0 %d",
           sync_rounds, h->ring[0].mode);
     if (verbose)
-        for (size_t i = 0; i < nsw; i++) printf("    %llu: %s\n", (unsigned long long)sw[i].effective, sw[i].reason);
+        for (size_t i = 0; i < nsw; i++)
+            printf("    %llu: %s\n", (unsigned long long)sw[i].effective, sw[i].reason);
     ctl_policy_free(pol);
     mock_free(h);
 }
@@ -205,11 +224,10 @@ static void test_drive(void)
  * then misses the last records; after ctl_wait the stats cover every round and equal a standalone
  * policy's (the trainer carries them into the next epoch: a snapshot differing between ranks
  * stalled it). ctl_wait times out on a thread that cannot end. */
-static void test_wait(void)
-{
+static void test_wait(void) {
     const int P = 4;
     const uint64_t N = 400;
-    phases_t ph = { 2, { { 200, 0.5, 0, {0}, 0 }, { UINT64_MAX, 0.2, 2, { 0, 1 }, 0.01 } } };
+    phases_t ph = {2, {{200, 0.5, 0, {0}, 0}, {UINT64_MAX, 0.2, 2, {0, 1}, 0.01}}};
     pcoll_t *h = mock_new(P, N, &ph);
     h->join_at = N - 1;
     h->slow_from = N - 2;
@@ -223,14 +241,15 @@ static void test_wait(void)
           (unsigned long long)early.rounds);
     CHECK(ctl_wait(c, 20) == CTL_OK, "ctl_wait");
     ctl_stats(c, &st, &hash);
-    CHECK(st.rounds == N, "after ctl_wait the policy observed %llu of %llu rounds", (unsigned long long)st.rounds,
-          (unsigned long long)N);
+    CHECK(st.rounds == N, "after ctl_wait the policy observed %llu of %llu rounds",
+          (unsigned long long)st.rounds, (unsigned long long)N);
     ctl_policy_t *pol = mk("adaptive,rule=thresholds", P, NULL);
     for (uint64_t r = 0; r < h->nring; r++) ctl_policy_observe(pol, &h->ring[r], NULL);
     ctl_policy_stats_t ref;
     ctl_policy_stats(pol, &ref);
-    CHECK(hash == ctl_policy_hash(pol) && st.mode == ref.mode && st.light_block_until == ref.light_block_until &&
-          st.rounds == ref.rounds, "final stats differ from the standalone policy's");
+    CHECK(hash == ctl_policy_hash(pol) && st.mode == ref.mode &&
+              st.light_block_until == ref.light_block_until && st.rounds == ref.rounds,
+          "final stats differ from the standalone policy's");
     CHECK(ctl_stop(&c) == CTL_OK, "ctl_stop");
     ctl_policy_free(pol);
     mock_free(h);
@@ -244,17 +263,17 @@ static void test_wait(void)
     int rc = ctl_wait(c, 0.2);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double el = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-    CHECK(rc == CTL_ERR_TIMEOUT && el >= 0.19 && el < 2, "ctl_wait on a stalled thread: %d after %.2f s", rc, el);
+    CHECK(rc == CTL_ERR_TIMEOUT && el >= 0.19 && el < 2, "ctl_wait on a stalled thread: %d after %.2f s", rc,
+          el);
     CHECK(ctl_wait(NULL, 0) == CTL_ERR_ARG, "ctl_wait(NULL)");
     CHECK(ctl_stop(&c) == CTL_OK, "ctl_stop after the timeout");
     mock_free(h);
 }
 
 /* The engine stalls at round 100: a warning after t_warn, the abort callback after t_abort. */
-static void test_watchdog(void)
-{
+static void test_watchdog(void) {
     const int P = 8;
-    phases_t ph = { 1, { { UINT64_MAX, 0.5, 1, { 5 }, 0.0 } } };
+    phases_t ph = {1, {{UINT64_MAX, 0.5, 1, {5}, 0.0}}};
     pcoll_t *h = mock_new(P, 200, &ph);
     h->stall_at = 100;
     char *logbuf = NULL;
@@ -283,19 +302,20 @@ static void test_watchdog(void)
     CHECK(el >= 0.5 && el < 2.5, "abort after %.2f s (t_abort 0.5)", el);
     CHECK(strstr(abort_msg, "waiting for round 100") && strstr(abort_msg, "aborting after t_abort=0.5"),
           "abort message: %s", abort_msg);
-    CHECK(strstr(abort_msg, " 5 (streak "), "abort message does not name the never-fresh rank 5: %s", abort_msg);
+    CHECK(strstr(abort_msg, " 5 (streak "), "abort message does not name the never-fresh rank 5: %s",
+          abort_msg);
     int warns = 0;
     for (char *p = logbuf; p && (p = strstr(p, "no round completed")); p++) warns++;
-    CHECK(warns >= 2 && warns <= 4, "%d warnings in %.2f s with t_warn 0.15:\n%s", warns, el, logbuf ? logbuf : "");
+    CHECK(warns >= 2 && warns <= 4, "%d warnings in %.2f s with t_warn 0.15:\n%s", warns, el,
+          logbuf ? logbuf : "");
     if (verbose) printf("    log:\n%s    abort: %s\n", logbuf, abort_msg);
     free(logbuf);
     mock_free(h);
 }
 
 /* Bad arguments. */
-static void test_args(void)
-{
-    phases_t ph = { 1, { { UINT64_MAX, 0.5, 0, {0}, 0 } } };
+static void test_args(void) {
+    phases_t ph = {1, {{UINT64_MAX, 0.5, 0, {0}, 0}}};
     pcoll_t *h = mock_new(4, 10, &ph);
     ctl_config_t cfg;
     ctl_config_default(&cfg);
@@ -314,11 +334,10 @@ static void test_args(void)
  * (ctl_state after ctl_wait, ctl_config_t.resume) and decides as a standalone policy resumed from
  * the same state on the same records; ctl_state is NULL while the thread runs; a state of another
  * P is refused by ctl_start. */
-static void test_resume(void)
-{
+static void test_resume(void) {
     const int P = 8;
     const uint64_t N = 700;
-    phases_t ph = { 2, { { 300, 0.5, 0, {0}, 0 }, { UINT64_MAX, 0.1, 4, { 0, 1, 2, 3 }, 0.005 } } };
+    phases_t ph = {2, {{300, 0.5, 0, {0}, 0}, {UINT64_MAX, 0.1, 4, {0, 1, 2, 3}, 0.005}}};
     pcoll_t *h = mock_new(P, N, &ph);
     h->join_at = N - 1;
     ctl_config_t cfg;
@@ -347,8 +366,9 @@ static void test_resume(void)
     CHECK(pol != NULL, "%s", err);
     int nd = 0;
     for (uint64_t r = 0; pol && r < h->nring; r++) nd += ctl_policy_observe(pol, &h->ring[r], NULL) == 1;
-    CHECK(pol && hash == ctl_policy_hash(pol) && nd >= 1, "resumed thread hash %016llx, standalone %016llx (%d decisions)",
-          (unsigned long long)hash, pol ? (unsigned long long)ctl_policy_hash(pol) : 0ULL, nd);
+    CHECK(pol && hash == ctl_policy_hash(pol) && nd >= 1,
+          "resumed thread hash %016llx, standalone %016llx (%d decisions)", (unsigned long long)hash,
+          pol ? (unsigned long long)ctl_policy_hash(pol) : 0ULL, nd);
     ctl_policy_free(pol);
     mock_free(h);
     /* the state of 8 ranks on a handle of 4 */
@@ -358,8 +378,7 @@ static void test_resume(void)
     ctl_state_free(st);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     verbose = argc > 1 && !strcmp(argv[1], "-v");
     test_args();
     printf("args done\n");

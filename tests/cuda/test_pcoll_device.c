@@ -44,14 +44,15 @@ int main(int argc, char **argv) {
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_size(MPI_COMM_WORLD, &P);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    {   /* a GPU on every rank, else skip (every rank exits 77) */
+    { /* a GPU on every rank, else skip (every rank exits 77) */
         int ndev = 0, mindev = 0, local = 0;
         cudaError_t e = cudaGetDeviceCount(&ndev);
         if (e != cudaSuccess) ndev = 0;
         MPI_Allreduce(&ndev, &mindev, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
         if (mindev < 1) {
-            if (!me) printf("SKIP: no CUDA device (cudaGetDeviceCount: %s)\n",
-                            e != cudaSuccess ? cudaGetErrorString(e) : "0 devices on some rank");
+            if (!me)
+                printf("SKIP: no CUDA device (cudaGetDeviceCount: %s)\n",
+                       e != cudaSuccess ? cudaGetErrorString(e) : "0 devices on some rank");
             fflush(stdout);
             MPI_Finalize();
             return 77;
@@ -72,21 +73,38 @@ int main(int argc, char **argv) {
     uint64_t seed = 7;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
-        if (!strcmp(a, "--mode")) mode = v, i++;
-        else if (!strcmp(a, "--steps")) steps = atoi(v), i++;
-        else if (!strcmp(a, "--n")) n = (size_t)atol(v), i++;
-        else if (!strcmp(a, "--delay-us")) delay_us = atof(v), i++;
-        else if (!strcmp(a, "--seed")) seed = (uint64_t)atoll(v), i++;
-        else if (!strcmp(a, "--slow")) slow = atoi(v), i++;
-        else if (!strcmp(a, "--slow-factor")) slow_factor = atof(v), i++;
-        else if (!strcmp(a, "--tau")) tau = atoi(v), i++;
-        else if (!strcmp(a, "--mismatch")) mismatch = v, i++;
-        else if (!strcmp(a, "--div")) div = v, i++;
-        else if (!strcmp(a, "--path")) setenv("PCOLL_DEVICE_PATH", v, 1), i++;
-        else if (!strcmp(a, "--newer")) newer = 1;
-        else if (!strcmp(a, "--reuse")) reuse = 1;
-        else if (!strcmp(a, "--expect-streak-growth")) growth = 1;
-        else { if (!me) fprintf(stderr, "test_pcoll: unknown option %s\n", a); MPI_Abort(MPI_COMM_WORLD, 2); }
+        if (!strcmp(a, "--mode"))
+            mode = v, i++;
+        else if (!strcmp(a, "--steps"))
+            steps = atoi(v), i++;
+        else if (!strcmp(a, "--n"))
+            n = (size_t)atol(v), i++;
+        else if (!strcmp(a, "--delay-us"))
+            delay_us = atof(v), i++;
+        else if (!strcmp(a, "--seed"))
+            seed = (uint64_t)atoll(v), i++;
+        else if (!strcmp(a, "--slow"))
+            slow = atoi(v), i++;
+        else if (!strcmp(a, "--slow-factor"))
+            slow_factor = atof(v), i++;
+        else if (!strcmp(a, "--tau"))
+            tau = atoi(v), i++;
+        else if (!strcmp(a, "--mismatch"))
+            mismatch = v, i++;
+        else if (!strcmp(a, "--div"))
+            div = v, i++;
+        else if (!strcmp(a, "--path"))
+            setenv("PCOLL_DEVICE_PATH", v, 1), i++;
+        else if (!strcmp(a, "--newer"))
+            newer = 1;
+        else if (!strcmp(a, "--reuse"))
+            reuse = 1;
+        else if (!strcmp(a, "--expect-streak-growth"))
+            growth = 1;
+        else {
+            if (!me) fprintf(stderr, "test_pcoll: unknown option %s\n", a);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
     }
     if (n < (size_t)P + 2) n = (size_t)P + 2;
 
@@ -98,13 +116,14 @@ int main(int argc, char **argv) {
     cfg.records = 1 << 16;
     if (div) cfg.div = !strcmp(div, "p") ? PCOLL_DIV_P : PCOLL_DIV_FRESH;
     int dynamic = !strcmp(mode, "dynamic"), mixed = !strcmp(mode, "mixed");
-    if (dynamic) cfg.horizon = 1;
+    if (dynamic)
+        cfg.horizon = 1;
     else if (!mixed && pcoll_parse_mode(mode, &cfg.rule)) {
         if (!me) fprintf(stderr, "test_pcoll: bad --mode %s\n", mode);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
 
-    if (mismatch) {  /* every rank must get a clean error naming the field; no hang */
+    if (mismatch) { /* every rank must get a clean error naming the field; no hang */
         size_t nn = n;
         if (!strcmp(mismatch, "n") && me == P - 1) nn = n + 1;
         if (!strcmp(mismatch, "seed") && me == P - 1) cfg.seed = seed + 1;
@@ -117,8 +136,9 @@ int main(int argc, char **argv) {
         int want = !strcmp(mismatch, "arg") ? PCOLL_ERR_ARG : PCOLL_ERR_MISMATCH;
         CHECK(rc == want, "rc %d, want %d", rc, want);
         CHECK(h == NULL, "handle created despite the mismatch");
-        const char *field = !strcmp(mismatch, "mode") ? "rule.mode" : !strcmp(mismatch, "arg") ?
-                            "ring" : mismatch;
+        const char *field = !strcmp(mismatch, "mode")  ? "rule.mode"
+                            : !strcmp(mismatch, "arg") ? "ring"
+                                                       : mismatch;
         if (strcmp(mismatch, "arg") || me == P - 1)
             CHECK(strstr(m, field) != NULL, "message does not name '%s': %s", field, m);
         char rk[32];
@@ -132,7 +152,7 @@ int main(int argc, char **argv) {
 
     pcoll_t *h = NULL;
     pcollCheck(pcoll_create(MPI_COMM_WORLD, n, PCOLL_MEM_DEVICE, &cfg, &h));
-    if (mixed) {  /* a static schedule of rule changes, the same on every rank */
+    if (mixed) { /* a static schedule of rule changes, the same on every rank */
         static int w[1];
         w[0] = P - 1;
         for (int k = 1; k < 400; k++) {
@@ -141,8 +161,14 @@ int main(int argc, char **argv) {
             case 0: ru.mode = PCOLL_SYNC; break;
             case 1: ru.mode = PCOLL_SOLO; break;
             case 2: ru.mode = PCOLL_MAJORITY; break;
-            case 3: ru.mode = PCOLL_QUORUM; ru.quorum = 2; break;
-            default: ru.mode = PCOLL_SOLO; ru.wait = w; ru.nwait = 1;
+            case 3:
+                ru.mode = PCOLL_QUORUM;
+                ru.quorum = 2;
+                break;
+            default:
+                ru.mode = PCOLL_SOLO;
+                ru.wait = w;
+                ru.nwait = 1;
             }
             pcollCheck(pcoll_set_rule(h, (uint64_t)k * 13, &ru));
         }
@@ -152,42 +178,61 @@ int main(int argc, char **argv) {
     if (dynamic) pthread_create(&cth, NULL, dyn_ctl, &ctl);
 
     float *g = malloc(n * sizeof *g), *gd = NULL, *resh = malloc(n * sizeof *resh);
-    if (cudaMalloc((void **)&gd, n * sizeof *gd) != cudaSuccess) { fprintf(stderr, "rank %d: cudaMalloc failed\n", me); MPI_Abort(MPI_COMM_WORLD, 1); }
-    cudaStream_t ts;  /* this test's copies: a non-blocking stream, waited for (never the legacy stream) */
-    if (cudaStreamCreateWithFlags(&ts, cudaStreamNonBlocking) != cudaSuccess) { fprintf(stderr, "rank %d: cudaStreamCreate failed\n", me); MPI_Abort(MPI_COMM_WORLD, 1); }
-    double *w = calloc(n, sizeof *w);            /* replica: w += result of every round */
+    if (cudaMalloc((void **)&gd, n * sizeof *gd) != cudaSuccess) {
+        fprintf(stderr, "rank %d: cudaMalloc failed\n", me);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    cudaStream_t ts; /* this test's copies: a non-blocking stream, waited for (never the legacy stream) */
+    if (cudaStreamCreateWithFlags(&ts, cudaStreamNonBlocking) != cudaSuccess) {
+        fprintf(stderr, "rank %d: cudaStreamCreate failed\n", me);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    double *w = calloc(n, sizeof *w);             /* replica: w += result of every round */
     double *dep_sum = calloc(n, sizeof *dep_sum); /* this rank's deposits, summed */
     int *seen = calloc((size_t)steps, sizeof *seen);
     uint64_t applied = 0;
     pcoll_record_t rec;
     pcoll_record_init(&rec, P);
     uint64_t hash = 1469598103934665603ull;
-    uint32_t *streak_at = calloc(8, 4);  /* max streak of the slow rank at 1/8 .. 8/8 of the run */
+    uint32_t *streak_at = calloc(8, 4); /* max streak of the slow rank at 1/8 .. 8/8 of the run */
     double *all_sum = calloc(n, sizeof *all_sum);
 
     /* a slow rank runs proportionally fewer steps, so that all ranks finish at about the same
      * time and its streaks are measured while the others are still active */
-    if (me == slow && slow_factor > 1) steps = (int)(steps / slow_factor) > 0 ? (int)(steps / slow_factor) : 1;
-    rcheck_t rc_ = {P, me, steps, tau, slow, (int)cfg.div, n, 0, 1469598103934665603ull, w, all_sum,
-                    seen, streak_at, 0};
+    if (me == slow && slow_factor > 1)
+        steps = (int)(steps / slow_factor) > 0 ? (int)(steps / slow_factor) : 1;
+    rcheck_t rc_ = {P, me,      steps, tau,       slow, (int)cfg.div, n, 0, 1469598103934665603ull,
+                    w, all_sum, seen,  streak_at, 0};
     int joined = 0;
     for (int s = 0; s <= steps; s++) {
-        if (s == steps) {  /* join, then drain the rounds that still complete */
+        if (s == steps) { /* join, then drain the rounds that still complete */
             pcoll_join(h);
             joined = 1;
         }
         if (!joined) {
-        double d = delay_us * u01(seed, (uint64_t)s, (uint64_t)me);
-        if (me == slow) d = delay_us * slow_factor;
-        sleep_us(d);
-        make_grad(g, n, me, s);
-        for (size_t k = 0; k < n; k++) dep_sum[k] += g[k];
-        if (copy_wait(ts, gd, g, n * sizeof *g) != cudaSuccess) { fprintf(stderr, "rank %d: cudaMemcpy failed\n", me); fails++; break; }
-        pcollCheck(pcoll_set_cost(h, cost_of(me, s)));
-        int rc = pcoll_deposit(h, gd, newer ? PCOLL_ACCUMULATE : 0);
-        if (rc) { fprintf(stderr, "rank %d: deposit: %s\n", me, pcoll_last_error(h)); fails++; break; }
-        rc = pcoll_wait(h, newer ? PCOLL_WAIT_NEWER : PCOLL_WAIT_CONSUMED, 60.0, NULL);
-        if (rc) { fprintf(stderr, "rank %d: wait: %s\n", me, pcoll_last_error(h)); fails++; break; }
+            double d = delay_us * u01(seed, (uint64_t)s, (uint64_t)me);
+            if (me == slow) d = delay_us * slow_factor;
+            sleep_us(d);
+            make_grad(g, n, me, s);
+            for (size_t k = 0; k < n; k++) dep_sum[k] += g[k];
+            if (copy_wait(ts, gd, g, n * sizeof *g) != cudaSuccess) {
+                fprintf(stderr, "rank %d: cudaMemcpy failed\n", me);
+                fails++;
+                break;
+            }
+            pcollCheck(pcoll_set_cost(h, cost_of(me, s)));
+            int rc = pcoll_deposit(h, gd, newer ? PCOLL_ACCUMULATE : 0);
+            if (rc) {
+                fprintf(stderr, "rank %d: deposit: %s\n", me, pcoll_last_error(h));
+                fails++;
+                break;
+            }
+            rc = pcoll_wait(h, newer ? PCOLL_WAIT_NEWER : PCOLL_WAIT_CONSUMED, 60.0, NULL);
+            if (rc) {
+                fprintf(stderr, "rank %d: wait: %s\n", me, pcoll_last_error(h));
+                fails++;
+                break;
+            }
         }
         const float *resd, *res = resh;
         uint64_t r;
@@ -202,19 +247,24 @@ int main(int argc, char **argv) {
         if (joined) {
             int rc = pcoll_wait(h, PCOLL_WAIT_NEWER, 60.0, NULL);
             if (rc == PCOLL_DONE) break;
-            if (rc) { fprintf(stderr, "rank %d: drain: %s\n", me, pcoll_last_error(h)); fails++; break; }
-            s--;  /* stay in the drain step */
+            if (rc) {
+                fprintf(stderr, "rank %d: drain: %s\n", me, pcoll_last_error(h));
+                fails++;
+                break;
+            }
+            s--; /* stay in the drain step */
         }
     }
     applied = rc_.applied;
     hash = rc_.hash;
     fails += rc_.fails;
     ctl.stop = 1;
-    if (dynamic) pthread_join(cth, NULL);  /* it ends once the engine is done; then free */
+    if (dynamic) pthread_join(cth, NULL); /* it ends once the engine is done; then free */
     int rc = pcoll_finalize(&h, 120.0);
     CHECK(rc == PCOLL_OK, "finalize: %s", pcoll_strerror(rc));
-    if (!newer && !cfg.div) for (int s = 0; s < steps; s++) CHECK(seen[s] == 1, "step %d seen %d times", s, seen[s]);
-    if (reuse) {  /* a second handle over the same ranks (the trainer's next epoch) bootstraps no NCCL */
+    if (!newer && !cfg.div)
+        for (int s = 0; s < steps; s++) CHECK(seen[s] == 1, "step %d seen %d times", s, seen[s]);
+    if (reuse) { /* a second handle over the same ranks (the trainer's next epoch) bootstraps no NCCL */
         long before = pcoll_dev_comm_inits();
         CHECK(before <= 1, "%ld NCCL communicators created by one handle", before);
         pcoll_t *h2 = NULL;
@@ -241,18 +291,24 @@ int main(int argc, char **argv) {
     int complete = applied == maxapplied;
     if (!cfg.div && complete)
         for (size_t k = 0; k < n; k++)
-            CHECK(all_sum[k] == tot_dep[k], "conservation: element %zu: rounds sum %g, deposits %g", k, all_sum[k], tot_dep[k]);
+            CHECK(all_sum[k] == tot_dep[k], "conservation: element %zu: rounds sum %g, deposits %g", k,
+                  all_sum[k], tot_dep[k]);
     /* agreement and replica equality: compare on ranks that applied the same number of rounds */
     uint64_t mine[3] = {hash, mix(applied), 0};
-    for (size_t k = 0; k < n; k++) { uint64_t b; memcpy(&b, &w[k], 8); mine[2] = (mine[2] ^ b) * 1099511628211ull; }
+    for (size_t k = 0; k < n; k++) {
+        uint64_t b;
+        memcpy(&b, &w[k], 8);
+        mine[2] = (mine[2] ^ b) * 1099511628211ull;
+    }
     uint64_t *all = malloc((size_t)P * sizeof mine);
     uint64_t *apl = malloc((size_t)P * 8);
     MPI_Allgather(mine, 3, MPI_UINT64_T, all, 3, MPI_UINT64_T, MPI_COMM_WORLD);
     MPI_Allgather(&applied, 1, MPI_UINT64_T, apl, 1, MPI_UINT64_T, MPI_COMM_WORLD);
-    for (int p = 0; p < P; p++) if (apl[p] == applied) {
-        CHECK(all[3 * p] == hash, "agreement: round hash differs from rank %d", p);
-        CHECK(all[3 * p + 2] == mine[2], "replicas differ from rank %d", p);
-    }
+    for (int p = 0; p < P; p++)
+        if (apl[p] == applied) {
+            CHECK(all[3 * p] == hash, "agreement: round hash differs from rank %d", p);
+            CHECK(all[3 * p + 2] == mine[2], "replicas differ from rank %d", p);
+        }
     if (!me) {
         printf("mode=%s P=%d steps=%d rounds=%llu (max over ranks) n=%zu tau=%d\n", mode, P, steps,
                (unsigned long long)maxapplied, n, tau);
@@ -271,10 +327,18 @@ int main(int argc, char **argv) {
     MPI_Allreduce(&fails, &tot, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (!me) printf("%s: %d check failures\n", tot ? "FAIL" : "OK", tot);
     pcoll_record_free(&rec);
-    cudaFree(gd); free(resh);
+    cudaFree(gd);
+    free(resh);
     cudaStreamDestroy(ts);
-    free(g); free(w); free(dep_sum); free(seen); free(streak_at); free(all_sum); free(tot_dep);
-    free(all); free(apl);
+    free(g);
+    free(w);
+    free(dep_sum);
+    free(seen);
+    free(streak_at);
+    free(all_sum);
+    free(tot_dep);
+    free(all);
+    free(apl);
     MPI_Finalize();
     return tot ? 1 : 0;
 }

@@ -8,17 +8,28 @@
 #include <string.h>
 
 extern int t_failures;
-#define CHECK(c) do { if (!(c)) { t_failures++; \
-  fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); } } while (0)
-#define CHECKF(c, ...) do { if (!(c)) { t_failures++; \
-  fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #c); \
-  fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+#define CHECK(c)                                                                  \
+    do {                                                                          \
+        if (!(c)) {                                                               \
+            t_failures++;                                                         \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c); \
+        }                                                                         \
+    } while (0)
+#define CHECKF(c, ...)                                                            \
+    do {                                                                          \
+        if (!(c)) {                                                               \
+            t_failures++;                                                         \
+            fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #c); \
+            fprintf(stderr, __VA_ARGS__);                                         \
+            fputc('\n', stderr);                                                  \
+        }                                                                         \
+    } while (0)
 /* err must mention every given substring */
 #define CHECK_ERR(err, ...) check_err(__FILE__, __LINE__, err, __VA_ARGS__, (const char *)NULL)
 void check_err(const char *file, int line, const char *err, ...);
 int t_done(const char *name); /* prints summary, returns exit code */
 
-char *t_tmpdir(void);                       /* mkdtemp under $TMPDIR; removed by t_cleanup */
+char *t_tmpdir(void); /* mkdtemp under $TMPDIR; removed by t_cleanup */
 void t_cleanup(void);
 char *t_path(const char *dir, const char *fmt, ...); /* malloc'd dir/fmt */
 void t_mkdirs(const char *path);

@@ -5,20 +5,42 @@
 #include <string.h>
 
 static int fails = 0;
-#define CHECK(cond, ...) do { if (!(cond)) { fails++; printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-        printf(__VA_ARGS__); printf("\n"); } } while (0)
+#define CHECK(cond, ...)                                \
+    do {                                                \
+        if (!(cond)) {                                  \
+            fails++;                                    \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
+            printf(__VA_ARGS__);                        \
+            printf("\n");                               \
+        }                                               \
+    } while (0)
 #define NEAR(a, b) (fabs((a) - (b)) <= 1e-9 * (1 + fabs(b)))
 
-static double linear_ms;   /* rank p waits p x linear_ms */
-static double lin(void *arg, uint64_t it, int p, int P) { (void)arg; (void)it; (void)P; return p * linear_ms; }
-static double slow0(void *arg, uint64_t it, int p, int P) { (void)arg; (void)it; (void)P; return p == 0 ? 10.0 : 0.0; }
-static double lognorm(void *arg, uint64_t it, int p, int P) {   /* deterministic spread, no libm draw */
-    (void)arg; (void)P;
+static double linear_ms; /* rank p waits p x linear_ms */
+static double lin(void *arg, uint64_t it, int p, int P) {
+    (void)arg;
+    (void)it;
+    (void)P;
+    return p * linear_ms;
+}
+static double slow0(void *arg, uint64_t it, int p, int P) {
+    (void)arg;
+    (void)it;
+    (void)P;
+    return p == 0 ? 10.0 : 0.0;
+}
+static double lognorm(void *arg, uint64_t it, int p, int P) { /* deterministic spread, no libm draw */
+    (void)arg;
+    (void)P;
     uint64_t h = (it * 2654435761u + (uint64_t)p * 40503u) % 1000;
     return 0.5 + (double)h / 100.0;
 }
 
-static int lg(int P) { int l = 0; while ((1 << l) < P) l++; return l; }
+static int lg(int P) {
+    int l = 0;
+    while ((1 << l) < P) l++;
+    return l;
+}
 static size_t wire(int P) { return 8 + (size_t)P * 5 * sizeof(float); }
 
 static sim_result_t run(sim_cfg_t c, sim_cost_t k, int want_rc) {
@@ -42,7 +64,8 @@ int main(void) {
         for (int v = 0; v < P; v++) {
             int ch[32], n = sim_tree_children(v, P, ch, 32);
             edges += n;
-            for (int i = 0; i < n; i++) CHECK(sim_tree_parent(ch[i]) == v, "P=%d: parent(%d) != %d", P, ch[i], v);
+            for (int i = 0; i < n; i++)
+                CHECK(sim_tree_parent(ch[i]) == v, "P=%d: parent(%d) != %d", P, ch[i], v);
             CHECK(n <= lg(P), "P=%d: rank %d has %d children", P, v, n);
         }
         CHECK(edges == P - 1, "P=%d: %ld tree edges", P, edges);
@@ -55,16 +78,21 @@ int main(void) {
         c.delay = lin;
         sim_result_t r = run(c, z, SIM_OK);
         double A = sim_allreduce_us(&z, P, wire(P));
-        CHECK(NEAR(r.mean_us, (P - 1) * 500.0 + A), "sync P=%d mean %.6f want %.6f", P, r.mean_us, (P - 1) * 500.0 + A);
-        CHECK(NEAR(r.max_us, (P - 1) * 1000.0 + A) && NEAR(r.min_us, A), "sync P=%d min/max %.3f/%.3f", P, r.min_us, r.max_us);
-        CHECK(r.rounds == 7 && NEAR(r.fresh_frac, 1.0), "sync P=%d: %ld rounds, fresh %.3f", P, r.rounds, r.fresh_frac);
+        CHECK(NEAR(r.mean_us, (P - 1) * 500.0 + A), "sync P=%d mean %.6f want %.6f", P, r.mean_us,
+              (P - 1) * 500.0 + A);
+        CHECK(NEAR(r.max_us, (P - 1) * 1000.0 + A) && NEAR(r.min_us, A), "sync P=%d min/max %.3f/%.3f", P,
+              r.min_us, r.max_us);
+        CHECK(r.rounds == 7 && NEAR(r.fresh_frac, 1.0), "sync P=%d: %ld rounds, fresh %.3f", P, r.rounds,
+              r.fresh_frac);
     }
     /* solo, no skew: every rank activates at once; flat: each sends P-1 messages before it enters */
     for (int P = 2; P <= 256; P *= 2) {
         sim_result_t r = run(cfg(P, SIM_SOLO, SIM_ACT_FLAT, 8, 1), k, SIM_OK);
         double want = (P - 1) * k.o_us + sim_allreduce_us(&k, P, wire(P));
-        CHECK(NEAR(r.mean_us, want) && NEAR(r.max_us, want), "solo flat P=%d mean %.6f want %.6f", P, r.mean_us, want);
-        CHECK(NEAR(r.fresh_frac, 1.0) && r.rounds == 9, "solo flat P=%d fresh %.3f rounds %ld", P, r.fresh_frac, r.rounds);
+        CHECK(NEAR(r.mean_us, want) && NEAR(r.max_us, want), "solo flat P=%d mean %.6f want %.6f", P,
+              r.mean_us, want);
+        CHECK(NEAR(r.fresh_frac, 1.0) && r.rounds == 9, "solo flat P=%d fresh %.3f rounds %ld", P,
+              r.fresh_frac, r.rounds);
         /* tree: an activator sends to the root and its children: at most log2 P messages */
         r = run(cfg(P, SIM_SOLO, SIM_ACT_TREE, 8, 1), k, SIM_OK);
         want = lg(P) * k.o_us + sim_allreduce_us(&k, P, wire(P));
@@ -78,8 +106,8 @@ int main(void) {
         c.delay = lin;
         sim_result_t r = run(c, k, SIM_OK);
         double C = (P - 1) * k.o_us + k.L_us + sim_allreduce_us(&k, P, wire(P));
-        CHECK(NEAR(r.mean_us, C / P) && NEAR(r.max_us, C) && r.min_us == 0, "solo linear P=%d mean %.6f want %.6f",
-              P, r.mean_us, C / P);
+        CHECK(NEAR(r.mean_us, C / P) && NEAR(r.max_us, C) && r.min_us == 0,
+              "solo linear P=%d mean %.6f want %.6f", P, r.mean_us, C / P);
     }
     /* majority, no skew: the initiator's ACT reaches its last target at (P-1)o + L */
     for (int P = 2; P <= 64; P *= 2) {
@@ -96,9 +124,11 @@ int main(void) {
                 sim_result_t r = run(c, k, SIM_OK);
                 CHECK(r.rounds > 0 && r.fresh_frac > 0 && r.fresh_frac <= 1.0 + 1e-12,
                       "P=%d %s: rounds %ld fresh %.3f", P, sim_rule_name(c.rule), r.rounds, r.fresh_frac);
-                c.delay = slow0; c.tau = 3;
+                c.delay = slow0;
+                c.tau = 3;
                 r = run(c, k, SIM_OK);
-                CHECK(r.max_streak <= 3, "P=%d %s tau 3: max streak %u", P, sim_rule_name(c.rule), r.max_streak);
+                CHECK(r.max_streak <= 3, "P=%d %s tau 3: max streak %u", P, sim_rule_name(c.rule),
+                      r.max_streak);
             }
     /* bad arguments */
     sim_cfg_t bad = cfg(4, SIM_QUORUM, SIM_ACT_FLAT, 1, 0);

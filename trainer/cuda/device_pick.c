@@ -5,17 +5,18 @@
 #include <stdio.h>
 
 int nn_cuda_pick_device(int local_rank, int local_size, int ndev, char *why, size_t n) {
-  if (why && n) why[0] = 0;
-  if (ndev < 1) {
-    if (why) snprintf(why, n, "no CUDA device visible to local rank %d", local_rank);
-    return -1;
-  }
-  if (local_size < 1 || local_rank < 0 || local_rank >= local_size) {
-    if (why) snprintf(why, n, "local rank %d outside 0..%d (node-local communicator of %d ranks)",
-                      local_rank, local_size - 1, local_size);
-    return -1;
-  }
-  /* one GPU per rank while there are enough; then round-robin, so that the ranks sharing a GPU
+    if (why && n) why[0] = 0;
+    if (ndev < 1) {
+        if (why) snprintf(why, n, "no CUDA device visible to local rank %d", local_rank);
+        return -1;
+    }
+    if (local_size < 1 || local_rank < 0 || local_rank >= local_size) {
+        if (why)
+            snprintf(why, n, "local rank %d outside 0..%d (node-local communicator of %d ranks)", local_rank,
+                     local_size - 1, local_size);
+        return -1;
+    }
+    /* one GPU per rank while there are enough; then round-robin, so that the ranks sharing a GPU
    * differ in local rank by a multiple of ndev and every GPU carries at most ceil(size/ndev) */
-  return local_rank % ndev;
+    return local_rank % ndev;
 }

@@ -6,217 +6,219 @@
 namespace nncu {
 
 static int Ndesc4(nn_cuda_model_t *m, cudnnTensorDescriptor_t d, int N, const struct nn_slot *s) {
-  DNN(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, N, s->c, s->h, s->w));
-  return NN_OK;
+    DNN(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, N, s->c, s->h, s->w));
+    return NN_OK;
 }
 
 /* activation gradient of slot s for an accumulating writer: zeroed on first use */
 int dslot_acc(nn_cuda_model_t *m, int s, float **p) {
-  if (!m->dinit[s]) {
-    CK(cudaMemsetAsync(DACT(m, s), 0, sizeof(float) * slot_n(&m->slots[s]) * m->N, m->st));
-    m->dinit[s] = 1;
-  }
-  *p = DACT(m, s);
-  return NN_OK;
+    if (!m->dinit[s]) {
+        CK(cudaMemsetAsync(DACT(m, s), 0, sizeof(float) * slot_n(&m->slots[s]) * m->N, m->st));
+        m->dinit[s] = 1;
+    }
+    *p = DACT(m, s);
+    return NN_OK;
 }
 /* for a writer that can overwrite: returns whether to accumulate (0 on first use) */
 int dslot_ow(nn_cuda_model_t *m, int s, float **p) {
-  int acc = m->dinit[s];
-  m->dinit[s] = 1;
-  *p = DACT(m, s);
-  return acc;
+    int acc = m->dinit[s];
+    m->dinit[s] = 1;
+    *p = DACT(m, s);
+    return acc;
 }
 
 /* Grows the shared cuDNN workspace to at least need bytes (12.5% headroom).  A reallocation
  * bumps ws_gen: a graph captured before it holds the freed block and must not replay
  * (nn_cuda_graph_replayable; step.cu drops it before the next step). */
 int grow_ws(nn_cuda_model_t *m, size_t need) {
-  if (need <= m->ws_size) return NN_OK;
-  cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-  CK(cudaStreamIsCapturing(m->st, &cs));
-  if (cs != cudaStreamCaptureStatusNone) {
-    seterr(m, "internal: workspace growth to %zu bytes during graph capture", need);
-    return NN_CUDA_ERR;
-  }
-  CK(cudaStreamSynchronize(m->st));
-  if (m->ws) CK(cudaFree(m->ws));
-  m->ws = NULL;
-  m->ws_size = 0;
-  m->ws_gen++;
-  size_t sz = need + (need >> 3);
-  CK(cudaMalloc(&m->ws, sz));
-  m->ws_size = sz;
-  return NN_OK;
+    if (need <= m->ws_size) return NN_OK;
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    CK(cudaStreamIsCapturing(m->st, &cs));
+    if (cs != cudaStreamCaptureStatusNone) {
+        seterr(m, "internal: workspace growth to %zu bytes during graph capture", need);
+        return NN_CUDA_ERR;
+    }
+    CK(cudaStreamSynchronize(m->st));
+    if (m->ws) CK(cudaFree(m->ws));
+    m->ws = NULL;
+    m->ws_size = 0;
+    m->ws_gen++;
+    size_t sz = need + (need >> 3);
+    CK(cudaMalloc(&m->ws, sz));
+    m->ws_size = sz;
+    return NN_OK;
 }
 
 static cudnnMathType_t conv_math(const nn_cuda_model_t *m) {
-  return (m->tf32 & NN_CUDA_TF32_CUDNN) ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+    return (m->tf32 & NN_CUDA_TF32_CUDNN) ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
 }
 /* strict fp32 runs every algorithm with FMA math */
 static cudnnMathType_t run_math(const nn_cuda_model_t *m, cudnnMathType_t t) {
-  return (m->tf32 & NN_CUDA_TF32_CUDNN) ? t : CUDNN_FMA_MATH;
+    return (m->tf32 & NN_CUDA_TF32_CUDNN) ? t : CUDNN_FMA_MATH;
 }
 
 int set_descs(nn_cuda_model_t *m, int li, int N) {
-  gl_t *g = &m->gl[li];
-  nn_layer_t *l = &m->layers[li];
-  if (g->descN == N) return NN_OK;
-  if (g->xd && l->in >= 0) TRY(Ndesc4(m, g->xd, N, &m->slots[l->in]));
-  if (g->yd && l->out >= 0) TRY(Ndesc4(m, g->yd, N, &m->slots[l->out]));
-  if (l->type == L_BN) DNN(cudnnDeriveBNTensorDescriptor(g->bnd, g->xd, CUDNN_BATCHNORM_SPATIAL));
-  g->descN = N;
-  return NN_OK;
+    gl_t *g = &m->gl[li];
+    nn_layer_t *l = &m->layers[li];
+    if (g->descN == N) return NN_OK;
+    if (g->xd && l->in >= 0) TRY(Ndesc4(m, g->xd, N, &m->slots[l->in]));
+    if (g->yd && l->out >= 0) TRY(Ndesc4(m, g->yd, N, &m->slots[l->out]));
+    if (l->type == L_BN) DNN(cudnnDeriveBNTensorDescriptor(g->bnd, g->xd, CUDNN_BATCHNORM_SPATIAL));
+    g->descN = N;
+    return NN_OK;
 }
 
 /* the algorithm cache entry of layer li for batch N; a new one replaces the oldest entry that is
  * neither the captured graph's nor the warm-up's batch size */
 static algo_t *find_algo(nn_cuda_model_t *m, int li, int N) {
-  gl_t *g = &m->gl[li];
-  for (int i = 0; i < g->nalgo; i++)
-    if (g->algo[i].N == N) return &g->algo[i];
-  algo_t *a;
-  if (g->nalgo < MAX_ALGO_N) a = &g->algo[g->nalgo++];
-  else {
-    for (int tries = 0; tries < MAX_ALGO_N; tries++) {
-      int v = g->algo[g->next_algo].N;
-      if (v != m->gkey.N && v != m->warmN) break;
-      g->next_algo = (g->next_algo + 1) % MAX_ALGO_N;
+    gl_t *g = &m->gl[li];
+    for (int i = 0; i < g->nalgo; i++)
+        if (g->algo[i].N == N) return &g->algo[i];
+    algo_t *a;
+    if (g->nalgo < MAX_ALGO_N)
+        a = &g->algo[g->nalgo++];
+    else {
+        for (int tries = 0; tries < MAX_ALGO_N; tries++) {
+            int v = g->algo[g->next_algo].N;
+            if (v != m->gkey.N && v != m->warmN) break;
+            g->next_algo = (g->next_algo + 1) % MAX_ALGO_N;
+        }
+        a = &g->algo[g->next_algo];
+        g->next_algo = (g->next_algo + 1) % MAX_ALGO_N;
     }
-    a = &g->algo[g->next_algo];
-    g->next_algo = (g->next_algo + 1) % MAX_ALGO_N;
-  }
-  memset(a, 0, sizeof *a);
-  a->N = N;
-  return a;
+    memset(a, 0, sizeof *a);
+    a->N = N;
+    return a;
 }
 
 /* An algorithm search synchronises the stream: inside a graph capture that would end the capture
  * with an error far from its cause, so it is refused here with the layer's name. */
 static int may_search(nn_cuda_model_t *m, const nn_layer_t *l) {
-  cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-  CK(cudaStreamIsCapturing(m->st, &cs));
-  if (cs != cudaStreamCaptureStatusNone) {
-    seterr(m, "%s: no cached convolution algorithm for batch %d during graph capture (internal)", l->name, m->N);
-    return NN_CUDA_ERR;
-  }
-  CK(cudaStreamSynchronize(m->st));
-  DNN(cudnnSetConvolutionMathType(m->gl[l - m->layers].cd, conv_math(m)));
-  return NN_OK;
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    CK(cudaStreamIsCapturing(m->st, &cs));
+    if (cs != cudaStreamCaptureStatusNone) {
+        seterr(m, "%s: no cached convolution algorithm for batch %d during graph capture (internal)", l->name,
+               m->N);
+        return NN_CUDA_ERR;
+    }
+    CK(cudaStreamSynchronize(m->st));
+    DNN(cudnnSetConvolutionMathType(m->gl[l - m->layers].cd, conv_math(m)));
+    return NN_OK;
 }
 
 /* the fastest successful entry of a cudnnFind* result that rules.c allows, or -1 */
 template <typename Perf>
 static int first_allowed(const nn_cuda_model_t *m, int kind, const Perf *perf, int ret) {
-  for (int k = 0; k < ret; k++)
-    if (perf[k].status == CUDNN_STATUS_SUCCESS &&
-        nn_cuda_conv_algo_allowed(kind, (int)perf[k].algo, (int)perf[k].mathType, m->tf32))
-      return k;
-  return -1;
+    for (int k = 0; k < ret; k++)
+        if (perf[k].status == CUDNN_STATUS_SUCCESS &&
+            nn_cuda_conv_algo_allowed(kind, (int)perf[k].algo, (int)perf[k].mathType, m->tf32))
+            return k;
+    return -1;
 }
 
 static const char *const KIND_NAME[] = {"forward", "backward-data", "backward-filter"};
 
-#define PICK(kind, perf, ret, algo_out, math_out, ws_out)                                      \
-  do {                                                                                         \
-    int k_ = first_allowed(m, kind, perf, ret);                                                \
-    if (k_ < 0) {                                                                              \
-      seterr(m, "%s: no usable cuDNN %s algorithm (N=%d, tf32=%d)", l->name, KIND_NAME[kind],  \
-             m->N, m->tf32);                                                                   \
-      return NN_CUDA_ERR;                                                                      \
-    }                                                                                          \
-    algo_out = perf[k_].algo;                                                                  \
-    math_out = run_math(m, perf[k_].mathType);                                                 \
-    ws_out = perf[k_].memory;                                                                  \
-    TRY(grow_ws(m, ws_out));                                                                   \
-  } while (0)
+#define PICK(kind, perf, ret, algo_out, math_out, ws_out)                                                 \
+    do {                                                                                                  \
+        int k_ = first_allowed(m, kind, perf, ret);                                                       \
+        if (k_ < 0) {                                                                                     \
+            seterr(m, "%s: no usable cuDNN %s algorithm (N=%d, tf32=%d)", l->name, KIND_NAME[kind], m->N, \
+                   m->tf32);                                                                              \
+            return NN_CUDA_ERR;                                                                           \
+        }                                                                                                 \
+        algo_out = perf[k_].algo;                                                                         \
+        math_out = run_math(m, perf[k_].mathType);                                                        \
+        ws_out = perf[k_].memory;                                                                         \
+        TRY(grow_ws(m, ws_out));                                                                          \
+    } while (0)
 
 int conv_fwd(nn_cuda_model_t *m, int li) {
-  nn_layer_t *l = &m->layers[li];
-  gl_t *g = &m->gl[li];
-  algo_t *a = find_algo(m, li, m->N);
-  if (!a->have_f) {
-    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    int ret = 0;
-    TRY(may_search(m, l));
-    DNN(cudnnFindConvolutionForwardAlgorithm(m->dnn, g->xd, g->wd, g->cd, g->yd,
-                                             CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &ret, perf));
-    PICK(NN_CUDA_CONV_FWD, perf, ret, a->f, a->fm, a->fws);
-    a->have_f = 1;
-  }
-  DNN(cudnnSetConvolutionMathType(g->cd, a->fm));
-  float *out = ACT(m, l->out);
-  DNN(cudnnConvolutionForward(m->dnn, &ONE, g->xd, ACT(m, l->in), g->wd, PAR(m, l->p), g->cd, a->f,
-                              m->ws, m->ws_size, &ZERO, g->yd, out));
-  if (l->bias) DNN(cudnnAddTensor(m->dnn, &ONE, g->biasd, PAR(m, l->p + 1), &ONE, g->yd, out));
-  return NN_OK;
+    nn_layer_t *l = &m->layers[li];
+    gl_t *g = &m->gl[li];
+    algo_t *a = find_algo(m, li, m->N);
+    if (!a->have_f) {
+        cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+        int ret = 0;
+        TRY(may_search(m, l));
+        DNN(cudnnFindConvolutionForwardAlgorithm(m->dnn, g->xd, g->wd, g->cd, g->yd,
+                                                 CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &ret, perf));
+        PICK(NN_CUDA_CONV_FWD, perf, ret, a->f, a->fm, a->fws);
+        a->have_f = 1;
+    }
+    DNN(cudnnSetConvolutionMathType(g->cd, a->fm));
+    float *out = ACT(m, l->out);
+    DNN(cudnnConvolutionForward(m->dnn, &ONE, g->xd, ACT(m, l->in), g->wd, PAR(m, l->p), g->cd, a->f, m->ws,
+                                m->ws_size, &ZERO, g->yd, out));
+    if (l->bias) DNN(cudnnAddTensor(m->dnn, &ONE, g->biasd, PAR(m, l->p + 1), &ONE, g->yd, out));
+    return NN_OK;
 }
 
 int conv_bwd(nn_cuda_model_t *m, int li, const float *dout) {
-  nn_layer_t *l = &m->layers[li];
-  gl_t *g = &m->gl[li];
-  algo_t *a = find_algo(m, li, m->N);
-  if (!a->have_w || (l->need_din && !a->have_d)) {
-    TRY(may_search(m, l));
-    if (!a->have_w) {
-      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-      int ret = 0;
-      DNN(cudnnFindConvolutionBackwardFilterAlgorithm(m->dnn, g->xd, g->yd, g->cd, g->wd,
-                                                      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &ret, perf));
-      PICK(NN_CUDA_CONV_BWD_FILTER, perf, ret, a->w, a->wm, a->wws);
-      a->have_w = 1;
+    nn_layer_t *l = &m->layers[li];
+    gl_t *g = &m->gl[li];
+    algo_t *a = find_algo(m, li, m->N);
+    if (!a->have_w || (l->need_din && !a->have_d)) {
+        TRY(may_search(m, l));
+        if (!a->have_w) {
+            cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+            int ret = 0;
+            DNN(cudnnFindConvolutionBackwardFilterAlgorithm(
+                m->dnn, g->xd, g->yd, g->cd, g->wd, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &ret, perf));
+            PICK(NN_CUDA_CONV_BWD_FILTER, perf, ret, a->w, a->wm, a->wws);
+            a->have_w = 1;
+        }
+        if (l->need_din && !a->have_d) {
+            cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+            int ret = 0;
+            DNN(cudnnFindConvolutionBackwardDataAlgorithm(m->dnn, g->wd, g->yd, g->cd, g->xd,
+                                                          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &ret, perf));
+            PICK(NN_CUDA_CONV_BWD_DATA, perf, ret, a->d, a->dm, a->dws);
+            a->have_d = 1;
+        }
     }
-    if (l->need_din && !a->have_d) {
-      cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-      int ret = 0;
-      DNN(cudnnFindConvolutionBackwardDataAlgorithm(m->dnn, g->wd, g->yd, g->cd, g->xd,
-                                                    CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &ret, perf));
-      PICK(NN_CUDA_CONV_BWD_DATA, perf, ret, a->d, a->dm, a->dws);
-      a->have_d = 1;
+    DNN(cudnnSetConvolutionMathType(g->cd, a->wm));
+    DNN(cudnnConvolutionBackwardFilter(m->dnn, &ONE, g->xd, ACT(m, l->in), g->yd, dout, g->cd, a->w, m->ws,
+                                       m->ws_size, &ONE, g->wd, GRD(m, l->p)));
+    if (l->bias)
+        DNN(cudnnConvolutionBackwardBias(m->dnn, &ONE, g->yd, dout, &ONE, g->biasd, GRD(m, l->p + 1)));
+    if (l->need_din) {
+        float *din;
+        int acc = dslot_ow(m, l->in, &din);
+        DNN(cudnnSetConvolutionMathType(g->cd, a->dm));
+        DNN(cudnnConvolutionBackwardData(m->dnn, &ONE, g->wd, PAR(m, l->p), g->yd, dout, g->cd, a->d, m->ws,
+                                         m->ws_size, acc ? &ONE : &ZERO, g->xd, din));
     }
-  }
-  DNN(cudnnSetConvolutionMathType(g->cd, a->wm));
-  DNN(cudnnConvolutionBackwardFilter(m->dnn, &ONE, g->xd, ACT(m, l->in), g->yd, dout, g->cd, a->w,
-                                     m->ws, m->ws_size, &ONE, g->wd, GRD(m, l->p)));
-  if (l->bias) DNN(cudnnConvolutionBackwardBias(m->dnn, &ONE, g->yd, dout, &ONE, g->biasd, GRD(m, l->p + 1)));
-  if (l->need_din) {
-    float *din;
-    int acc = dslot_ow(m, l->in, &din);
-    DNN(cudnnSetConvolutionMathType(g->cd, a->dm));
-    DNN(cudnnConvolutionBackwardData(m->dnn, &ONE, g->wd, PAR(m, l->p), g->yd, dout, g->cd, a->d,
-                                     m->ws, m->ws_size, acc ? &ONE : &ZERO, g->xd, din));
-  }
-  return NN_OK;
+    return NN_OK;
 }
 
 int fc_fwd(nn_cuda_model_t *m, nn_layer_t *l) {
-  int N = m->N, I = m->slots[l->in].c, O = m->slots[l->out].c;
-  float *out = ACT(m, l->out);
-  /* row-major out (N,O) = in (N,I) w^T; column-major: out^T (O,N) = w^T^T (O,I) in^T (I,N) */
-  BL(cublasSgemm(m->blas, CUBLAS_OP_T, CUBLAS_OP_N, O, N, I, &ONE, PAR(m, l->p), I, ACT(m, l->in), I,
-                 &ZERO, out, O));
-  if (l->bias) {
-    k_bias<<<nblk((size_t)N * O), 256, 0, m->st>>>(out, PAR(m, l->p + 1), N, O);
-    KCHECK("k_bias");
-  }
-  return NN_OK;
+    int N = m->N, I = m->slots[l->in].c, O = m->slots[l->out].c;
+    float *out = ACT(m, l->out);
+    /* row-major out (N,O) = in (N,I) w^T; column-major: out^T (O,N) = w^T^T (O,I) in^T (I,N) */
+    BL(cublasSgemm(m->blas, CUBLAS_OP_T, CUBLAS_OP_N, O, N, I, &ONE, PAR(m, l->p), I, ACT(m, l->in), I, &ZERO,
+                   out, O));
+    if (l->bias) {
+        k_bias<<<nblk((size_t)N * O), 256, 0, m->st>>>(out, PAR(m, l->p + 1), N, O);
+        KCHECK("k_bias");
+    }
+    return NN_OK;
 }
 
 int fc_bwd(nn_cuda_model_t *m, nn_layer_t *l, const float *dout) {
-  int N = m->N, I = m->slots[l->in].c, O = m->slots[l->out].c;
-  /* dw (O,I) row-major += dout^T (O,N) in (N,I); column-major dw^T (I,O) += in^T (I,N) dout (N,O) */
-  BL(cublasSgemm(m->blas, CUBLAS_OP_N, CUBLAS_OP_T, I, O, N, &ONE, ACT(m, l->in), I, dout, O, &ONE,
-                 GRD(m, l->p), I));
-  if (l->bias)  /* db (O) += dout^T (O,N) * ones (N) */
-    BL(cublasSgemv(m->blas, CUBLAS_OP_N, O, N, &ONE, dout, O, m->ones, 1, &ONE, GRD(m, l->p + 1), 1));
-  if (l->need_din) {
-    float *din;
-    int acc = dslot_ow(m, l->in, &din);
-    /* din (N,I) = dout (N,O) w (O,I); column-major din^T (I,N) = w^T (I,O) dout^T (O,N) */
-    BL(cublasSgemm(m->blas, CUBLAS_OP_N, CUBLAS_OP_N, I, N, O, &ONE, PAR(m, l->p), I, dout, O,
-                   acc ? &ONE : &ZERO, din, I));
-  }
-  return NN_OK;
+    int N = m->N, I = m->slots[l->in].c, O = m->slots[l->out].c;
+    /* dw (O,I) row-major += dout^T (O,N) in (N,I); column-major dw^T (I,O) += in^T (I,N) dout (N,O) */
+    BL(cublasSgemm(m->blas, CUBLAS_OP_N, CUBLAS_OP_T, I, O, N, &ONE, ACT(m, l->in), I, dout, O, &ONE,
+                   GRD(m, l->p), I));
+    if (l->bias) /* db (O) += dout^T (O,N) * ones (N) */
+        BL(cublasSgemv(m->blas, CUBLAS_OP_N, O, N, &ONE, dout, O, m->ones, 1, &ONE, GRD(m, l->p + 1), 1));
+    if (l->need_din) {
+        float *din;
+        int acc = dslot_ow(m, l->in, &din);
+        /* din (N,I) = dout (N,O) w (O,I); column-major din^T (I,N) = w^T (I,O) dout^T (O,N) */
+        BL(cublasSgemm(m->blas, CUBLAS_OP_N, CUBLAS_OP_N, I, N, O, &ONE, PAR(m, l->p), I, dout, O,
+                       acc ? &ONE : &ZERO, din, I));
+    }
+    return NN_OK;
 }
 
-
-}  // namespace nncu
+} // namespace nncu

@@ -59,11 +59,11 @@ extern "C" {
 enum { NN_CUDA_ERR = -20 };
 
 enum {
-  NN_CUDA_TF32_OFF = 0,
-  NN_CUDA_TF32_CUDNN = 1,   /* convolutions and the LSTM may use TF32 tensor cores */
-  NN_CUDA_TF32_CUBLAS = 2,  /* fully connected (cuBLAS) may use TF32 */
-  NN_CUDA_TF32_ALL = 3,
-  NN_CUDA_TF32_DEFAULT = NN_CUDA_TF32_CUDNN /* = PyTorch's defaults */
+    NN_CUDA_TF32_OFF = 0,
+    NN_CUDA_TF32_CUDNN = 1,  /* convolutions and the LSTM may use TF32 tensor cores */
+    NN_CUDA_TF32_CUBLAS = 2, /* fully connected (cuBLAS) may use TF32 */
+    NN_CUDA_TF32_ALL = 3,
+    NN_CUDA_TF32_DEFAULT = NN_CUDA_TF32_CUDNN /* = PyTorch's defaults */
 };
 
 typedef struct nn_cuda_model nn_cuda_model_t;
@@ -92,8 +92,7 @@ void nn_cuda_describe(char *buf, size_t n);
  * with max_batch 1 when only its layout and initial parameters are needed).  Copies cpu's params,
  * momentum and BN statistics.  tf32: NN_CUDA_TF32_* mask.  The CPU model is not referenced after
  * the call.  Returns NULL with the reason in err. */
-nn_cuda_model_t *nn_cuda_model_build(const nn_model_t *cpu, int max_batch, int tf32, char *err,
-                                     size_t n);
+nn_cuda_model_t *nn_cuda_model_build(const nn_model_t *cpu, int max_batch, int tf32, char *err, size_t n);
 void nn_cuda_model_free(nn_cuda_model_t *m);
 /* Switches TF32 (drops cached convolution algorithms and the captured step graph). */
 int nn_cuda_set_tf32(nn_cuda_model_t *m, int tf32);
@@ -121,12 +120,12 @@ int nn_cuda_step_graph(nn_cuda_model_t *m, const nn_batch_t *b);
  * eager_why; warm-up steps (the first at a batch size, or after the graph was invalidated) and
  * the steps of models the graph does not cover (LSTM, evaluation mode) count in warm_steps. */
 typedef struct {
-  long graph_steps;   /* replays of a captured graph (the capturing step included) */
-  long captures;      /* graphs captured (a new one after each invalidation) */
-  long invalidations; /* graphs dropped because the workspace, batch size or TF32 mask changed */
-  long warm_steps;    /* eager steps by design (see above) */
-  long eager_steps;   /* eager steps that should have been graphs */
-  char eager_why[256];
+    long graph_steps;   /* replays of a captured graph (the capturing step included) */
+    long captures;      /* graphs captured (a new one after each invalidation) */
+    long invalidations; /* graphs dropped because the workspace, batch size or TF32 mask changed */
+    long warm_steps;    /* eager steps by design (see above) */
+    long eager_steps;   /* eager steps that should have been graphs */
+    char eager_why[256];
 } nn_cuda_graph_stats_t;
 void nn_cuda_graph_stats(const nn_cuda_model_t *m, nn_cuda_graph_stats_t *s);
 
@@ -164,8 +163,8 @@ int nn_cuda_check_finite(nn_cuda_model_t *m, long step, char *err, size_t n);
  * from_host: the reverse (after nn_model_load / nn_model_init). */
 int nn_cuda_copy_params_to_host(nn_cuda_model_t *m, nn_model_t *cpu);
 int nn_cuda_copy_params_from_host(nn_cuda_model_t *m, const nn_model_t *cpu);
-int nn_cuda_grads_to_host(nn_cuda_model_t *m, float *dst);          /* nparams floats */
-int nn_cuda_bn_stats_to_host(nn_cuda_model_t *m, float *dst);       /* nbn_stats floats */
+int nn_cuda_grads_to_host(nn_cuda_model_t *m, float *dst);    /* nparams floats */
+int nn_cuda_bn_stats_to_host(nn_cuda_model_t *m, float *dst); /* nbn_stats floats */
 int nn_cuda_bn_stats_from_host(nn_cuda_model_t *m, const float *src);
 
 #ifdef __cplusplus

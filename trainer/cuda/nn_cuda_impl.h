@@ -26,155 +26,156 @@
 namespace nncu {
 
 struct algo_t {
-  int N;
-  int have_f, have_d, have_w;
-  cudnnConvolutionFwdAlgo_t f;
-  cudnnConvolutionBwdDataAlgo_t d;
-  cudnnConvolutionBwdFilterAlgo_t w;
-  cudnnMathType_t fm, dm, wm;
-  size_t fws, dws, wws;
+    int N;
+    int have_f, have_d, have_w;
+    cudnnConvolutionFwdAlgo_t f;
+    cudnnConvolutionBwdDataAlgo_t d;
+    cudnnConvolutionBwdFilterAlgo_t w;
+    cudnnMathType_t fm, dm, wm;
+    size_t fws, dws, wws;
 };
 
 struct rnn_t {
-  cudnnRNNDescriptor_t desc;
-  cudnnDropoutDescriptor_t drop;
-  void *drop_states;
-  size_t drop_size;
-  cudnnRNNDataDescriptor_t xd, yd;
-  cudnnTensorDescriptor_t hd;
-  size_t wsize;       /* weight space bytes */
-  float *wspace;      /* alias into params (alias=1) or own copy */
-  float *dwspace;     /* alias into grads or own */
-  int alias;
-  size_t moff[8], boff[8]; /* float offsets of the 8 matrices / biases inside the weight space */
-  float *y, *dy, *dx; /* y (N,T,H); dy zeros; dx (N,T,D) scratch */
-  void *reserve;
-  size_t reserve_size;
-  int32_t *dlens;
+    cudnnRNNDescriptor_t desc;
+    cudnnDropoutDescriptor_t drop;
+    void *drop_states;
+    size_t drop_size;
+    cudnnRNNDataDescriptor_t xd, yd;
+    cudnnTensorDescriptor_t hd;
+    size_t wsize;   /* weight space bytes */
+    float *wspace;  /* alias into params (alias=1) or own copy */
+    float *dwspace; /* alias into grads or own */
+    int alias;
+    size_t moff[8], boff[8]; /* float offsets of the 8 matrices / biases inside the weight space */
+    float *y, *dy, *dx;      /* y (N,T,H); dy zeros; dx (N,T,D) scratch */
+    void *reserve;
+    size_t reserve_size;
+    int32_t *dlens;
 };
 
 struct gl_t { /* GPU state of one layer */
-  cudnnTensorDescriptor_t xd, yd, bnd, biasd;
-  cudnnFilterDescriptor_t wd;
-  cudnnConvolutionDescriptor_t cd;
-  cudnnPoolingDescriptor_t pd;
-  int descN;
-  algo_t algo[MAX_ALGO_N];
-  int nalgo, next_algo;
-  float *saved; /* BN: mean, invstd (2C) */
-  rnn_t *rnn;
+    cudnnTensorDescriptor_t xd, yd, bnd, biasd;
+    cudnnFilterDescriptor_t wd;
+    cudnnConvolutionDescriptor_t cd;
+    cudnnPoolingDescriptor_t pd;
+    int descN;
+    algo_t algo[MAX_ALGO_N];
+    int nalgo, next_algo;
+    float *saved; /* BN: mean, invstd (2C) */
+    rnn_t *rnn;
 };
 
 struct res_t {
-  double loss;
-  int top1, top5;
+    double loss;
+    int top1, top5;
 };
 
-}  // namespace nncu
+} // namespace nncu
 using namespace nncu;
 
 struct nn_cuda_model {
-  /* copy of the CPU graph */
-  nn_layer_t *layers;
-  int nlayers;
-  struct nn_slot *slots;
-  int nslots;
-  nn_param_t *pt;
-  int npt;
-  nn_bnstat_t *bns;
-  int nbns;
-  size_t nparams, nbn;
-  float bn_momentum, bn_eps;
-  nn_task_t task;
-  int nout, in_ndim, in_shape[3];
-  char desc[256];
-  /* device state */
-  int device, max_batch, tf32, training;
-  cudaStream_t st;
-  cudnnHandle_t dnn;
-  cublasHandle_t blas;
-  void *blas_ws;
-  float *params, *grads, *mom, *bn_stats;
-  uint8_t *decay;
-  size_t *soff; /* device offsets of the slots (floats) */
-  float *acts, *dacts;
-  size_t nacts;
-  void *ws;
-  size_t ws_size;
-  float *ones;
-  float *probs;
-  double *rowloss;
-  int *rowtop; /* 2 per sample */
-  res_t *res_d, *res_h;
-  int *labels_d, *lens_h;
-  float *targets_d;
-  float *stage;       /* pinned staging of the input */
-  int *stage_lab;
-  float *stage_tgt;
-  size_t in_per;      /* floats per sample of the input */
-  unsigned long long *bad_d, *bad_h;
-  gl_t *gl;
-  unsigned char *dinit;
-  /* batch */
-  int N, T, have_fwd;
-  double loss;
-  int top1, top5;
-  unsigned long long ws_gen; /* +1 per workspace reallocation (a captured graph holds the old one) */
-  cudaEvent_t sgd_ev;        /* nn_cuda_sgd_step_grad: its kernel has read the caller's buffer */
-  int debug;                 /* NN_CUDA_DEBUG=1: wait for every kernel (asynchronous faults by name) */
-  const char *cur_layer;     /* layer being run (debug messages), NULL between passes */
-  int sticky;                /* a failure of a void call (nn_cuda_zero_grad), returned by the next call */
-  /* graph */
-  cudaGraph_t graph;
-  cudaGraphExec_t gexec;
-  nn_cuda_graph_key_t gkey;  /* what the captured graph depends on (rules.h) */
-  int warmN, graph_off;
-  nn_cuda_graph_stats_t gstats;
-  char err[512];
+    /* copy of the CPU graph */
+    nn_layer_t *layers;
+    int nlayers;
+    struct nn_slot *slots;
+    int nslots;
+    nn_param_t *pt;
+    int npt;
+    nn_bnstat_t *bns;
+    int nbns;
+    size_t nparams, nbn;
+    float bn_momentum, bn_eps;
+    nn_task_t task;
+    int nout, in_ndim, in_shape[3];
+    char desc[256];
+    /* device state */
+    int device, max_batch, tf32, training;
+    cudaStream_t st;
+    cudnnHandle_t dnn;
+    cublasHandle_t blas;
+    void *blas_ws;
+    float *params, *grads, *mom, *bn_stats;
+    uint8_t *decay;
+    size_t *soff; /* device offsets of the slots (floats) */
+    float *acts, *dacts;
+    size_t nacts;
+    void *ws;
+    size_t ws_size;
+    float *ones;
+    float *probs;
+    double *rowloss;
+    int *rowtop; /* 2 per sample */
+    res_t *res_d, *res_h;
+    int *labels_d, *lens_h;
+    float *targets_d;
+    float *stage; /* pinned staging of the input */
+    int *stage_lab;
+    float *stage_tgt;
+    size_t in_per; /* floats per sample of the input */
+    unsigned long long *bad_d, *bad_h;
+    gl_t *gl;
+    unsigned char *dinit;
+    /* batch */
+    int N, T, have_fwd;
+    double loss;
+    int top1, top5;
+    unsigned long long ws_gen; /* +1 per workspace reallocation (a captured graph holds the old one) */
+    cudaEvent_t sgd_ev;        /* nn_cuda_sgd_step_grad: its kernel has read the caller's buffer */
+    int debug;                 /* NN_CUDA_DEBUG=1: wait for every kernel (asynchronous faults by name) */
+    const char *cur_layer;     /* layer being run (debug messages), NULL between passes */
+    int sticky;                /* a failure of a void call (nn_cuda_zero_grad), returned by the next call */
+    /* graph */
+    cudaGraph_t graph;
+    cudaGraphExec_t gexec;
+    nn_cuda_graph_key_t gkey; /* what the captured graph depends on (rules.h) */
+    int warmN, graph_off;
+    nn_cuda_graph_stats_t gstats;
+    char err[512];
 };
-
 
 namespace nncu {
 
 void seterr(nn_cuda_model_t *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int kcheck(nn_cuda_model_t *m, const char *what, const char *file, int line);
 
-#define CK(call)                                                                             \
-  do {                                                                                       \
-    cudaError_t e_ = (call);                                                                 \
-    if (e_ != cudaSuccess) {                                                                 \
-      seterr(m, "%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_));        \
-      return NN_CUDA_ERR;                                                                    \
-    }                                                                                        \
-  } while (0)
-#define DNN(call)                                                                            \
-  do {                                                                                       \
-    cudnnStatus_t s_ = (call);                                                               \
-    if (s_ != CUDNN_STATUS_SUCCESS) {                                                        \
-      seterr(m, "%s:%d: %s: %s", __FILE__, __LINE__, #call, cudnnGetErrorString(s_));       \
-      return NN_CUDA_ERR;                                                                    \
-    }                                                                                        \
-  } while (0)
-#define BL(call)                                                                             \
-  do {                                                                                       \
-    cublasStatus_t s_ = (call);                                                              \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                       \
-      seterr(m, "%s:%d: %s: cuBLAS status %d", __FILE__, __LINE__, #call, (int)s_);         \
-      return NN_CUDA_ERR;                                                                    \
-    }                                                                                        \
-  } while (0)
-#define TRY(x)                                                                               \
-  do {                                                                                       \
-    int r_ = (x);                                                                            \
-    if (r_) return r_;                                                                       \
-  } while (0)
+#define CK(call)                                                                           \
+    do {                                                                                   \
+        cudaError_t e_ = (call);                                                           \
+        if (e_ != cudaSuccess) {                                                           \
+            seterr(m, "%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            return NN_CUDA_ERR;                                                            \
+        }                                                                                  \
+    } while (0)
+#define DNN(call)                                                                           \
+    do {                                                                                    \
+        cudnnStatus_t s_ = (call);                                                          \
+        if (s_ != CUDNN_STATUS_SUCCESS) {                                                   \
+            seterr(m, "%s:%d: %s: %s", __FILE__, __LINE__, #call, cudnnGetErrorString(s_)); \
+            return NN_CUDA_ERR;                                                             \
+        }                                                                                   \
+    } while (0)
+#define BL(call)                                                                          \
+    do {                                                                                  \
+        cublasStatus_t s_ = (call);                                                       \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                \
+            seterr(m, "%s:%d: %s: cuBLAS status %d", __FILE__, __LINE__, #call, (int)s_); \
+            return NN_CUDA_ERR;                                                           \
+        }                                                                                 \
+    } while (0)
+#define TRY(x)             \
+    do {                   \
+        int r_ = (x);      \
+        if (r_) return r_; \
+    } while (0)
 /* after a kernel launch: launch errors always; with m->debug also asynchronous faults, by name */
 #define KCHECK(what) TRY(kcheck(m, what, __FILE__, __LINE__))
 
-#define GRID_LOOP(i, n) for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
+#define GRID_LOOP(i, n)                                                     \
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); \
+         i += (size_t)gridDim.x * blockDim.x)
 static inline unsigned nblk(size_t n, int t = 256) {
-  size_t b = (n + t - 1) / t;
-  return (unsigned)(b > 65535u * 8 ? 65535u * 8 : (b ? b : 1));
+    size_t b = (n + t - 1) / t;
+    return (unsigned)(b > 65535u * 8 ? 65535u * 8 : (b ? b : 1));
 }
 
 static const float ONE = 1.f, ZERO = 0.f;
@@ -200,18 +201,18 @@ __global__ void k_bias(float *out, const float *b, int N, int O);
 __global__ void k_softmax_ce(float *probs, double *rowloss, int *rowtop, const float *logits,
                              const int *labels, int N, int K);
 __global__ void k_finish(res_t *res, const double *rowloss, const int *rowtop, int N, double div);
-__global__ void k_softmax_ce_bwd(float *dlogits, const float *probs, const int *labels, int N, int K,
-                                 float s, int acc);
+__global__ void k_softmax_ce_bwd(float *dlogits, const float *probs, const int *labels, int N, int K, float s,
+                                 int acc);
 __global__ void k_mse_rows(double *rowloss, const float *y, const float *t, int N, int K);
 __global__ void k_mse_bwd(float *dy, const float *y, const float *t, size_t n, float s, int acc);
-__global__ void k_sgd(float *w, float *v, const float *g, const uint8_t *decay, size_t n, float lr,
-                      float mu, float wd, int wd_all, int nesterov);
+__global__ void k_sgd(float *w, float *v, const float *g, const uint8_t *decay, size_t n, float lr, float mu,
+                      float wd, int wd_all, int nesterov);
 __global__ void k_first_bad(unsigned long long *bad, const float *g, size_t n);
 __global__ void k_fill(float *p, float v, size_t n);
 
 /* ---- layers.cu: workspace, descriptors, algorithms, convolution, fully connected ---- */
-int grow_ws(nn_cuda_model_t *m, size_t need);      /* drops a captured graph when it reallocates */
-int set_descs(nn_cuda_model_t *m, int li, int N);  /* descriptors of layer li for batch N */
+int grow_ws(nn_cuda_model_t *m, size_t need);        /* drops a captured graph when it reallocates */
+int set_descs(nn_cuda_model_t *m, int li, int N);    /* descriptors of layer li for batch N */
 int dslot_acc(nn_cuda_model_t *m, int s, float **p); /* d(slot) for an accumulating writer */
 int dslot_ow(nn_cuda_model_t *m, int s, float **p);  /* d(slot) for an overwriting writer: acc? */
 int conv_fwd(nn_cuda_model_t *m, int li);
@@ -236,5 +237,5 @@ int copy_sync(nn_cuda_model_t *m, void *dst, const void *src, size_t bytes);
 /* ---- step.cu / setup.cu ---- */
 void drop_graph(nn_cuda_model_t *m);
 
-}  // namespace nncu
+} // namespace nncu
 #endif

@@ -9,9 +9,9 @@ extern "C" {
 
 /* What a captured training-step graph depends on besides the buffers fixed at build time. */
 typedef struct {
-  int N;                     /* batch size */
-  int tf32;                  /* NN_CUDA_TF32_* mask the convolution algorithms were chosen for */
-  unsigned long long ws_gen; /* generation of the shared cuDNN workspace: +1 per reallocation */
+    int N;                     /* batch size */
+    int tf32;                  /* NN_CUDA_TF32_* mask the convolution algorithms were chosen for */
+    unsigned long long ws_gen; /* generation of the shared cuDNN workspace: +1 per reallocation */
 } nn_cuda_graph_key_t;
 
 /* 1 when a graph captured under cap may replay a step under now, else 0: the batch size and TF32

@@ -5,90 +5,90 @@
 namespace nncu {
 
 void drop_graph(nn_cuda_model_t *m) {
-  if (m->gexec) cudaGraphExecDestroy(m->gexec);
-  if (m->graph) cudaGraphDestroy(m->graph);
-  m->gexec = NULL;
-  m->graph = NULL;
-  memset(&m->gkey, 0, sizeof m->gkey);
-  m->warmN = 0;
+    if (m->gexec) cudaGraphExecDestroy(m->gexec);
+    if (m->graph) cudaGraphDestroy(m->graph);
+    m->gexec = NULL;
+    m->graph = NULL;
+    memset(&m->gkey, 0, sizeof m->gkey);
+    m->warmN = 0;
 }
 
 /* the failure a void call kept (nn_cuda_zero_grad), once */
 static int take_sticky(nn_cuda_model_t *m) {
-  int rc = m->sticky;
-  m->sticky = 0;
-  return rc;
+    int rc = m->sticky;
+    m->sticky = 0;
+    return rc;
 }
 
 /* zero_grad + forward + backward of the staged batch, not captured */
 static int eager_step(nn_cuda_model_t *m) {
-  CK(cudaMemsetAsync(m->grads, 0, m->nparams * sizeof(float), m->st));
-  TRY(run_forward(m, 1));
-  TRY(run_backward(m));
-  return finish_results(m);
+    CK(cudaMemsetAsync(m->grads, 0, m->nparams * sizeof(float), m->st));
+    TRY(run_forward(m, 1));
+    TRY(run_backward(m));
+    return finish_results(m);
 }
 
 /* captures zero_grad + forward + backward of the staged batch into m->gexec (not run) */
 static int capture(nn_cuda_model_t *m, const nn_cuda_graph_key_t *key) {
-  CK(cudaStreamSynchronize(m->st));
-  CK(cudaStreamBeginCapture(m->st, cudaStreamCaptureModeThreadLocal));
-  cudaError_t e = cudaMemsetAsync(m->grads, 0, m->nparams * sizeof(float), m->st);
-  int rc = e == cudaSuccess ? (int)NN_OK : (int)NN_CUDA_ERR;
-  if (rc) seterr(m, "cudaMemsetAsync (gradients) in capture: %s", cudaGetErrorString(e));
-  if (!rc) rc = run_forward(m, 1);
-  if (!rc) rc = run_backward(m);
-  cudaGraph_t gr = NULL;
-  cudaGraphExec_t ge = NULL;
-  e = cudaStreamEndCapture(m->st, &gr);
-  if (!rc && e == cudaSuccess) e = cudaGraphInstantiate(&ge, gr, 0);
-  if (rc || e != cudaSuccess) {
-    if (gr) cudaGraphDestroy(gr);
-    cudaGetLastError();
-    if (!rc) seterr(m, "%s", cudaGetErrorString(e));
-    return rc ? rc : (int)NN_CUDA_ERR;
-  }
-  m->graph = gr;
-  m->gexec = ge;
-  m->gkey = *key;
-  m->gstats.captures++;
-  return NN_OK;
+    CK(cudaStreamSynchronize(m->st));
+    CK(cudaStreamBeginCapture(m->st, cudaStreamCaptureModeThreadLocal));
+    cudaError_t e = cudaMemsetAsync(m->grads, 0, m->nparams * sizeof(float), m->st);
+    int rc = e == cudaSuccess ? (int)NN_OK : (int)NN_CUDA_ERR;
+    if (rc) seterr(m, "cudaMemsetAsync (gradients) in capture: %s", cudaGetErrorString(e));
+    if (!rc) rc = run_forward(m, 1);
+    if (!rc) rc = run_backward(m);
+    cudaGraph_t gr = NULL;
+    cudaGraphExec_t ge = NULL;
+    e = cudaStreamEndCapture(m->st, &gr);
+    if (!rc && e == cudaSuccess) e = cudaGraphInstantiate(&ge, gr, 0);
+    if (rc || e != cudaSuccess) {
+        if (gr) cudaGraphDestroy(gr);
+        cudaGetLastError();
+        if (!rc) seterr(m, "%s", cudaGetErrorString(e));
+        return rc ? rc : (int)NN_CUDA_ERR;
+    }
+    m->graph = gr;
+    m->gexec = ge;
+    m->gkey = *key;
+    m->gstats.captures++;
+    return NN_OK;
 }
 
-}  // namespace nncu
+} // namespace nncu
 
 extern "C" {
 
 void nn_cuda_zero_grad(nn_cuda_model_t *m) {
-  cudaError_t e = cudaMemsetAsync(m->grads, 0, m->nparams * sizeof(float), m->st);
-  if (e != cudaSuccess && !m->sticky) {
-    seterr(m, "nn_cuda_zero_grad: cudaMemsetAsync: %s", cudaGetErrorString(e));
-    m->sticky = NN_CUDA_ERR;
-  }
+    cudaError_t e = cudaMemsetAsync(m->grads, 0, m->nparams * sizeof(float), m->st);
+    if (e != cudaSuccess && !m->sticky) {
+        seterr(m, "nn_cuda_zero_grad: cudaMemsetAsync: %s", cudaGetErrorString(e));
+        m->sticky = NN_CUDA_ERR;
+    }
 }
 
 int nn_cuda_forward(nn_cuda_model_t *m, const nn_batch_t *b) {
-  int T = 0;
-  TRY(take_sticky(m));
-  TRY(check_batch(m, b, &T));
-  TRY(stage_batch(m, b, T));
-  TRY(run_forward(m, 1));
-  return finish_results(m);
+    int T = 0;
+    TRY(take_sticky(m));
+    TRY(check_batch(m, b, &T));
+    TRY(stage_batch(m, b, T));
+    TRY(run_forward(m, 1));
+    return finish_results(m);
 }
 
 int nn_cuda_backward(nn_cuda_model_t *m) {
-  TRY(take_sticky(m));
-  if (!m->have_fwd || m->N < 1) {
-    seterr(m, "nn_cuda_backward without a forward");
-    return NN_ERR_ARG;
-  }
-  if (!m->training)
-    for (int li = 0; li < m->nlayers; li++)
-      if (m->layers[li].type == L_BN) {
-        seterr(m, "nn_cuda_backward in evaluation mode (BN uses running statistics); call "
-                  "nn_cuda_set_training(m, 1)");
+    TRY(take_sticky(m));
+    if (!m->have_fwd || m->N < 1) {
+        seterr(m, "nn_cuda_backward without a forward");
         return NN_ERR_ARG;
-      }
-  return run_backward(m);
+    }
+    if (!m->training)
+        for (int li = 0; li < m->nlayers; li++)
+            if (m->layers[li].type == L_BN) {
+                seterr(m, "nn_cuda_backward in evaluation mode (BN uses running statistics); call "
+                          "nn_cuda_set_training(m, 1)");
+                return NN_ERR_ARG;
+            }
+    return run_backward(m);
 }
 
 /* The first step at a batch size runs eagerly (algorithm search, workspace growth), the second is
@@ -96,91 +96,96 @@ int nn_cuda_backward(nn_cuda_model_t *m) {
  * graph is dropped and the cycle starts again.  A failed capture is reported once on stderr and
  * in nn_cuda_graph_stats, and the model stays eager. */
 int nn_cuda_step_graph(nn_cuda_model_t *m, const nn_batch_t *b) {
-  int T = 0;
-  TRY(take_sticky(m));
-  TRY(check_batch(m, b, &T));
-  int has_lstm = 0;
-  for (int li = 0; li < m->nlayers; li++) has_lstm |= m->layers[li].type == L_LSTM;
-  TRY(stage_batch(m, b, T));
-  nn_cuda_graph_stats_t *gs = &m->gstats;
-  if (has_lstm || !m->training) {
-    gs->warm_steps++;
-    return eager_step(m);
-  }
-  if (!m->graph_off && getenv("NN_CUDA_NO_GRAPH")) {
-    m->graph_off = 1;
-    snprintf(gs->eager_why, sizeof gs->eager_why, "NN_CUDA_NO_GRAPH is set");
-  }
-  if (m->graph_off) {
-    gs->eager_steps++;
-    return eager_step(m);
-  }
-  nn_cuda_graph_key_t now = {m->N, m->tf32, m->ws_gen};
-  if (m->gexec && !nn_cuda_graph_replayable(&m->gkey, &now)) {
-    drop_graph(m);
-    gs->invalidations++;
-  }
-  if (!m->gexec && m->warmN != m->N) {
-    TRY(eager_step(m));
-    m->warmN = m->N;
-    gs->warm_steps++;
-    return NN_OK;
-  }
-  if (!m->gexec) {
-    int rc = capture(m, &now);
-    if (rc) {
-      snprintf(gs->eager_why, sizeof gs->eager_why, "CUDA graph capture of the training step at batch %d "
-               "failed: %.180s", m->N, m->err);
-      fprintf(stderr, "nn_cuda: %s; this and later steps run eagerly\n", gs->eager_why);
-      m->graph_off = 1;
-      m->err[0] = 0;
-      gs->eager_steps++;
-      return eager_step(m);
+    int T = 0;
+    TRY(take_sticky(m));
+    TRY(check_batch(m, b, &T));
+    int has_lstm = 0;
+    for (int li = 0; li < m->nlayers; li++) has_lstm |= m->layers[li].type == L_LSTM;
+    TRY(stage_batch(m, b, T));
+    nn_cuda_graph_stats_t *gs = &m->gstats;
+    if (has_lstm || !m->training) {
+        gs->warm_steps++;
+        return eager_step(m);
     }
-  }
-  CK(cudaGraphLaunch(m->gexec, m->st));
-  gs->graph_steps++;
-  return finish_results(m);
+    if (!m->graph_off && getenv("NN_CUDA_NO_GRAPH")) {
+        m->graph_off = 1;
+        snprintf(gs->eager_why, sizeof gs->eager_why, "NN_CUDA_NO_GRAPH is set");
+    }
+    if (m->graph_off) {
+        gs->eager_steps++;
+        return eager_step(m);
+    }
+    nn_cuda_graph_key_t now = {m->N, m->tf32, m->ws_gen};
+    if (m->gexec && !nn_cuda_graph_replayable(&m->gkey, &now)) {
+        drop_graph(m);
+        gs->invalidations++;
+    }
+    if (!m->gexec && m->warmN != m->N) {
+        TRY(eager_step(m));
+        m->warmN = m->N;
+        gs->warm_steps++;
+        return NN_OK;
+    }
+    if (!m->gexec) {
+        int rc = capture(m, &now);
+        if (rc) {
+            snprintf(gs->eager_why, sizeof gs->eager_why,
+                     "CUDA graph capture of the training step at batch %d "
+                     "failed: %.180s",
+                     m->N, m->err);
+            fprintf(stderr, "nn_cuda: %s; this and later steps run eagerly\n", gs->eager_why);
+            m->graph_off = 1;
+            m->err[0] = 0;
+            gs->eager_steps++;
+            return eager_step(m);
+        }
+    }
+    CK(cudaGraphLaunch(m->gexec, m->st));
+    gs->graph_steps++;
+    return finish_results(m);
 }
 
 int nn_cuda_sgd_step_grad(nn_cuda_model_t *m, const float *dev_grad, const nn_sgd_t *o) {
-  k_sgd<<<nblk(m->nparams), 256, 0, m->st>>>(m->params, m->mom, dev_grad, m->decay, m->nparams, o->lr,
-                                              o->momentum, o->wd, o->wd_all, o->nesterov);
-  KCHECK("k_sgd");
-  if (dev_grad != m->grads) { /* the caller's buffer (a results-ring slot): wait until it was read */
-    CK(cudaEventRecord(m->sgd_ev, m->st));
-    CK(cudaEventSynchronize(m->sgd_ev));
-  }
-  return NN_OK;
+    k_sgd<<<nblk(m->nparams), 256, 0, m->st>>>(m->params, m->mom, dev_grad, m->decay, m->nparams, o->lr,
+                                               o->momentum, o->wd, o->wd_all, o->nesterov);
+    KCHECK("k_sgd");
+    if (dev_grad != m->grads) { /* the caller's buffer (a results-ring slot): wait until it was read */
+        CK(cudaEventRecord(m->sgd_ev, m->st));
+        CK(cudaEventSynchronize(m->sgd_ev));
+    }
+    return NN_OK;
 }
 
 int nn_cuda_sgd_step(nn_cuda_model_t *m, const nn_sgd_t *o) { return nn_cuda_sgd_step_grad(m, m->grads, o); }
 
 int nn_cuda_check_finite(nn_cuda_model_t *m, long step, char *err, size_t n) {
-  if (!isfinite(m->loss)) {
-    if (err)
-      snprintf(err, n, "step %ld: loss is %s; stopping (lower the learning rate or check the input data)", step,
-               isnan(m->loss) ? "NaN" : "Inf");
-    return NN_ERR_NONFINITE;
-  }
-  *m->bad_h = ~0ull;
-  CK(cudaMemcpyAsync(m->bad_d, m->bad_h, sizeof *m->bad_h, cudaMemcpyHostToDevice, m->st));
-  k_first_bad<<<nblk(m->nparams), 256, 0, m->st>>>(m->bad_d, m->grads, m->nparams);
-  KCHECK("k_first_bad");
-  CK(cudaMemcpyAsync(m->bad_h, m->bad_d, sizeof *m->bad_h, cudaMemcpyDeviceToHost, m->st));
-  CK(cudaStreamSynchronize(m->st));
-  unsigned long long i = *m->bad_h;
-  if (i == ~0ull) return NN_OK;
-  float v = 0;
-  TRY(copy_sync(m, &v, m->grads + i, sizeof v));
-  for (int t = 0; t < m->npt; t++)
-    if (i >= m->pt[t].off && i < m->pt[t].off + m->pt[t].n) {
-      if (err)
-        snprintf(err, n, "step %ld: %s in gradient of %s at index %zu; stopping (lower the learning rate or check the input data)",
-                 step, isnan(v) ? "NaN" : "Inf", m->pt[t].name, (size_t)(i - m->pt[t].off));
-      break;
+    if (!isfinite(m->loss)) {
+        if (err)
+            snprintf(err, n,
+                     "step %ld: loss is %s; stopping (lower the learning rate or check the input data)", step,
+                     isnan(m->loss) ? "NaN" : "Inf");
+        return NN_ERR_NONFINITE;
     }
-  return NN_ERR_NONFINITE;
+    *m->bad_h = ~0ull;
+    CK(cudaMemcpyAsync(m->bad_d, m->bad_h, sizeof *m->bad_h, cudaMemcpyHostToDevice, m->st));
+    k_first_bad<<<nblk(m->nparams), 256, 0, m->st>>>(m->bad_d, m->grads, m->nparams);
+    KCHECK("k_first_bad");
+    CK(cudaMemcpyAsync(m->bad_h, m->bad_d, sizeof *m->bad_h, cudaMemcpyDeviceToHost, m->st));
+    CK(cudaStreamSynchronize(m->st));
+    unsigned long long i = *m->bad_h;
+    if (i == ~0ull) return NN_OK;
+    float v = 0;
+    TRY(copy_sync(m, &v, m->grads + i, sizeof v));
+    for (int t = 0; t < m->npt; t++)
+        if (i >= m->pt[t].off && i < m->pt[t].off + m->pt[t].n) {
+            if (err)
+                snprintf(err, n,
+                         "step %ld: %s in gradient of %s at index %zu; stopping (lower the learning rate or "
+                         "check the input data)",
+                         step, isnan(v) ? "NaN" : "Inf", m->pt[t].name, (size_t)(i - m->pt[t].off));
+            break;
+        }
+    return NN_ERR_NONFINITE;
 }
 
-}  // extern "C"
+} // extern "C"

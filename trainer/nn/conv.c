@@ -5,17 +5,19 @@
 #endif
 
 static inline int out_dim(int x, int k, int s, int p) { return (x + 2 * p - k) / s + 1; }
-static inline int is_pointwise(int kh, int kw, int s, int p) { return kh == 1 && kw == 1 && s == 1 && p == 0; }
+static inline int is_pointwise(int kh, int kw, int s, int p) {
+    return kh == 1 && kw == 1 && s == 1 && p == 0;
+}
 
 /* valid output range [lo,hi) along one axis for kernel offset j */
 static inline void valid_range(int *lo, int *hi, int O, int X, int j, int s, int p) {
-  int a = p - j, b = X - 1 + p - j;
-  int l = a > 0 ? (a + s - 1) / s : 0;
-  int h = b < 0 ? 0 : b / s + 1;
-  if (h > O) h = O;
-  if (h < l) h = l;
-  *lo = l;
-  *hi = h;
+    int a = p - j, b = X - 1 + p - j;
+    int l = a > 0 ? (a + s - 1) / s : 0;
+    int h = b < 0 ? 0 : b / s + 1;
+    if (h > O) h = O;
+    if (h < l) h = l;
+    *lo = l;
+    *hi = h;
 }
 
 /* Work is split over chunks of images: each OpenMP thread takes whole chunks, builds the chunk's
@@ -24,185 +26,189 @@ static inline void valid_range(int *lo, int *hi, int O, int X, int j, int s, int
  * per-thread partial buffer, summed at the end. */
 static int nthreads(void) {
 #ifdef _OPENMP
-  return omp_get_max_threads();
+    return omp_get_max_threads();
 #else
-  return 1;
+    return 1;
 #endif
 }
 
 /* this thread's slice of the workspace */
 static inline float *tslice(float *ws, size_t slice) {
 #ifdef _OPENMP
-  return ws + (size_t)omp_get_thread_num() * slice;
+    return ws + (size_t)omp_get_thread_num() * slice;
 #else
-  (void)slice;
-  return ws;
+    (void)slice;
+    return ws;
 #endif
 }
 
 static int chunk_images(int N, int OHW, int Kc) {
-  size_t per = (size_t)OHW * Kc * sizeof(float), target = 1u << 20; /* ~1 MB of columns (L2) */
-  int c = (int)(target / (per ? per : 1));
-  if (c < 1) c = 1;
-  int T = nthreads();
-  if (c * T > N) c = (N + T - 1) / T; /* at least one chunk per thread */
-  if (c < 1) c = 1;
-  return c;
+    size_t per = (size_t)OHW * Kc * sizeof(float), target = 1u << 20; /* ~1 MB of columns (L2) */
+    int c = (int)(target / (per ? per : 1));
+    if (c < 1) c = 1;
+    int T = nthreads();
+    if (c * T > N) c = (N + T - 1) / T; /* at least one chunk per thread */
+    if (c < 1) c = 1;
+    return c;
 }
 
 /* the direct 3x3 kernel where it applies (NN_CONV=gemm in the environment forces im2col) */
 static int use_direct(int kh, int kw, int s, int p) {
-  static int forced = -1;
-  if (forced < 0) {
-    const char *e = getenv("NN_CONV");
-    forced = e && !strcmp(e, "gemm");
-  }
-  return !forced && nn_conv3_applies(kh, kw, s, p);
+    static int forced = -1;
+    if (forced < 0) {
+        const char *e = getenv("NN_CONV");
+        forced = e && !strcmp(e, "gemm");
+    }
+    return !forced && nn_conv3_applies(kh, kw, s, p);
 }
 
 size_t nn_conv_ws_size(int N, int C, int H, int W, int K, int kh, int kw, int s, int p) {
-  if (use_direct(kh, kw, s, p)) return nn_conv3_ws_size(C, K);
-  int OHW = out_dim(H, kh, s, p) * out_dim(W, kw, s, p), Kc = C * kh * kw;
-  size_t cols = (size_t)chunk_images(N, OHW, Kc) * OHW * Kc;
-  if (is_pointwise(kh, kw, s, p)) cols = 0;
-  return (size_t)nthreads() * (cols + (size_t)K * Kc);
+    if (use_direct(kh, kw, s, p)) return nn_conv3_ws_size(C, K);
+    int OHW = out_dim(H, kh, s, p) * out_dim(W, kw, s, p), Kc = C * kh * kw;
+    size_t cols = (size_t)chunk_images(N, OHW, Kc) * OHW * Kc;
+    if (is_pointwise(kh, kw, s, p)) cols = 0;
+    return (size_t)nthreads() * (cols + (size_t)K * Kc);
 }
 
 /* col (Kc, nc, OH, OW) from images [n0, n0+nc) of in (C,N,H,W) */
-static void im2col(float *col, const float *in, int N, int n0, int nc, int C, int H, int W, int kh,
-                   int kw, int s, int p) {
-  int OH = out_dim(H, kh, s, p), OW = out_dim(W, kw, s, p);
-  size_t L = (size_t)nc * OH * OW;
-  int rows = C * kh * kw;
-  for (int r = 0; r < rows; r++) {
-    int c = r / (kh * kw), i = (r / kw) % kh, j = r % kw;
-    float *dst = col + (size_t)r * L;
-    int ohl, ohh, owl, owh;
-    valid_range(&ohl, &ohh, OH, H, i, s, p);
-    valid_range(&owl, &owh, OW, W, j, s, p);
-    for (int n = 0; n < nc; n++) {
-      const float *src = in + ((size_t)c * N + n0 + n) * H * W;
-      float *d = dst + (size_t)n * OH * OW;
-      for (int oh = 0; oh < OH; oh++) {
-        float *drow = d + (size_t)oh * OW;
-        if (oh < ohl || oh >= ohh) { memset(drow, 0, sizeof(float) * OW); continue; }
-        const float *srow = src + (size_t)(oh * s - p + i) * W + (j - p);
-        for (int ow = 0; ow < owl; ow++) drow[ow] = 0.f;
-        if (s == 1) memcpy(drow + owl, srow + owl, sizeof(float) * (owh - owl));
-        else for (int ow = owl; ow < owh; ow++) drow[ow] = srow[ow * s];
-        for (int ow = owh; ow < OW; ow++) drow[ow] = 0.f;
-      }
-    }
-  }
-}
-
-/* images [n0, n0+nc) of din (C,N,H,W) += col2im(col (Kc, nc, OH, OW)) */
-static void col2im(float *din, const float *col, int N, int n0, int nc, int C, int H, int W, int kh,
-                   int kw, int s, int p) {
-  int OH = out_dim(H, kh, s, p), OW = out_dim(W, kw, s, p);
-  size_t L = (size_t)nc * OH * OW;
-  for (int c = 0; c < C; c++) {
-    for (int i = 0; i < kh; i++)
-      for (int j = 0; j < kw; j++) {
-        const float *src = col + ((size_t)(c * kh + i) * kw + j) * L;
+static void im2col(float *col, const float *in, int N, int n0, int nc, int C, int H, int W, int kh, int kw,
+                   int s, int p) {
+    int OH = out_dim(H, kh, s, p), OW = out_dim(W, kw, s, p);
+    size_t L = (size_t)nc * OH * OW;
+    int rows = C * kh * kw;
+    for (int r = 0; r < rows; r++) {
+        int c = r / (kh * kw), i = (r / kw) % kh, j = r % kw;
+        float *dst = col + (size_t)r * L;
         int ohl, ohh, owl, owh;
         valid_range(&ohl, &ohh, OH, H, i, s, p);
         valid_range(&owl, &owh, OW, W, j, s, p);
         for (int n = 0; n < nc; n++) {
-          float *d = din + ((size_t)c * N + n0 + n) * H * W;
-          const float *sn = src + (size_t)n * OH * OW;
-          for (int oh = ohl; oh < ohh; oh++) {
-            float *drow = d + (size_t)(oh * s - p + i) * W + (j - p);
-            const float *srow = sn + (size_t)oh * OW;
-            if (s == 1)
-              for (int ow = owl; ow < owh; ow++) drow[ow] += srow[ow];
-            else
-              for (int ow = owl; ow < owh; ow++) drow[ow * s] += srow[ow];
-          }
+            const float *src = in + ((size_t)c * N + n0 + n) * H * W;
+            float *d = dst + (size_t)n * OH * OW;
+            for (int oh = 0; oh < OH; oh++) {
+                float *drow = d + (size_t)oh * OW;
+                if (oh < ohl || oh >= ohh) {
+                    memset(drow, 0, sizeof(float) * OW);
+                    continue;
+                }
+                const float *srow = src + (size_t)(oh * s - p + i) * W + (j - p);
+                for (int ow = 0; ow < owl; ow++) drow[ow] = 0.f;
+                if (s == 1)
+                    memcpy(drow + owl, srow + owl, sizeof(float) * (owh - owl));
+                else
+                    for (int ow = owl; ow < owh; ow++) drow[ow] = srow[ow * s];
+                for (int ow = owh; ow < OW; ow++) drow[ow] = 0.f;
+            }
         }
-      }
-  }
+    }
+}
+
+/* images [n0, n0+nc) of din (C,N,H,W) += col2im(col (Kc, nc, OH, OW)) */
+static void col2im(float *din, const float *col, int N, int n0, int nc, int C, int H, int W, int kh, int kw,
+                   int s, int p) {
+    int OH = out_dim(H, kh, s, p), OW = out_dim(W, kw, s, p);
+    size_t L = (size_t)nc * OH * OW;
+    for (int c = 0; c < C; c++) {
+        for (int i = 0; i < kh; i++)
+            for (int j = 0; j < kw; j++) {
+                const float *src = col + ((size_t)(c * kh + i) * kw + j) * L;
+                int ohl, ohh, owl, owh;
+                valid_range(&ohl, &ohh, OH, H, i, s, p);
+                valid_range(&owl, &owh, OW, W, j, s, p);
+                for (int n = 0; n < nc; n++) {
+                    float *d = din + ((size_t)c * N + n0 + n) * H * W;
+                    const float *sn = src + (size_t)n * OH * OW;
+                    for (int oh = ohl; oh < ohh; oh++) {
+                        float *drow = d + (size_t)(oh * s - p + i) * W + (j - p);
+                        const float *srow = sn + (size_t)oh * OW;
+                        if (s == 1)
+                            for (int ow = owl; ow < owh; ow++) drow[ow] += srow[ow];
+                        else
+                            for (int ow = owl; ow < owh; ow++) drow[ow * s] += srow[ow];
+                    }
+                }
+            }
+    }
 }
 
 static inline CBLAS_TRANSPOSE tr(int t) { return t ? CblasTrans : CblasNoTrans; }
-#define GEMM(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc)                                        \
-  cblas_sgemm(CblasRowMajor, tr(ta), tr(tb), M, N, K, 1.f, A, lda, B, ldb, beta, C, ldc)
+#define GEMM(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc) \
+    cblas_sgemm(CblasRowMajor, tr(ta), tr(tb), M, N, K, 1.f, A, lda, B, ldb, beta, C, ldc)
 
-void nn_conv_forward(float *out, float *ws, const float *in, const float *w, const float *b,
-                     int N, int C, int H, int W, int K, int kh, int kw, int s, int p) {
-  if (use_direct(kh, kw, s, p)) {
-    nn_conv3_forward(out, ws, in, w, b, N, C, H, W, K);
-    return;
-  }
-  int OHW = out_dim(H, kh, s, p) * out_dim(W, kw, s, p), Kc = C * kh * kw;
-  int L = N * OHW, pw = is_pointwise(kh, kw, s, p);
-  int cn = chunk_images(N, OHW, Kc), nch = (N + cn - 1) / cn;
-  size_t slice = pw ? 0 : (size_t)cn * OHW * Kc + (size_t)K * Kc;
-#pragma omp parallel for schedule(static)
-  for (int ch = 0; ch < nch; ch++) {
-    int n0 = ch * cn, nc = n0 + cn > N ? N - n0 : cn;
-    float *col = tslice(ws, slice);
-    float *o = out + (size_t)n0 * OHW;
-    if (pw) {
-      GEMM(0, 0, K, nc * OHW, Kc, w, Kc, in + (size_t)n0 * OHW, L, 0.f, o, L);
-    } else {
-      im2col(col, in, N, n0, nc, C, H, W, kh, kw, s, p);
-      GEMM(0, 0, K, nc * OHW, Kc, w, Kc, col, nc * OHW, 0.f, o, L);
+void nn_conv_forward(float *out, float *ws, const float *in, const float *w, const float *b, int N, int C,
+                     int H, int W, int K, int kh, int kw, int s, int p) {
+    if (use_direct(kh, kw, s, p)) {
+        nn_conv3_forward(out, ws, in, w, b, N, C, H, W, K);
+        return;
     }
-    if (b)
-      for (int k = 0; k < K; k++) {
-        float *ok = o + (size_t)k * L, bk = b[k];
-        for (int i = 0; i < nc * OHW; i++) ok[i] += bk;
-      }
-  }
+    int OHW = out_dim(H, kh, s, p) * out_dim(W, kw, s, p), Kc = C * kh * kw;
+    int L = N * OHW, pw = is_pointwise(kh, kw, s, p);
+    int cn = chunk_images(N, OHW, Kc), nch = (N + cn - 1) / cn;
+    size_t slice = pw ? 0 : (size_t)cn * OHW * Kc + (size_t)K * Kc;
+#pragma omp parallel for schedule(static)
+    for (int ch = 0; ch < nch; ch++) {
+        int n0 = ch * cn, nc = n0 + cn > N ? N - n0 : cn;
+        float *col = tslice(ws, slice);
+        float *o = out + (size_t)n0 * OHW;
+        if (pw) {
+            GEMM(0, 0, K, nc * OHW, Kc, w, Kc, in + (size_t)n0 * OHW, L, 0.f, o, L);
+        } else {
+            im2col(col, in, N, n0, nc, C, H, W, kh, kw, s, p);
+            GEMM(0, 0, K, nc * OHW, Kc, w, Kc, col, nc * OHW, 0.f, o, L);
+        }
+        if (b)
+            for (int k = 0; k < K; k++) {
+                float *ok = o + (size_t)k * L, bk = b[k];
+                for (int i = 0; i < nc * OHW; i++) ok[i] += bk;
+            }
+    }
 }
 
-void nn_conv_backward(float *din, float *dw, float *db, float *ws, const float *dout,
-                      const float *in, const float *w, int N, int C, int H, int W, int K, int kh,
-                      int kw, int s, int p) {
-  int OHW = out_dim(H, kh, s, p) * out_dim(W, kw, s, p), Kc = C * kh * kw;
-  int L = N * OHW, pw = is_pointwise(kh, kw, s, p);
-  int cn = chunk_images(N, OHW, Kc), nch = (N + cn - 1) / cn, T = nthreads();
-  size_t colsz = pw ? 0 : (size_t)cn * OHW * Kc, slice = colsz + (size_t)K * Kc;
-  if (db) {
+void nn_conv_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
+                      const float *w, int N, int C, int H, int W, int K, int kh, int kw, int s, int p) {
+    int OHW = out_dim(H, kh, s, p) * out_dim(W, kw, s, p), Kc = C * kh * kw;
+    int L = N * OHW, pw = is_pointwise(kh, kw, s, p);
+    int cn = chunk_images(N, OHW, Kc), nch = (N + cn - 1) / cn, T = nthreads();
+    size_t colsz = pw ? 0 : (size_t)cn * OHW * Kc, slice = colsz + (size_t)K * Kc;
+    if (db) {
 #pragma omp parallel for schedule(static)
-    for (int k = 0; k < K; k++) {
-      const float *d = dout + (size_t)k * L;
-      float acc = 0.f;
-      for (int i = 0; i < L; i++) acc += d[i];
-      db[k] += acc;
+        for (int k = 0; k < K; k++) {
+            const float *d = dout + (size_t)k * L;
+            float acc = 0.f;
+            for (int i = 0; i < L; i++) acc += d[i];
+            db[k] += acc;
+        }
     }
-  }
-  if (use_direct(kh, kw, s, p)) {
-    nn_conv3_backward(din, dw, ws, dout, in, w, N, C, H, W, K);
-    return;
-  }
-  for (int t = 0; t < T; t++) memset(ws + (size_t)t * slice + colsz, 0, sizeof(float) * K * Kc);
+    if (use_direct(kh, kw, s, p)) {
+        nn_conv3_backward(din, dw, ws, dout, in, w, N, C, H, W, K);
+        return;
+    }
+    for (int t = 0; t < T; t++) memset(ws + (size_t)t * slice + colsz, 0, sizeof(float) * K * Kc);
 #pragma omp parallel for schedule(static)
-  for (int ch = 0; ch < nch; ch++) {
-    int n0 = ch * cn, nc = n0 + cn > N ? N - n0 : cn, cols = nc * OHW;
-    float *col = tslice(ws, slice);
-    float *dwp = col + colsz;
-    const float *dy = dout + (size_t)n0 * OHW;
-    if (pw) {
-      /* dw (K,C) += dy (K,cols) x^T (cols,C); dx (C,cols) += w^T dy */
-      GEMM(0, 1, Kc, K, cols, in + (size_t)n0 * OHW, L, dy, L, 1.f, dwp, K); /* dw^T (Kc,K) */
-      if (din) GEMM(1, 0, C, cols, K, w, Kc, dy, L, 1.f, din + (size_t)n0 * OHW, L);
-      continue;
+    for (int ch = 0; ch < nch; ch++) {
+        int n0 = ch * cn, nc = n0 + cn > N ? N - n0 : cn, cols = nc * OHW;
+        float *col = tslice(ws, slice);
+        float *dwp = col + colsz;
+        const float *dy = dout + (size_t)n0 * OHW;
+        if (pw) {
+            /* dw (K,C) += dy (K,cols) x^T (cols,C); dx (C,cols) += w^T dy */
+            GEMM(0, 1, Kc, K, cols, in + (size_t)n0 * OHW, L, dy, L, 1.f, dwp, K); /* dw^T (Kc,K) */
+            if (din) GEMM(1, 0, C, cols, K, w, Kc, dy, L, 1.f, din + (size_t)n0 * OHW, L);
+            continue;
+        }
+        im2col(col, in, N, n0, nc, C, H, W, kh, kw, s, p);
+        GEMM(0, 1, Kc, K, cols, col, cols, dy, L, 1.f, dwp, K); /* dw^T (Kc,K) */
+        if (!din) continue;
+        GEMM(1, 0, Kc, cols, K, w, Kc, dy, L, 0.f, col, cols);
+        col2im(din, col, N, n0, nc, C, H, W, kh, kw, s, p);
     }
-    im2col(col, in, N, n0, nc, C, H, W, kh, kw, s, p);
-    GEMM(0, 1, Kc, K, cols, col, cols, dy, L, 1.f, dwp, K); /* dw^T (Kc,K) */
-    if (!din) continue;
-    GEMM(1, 0, Kc, cols, K, w, Kc, dy, L, 0.f, col, cols);
-    col2im(din, col, N, n0, nc, C, H, W, kh, kw, s, p);
-  }
-  /* dw (K,Kc) += sum over threads of the partial dw^T (Kc,K) */
-  int used = nch < T ? nch : T;
+    /* dw (K,Kc) += sum over threads of the partial dw^T (Kc,K) */
+    int used = nch < T ? nch : T;
 #pragma omp parallel for schedule(static)
-  for (int k = 0; k < K; k++)
-    for (int j = 0; j < Kc; j++) {
-      float acc = 0.f;
-      for (int t = 0; t < used; t++) acc += ws[(size_t)t * slice + colsz + (size_t)j * K + k];
-      dw[(size_t)k * Kc + j] += acc;
-    }
+    for (int k = 0; k < K; k++)
+        for (int j = 0; j < Kc; j++) {
+            float acc = 0.f;
+            for (int t = 0; t < used; t++) acc += ws[(size_t)t * slice + colsz + (size_t)j * K + k];
+            dw[(size_t)k * Kc + j] += acc;
+        }
 }

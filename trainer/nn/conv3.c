@@ -26,18 +26,18 @@
 
 static int nthr(void) {
 #ifdef _OPENMP
-  return omp_get_max_threads();
+    return omp_get_max_threads();
 #else
-  return 1;
+    return 1;
 #endif
 }
 
 enum {
-  VL = 16,       /* floats per vector */
-  KB = 8,        /* output channels per register tile (forward / data gradient) */
-  NV = 3,        /* vectors per register tile: KB*NV = 24 accumulators of 32 registers */
-  FB = 3,        /* output channels per filter-gradient tile: FB*9 = 27 accumulators */
-  CHUNK = 4096,  /* positions whose tap masks are computed once and reused by every channel */
+    VL = 16,      /* floats per vector */
+    KB = 8,       /* output channels per register tile (forward / data gradient) */
+    NV = 3,       /* vectors per register tile: KB*NV = 24 accumulators of 32 registers */
+    FB = 3,       /* output channels per filter-gradient tile: FB*9 = 27 accumulators */
+    CHUNK = 4096, /* positions whose tap masks are computed once and reused by every channel */
 };
 
 static inline int tap_off(int t, int W) { return (t / 3 - 1) * W + (t % 3 - 1); }
@@ -45,211 +45,251 @@ static inline int tap_off(int t, int W) { return (t / 3 - 1) * W + (t % 3 - 1); 
 /* m[v*9 + t], v < nv: lanes of vector v (positions q0 + 16v ...) whose output position is below
  * end and whose tap t input lies inside the image.  H, W: image size; HW = H*W. */
 static void tap_masks(__mmask16 *m, size_t q0, int nv, size_t end, int H, int W) {
-  size_t HW = (size_t)H * W, r = q0 % HW;
-  int oh = (int)(r / W), ow = (int)(r % W);
-  for (int v = 0; v < nv; v++) {
-    unsigned rows[3] = {0, 0, 0}, cols[3] = {0, 0, 0};
-    for (int l = 0; l < VL; l++) {
-      if (q0 + (size_t)v * VL + l < end) {
-        unsigned bit = 1u << l;
-        rows[0] |= oh > 0 ? bit : 0; rows[1] |= bit; rows[2] |= oh < H - 1 ? bit : 0;
-        cols[0] |= ow > 0 ? bit : 0; cols[1] |= bit; cols[2] |= ow < W - 1 ? bit : 0;
-      }
-      if (++ow == W) { ow = 0; if (++oh == H) oh = 0; }
+    size_t HW = (size_t)H * W, r = q0 % HW;
+    int oh = (int)(r / W), ow = (int)(r % W);
+    for (int v = 0; v < nv; v++) {
+        unsigned rows[3] = {0, 0, 0}, cols[3] = {0, 0, 0};
+        for (int l = 0; l < VL; l++) {
+            if (q0 + (size_t)v * VL + l < end) {
+                unsigned bit = 1u << l;
+                rows[0] |= oh > 0 ? bit : 0;
+                rows[1] |= bit;
+                rows[2] |= oh < H - 1 ? bit : 0;
+                cols[0] |= ow > 0 ? bit : 0;
+                cols[1] |= bit;
+                cols[2] |= ow < W - 1 ? bit : 0;
+            }
+            if (++ow == W) {
+                ow = 0;
+                if (++oh == H) oh = 0;
+            }
+        }
+        for (int t = 0; t < 9; t++) m[v * 9 + t] = (__mmask16)(rows[t / 3] & cols[t % 3]);
     }
-    for (int t = 0; t < 9; t++) m[v * 9 + t] = (__mmask16)(rows[t / 3] & cols[t % 3]);
-  }
 }
 
 /* wp[blk][c][t][KB] = w[blk*KB + kk][c][flip ? 8-t : t], or w[c][blk*KB+kk] transposed (tr):
  * the weights one register tile broadcasts, contiguous; rows past K are zero. */
 static void pack_weights(float *wp, const float *w, int K, int C, int tr) {
-  int KO = tr ? C : K, KI = tr ? K : C; /* output / input channels of the packed convolution */
-  int nb = (KO + KB - 1) / KB;
-  for (int blk = 0; blk < nb; blk++)
-    for (int c = 0; c < KI; c++)
-      for (int t = 0; t < 9; t++)
-        for (int kk = 0; kk < KB; kk++) {
-          int k = blk * KB + kk;
-          float v = 0.f;
-          if (k < KO) v = tr ? w[((size_t)c * C + k) * 9 + (8 - t)] : w[((size_t)k * C + c) * 9 + t];
-          wp[(((size_t)blk * KI + c) * 9 + t) * KB + kk] = v;
-        }
+    int KO = tr ? C : K, KI = tr ? K : C; /* output / input channels of the packed convolution */
+    int nb = (KO + KB - 1) / KB;
+    for (int blk = 0; blk < nb; blk++)
+        for (int c = 0; c < KI; c++)
+            for (int t = 0; t < 9; t++)
+                for (int kk = 0; kk < KB; kk++) {
+                    int k = blk * KB + kk;
+                    float v = 0.f;
+                    if (k < KO)
+                        v = tr ? w[((size_t)c * C + k) * 9 + (8 - t)] : w[((size_t)k * C + c) * 9 + t];
+                    wp[(((size_t)blk * KI + c) * 9 + t) * KB + kk] = v;
+                }
 }
 
 /* One register tile: output channels k0..k0+kb-1 (kb <= KB) at positions q0 .. q0+16*NV-1.
  * acc = (accumulate ? out : bias or 0) + sum over C input channels and 9 taps. */
-static inline __attribute__((always_inline)) void fwd_tile(
-    float *out, const float *in, const float *wp, const float *bias, int accumulate, int k0,
-    int kb, size_t q0, size_t P, int C, int W, const __mmask16 *m) {
-  __m512 acc[KB][NV];
+static inline __attribute__((always_inline)) void fwd_tile(float *out, const float *in, const float *wp,
+                                                           const float *bias, int accumulate, int k0, int kb,
+                                                           size_t q0, size_t P, int C, int W,
+                                                           const __mmask16 *m) {
+    __m512 acc[KB][NV];
 #pragma GCC unroll 8
-  for (int kk = 0; kk < KB; kk++)
+    for (int kk = 0; kk < KB; kk++)
 #pragma GCC unroll 3
-    for (int v = 0; v < NV; v++) {
-      if (accumulate && kk < kb)
-        acc[kk][v] = _mm512_maskz_loadu_ps(m[v * 9 + 4], out + (size_t)(k0 + kk) * P + q0 + v * VL);
-      else
-        acc[kk][v] = _mm512_set1_ps(bias && kk < kb ? bias[k0 + kk] : 0.f);
-    }
-  for (int c = 0; c < C; c++) {
-    const float *x = in + (size_t)c * P + q0;
-    const float *wc = wp + (size_t)c * 9 * KB;
+        for (int v = 0; v < NV; v++) {
+            if (accumulate && kk < kb)
+                acc[kk][v] = _mm512_maskz_loadu_ps(m[v * 9 + 4], out + (size_t)(k0 + kk) * P + q0 + v * VL);
+            else
+                acc[kk][v] = _mm512_set1_ps(bias && kk < kb ? bias[k0 + kk] : 0.f);
+        }
+    for (int c = 0; c < C; c++) {
+        const float *x = in + (size_t)c * P + q0;
+        const float *wc = wp + (size_t)c * 9 * KB;
 #pragma GCC unroll 9
-    for (int t = 0; t < 9; t++) {
-      int off = tap_off(t, W);
-      __m512 xv[NV];
+        for (int t = 0; t < 9; t++) {
+            int off = tap_off(t, W);
+            __m512 xv[NV];
 #pragma GCC unroll 3
-      for (int v = 0; v < NV; v++) xv[v] = _mm512_maskz_loadu_ps(m[v * 9 + t], x + v * VL + off);
+            for (int v = 0; v < NV; v++) xv[v] = _mm512_maskz_loadu_ps(m[v * 9 + t], x + v * VL + off);
 #pragma GCC unroll 8
-      for (int kk = 0; kk < KB; kk++) {
-        __m512 wv = _mm512_set1_ps(wc[t * KB + kk]);
+            for (int kk = 0; kk < KB; kk++) {
+                __m512 wv = _mm512_set1_ps(wc[t * KB + kk]);
 #pragma GCC unroll 3
-        for (int v = 0; v < NV; v++) acc[kk][v] = _mm512_fmadd_ps(wv, xv[v], acc[kk][v]);
-      }
+                for (int v = 0; v < NV; v++) acc[kk][v] = _mm512_fmadd_ps(wv, xv[v], acc[kk][v]);
+            }
+        }
     }
-  }
 #pragma GCC unroll 8
-  for (int kk = 0; kk < KB; kk++)
-    if (kk < kb)
+    for (int kk = 0; kk < KB; kk++)
+        if (kk < kb)
 #pragma GCC unroll 3
-      for (int v = 0; v < NV; v++)
-        _mm512_mask_storeu_ps(out + (size_t)(k0 + kk) * P + q0 + v * VL, m[v * 9 + 4], acc[kk][v]);
+            for (int v = 0; v < NV; v++)
+                _mm512_mask_storeu_ps(out + (size_t)(k0 + kk) * P + q0 + v * VL, m[v * 9 + 4], acc[kk][v]);
 }
 
 /* the calling OpenMP thread's position range [*lo, *hi) of P, in whole vectors (a function of
  * P, the thread number and the team size only); returns the team size */
 static int thread_range(size_t *lo, size_t *hi, size_t P) {
-  int T = 1, t = 0;
+    int T = 1, t = 0;
 #ifdef _OPENMP
-  T = omp_get_num_threads();
-  t = omp_get_thread_num();
+    T = omp_get_num_threads();
+    t = omp_get_thread_num();
 #endif
-  size_t nvec = (P + VL - 1) / VL, per = (nvec + T - 1) / T;
-  size_t a = (size_t)t * per * VL, b = a + per * VL;
-  *lo = a < P ? a : P;
-  *hi = b < P ? b : P;
-  return T;
+    size_t nvec = (P + VL - 1) / VL, per = (nvec + T - 1) / T;
+    size_t a = (size_t)t * per * VL, b = a + per * VL;
+    *lo = a < P ? a : P;
+    *hi = b < P ? b : P;
+    return T;
 }
 
 /* out (KO channels) = or += direct conv of in (KI channels) with packed weights wp */
-static void direct(float *out, const float *in, const float *wp, const float *bias, int accumulate,
-                   int KI, int KO, int N, int H, int W) {
-  size_t P = (size_t)N * H * W;
-  const size_t tile = (size_t)NV * VL;
-  int nb = (KO + KB - 1) / KB;
+static void direct(float *out, const float *in, const float *wp, const float *bias, int accumulate, int KI,
+                   int KO, int N, int H, int W) {
+    size_t P = (size_t)N * H * W;
+    const size_t tile = (size_t)NV * VL;
+    int nb = (KO + KB - 1) / KB;
 #pragma omp parallel
-  {
-    size_t lo, hi;
-    thread_range(&lo, &hi, P);
-    __mmask16 m[(CHUNK / (NV * VL) + 1) * NV * 9];
-    for (size_t c0 = lo; c0 < hi; c0 += CHUNK) {
-      size_t c1 = c0 + CHUNK < hi ? c0 + CHUNK : hi;
-      size_t ntile = (c1 - c0 + tile - 1) / tile;
-      for (size_t i = 0; i < ntile; i++) tap_masks(m + i * NV * 9, c0 + i * tile, NV, c1, H, W);
-      for (int blk = 0; blk < nb; blk++) {
-        int k0 = blk * KB, kb = KO - k0 < KB ? KO - k0 : KB;
-        const float *wb = wp + (size_t)blk * KI * 9 * KB;
-        for (size_t i = 0; i < ntile; i++)
-          fwd_tile(out, in, wb, bias, accumulate, k0, kb, c0 + i * tile, P, KI, W, m + i * NV * 9);
-      }
+    {
+        size_t lo, hi;
+        thread_range(&lo, &hi, P);
+        __mmask16 m[(CHUNK / (NV * VL) + 1) * NV * 9];
+        for (size_t c0 = lo; c0 < hi; c0 += CHUNK) {
+            size_t c1 = c0 + CHUNK < hi ? c0 + CHUNK : hi;
+            size_t ntile = (c1 - c0 + tile - 1) / tile;
+            for (size_t i = 0; i < ntile; i++) tap_masks(m + i * NV * 9, c0 + i * tile, NV, c1, H, W);
+            for (int blk = 0; blk < nb; blk++) {
+                int k0 = blk * KB, kb = KO - k0 < KB ? KO - k0 : KB;
+                const float *wb = wp + (size_t)blk * KI * 9 * KB;
+                for (size_t i = 0; i < ntile; i++)
+                    fwd_tile(out, in, wb, bias, accumulate, k0, kb, c0 + i * tile, P, KI, W, m + i * NV * 9);
+            }
+        }
     }
-  }
 }
 
 /* dw partial (K,C,9) += filter gradient over positions [lo,hi); kb <= FB output channels */
-static inline __attribute__((always_inline)) void filt_tile(
-    float *dwp, const float *dy, const float *x, int k0, int kb, int c, int C, size_t lo,
-    size_t hi, size_t P, int W, const __mmask16 *m) {
-  __m512 acc[FB][9];
-#pragma GCC unroll 3
-  for (int kk = 0; kk < FB; kk++)
-#pragma GCC unroll 9
-    for (int t = 0; t < 9; t++) acc[kk][t] = _mm512_setzero_ps();
-  const float *xc = x + (size_t)c * P;
-  for (size_t q = lo, v = 0; q < hi; q += VL, v++) {
-    const __mmask16 *mv = m + v * 9;
-    __m512 d[FB];
+static inline __attribute__((always_inline)) void filt_tile(float *dwp, const float *dy, const float *x,
+                                                            int k0, int kb, int c, int C, size_t lo,
+                                                            size_t hi, size_t P, int W, const __mmask16 *m) {
+    __m512 acc[FB][9];
 #pragma GCC unroll 3
     for (int kk = 0; kk < FB; kk++)
-      d[kk] = kk < kb ? _mm512_maskz_loadu_ps(mv[4], dy + (size_t)(k0 + kk) * P + q) : _mm512_setzero_ps();
 #pragma GCC unroll 9
-    for (int t = 0; t < 9; t++) {
-      __m512 xv = _mm512_maskz_loadu_ps(mv[t], xc + q + tap_off(t, W));
+        for (int t = 0; t < 9; t++) acc[kk][t] = _mm512_setzero_ps();
+    const float *xc = x + (size_t)c * P;
+    for (size_t q = lo, v = 0; q < hi; q += VL, v++) {
+        const __mmask16 *mv = m + v * 9;
+        __m512 d[FB];
 #pragma GCC unroll 3
-      for (int kk = 0; kk < FB; kk++) acc[kk][t] = _mm512_fmadd_ps(d[kk], xv, acc[kk][t]);
+        for (int kk = 0; kk < FB; kk++)
+            d[kk] =
+                kk < kb ? _mm512_maskz_loadu_ps(mv[4], dy + (size_t)(k0 + kk) * P + q) : _mm512_setzero_ps();
+#pragma GCC unroll 9
+        for (int t = 0; t < 9; t++) {
+            __m512 xv = _mm512_maskz_loadu_ps(mv[t], xc + q + tap_off(t, W));
+#pragma GCC unroll 3
+            for (int kk = 0; kk < FB; kk++) acc[kk][t] = _mm512_fmadd_ps(d[kk], xv, acc[kk][t]);
+        }
     }
-  }
 #pragma GCC unroll 3
-  for (int kk = 0; kk < FB; kk++)
-    if (kk < kb)
+    for (int kk = 0; kk < FB; kk++)
+        if (kk < kb)
 #pragma GCC unroll 9
-      for (int t = 0; t < 9; t++) dwp[((size_t)(k0 + kk) * C + c) * 9 + t] += _mm512_reduce_add_ps(acc[kk][t]);
+            for (int t = 0; t < 9; t++)
+                dwp[((size_t)(k0 + kk) * C + c) * 9 + t] += _mm512_reduce_add_ps(acc[kk][t]);
 }
 
 int nn_conv3_applies(int kh, int kw, int s, int p) { return kh == 3 && kw == 3 && s == 1 && p == 1; }
 
 /* floats of packed weights: forward (K rounded up to KB) or data gradient (C rounded up) */
 static size_t packed_size(int C, int K) {
-  size_t pk = (size_t)((K + KB - 1) / KB) * KB * C * 9, pc = (size_t)((C + KB - 1) / KB) * KB * K * 9;
-  return pk > pc ? pk : pc;
+    size_t pk = (size_t)((K + KB - 1) / KB) * KB * C * 9, pc = (size_t)((C + KB - 1) / KB) * KB * K * 9;
+    return pk > pc ? pk : pc;
 }
 
 size_t nn_conv3_ws_size(int C, int K) { return packed_size(C, K) + (size_t)nthr() * K * C * 9; }
 
-void nn_conv3_forward(float *out, float *ws, const float *in, const float *w, const float *b, int N,
-                      int C, int H, int W, int K) {
-  pack_weights(ws, w, K, C, 0);
-  direct(out, in, ws, b, 0, C, K, N, H, W);
+void nn_conv3_forward(float *out, float *ws, const float *in, const float *w, const float *b, int N, int C,
+                      int H, int W, int K) {
+    pack_weights(ws, w, K, C, 0);
+    direct(out, in, ws, b, 0, C, K, N, H, W);
 }
 
-void nn_conv3_backward(float *din, float *dw, float *ws, const float *dout, const float *in,
-                       const float *w, int N, int C, int H, int W, int K) {
-  size_t P = (size_t)N * H * W, KC9 = (size_t)K * C * 9;
-  float *part = ws + packed_size(C, K);
-  int used = 1;
+void nn_conv3_backward(float *din, float *dw, float *ws, const float *dout, const float *in, const float *w,
+                       int N, int C, int H, int W, int K) {
+    size_t P = (size_t)N * H * W, KC9 = (size_t)K * C * 9;
+    float *part = ws + packed_size(C, K);
+    int used = 1;
 #pragma omp parallel
-  {
-    size_t lo, hi;
-    int T = thread_range(&lo, &hi, P), tid = 0;
+    {
+        size_t lo, hi;
+        int T = thread_range(&lo, &hi, P), tid = 0;
 #ifdef _OPENMP
-    tid = omp_get_thread_num();
+        tid = omp_get_thread_num();
 #endif
 #pragma omp single
-    used = T;
-    float *dwp = part + (size_t)tid * KC9;
-    memset(dwp, 0, sizeof(float) * KC9);
-    __mmask16 m[CHUNK / VL * 9];
-    for (size_t c0 = lo; c0 < hi; c0 += CHUNK) {
-      size_t c1 = c0 + CHUNK < hi ? c0 + CHUNK : hi;
-      tap_masks(m, c0, (int)((c1 - c0 + VL - 1) / VL), c1, H, W);
-      for (int k0 = 0; k0 < K; k0 += FB) {
-        int kb = K - k0 < FB ? K - k0 : FB;
-        for (int c = 0; c < C; c++) filt_tile(dwp, dout, in, k0, kb, c, C, c0, c1, P, W, m);
-      }
+        used = T;
+        float *dwp = part + (size_t)tid * KC9;
+        memset(dwp, 0, sizeof(float) * KC9);
+        __mmask16 m[CHUNK / VL * 9];
+        for (size_t c0 = lo; c0 < hi; c0 += CHUNK) {
+            size_t c1 = c0 + CHUNK < hi ? c0 + CHUNK : hi;
+            tap_masks(m, c0, (int)((c1 - c0 + VL - 1) / VL), c1, H, W);
+            for (int k0 = 0; k0 < K; k0 += FB) {
+                int kb = K - k0 < FB ? K - k0 : FB;
+                for (int c = 0; c < C; c++) filt_tile(dwp, dout, in, k0, kb, c, C, c0, c1, P, W, m);
+            }
+        }
     }
-  }
-  /* dw += partials, summed in thread order */
+    /* dw += partials, summed in thread order */
 #pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < KC9; i++) {
-    float acc = 0.f;
-    for (int t = 0; t < used; t++) acc += part[(size_t)t * KC9 + i];
-    dw[i] += acc;
-  }
-  if (!din) return;
-  pack_weights(ws, w, K, C, 1);
-  direct(din, dout, ws, NULL, 1, K, C, N, H, W);
+    for (size_t i = 0; i < KC9; i++) {
+        float acc = 0.f;
+        for (int t = 0; t < used; t++) acc += part[(size_t)t * KC9 + i];
+        dw[i] += acc;
+    }
+    if (!din) return;
+    pack_weights(ws, w, K, C, 1);
+    direct(din, dout, ws, NULL, 1, K, C, N, H, W);
 }
 
 #else /* no AVX-512: the im2col path serves every convolution */
-int nn_conv3_applies(int kh, int kw, int s, int p) { (void)kh; (void)kw; (void)s; (void)p; return 0; }
-size_t nn_conv3_ws_size(int C, int K) { (void)C; (void)K; return 0; }
-void nn_conv3_forward(float *out, float *ws, const float *in, const float *w, const float *b, int N,
-                      int C, int H, int W, int K) {
-  (void)out; (void)ws; (void)in; (void)w; (void)b; (void)N; (void)C; (void)H; (void)W; (void)K;
+int nn_conv3_applies(int kh, int kw, int s, int p) {
+    (void)kh;
+    (void)kw;
+    (void)s;
+    (void)p;
+    return 0;
 }
-void nn_conv3_backward(float *din, float *dw, float *ws, const float *dout, const float *in,
-                       const float *w, int N, int C, int H, int W, int K) {
-  (void)din; (void)dw; (void)ws; (void)dout; (void)in; (void)w; (void)N; (void)C; (void)H; (void)W; (void)K;
+size_t nn_conv3_ws_size(int C, int K) {
+    (void)C;
+    (void)K;
+    return 0;
+}
+void nn_conv3_forward(float *out, float *ws, const float *in, const float *w, const float *b, int N, int C,
+                      int H, int W, int K) {
+    (void)out;
+    (void)ws;
+    (void)in;
+    (void)w;
+    (void)b;
+    (void)N;
+    (void)C;
+    (void)H;
+    (void)W;
+    (void)K;
+}
+void nn_conv3_backward(float *din, float *dw, float *ws, const float *dout, const float *in, const float *w,
+                       int N, int C, int H, int W, int K) {
+    (void)din;
+    (void)dw;
+    (void)ws;
+    (void)dout;
+    (void)in;
+    (void)w;
+    (void)N;
+    (void)C;
+    (void)H;
+    (void)W;
+    (void)K;
 }
 #endif

@@ -37,25 +37,25 @@ extern "C" {
 #endif
 
 typedef enum {
-  NN_OK = 0,
-  NN_ERR_ARG = -1,       /* bad argument or description */
-  NN_ERR_SHAPE = -2,     /* input shape does not match the model description */
-  NN_ERR_NOMEM = -3,
-  NN_ERR_NONFINITE = -4, /* NaN or Inf in loss or gradient */
-  NN_ERR_IO = -5,        /* file missing, truncated or corrupt */
+    NN_OK = 0,
+    NN_ERR_ARG = -1,   /* bad argument or description */
+    NN_ERR_SHAPE = -2, /* input shape does not match the model description */
+    NN_ERR_NOMEM = -3,
+    NN_ERR_NONFINITE = -4, /* NaN or Inf in loss or gradient */
+    NN_ERR_IO = -5,        /* file missing, truncated or corrupt */
 } nn_err_t;
 
 /* Program-side check: prints file:line, the message and a hint, then exits (library never does). */
-#define nnCheck(expr, msg, hint)                                                            \
-  do {                                                                                      \
-    int nn_rc_ = (expr);                                                                    \
-    if (nn_rc_ != 0) {                                                                      \
-      const char *nn_msg_ = (msg);                                                          \
-      fprintf(stderr, "%s:%d: %s failed (rc %d): %s\n  hint: %s\n", __FILE__, __LINE__,     \
-              #expr, nn_rc_, nn_msg_ ? nn_msg_ : "", hint);                                 \
-      exit(1);                                                                              \
-    }                                                                                       \
-  } while (0)
+#define nnCheck(expr, msg, hint)                                                                             \
+    do {                                                                                                     \
+        int nn_rc_ = (expr);                                                                                 \
+        if (nn_rc_ != 0) {                                                                                   \
+            const char *nn_msg_ = (msg);                                                                     \
+            fprintf(stderr, "%s:%d: %s failed (rc %d): %s\n  hint: %s\n", __FILE__, __LINE__, #expr, nn_rc_, \
+                    nn_msg_ ? nn_msg_ : "", hint);                                                           \
+            exit(1);                                                                                         \
+        }                                                                                                    \
+    } while (0)
 
 /* ------------------------------------------------------------------------------------------ */
 /* Layer kernels (CPU).  Shapes in comments; all activations CNHW.                             */
@@ -67,21 +67,20 @@ typedef enum {
  * ws: workspace of nn_conv_ws_size() floats (packed weights or per-thread im2col chunks, and
  * weight-gradient partials; depends on the OpenMP thread count at the time of the call). */
 size_t nn_conv_ws_size(int N, int C, int H, int W, int K, int kh, int kw, int s, int p);
-void nn_conv_forward(float *out, float *ws, const float *in, const float *w, const float *b,
-                     int N, int C, int H, int W, int K, int kh, int kw, int s, int p);
+void nn_conv_forward(float *out, float *ws, const float *in, const float *w, const float *b, int N, int C,
+                     int H, int W, int K, int kh, int kw, int s, int p);
 /* din may be NULL (input gradient not needed); dw/db accumulate; db may be NULL. */
-void nn_conv_backward(float *din, float *dw, float *db, float *ws, const float *dout,
-                      const float *in, const float *w, int N, int C, int H, int W, int K, int kh,
-                      int kw, int s, int p);
+void nn_conv_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
+                      const float *w, int N, int C, int H, int W, int K, int kh, int kw, int s, int p);
 
 /* Batch norm over (C, M=N*H*W).  Training: batch statistics (biased variance for the output,
  * unbiased for the running variance, as PyTorch), saves mean/invstd (C each) and updates
  * running mean/var with momentum (run_mean may be NULL); eval (training=0): running statistics.
  * relu=1 fuses a following ReLU: out = max(0, bn(in)); its backward then takes that out
  * (relu_out, else NULL) and masks dout with out > 0. */
-void nn_bn_forward(float *out, float *mean, float *invstd, float *run_mean, float *run_var,
-                   const float *in, const float *gamma, const float *beta, int C, size_t M,
-                   float momentum, float eps, int training, int relu);
+void nn_bn_forward(float *out, float *mean, float *invstd, float *run_mean, float *run_var, const float *in,
+                   const float *gamma, const float *beta, int C, size_t M, float momentum, float eps,
+                   int training, int relu);
 void nn_bn_backward(float *din, float *dgamma, float *dbeta, const float *dout, const float *in,
                     const float *mean, const float *invstd, const float *gamma, int C, size_t M,
                     const float *relu_out);
@@ -100,18 +99,17 @@ void nn_padsub_backward(float *din, const float *dout, int N, int C, int H, int 
 /* Max / average pooling (kernel k, stride s, padding p; average counts padding, as PyTorch's
  * count_include_pad=True); global average pooling: out (C,N) = mean over H*W. */
 void nn_maxpool_forward(float *out, const float *in, int NC, int H, int W, int k, int s, int p);
-void nn_maxpool_backward(float *din, const float *dout, const float *in, int NC, int H, int W,
-                         int k, int s, int p);
+void nn_maxpool_backward(float *din, const float *dout, const float *in, int NC, int H, int W, int k, int s,
+                         int p);
 void nn_avgpool_forward(float *out, const float *in, int NC, int H, int W, int k, int s, int p);
 void nn_avgpool_backward(float *din, const float *dout, int NC, int H, int W, int k, int s, int p);
 void nn_gap_forward(float *out, const float *in, int NC, int HW);
 void nn_gap_backward(float *din, const float *dout, int NC, int HW);
 
 /* Fully connected: out (O,N) = w (O,I) in (I,N) + b (O); b may be NULL; din may be NULL. */
-void nn_fc_forward(float *out, const float *in, const float *w, const float *b, int N, int In,
-                   int O);
-void nn_fc_backward(float *din, float *dw, float *db, const float *dout, const float *in,
-                    const float *w, int N, int In, int O);
+void nn_fc_forward(float *out, const float *in, const float *w, const float *b, int N, int In, int O);
+void nn_fc_backward(float *din, float *dw, float *db, const float *dout, const float *in, const float *w,
+                    int N, int In, int O);
 
 /* LSTM over whole sequences, one layer, PyTorch gate order (i,f,g,o), variable lengths in one
  * batch: for t >= len[n] the state of sample n is frozen, so hlast (H,N) = h at len[n]-1.
@@ -121,21 +119,19 @@ void nn_fc_backward(float *din, float *dw, float *db, const float *dout, const f
  * Backward: dgates (N,T+1,4H) and dxp (N,T+1,D) are workspaces, dh/dc (N,H) too; dx (N,T,D)
  * may be NULL; dwih (4H,D), dwhh (4H,H), dbih, dbhh (4H) accumulate. */
 void nn_lstm_forward(float *hlast, float *xp, float *gates, float *cs, float *hs, const float *x,
-                     const int *lens, const float *wih, const float *whh, const float *bih,
-                     const float *bhh, int N, int T, int D, int H);
-void nn_lstm_backward(float *dx, float *dwih, float *dwhh, float *dbih, float *dbhh,
-                      float *dgates, float *dxp, float *dh, float *dc, const float *dhlast,
-                      const float *xp, const float *gates, const float *cs, const float *hs,
-                      const int *lens, const float *wih, const float *whh, int N, int T, int D,
-                      int H);
+                     const int *lens, const float *wih, const float *whh, const float *bih, const float *bhh,
+                     int N, int T, int D, int H);
+void nn_lstm_backward(float *dx, float *dwih, float *dwhh, float *dbih, float *dbhh, float *dgates,
+                      float *dxp, float *dh, float *dc, const float *dhlast, const float *xp,
+                      const float *gates, const float *cs, const float *hs, const int *lens, const float *wih,
+                      const float *whh, int N, int T, int D, int H);
 
 /* Softmax cross-entropy, mean over the batch; logits (K,N); probs (K,N) saved for backward;
  * top1/top5 = number of samples whose label is the arg-max / among the 5 largest (ties count
  * against).  Returns the loss.  Backward: dlogits += scale * (probs - onehot) / N. */
-double nn_softmax_ce_forward(float *probs, int *top1, int *top5, const float *logits,
-                             const int *labels, int N, int K);
-void nn_softmax_ce_backward(float *dlogits, const float *probs, const int *labels, int N, int K,
-                            float scale);
+double nn_softmax_ce_forward(float *probs, int *top1, int *top5, const float *logits, const int *labels,
+                             int N, int K);
+void nn_softmax_ce_backward(float *dlogits, const float *probs, const int *labels, int N, int K, float scale);
 /* Mean squared error over all N*K elements (torch MSELoss 'mean'); y (K,N), target (N,K). */
 double nn_mse_forward(const float *y, const float *target, int N, int K);
 void nn_mse_backward(float *dy, const float *y, const float *target, int N, int K, float scale);
@@ -144,16 +140,16 @@ void nn_mse_backward(float *dy, const float *y, const float *target, int N, int 
 /* Models                                                                                      */
 
 typedef struct {
-  char name[64];   /* PyTorch name, e.g. "layer1.0.conv1.weight" */
-  size_t off, n;   /* offset into params/grads/mom, element count */
-  int ndim, shape[4];
-  int decay;       /* 1: weight decay applies (conv/fc/lstm weights); 0: BN weight/bias, biases */
+    char name[64]; /* PyTorch name, e.g. "layer1.0.conv1.weight" */
+    size_t off, n; /* offset into params/grads/mom, element count */
+    int ndim, shape[4];
+    int decay; /* 1: weight decay applies (conv/fc/lstm weights); 0: BN weight/bias, biases */
 } nn_param_t;
 
 typedef struct {
-  char name[64];   /* e.g. "bn1" (torch module name); running_mean then running_var */
-  size_t off;      /* offset into bn_stats: mean at off, var at off + c */
-  int c;
+    char name[64]; /* e.g. "bn1" (torch module name); running_mean then running_var */
+    size_t off;    /* offset into bn_stats: mean at off, var at off + c */
+    int c;
 } nn_bnstat_t;
 
 typedef enum { NN_TASK_CLASSIFY = 0, NN_TASK_REGRESS = 1 } nn_task_t;
@@ -161,45 +157,45 @@ typedef enum { NN_TASK_CLASSIFY = 0, NN_TASK_REGRESS = 1 } nn_task_t;
 typedef struct nn_layer nn_layer_t; /* private (nn_impl.h) */
 
 typedef struct nn_model {
-  /* parameters: one buffer each; layout described by ptensors */
-  float *params, *grads, *mom;
-  size_t nparams;
-  nn_param_t *ptensors;
-  int nptensors;
-  /* BN running statistics (buffers, not parameters; differ between ranks: average them before
+    /* parameters: one buffer each; layout described by ptensors */
+    float *params, *grads, *mom;
+    size_t nparams;
+    nn_param_t *ptensors;
+    int nptensors;
+    /* BN running statistics (buffers, not parameters; differ between ranks: average them before
    * evaluation/checkpoints): per BN layer running_mean[c] then running_var[c], in layer order */
-  float *bn_stats;
-  size_t nbn_stats;
-  nn_bnstat_t *bns;
-  int nbns;
-  float bn_momentum, bn_eps; /* 0.1, 1e-5 as PyTorch */
-  /* activations and their gradients (sized for max_batch), scratch workspace */
-  float *acts, *dacts, *ws;
-  size_t nacts, nws;
-  /* description */
-  char desc[256];
-  nn_task_t task;
-  int nout;             /* classes (classify) or outputs (regress) */
-  int in_ndim;          /* 3: images (C,H,W); 2: sequences (T,D); 1: features (F) */
-  int in_shape[3];      /* per-sample input shape; for sequences in_shape[0] = max steps */
-  int max_batch;
-  int training;         /* 1 (default): BN uses batch statistics; 0: running statistics */
-  /* results of the last nn_forward */
-  int batch, steps;     /* batch size, sequence steps used */
-  double loss;
-  int top1, top5;       /* counts over the batch (classification) */
-  char err[256];        /* message of the last error */
-  /* private */
-  nn_layer_t *layers;
-  int nlayers, cap_layers;
-  struct nn_slot *slots;
-  int nslots, cap_slots;
-  int cap_ptensors, cap_bns;
-  int *lens;            /* sequence lengths of the current batch */
-  const int *labels;
-  const float *targets;
-  unsigned char *dinit; /* per slot: activation gradient zeroed in this backward */
-  int ws_threads;       /* OpenMP threads the workspace is sized for */
+    float *bn_stats;
+    size_t nbn_stats;
+    nn_bnstat_t *bns;
+    int nbns;
+    float bn_momentum, bn_eps; /* 0.1, 1e-5 as PyTorch */
+    /* activations and their gradients (sized for max_batch), scratch workspace */
+    float *acts, *dacts, *ws;
+    size_t nacts, nws;
+    /* description */
+    char desc[256];
+    nn_task_t task;
+    int nout;        /* classes (classify) or outputs (regress) */
+    int in_ndim;     /* 3: images (C,H,W); 2: sequences (T,D); 1: features (F) */
+    int in_shape[3]; /* per-sample input shape; for sequences in_shape[0] = max steps */
+    int max_batch;
+    int training; /* 1 (default): BN uses batch statistics; 0: running statistics */
+    /* results of the last nn_forward */
+    int batch, steps; /* batch size, sequence steps used */
+    double loss;
+    int top1, top5; /* counts over the batch (classification) */
+    char err[256];  /* message of the last error */
+    /* private */
+    nn_layer_t *layers;
+    int nlayers, cap_layers;
+    struct nn_slot *slots;
+    int nslots, cap_slots;
+    int cap_ptensors, cap_bns;
+    int *lens; /* sequence lengths of the current batch */
+    const int *labels;
+    const float *targets;
+    unsigned char *dinit; /* per slot: activation gradient zeroed in this backward */
+    int ws_threads;       /* OpenMP threads the workspace is sized for */
 } nn_model_t;
 
 /* The batch handed to nn_forward.  x is row-major: images (n,C,H,W), sequences (n,t,D) with
@@ -208,12 +204,12 @@ typedef struct nn_model {
  * model is an NN_ERR_SHAPE error naming both shapes.  For sequences shape = {t, D}: t (steps of
  * this batch) may be anything up to the model's max steps. */
 typedef struct {
-  const float *x;
-  const int *labels;
-  const float *targets;
-  const int *lengths;
-  int n;
-  int ndim, shape[3];
+    const float *x;
+    const int *labels;
+    const float *targets;
+    const int *lengths;
+    int n;
+    int ndim, shape[3];
 } nn_batch_t;
 
 /* Build a model from a one-line description (see README.md), e.g.
@@ -222,8 +218,7 @@ typedef struct {
  *   "resnet-fmnist"
  * max_batch sizes the activation buffers; parameters are initialised deterministically from
  * seed (PyTorch-default distributions).  Returns NULL and a message in err on failure. */
-nn_model_t *nn_model_build(const char *desc, int max_batch, uint64_t seed, char *err,
-                           size_t errlen);
+nn_model_t *nn_model_build(const char *desc, int max_batch, uint64_t seed, char *err, size_t errlen);
 void nn_model_free(nn_model_t *m);
 /* (Re)initialise parameters from seed; zero momentum; BN running mean 0 / var 1. */
 void nn_model_init(nn_model_t *m, uint64_t seed);
@@ -253,9 +248,9 @@ const nn_param_t *nn_param_find(const nn_model_t *m, const char *name);
  *   g = grad + wd*w (only tensors with decay=1 unless wd_all);  v = mu*v + g;
  *   w -= lr * (nesterov ? g + mu*v : v)                                                       */
 typedef struct {
-  float lr, momentum, wd;
-  int nesterov;
-  int wd_all; /* 1: weight decay also on BN parameters and biases (plain torch SGD) */
+    float lr, momentum, wd;
+    int nesterov;
+    int wd_all; /* 1: weight decay also on BN parameters and biases (plain torch SGD) */
 } nn_sgd_t;
 void nn_sgd_step(nn_model_t *m, const nn_sgd_t *o);
 /* Same with an external gradient buffer of m->nparams floats (e.g. the allreduce result). */
@@ -265,12 +260,12 @@ void nn_sgd_step_grad(nn_model_t *m, const float *grad, const nn_sgd_t *o);
  * base_batch), linear warm-up from warmup_start_lr (<0: base_lr unscaled) to the peak over
  * warmup_epochs, then multiplied by gamma (0.1) at each milestone epoch passed. */
 typedef struct {
-  double base_lr;
-  int base_batch, global_batch; /* 0 = no scaling */
-  double warmup_epochs, warmup_start_lr;
-  double milestones[16];
-  int nmilestones;
-  double gamma;
+    double base_lr;
+    int base_batch, global_batch; /* 0 = no scaling */
+    double warmup_epochs, warmup_start_lr;
+    double milestones[16];
+    int nmilestones;
+    double gamma;
 } nn_lr_sched_t;
 void nn_lr_sched_default(nn_lr_sched_t *s, double base_lr);
 double nn_lr_at(const nn_lr_sched_t *s, double epoch); /* epoch may be fractional */
@@ -279,22 +274,21 @@ double nn_lr_at(const nn_lr_sched_t *s, double epoch); /* epoch may be fractiona
 /* Guards: NN_ERR_NONFINITE if the loss or any gradient is NaN/Inf; the message names the step
  * and the tensor (first bad one) and the first bad index. */
 int nn_check_finite(const nn_model_t *m, long step, char *err, size_t errlen);
-int nn_check_finite_buf(const float *g, size_t n, const char *what, long step, char *err,
-                        size_t errlen);
+int nn_check_finite_buf(const float *g, size_t n, const char *what, long step, char *err, size_t errlen);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Tensor file (reference states, checkpoints).  Little-endian:
  *   "NNTF0001" (8 bytes), u32 count, then count records:
  *   u32 name_len, name bytes (no NUL), u32 ndim, u32 dims[ndim], float32 data[prod(dims)]  */
 typedef struct {
-  char name[96];
-  int ndim, shape[6];
-  size_t n;
-  float *data;
+    char name[96];
+    int ndim, shape[6];
+    size_t n;
+    float *data;
 } nn_tensor_t;
 typedef struct {
-  int count;
-  nn_tensor_t *t;
+    int count;
+    nn_tensor_t *t;
 } nn_tfile_t;
 nn_tfile_t *nn_tfile_load(const char *path, char *err, size_t errlen);
 const nn_tensor_t *nn_tfile_find(const nn_tfile_t *f, const char *name);
@@ -305,7 +299,9 @@ int nn_model_save(const nn_model_t *m, const char *path, char *err, size_t errle
 int nn_model_load(nn_model_t *m, const char *path, char *err, size_t errlen);
 
 /* Deterministic RNG (splitmix64-seeded xoshiro-like); used for initialisation and tests. */
-typedef struct { uint64_t s; } nn_rng_t;
+typedef struct {
+    uint64_t s;
+} nn_rng_t;
 void nn_rng_seed(nn_rng_t *r, uint64_t seed);
 uint64_t nn_rng_u64(nn_rng_t *r);
 float nn_rng_uniform(nn_rng_t *r, float lo, float hi);

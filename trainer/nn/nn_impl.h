@@ -9,60 +9,74 @@
 /* An activation slot: per-sample shape (c,h,w), region of c*h*w*max_batch floats in acts/dacts
  * at off.  Layout CNHW for the actual batch n: channel stride n*h*w. */
 struct nn_slot {
-  size_t off;
-  int c, h, w;
+    size_t off;
+    int c, h, w;
 };
 
 typedef enum {
-  L_INPUT, L_CONV, L_BN, L_RELU, L_ADD, L_PADSUB, L_MAXPOOL, L_AVGPOOL, L_GAP, L_FC, L_LSTM,
-  L_SOFTMAX_CE, L_MSE
+    L_INPUT,
+    L_CONV,
+    L_BN,
+    L_RELU,
+    L_ADD,
+    L_PADSUB,
+    L_MAXPOOL,
+    L_AVGPOOL,
+    L_GAP,
+    L_FC,
+    L_LSTM,
+    L_SOFTMAX_CE,
+    L_MSE
 } nn_ltype_t;
 
 struct nn_layer {
-  nn_ltype_t type;
-  char name[48];
-  int in, in2, out;   /* slots (-1 = none) */
-  int p;              /* first parameter tensor (-1 = none) */
-  int bn;             /* BN stats index */
-  int k, s, pad, bias;/* conv/pool geometry */
-  int need_din;       /* input gradient needed */
-  size_t ws;          /* offset into acts of saved state (BN mean/invstd, LSTM state, probs) */
-  size_t ws2;         /* offset into m->ws scratch (LSTM backward) */
-  int lstm_t, lstm_d, lstm_h;
-  int relu;           /* BN / add: fused ReLU on the output */
-  int init;           /* conv weight init: 0 torch default, 1 kaiming_normal fan_out (ResNets) */
+    nn_ltype_t type;
+    char name[48];
+    int in, in2, out;    /* slots (-1 = none) */
+    int p;               /* first parameter tensor (-1 = none) */
+    int bn;              /* BN stats index */
+    int k, s, pad, bias; /* conv/pool geometry */
+    int need_din;        /* input gradient needed */
+    size_t ws;           /* offset into acts of saved state (BN mean/invstd, LSTM state, probs) */
+    size_t ws2;          /* offset into m->ws scratch (LSTM backward) */
+    int lstm_t, lstm_d, lstm_h;
+    int relu; /* BN / add: fused ReLU on the output */
+    int init; /* conv weight init: 0 torch default, 1 kaiming_normal fan_out (ResNets) */
 };
 
-static inline size_t nn_slot_size(const struct nn_slot *s) {
-  return (size_t)s->c * s->h * s->w;
-}
-#define NN_ACT(m, i) ((m)->acts + (m)->slots[i].off)
+static inline size_t nn_slot_size(const struct nn_slot *s) { return (size_t)s->c * s->h * s->w; }
+#define NN_ACT(m, i)  ((m)->acts + (m)->slots[i].off)
 #define NN_DACT(m, i) ((m)->dacts + (m)->slots[i].off)
-#define NN_P(m, i) ((m)->params + (m)->ptensors[i].off)
-#define NN_G(m, i) ((m)->grads + (m)->ptensors[i].off)
+#define NN_P(m, i)    ((m)->params + (m)->ptensors[i].off)
+#define NN_G(m, i)    ((m)->grads + (m)->ptensors[i].off)
 
 /* vectorizable expf/sigmoid/tanh (|rel err| < 2e-7 for exp on [-87, 88]) */
 static inline float nn_vexp(float x) {
-  x = x < -87.f ? -87.f : (x > 88.f ? 88.f : x);
-  float n = __builtin_rintf(x * 1.44269504088896341f);
-  float r = x - n * 0.693145751953125f - n * 1.428606765330187e-06f;
-  float p = 1.f + r * (1.f + r * (0.5f + r * (0.16666667163372040f + r * (0.041666645556688f +
-            r * (0.008333361148834229f + r * (0.0013887310039252043f + r * 0.00019841270113f))))));
-  union { int i; float f; } u;
-  u.i = ((int)n + 127) << 23;
-  return p * u.f;
+    x = x < -87.f ? -87.f : (x > 88.f ? 88.f : x);
+    float n = __builtin_rintf(x * 1.44269504088896341f);
+    float r = x - n * 0.693145751953125f - n * 1.428606765330187e-06f;
+    float p =
+        1.f + r * (1.f + r * (0.5f + r * (0.16666667163372040f +
+                                          r * (0.041666645556688f +
+                                               r * (0.008333361148834229f +
+                                                    r * (0.0013887310039252043f + r * 0.00019841270113f))))));
+    union {
+        int i;
+        float f;
+    } u;
+    u.i = ((int)n + 127) << 23;
+    return p * u.f;
 }
 static inline float nn_vsigmoid(float x) { return 1.f / (1.f + nn_vexp(-x)); }
 static inline float nn_vtanh(float x) {
-  float a = x < 0 ? -x : x, e = nn_vexp(-2.f * a), t = (1.f - e) / (1.f + e);
-  return x < 0 ? -t : t;
+    float a = x < 0 ? -x : x, e = nn_vexp(-2.f * a), t = (1.f - e) / (1.f + e);
+    return x < 0 ? -t : t;
 }
 
 /* builder (model.c) */
 int nnb_slot(nn_model_t *m, int c, int h, int w);
 nn_layer_t *nnb_layer(nn_model_t *m, nn_ltype_t t, const char *name, int in, int out);
-int nnb_param(nn_model_t *m, const char *name, int decay, int ndim, int d0, int d1, int d2,
-              int d3);
+int nnb_param(nn_model_t *m, const char *name, int decay, int ndim, int d0, int d1, int d2, int d3);
 size_t nnb_saved(nn_model_t *m, size_t n); /* extra region in acts (x max_batch not applied) */
 void nnb_scratch(nn_model_t *m, size_t n); /* grow scratch requirement */
 int nnb_finish(nn_model_t *m);
@@ -79,24 +93,23 @@ int nnb_lstm(nn_model_t *m, const char *name, int in, int T, int D, int H);
 int nnb_loss(nn_model_t *m, nn_ltype_t t, int in);
 
 /* sgemm split over OpenMP threads (gemm.c); ta/tb: transpose A/B; row-major */
-void nn_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-              const float *B, int ldb, float beta, float *C, int ldc);
+void nn_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+              int ldb, float beta, float *C, int ldc);
 void nn_gemm_init(void); /* OpenBLAS to one thread when OpenMP drives the parallelism */
 
 /* direct 3x3 stride-1 pad-1 convolution (conv3.c; AVX-512 builds, else applies() is 0).
  * ws: nn_conv3_ws_size(C, K) floats (packed weights + per-thread weight-gradient partials). */
 int nn_conv3_applies(int kh, int kw, int s, int p);
 size_t nn_conv3_ws_size(int C, int K);
-void nn_conv3_forward(float *out, float *ws, const float *in, const float *w, const float *b, int N,
-                      int C, int H, int W, int K);
+void nn_conv3_forward(float *out, float *ws, const float *in, const float *w, const float *b, int N, int C,
+                      int H, int W, int K);
 /* dw += filter gradient; din += data gradient unless din is NULL */
-void nn_conv3_backward(float *din, float *dw, float *ws, const float *dout, const float *in,
-                       const float *w, int N, int C, int H, int W, int K);
+void nn_conv3_backward(float *din, float *dw, float *ws, const float *dout, const float *in, const float *w,
+                       int N, int C, int H, int W, int K);
 
 /* model zoo (zoo.c) */
 int nn_zoo_build(nn_model_t *m, const char *desc);
 /* init (init.c) */
 void nn_init_params(nn_model_t *m, uint64_t seed);
-
 
 #endif

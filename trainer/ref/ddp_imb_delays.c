@@ -8,24 +8,30 @@
 #include <stdlib.h>
 
 int main(int argc, char **argv) {
-  if (argc != 7) {
-    fprintf(stderr, "usage: ddp_imb_delays SPEC SEED RANKS STEPS COMPUTE_MS COST\n");
-    return 2;
-  }
-  imb_t m;
-  char err[256];
-  if (imb_parse(argv[1], &m, err, sizeof err)) { fprintf(stderr, "ddp_imb_delays: %s\n", err); return 1; }
-  unsigned long long seed = strtoull(argv[2], NULL, 0);
-  int P = atoi(argv[3]), steps = atoi(argv[4]);
-  double compute_ms = atof(argv[5]), cost = atof(argv[6]);
-  if (P < 1 || steps < 0) { fprintf(stderr, "ddp_imb_delays: RANKS >= 1 and STEPS >= 0\n"); return 1; }
-  printf("[");
-  for (int s = 0; s < steps; s++) {
-    printf("%s[", s ? "," : "");
-    for (int r = 0; r < P; r++)
-      printf("%s%.17g", r ? "," : "", imb_delay_ms(&m, seed, (uint64_t)s, r, P, compute_ms, cost));
-    printf("]");
-  }
-  printf("]\n");
-  return 0;
+    if (argc != 7) {
+        fprintf(stderr, "usage: ddp_imb_delays SPEC SEED RANKS STEPS COMPUTE_MS COST\n");
+        return 2;
+    }
+    imb_t m;
+    char err[256];
+    if (imb_parse(argv[1], &m, err, sizeof err)) {
+        fprintf(stderr, "ddp_imb_delays: %s\n", err);
+        return 1;
+    }
+    unsigned long long seed = strtoull(argv[2], NULL, 0);
+    int P = atoi(argv[3]), steps = atoi(argv[4]);
+    double compute_ms = atof(argv[5]), cost = atof(argv[6]);
+    if (P < 1 || steps < 0) {
+        fprintf(stderr, "ddp_imb_delays: RANKS >= 1 and STEPS >= 0\n");
+        return 1;
+    }
+    printf("[");
+    for (int s = 0; s < steps; s++) {
+        printf("%s[", s ? "," : "");
+        for (int r = 0; r < P; r++)
+            printf("%s%.17g", r ? "," : "", imb_delay_ms(&m, seed, (uint64_t)s, r, P, compute_ms, cost));
+        printf("]");
+    }
+    printf("]\n");
+    return 0;
 }

@@ -10,23 +10,29 @@
 #include <string.h>
 
 static uint64_t fnv1a64(const void *p, size_t n) {
-  const unsigned char *b = p;
-  uint64_t h = 0xCBF29CE484222325ull;
-  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001B3ull;
-  return h;
+    const unsigned char *b = p;
+    uint64_t h = 0xCBF29CE484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001B3ull;
+    return h;
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: ddp_init_hash DESC SEED   (e.g. ddp_init_hash resnet-fmnist 1)\n");
-    return 2;
-  }
-  char *end, err[512];
-  unsigned long long seed = strtoull(argv[2], &end, 0);
-  if (!*argv[2] || *end) { fprintf(stderr, "ddp_init_hash: SEED '%s' is not an unsigned integer\n", argv[2]); return 1; }
-  nn_model_t *m = nn_model_build(argv[1], 1, (uint64_t)seed, err, sizeof err);
-  if (!m) { fprintf(stderr, "ddp_init_hash: model '%s': %s\n", argv[1], err); return 1; }
-  printf("%zu %016llx\n", m->nparams, (unsigned long long)fnv1a64(m->params, m->nparams * sizeof(float)));
-  nn_model_free(m);
-  return 0;
+    if (argc != 3) {
+        fprintf(stderr, "usage: ddp_init_hash DESC SEED   (e.g. ddp_init_hash resnet-fmnist 1)\n");
+        return 2;
+    }
+    char *end, err[512];
+    unsigned long long seed = strtoull(argv[2], &end, 0);
+    if (!*argv[2] || *end) {
+        fprintf(stderr, "ddp_init_hash: SEED '%s' is not an unsigned integer\n", argv[2]);
+        return 1;
+    }
+    nn_model_t *m = nn_model_build(argv[1], 1, (uint64_t)seed, err, sizeof err);
+    if (!m) {
+        fprintf(stderr, "ddp_init_hash: model '%s': %s\n", argv[1], err);
+        return 1;
+    }
+    printf("%zu %016llx\n", m->nparams, (unsigned long long)fnv1a64(m->params, m->nparams * sizeof(float)));
+    nn_model_free(m);
+    return 0;
 }
