@@ -3,6 +3,7 @@
  * the option, file or rank, never a hang. */
 #include "trainer/run.h"
 #include "trainer/runlog.h"
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -41,6 +42,25 @@ static void default_out(cfg_t *c) {
     snprintf(c->out, sizeof c->out, "results/runs/%s-%s.json", c->experiment, mode);
 }
 
+/* Rank 0 writes --out at every epoch end: its folder must exist and be writable before the run
+ * spends any time (err stays empty when it is). */
+static void out_dir_writable(const char *out, char *err, size_t n) {
+    char dir[sizeof((cfg_t *)0)->out];
+    snprintf(dir, sizeof dir, "%s", out);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = 0;
+    else
+        *slash = 0;
+    if (access(dir, W_OK) != 0)
+        snprintf(err, n, "--out %.480s: its folder %.480s %s (create it first)", out, dir,
+                 errno == ENOENT ? "does not exist" : "is not writable");
+    else
+        err[0] = 0;
+}
+
 int run_configure(run_t *r, int argc, char **argv) {
     char err[1024] = "";
     int rc = cfg_parse(&r->cfg, argc, argv, err, sizeof err);
@@ -53,6 +73,8 @@ int run_configure(run_t *r, int argc, char **argv) {
     rc = cfg_policy(&r->cfg, &r->policy_cfg, r->policy, sizeof r->policy, err, sizeof err);
     run_agree(r, rc == 0, "configuration", err);
     default_out(&r->cfg);
+    if (r->me == 0) out_dir_writable(r->cfg.out, err, sizeof err);
+    run_agree(r, r->me != 0 || !*err, "output", err);
     r->global = !strcmp(r->cfg.epoch_mode, "global");
     r->tot =
         (run_totals_t){.final_top1 = -1, .final_top5 = -1, .t_target = -1, .decision_hash = FNV1A64_INIT};

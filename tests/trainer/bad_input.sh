@@ -16,6 +16,7 @@ expect "resume needs --ckpt-dir" 2 --resume
 printf 'epochs = 1\nbogus = 3\n' > "$TMP/bad.cfg"
 expect "bad.cfg:2: unknown option 'bogus'" 2 --config "$TMP/bad.cfg"
 expect "$TMP/nope" 3 --data-path "$TMP/nope"
+expect "--out $TMP/nodir/x.json: its folder $TMP/nodir does not exist" 2 --out "$TMP/nodir/x.json"
 # a truncated IDX file: the message names the file
 mkdir -p "$TMP/fm"
 for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
