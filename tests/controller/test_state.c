@@ -16,19 +16,10 @@
 /* ------------------------------------------------------------------ golden hashes */
 
 static uint64_t prob_hash(const char *spec, int P, uint64_t seed, phases_t *ph, uint64_t N, int lib_tau) {
-    ctl_policy_t *pol = mk(spec, P, NULL);
-    pcoll_rule_t init;
-    ctl_policy_initial(pol, &init);
-    gen_t g;
-    gen_init(&g, P, seed, &init);
-    g.q = q_phases;
-    g.qarg = ph;
-    g.lib_tau = lib_tau;
     declog_t L = {0};
-    run_loop(&g, pol, N, &L);
+    ctl_policy_t *pol = run_phases_tau(spec, P, seed, ph, N, lib_tau, &L);
     uint64_t h = ctl_policy_hash(pol);
     ctl_policy_free(pol);
-    gen_free(&g);
     free(L.d);
     return h;
 }

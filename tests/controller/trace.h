@@ -361,10 +361,11 @@ static double q_phases(void *arg, uint64_t r, int p) {
     return P->ph[P->n - 1].q_all;
 }
 
-/* Runs the policy `spec` closed-loop for N rounds of the phased participation model *ph (seed);
- * the decisions go to *L (free L->d). Returns the policy (free it) for its stats. */
-static ctl_policy_t *run_phases(const char *spec, int P, uint64_t seed, phases_t *ph, uint64_t N,
-                                declog_t *L) {
+/* Runs the policy `spec` closed-loop for N rounds of the phased participation model *ph (seed),
+ * with the library enforcing lib_tau (0: none); the decisions go to *L (free L->d). Returns the
+ * policy (free it) for its stats. */
+static ctl_policy_t *run_phases_tau(const char *spec, int P, uint64_t seed, phases_t *ph, uint64_t N,
+                                    int lib_tau, declog_t *L) {
     ctl_policy_t *pol = mk(spec, P, NULL);
     pcoll_rule_t init;
     ctl_policy_initial(pol, &init);
@@ -372,9 +373,15 @@ static ctl_policy_t *run_phases(const char *spec, int P, uint64_t seed, phases_t
     gen_init(&g, P, seed, &init);
     g.q = q_phases;
     g.qarg = ph;
+    g.lib_tau = lib_tau;
     run_loop(&g, pol, N, L);
     gen_free(&g);
     return pol;
+}
+
+static ctl_policy_t *run_phases(const char *spec, int P, uint64_t seed, phases_t *ph, uint64_t N,
+                                declog_t *L) {
+    return run_phases_tau(spec, P, seed, ph, N, 0, L);
 }
 
 /* ------------------------------------------------------------------ runner */
