@@ -4,6 +4,7 @@
 #include "trainer/run.h"
 #include "trainer/runlog.h"
 #include <stdlib.h>
+#include <string.h>
 
 /* Averages BN statistics, then compares the ranks' model hashes; returns the hash. A mismatch
  * names the differing ranks, closes the run's JSON with the reason and aborts every rank. */
@@ -93,13 +94,28 @@ static void sum_epoch(run_t *r, const epoch_t *e, epoch_report_t *p) {
     if (hit && t->t_target < 0) t->t_target = p->wall;
 }
 
-/* Every rank takes part; rank 0 writes. Failure: every rank exits naming the file. */
+/* Every rank takes part; rank 0 writes the model, the run's totals, its restarts and the adaptive
+ * controller's state (what a resumed run continues). Failure: every rank exits naming the file. */
 static void checkpoint(run_t *r, int epoch, double wall) {
-    ckpt_meta_t meta = {epoch + 1, r->cfg.seed, 0, wall, r->P};
+    const run_totals_t *t = &r->tot;
+    ckpt_meta_t meta = {.epoch = epoch + 1,
+                        .seed = r->cfg.seed,
+                        .wall_s = wall,
+                        .ranks = r->P,
+                        .tot = {t->rounds, t->fresh, t->stale_n, t->decision_hash, t->stale, t->final_top1,
+                                t->final_top5, t->final_loss, t->t_target, t->max_stale, t->max_streak},
+                        .nrestarts = r->nrestarts};
+    memcpy(meta.restarts, r->restarts, sizeof meta.restarts);
     char path[1200] = "", err[1200] = "";
     int ok = 1;
-    if (r->me == 0)
+    if (r->me == 0 && r->carried && ctl_state_save(r->carried, NULL, 0, &meta.ctl_len) == CTL_OK) {
+        meta.ctl = malloc(meta.ctl_len);
+        ok = meta.ctl && ctl_state_save(r->carried, meta.ctl, meta.ctl_len, &meta.ctl_len) == CTL_OK;
+        if (!ok) snprintf(err, sizeof err, "the controller state could not be serialised (out of memory)");
+    }
+    if (r->me == 0 && ok)
         ok = r->be->ops->save(r->be, r->cfg.ckpt_dir, &meta, path, sizeof path, err, sizeof err) == 0;
+    free(meta.ctl);
     run_agree(r, ok, "checkpoint", err);
     runlog_checkpoint(r, path);
 }

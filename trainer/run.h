@@ -67,6 +67,8 @@ typedef struct run {
     char policy[400];            /* --mode and --policy-opts as one policy string (cfg_policy) */
     ctl_policy_cfg_t policy_cfg; /* that string parsed, tau = --tau: the mode's one parse */
     ctl_state_t *carried;        /* adaptive: the controller state the next epoch continues (ctl.resume) */
+    ckpt_restart_t restarts[CKPT_MAX_RESTARTS]; /* every resume of the run, oldest first (--resume) */
+    int nrestarts;
     pcoll_config_t pcoll;
     imb_t imb;
     int global;     /* --epoch-mode global */

@@ -50,6 +50,22 @@ static void gather_hosts(run_t *r, runlog_t *l) {
                MPI_COMM_WORLD);
 }
 
+/* Every resume of the run (kept in its checkpoints), oldest first. */
+static json_t *restarts_json(const run_t *r) {
+    json_t *a = json_array();
+    for (int i = 0; i < r->nrestarts; i++) {
+        const ckpt_restart_t *e = &r->restarts[i];
+        json_t *o = json_object();
+        set(o, "epoch", json_integer(e->epoch));
+        set(o, "ranks_before", json_integer(e->ranks_before));
+        set(o, "ranks_after", json_integer(e->ranks_after));
+        set(o, "wall_lost_s", json_real(e->wall_lost_s));
+        set(o, "controller_continued", json_boolean(e->controller_continued));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
 void runlog_open(run_t *r, int argc, char **argv) {
     runlog_t *l = calloc(1, sizeof *l);
     if (!l) run_die(r, "metrics", "out of memory");
@@ -78,6 +94,7 @@ void runlog_open(run_t *r, int argc, char **argv) {
     set(ct, "switches", l->switches = json_array());
     set(root, "controller", ct);
     set(root, "papi", metrics_papi(l->papi));
+    if (r->nrestarts) set(root, "restarts", restarts_json(r));
 }
 
 void runlog_round(run_t *r, const pcoll_record_t *rec, double lr, double wd, int epoch) {

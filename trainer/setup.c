@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 extern void openblas_set_num_threads(int);
@@ -185,20 +186,87 @@ void run_open_backend(run_t *r) {
     run_agree(r, r->be != NULL, what, err);
 }
 
+/* Wall time from the write of dir/latest.ckpt to now (rank 0's clock and file system, shared with
+ * every rank; 0 when unknown or when clocks disagree). */
+static double wall_since_write(run_t *r, const char *dir) {
+    double lost = 0;
+    if (r->me == 0) {
+        char path[1100];
+        struct stat st;
+        struct timespec now;
+        snprintf(path, sizeof path, "%s/latest.ckpt", dir);
+        if (!stat(path, &st) && !clock_gettime(CLOCK_REALTIME, &now))
+            lost =
+                (double)(now.tv_sec - st.st_mtim.tv_sec) + 1e-9 * (double)(now.tv_nsec - st.st_mtim.tv_nsec);
+        if (!(lost > 0)) lost = 0;
+    }
+    MPI_Bcast(&lost, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    return lost;
+}
+
+/* The checkpoint's adaptive controller state as r->carried (the first epoch's ctl.resume) when
+ * this run can continue it: adaptive, the same world size and window; otherwise one line says
+ * why the controller starts afresh. Returns 1 if continued. A state that does not load (damaged)
+ * ends every rank naming the file. */
+static int resume_controller(run_t *r, const ckpt_meta_t *m) {
+    char err[1024] = "", why[1200] = "";
+    if (!m->ctl || r->policy_cfg.kind != CTL_ADAPTIVE) return 0;
+    ctl_state_t *st = NULL;
+    int ok = ctl_state_load(m->ctl, m->ctl_len, &st, err, sizeof err) == CTL_OK;
+    snprintf(why, sizeof why, "checkpoint %s/latest.ckpt: tensor 'ctl.state': %s", r->cfg.ckpt_dir, err);
+    run_agree(r, ok, "resume", why);
+    ctl_policy_t *p = m->ranks == r->P ? ctl_policy_resume(&r->policy_cfg, r->P, st, err, sizeof err) : NULL;
+    if (!p) {
+        if (r->me == 0)
+            fprintf(stderr,
+                    "eager-train: the checkpoint's controller state (%d ranks) is not continued: %s; the "
+                    "controller starts afresh\n",
+                    m->ranks, m->ranks == r->P ? err : "this run has another world size");
+        ctl_state_free(st);
+        return 0;
+    }
+    ctl_policy_free(p);
+    r->carried = st;
+    return 1;
+}
+
 void run_resume(run_t *r) {
     const cfg_t *c = &r->cfg;
-    char err[1024] = "";
+    char err[1200] = "";
     ckpt_meta_t meta = {0};
+    int cleaned = r->me == 0 && *c->ckpt_dir ? ckpt_clean_tmp(c->ckpt_dir) : 0;
+    if (cleaned)
+        fprintf(stderr,
+                "eager-train: removed %d temporary file%s (.NAME.tmp) an interrupted checkpoint left in %s\n",
+                cleaned, cleaned > 1 ? "s" : "", c->ckpt_dir);
     if (c->resume) {
         int ok = r->be->ops->load(r->be, c->ckpt_dir, &meta, err, sizeof err) == 0;
-        if (ok && meta.seed != c->seed) {
-            ok = 0;
+        if (ok && meta.seed != c->seed)
+            ok = 0,
             snprintf(err, sizeof err,
                      "checkpoint %s/latest.ckpt was written with --seed %llu, this run has --seed %llu",
                      c->ckpt_dir, (unsigned long long)meta.seed, (unsigned long long)c->seed);
-        }
+        if (ok && meta.epoch > c->epochs)
+            ok = 0,
+            snprintf(err, sizeof err, "checkpoint %s/latest.ckpt: field 'epoch' = %d is beyond --epochs %d",
+                     c->ckpt_dir, meta.epoch, c->epochs);
         run_agree(r, ok, "resume", err);
         r->epoch0 = r->tot.epochs_done = meta.epoch;
+        if (meta.version >= 2) { /* format 1 has no totals: they count from here */
+            const ckpt_totals_t *t = &meta.tot;
+            run_totals_t *o = &r->tot;
+            o->rounds = t->rounds, o->fresh = t->fresh, o->stale_n = t->stale_n, o->stale = t->stale;
+            o->max_stale = t->max_stale, o->max_streak = t->max_streak, o->final_top1 = t->final_top1;
+            o->final_top5 = t->final_top5, o->final_loss = t->final_loss, o->t_target = t->t_target;
+            o->decision_hash = t->decision_hash;
+        }
+        /* the run's restarts, this one last (the oldest dropped beyond CKPT_MAX_RESTARTS) */
+        int keep = meta.nrestarts < CKPT_MAX_RESTARTS ? meta.nrestarts : CKPT_MAX_RESTARTS - 1;
+        memcpy(r->restarts, meta.restarts + meta.nrestarts - keep, (size_t)keep * sizeof *r->restarts);
+        r->restarts[keep] = (ckpt_restart_t){meta.epoch, meta.ranks, r->P, wall_since_write(r, c->ckpt_dir),
+                                             resume_controller(r, &meta)};
+        r->nrestarts = keep + 1;
+        free(meta.ctl);
         runlog_resumed(r);
     }
     r->wall0 = meta.wall_s;
@@ -213,7 +281,8 @@ void run_set_rounds(run_t *r) {
     cc->t_warn = c->t_warn;
     cc->t_abort = c->t_abort;
     cc->log = stderr;
-    r->ctl_sync = *cc; /* the epochs of --initial-sync / --final-sync: a static sync policy */
+    cc->resume = r->carried; /* --resume: the checkpoint's controller state (run_resume) */
+    r->ctl_sync = *cc;       /* the epochs of --initial-sync / --final-sync: a static sync policy */
     run_agree(r, ctl_policy_parse("sync", &r->ctl_sync.policy, err, sizeof err) == 0, "policy", err);
     r->ctl_sync.policy.tau = c->tau;
     pcoll_config_t *pc = &r->pcoll;

@@ -90,18 +90,44 @@ double imb_busy_ms(double ms);
 
 /* ---- checkpoints ------------------------------------------------------------------------ */
 struct nn_model;
+#define CKPT_MAX_RESTARTS 64
+typedef struct {              /* one resume of the run (kept in every later checkpoint) */
+    int epoch;                /* epochs completed at the checkpoint it resumed from */
+    int ranks_before;         /* world size that wrote the checkpoint */
+    int ranks_after;          /* world size that resumed from it */
+    double wall_lost_s;       /* wall time from the checkpoint's write to the resume (>= 0) */
+    int controller_continued; /* 1: the adaptive controller's state was continued */
+} ckpt_restart_t;
+typedef struct { /* the run's totals at the checkpoint (run.h's run_totals_t) */
+    uint64_t rounds, fresh, stale_n, decision_hash;
+    double stale, final_top1, final_top5, final_loss, t_target; /* -1: not evaluated / reached */
+    uint32_t max_stale, max_streak;
+} ckpt_totals_t;
 typedef struct {
-    int epoch; /* epochs completed */
+    int version; /* load: the file's format (1: no checksum, totals or controller state) */
+    int epoch;   /* epochs completed */
     uint64_t seed;
-    uint64_t desc_hash; /* model description + parameter count */
-    double wall_s;      /* training wall time so far */
-    int ranks;
+    double wall_s; /* training wall time so far */
+    int ranks;     /* world size that wrote it */
+    ckpt_totals_t tot;
+    int nrestarts;
+    ckpt_restart_t restarts[CKPT_MAX_RESTARTS];
+    void *ctl;      /* adaptive controller state (ctl_state_save bytes) or NULL. save: not owned;
+                       load: a malloc'd copy the caller frees */
+    size_t ctl_len; /* its length in bytes */
 } ckpt_meta_t;
+/* Writes DIR/ckpt-EEEE.ckpt and DIR/latest.ckpt atomically (format: checkpoint.c). 0, or -1 with
+ * a message naming the file. */
 int ckpt_save(const char *dir, const struct nn_model *m, const ckpt_meta_t *meta, char *path_out, size_t plen,
               char *err, size_t errlen);
-/* Loads dir/latest; refuses (error naming the file and field) a checkpoint of another model,
- * seed or a corrupt/truncated file. */
+/* Loads dir/latest.ckpt into m and meta. Before anything reaches m it checks the whole file's
+ * checksum, the model (description and size), every scalar's range and every tensor (parameters
+ * and momentum finite with squares that are floats, BN means finite, BN variances finite and
+ * >= 0). -1 with a message naming the file and the field; m is then unchanged. */
 int ckpt_load(const char *dir, struct nn_model *m, ckpt_meta_t *meta, char *err, size_t errlen);
+/* Removes the temporary files (.NAME.tmp) an interrupted ckpt_save left in dir; returns how many
+ * (0 when dir does not exist). */
+int ckpt_clean_tmp(const char *dir);
 uint64_t ckpt_desc_hash(const char *desc, size_t nparams);
 
 /* ---- global epochs (dealer.c) ------------------------------------------------------------ */

@@ -1,0 +1,35 @@
+#!/bin/bash
+# Damaged checkpoints are refused before any of it is used: a flipped bit anywhere (the epoch
+# field, a weight) fails the whole-file checksum; values written with a valid checksum but out of
+# range (epoch 1e6, NaN BN variance, a 5e37 weight) fail the range checks. Each message names the
+# file and the field, and every rank exits non-zero. Leftover .NAME.tmp files of an interrupted
+# checkpoint write are removed at the next start, with one line saying so.
+. "$(dirname "$0")/common.sh"
+EDIT="python3 $(dirname "$0")/ckpt_edit.py"
+command -v python3 >/dev/null || { echo "SKIP: python3 not found (needed to damage a checkpoint)"; exit 77; }
+run 2 --mode sync --epochs 1 --ckpt-dir "$TMP/ck" --out "$TMP/a.json" || { cat "$TMP/out"; fail "first run"; }
+# refused NAME WANT EDIT...: a copy of the checkpoint damaged by EDIT must be refused, the message
+# naming the file and matching WANT
+refused() {
+  name=$1 want=$2; shift 2
+  mkdir -p "$TMP/$name" && cp "$TMP/ck/latest.ckpt" "$TMP/$name/latest.ckpt"
+  $EDIT "$TMP/$name/latest.ckpt" "$@" || fail "$name: could not edit the checkpoint"
+  if run 2 --mode sync --epochs 2 --ckpt-dir "$TMP/$name" --resume --out "$TMP/$name.json"; then
+    cat "$TMP/out"; fail "$name: damaged checkpoint accepted (exit 0)"; fi
+  line=$(grep -m1 "$name/latest.ckpt" "$TMP/out") || { cat "$TMP/out"; fail "$name: no message naming the file"; }
+  echo "$line" | grep -q -- "$want" || fail "$name: message does not say '$want': $line"
+  echo "ok: $name -> $line"
+}
+refused flip_epoch checksum flip trainer.meta 1 31
+refused flip_weight checksum flip param.conv1.weight 7 20
+refused epoch_1e6 "field 'epoch'" epoch 1000000
+refused bn_var_nan "bn.bn1.var" set bn.bn1.var 0 nan
+refused weight_5e37 "param.conv1.weight" set param.conv1.weight 3 5e37
+# interrupted writes: their temporary files go at the next start; other files stay
+touch "$TMP/ck/.latest.ckpt.tmp" "$TMP/ck/.ckpt-0002.ckpt.tmp" "$TMP/ck/notes.tmp"
+run 2 --mode sync --epochs 1 --ckpt-dir "$TMP/ck" --resume --out "$TMP/b.json" || { cat "$TMP/out"; fail "resume with leftover .tmp files"; }
+left=$(ls -A "$TMP/ck" | grep '^\..*\.tmp$')
+[ -z "$left" ] || fail "leftover temporary files not removed: $left"
+[ -f "$TMP/ck/notes.tmp" ] || fail "a file the trainer did not write was removed"
+grep -q "removed 2 temporary files" "$TMP/out" || { cat "$TMP/out"; fail "no line saying the temporary files were removed"; }
+echo "ok: $(grep -m1 'removed 2 temporary' "$TMP/out")"

@@ -1,0 +1,33 @@
+#!/bin/bash
+# Resume continues the run: an adaptive run under imbalance, resumed from its own checkpoint after
+# epoch 1, makes the decisions of the uninterrupted run (equal decision hash) and ends with the
+# same weights and totals; the run JSON lists every restart (kept across a chain of resumes) with
+# the world sizes, so a resume on another number of ranks (elastic) is recorded too.
+# The policy: thresholds that move solo -> sync after 4 rounds and never probe again, so epoch 2
+# runs in sync (deterministic rounds) if and only if the controller's state is continued.
+. "$(dirname "$0")/common.sh"
+POL="rule=thresholds,window=4,dwell=4,cost_n=2,pay_enter=100,pay_exit=100"
+A=(--mode adaptive --policy-opts "$POL" --imbalance linear:unit=20)
+run 2 "${A[@]}" --epochs 2 --ckpt-dir "$TMP/ck" --ckpt-every 1 --out "$TMP/full.json" || { cat "$TMP/out"; fail "uninterrupted run"; }
+mkdir -p "$TMP/ck2" && cp "$TMP/ck/ckpt-0001.ckpt" "$TMP/ck2/latest.ckpt"
+run 2 "${A[@]}" --epochs 2 --ckpt-dir "$TMP/ck2" --resume --out "$TMP/res.json" || { cat "$TMP/out"; fail "resumed run"; }
+key='[.controller.decision_hash, .epochs[-1].weights_hash, .summary.fresh_fraction, .summary.mean_staleness, .summary.max_streak, .summary.final_test_top1]'
+f=$(jq -c "$key" "$TMP/full.json") r=$(jq -c "$key" "$TMP/res.json")
+echo "uninterrupted [decision hash, weights hash, fresh, staleness, streak, top-1]: $f"
+echo "resumed:                                                             $r"
+[ "$f" = "$r" ] || fail "the resumed run differs from the uninterrupted one"
+jq -e '.restarts | length == 1 and .[0].epoch == 1 and .[0].ranks_before == 2 and .[0].ranks_after == 2
+  and .[0].controller_continued == true and .[0].wall_lost_s >= 0' "$TMP/res.json" >/dev/null \
+  || fail "restarts: $(jq -c .restarts "$TMP/res.json")"
+# a second resume, on 3 ranks: the controller starts afresh (its state is per world size), the
+# restarts accumulate
+run 3 "${A[@]}" --epochs 3 --ckpt-dir "$TMP/ck2" --resume --out "$TMP/el.json" || { cat "$TMP/out"; fail "elastic resume on 3 ranks"; }
+grep -q "controller state (2 ranks) is not continued" "$TMP/out" || { cat "$TMP/out"; fail "no line saying the controller starts afresh"; }
+jq -e '.restarts | length == 2 and .[1].epoch == 2 and .[1].ranks_before == 2 and .[1].ranks_after == 3
+  and .[1].controller_continued == false' "$TMP/el.json" >/dev/null \
+  || fail "restarts after the elastic resume: $(jq -c .restarts "$TMP/el.json")"
+jq -e '(.epochs | length) == 1 and .epochs[0].epoch == 3' "$TMP/el.json" >/dev/null || fail "the elastic run did not train epoch 3"
+if [ -x "$B/bin/pcoll-validate" ]; then
+  "$B/bin/pcoll-validate" results/schema/run.schema.json "$TMP/el.json" || fail "schema: elastic run"
+fi
+echo "ok: restarts $(jq -c .restarts "$TMP/el.json")"
