@@ -257,11 +257,12 @@ static int check_meta(const char *path, const uint64_t *w, const ckpt_meta_t *c,
                     (unsigned long long)w[W_RANKS], MAX_RANKS);
     if (!isfinite(c->wall_s) || c->wall_s < 0)
         return fail(err, n, path, "field 'wall_s' = %g is not finite and >= 0", c->wall_s);
-    if (t->fresh > t->rounds * (uint64_t)c->ranks || t->stale_n > t->rounds * (uint64_t)c->ranks)
+    /* a round takes at most one gradient per rank; the ranks may have changed (elastic resume) */
+    if (t->fresh / MAX_RANKS > t->rounds || t->stale_n / MAX_RANKS > t->rounds)
         return fail(err, n, path,
-                    "fields 'fresh' = %llu / 'stale_n' = %llu exceed rounds x ranks = %llu x %d",
-                    (unsigned long long)t->fresh, (unsigned long long)t->stale_n,
-                    (unsigned long long)t->rounds, c->ranks);
+                    "fields 'fresh' = %llu / 'stale_n' = %llu exceed rounds x %d ranks (rounds %llu)",
+                    (unsigned long long)t->fresh, (unsigned long long)t->stale_n, MAX_RANKS,
+                    (unsigned long long)t->rounds);
     if (!isfinite(t->stale) || t->stale < 0)
         return fail(err, n, path, "field 'stale' = %g is not finite and >= 0", t->stale);
     if (w[W_MAX_STALE] > UINT32_MAX || w[W_MAX_STREAK] > UINT32_MAX)

@@ -252,6 +252,12 @@ void run_resume(run_t *r) {
                      c->ckpt_dir, meta.epoch, c->epochs);
         run_agree(r, ok, "resume", err);
         r->epoch0 = r->tot.epochs_done = meta.epoch;
+        if (meta.version < 2 && r->me == 0)
+            fprintf(
+                stderr,
+                "eager-train: %s/latest.ckpt is a format-1 checkpoint: it has no run totals or controller "
+                "state, so they start afresh\n",
+                c->ckpt_dir);
         if (meta.version >= 2) { /* format 1 has no totals: they count from here */
             const ckpt_totals_t *t = &meta.tot;
             run_totals_t *o = &r->tot;

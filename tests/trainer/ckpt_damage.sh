@@ -33,3 +33,10 @@ left=$(ls -A "$TMP/ck" | grep '^\..*\.tmp$')
 [ -f "$TMP/ck/notes.tmp" ] || fail "a file the trainer did not write was removed"
 grep -q "removed 2 temporary files" "$TMP/out" || { cat "$TMP/out"; fail "no line saying the temporary files were removed"; }
 echo "ok: $(grep -m1 'removed 2 temporary' "$TMP/out")"
+# format 1 (earlier trainers: no checksum) is still read, with one line saying what it lacks
+mkdir -p "$TMP/v1" && cp "$TMP/ck/latest.ckpt" "$TMP/v1/latest.ckpt"
+$EDIT "$TMP/v1/latest.ckpt" format1 || fail "could not rewrite the checkpoint as format 1"
+run 2 --mode sync --epochs 2 --ckpt-dir "$TMP/v1" --resume --out "$TMP/v1.json" || { cat "$TMP/out"; fail "format-1 checkpoint refused"; }
+grep -q "format-1 checkpoint" "$TMP/out" || { cat "$TMP/out"; fail "no line saying the checkpoint is format 1"; }
+jq -e '.epochs | length == 1 and .[0].epoch == 2' "$TMP/v1.json" >/dev/null || fail "format-1 resume did not train epoch 2"
+echo "ok: format 1 -> $(grep -m1 'format-1' "$TMP/out")"

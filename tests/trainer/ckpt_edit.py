@@ -4,6 +4,9 @@
   ckpt_edit.py FILE flip TENSOR INDEX BIT   flips one bit of float INDEX of TENSOR, checksum left as is
   ckpt_edit.py FILE set TENSOR INDEX VALUE  sets float INDEX of TENSOR (nan, inf, 5e37 ...) and re-signs
   ckpt_edit.py FILE epoch VALUE             sets the checkpoint's epoch field and re-signs
+  ckpt_edit.py FILE format1                 rewrites a format-2 checkpoint as format 1 (what
+                                            earlier trainers wrote: no trailer, totals, restarts
+                                            or controller state)
 
 TENSOR may be a prefix ("bn." = the first BN tensor). Re-signing rewrites the trailer (format 2)
 so that only the range checks can catch the value; a format-1 file has no trailer.
@@ -53,6 +56,26 @@ def resign(buf):
         struct.pack_into("<Q", buf, len(buf) - 8, fnv1a64(bytes(buf[:-16])))
 
 
+def format1(buf, ts):
+    """the same tensors with format 1's trainer.meta, without the format-2 extras and trailer"""
+    off, n = ts["trainer.meta"]
+    f = struct.unpack_from("<%df" % n, buf, off)
+    assert f[0] == 2, "not a format-2 checkpoint"
+    word = lambda i: sum(int(f[1 + 4 * i + k]) << (16 * k) for k in range(4))
+    wall = struct.unpack("<d", struct.pack("<Q", word(2)))[0]
+    meta = [1.0, float(word(0)), float(word(1)), wall]
+    for i in (3, 4, 5):  # seed, description hash, parameter count
+        meta += [float((word(i) >> (16 * k)) & 0xFFFF) for k in range(4)]
+    keep = [k for k in ts if k not in ("trainer.meta", "trainer.restarts", "ctl.state")]
+    out = bytearray(b"NNTF0001" + struct.pack("<I", len(keep) + 1))
+    for name in keep:
+        o, n = ts[name]
+        out += struct.pack("<I", len(name)) + name.encode() + struct.pack("<II", 1, n) + buf[o : o + 4 * n]
+    name = b"trainer.meta"
+    out += struct.pack("<I", len(name)) + name + struct.pack("<II", 1, 16) + struct.pack("<16f", *meta)
+    return out
+
+
 def main():
     path, op = sys.argv[1], sys.argv[2]
     buf = bytearray(open(path, "rb").read())
@@ -74,6 +97,8 @@ def main():
             for k in range(4):
                 struct.pack_into("<f", buf, off + 4 + 4 * k, float((v >> (16 * k)) & 0xFFFF))
         resign(buf)
+    elif op == "format1":
+        buf = format1(buf, ts)
     else:
         sys.exit(__doc__)
     open(path, "wb").write(buf)
