@@ -159,6 +159,22 @@ static void tensor(nn_tensor_t *t, const char *name, float *data, size_t count) 
     t->data = data;
 }
 
+/* Tensor i of the model in file order (parameters and momenta, then BN means and variances):
+ * its name, where it goes, its length and its range kind (see checked). */
+static float *slot(nn_model_t *m, int i, char *nm, size_t nl, size_t *count, char *kind) {
+    int np = 2 * m->nptensors;
+    if (i < np) {
+        const nn_param_t *p = &m->ptensors[i / 2];
+        snprintf(nm, nl, "%s.%s", i % 2 ? "mom" : "param", p->name);
+        *count = p->n, *kind = 'w';
+        return (i % 2 ? m->mom : m->params) + p->off;
+    }
+    const nn_bnstat_t *b = &m->bns[(i - np) / 2];
+    snprintf(nm, nl, "bn.%s.%s", b->name, i % 2 ? "var" : "mean");
+    *count = (size_t)b->c, *kind = i % 2 ? 'v' : 'm';
+    return m->bn_stats + b->off + (i % 2 ? (size_t)b->c : 0);
+}
+
 static void meta_words(const nn_model_t *m, const ckpt_meta_t *c, uint64_t *w) {
     const ckpt_totals_t *t = &c->tot;
     w[W_EPOCH] = (uint64_t)c->epoch, w[W_RANKS] = (uint64_t)c->ranks, w[W_WALL] = dbits(c->wall_s);
@@ -178,20 +194,11 @@ int ckpt_save(const char *dir, const nn_model_t *m, const ckpt_meta_t *meta, cha
     nn_tensor_t *ts = calloc((size_t)nt, sizeof *ts);
     float *mf = calloc(1 + 4 * META_WORDS + 4 * RESTART_WORDS * (size_t)nr + nctl, sizeof *mf);
     if (!ts || !mf) return free(ts), free(mf), snprintf(err, n, "checkpoint: out of memory"), -1;
-    char nm[128];
-    for (int i = 0; i < m->nptensors; i++) {
-        const nn_param_t *p = &m->ptensors[i];
-        for (int w = 0; w < 2; w++) {
-            snprintf(nm, sizeof nm, "%s.%s", w ? "mom" : "param", p->name);
-            tensor(&ts[k++], nm, (w ? m->mom : m->params) + p->off, p->n);
-        }
-    }
-    for (int i = 0; i < m->nbns; i++) {
-        const nn_bnstat_t *b = &m->bns[i];
-        for (int w = 0; w < 2; w++) {
-            snprintf(nm, sizeof nm, "bn.%s.%s", b->name, w ? "var" : "mean");
-            tensor(&ts[k++], nm, m->bn_stats + b->off + (w ? (size_t)b->c : 0), (size_t)b->c);
-        }
+    char nm[128], kind;
+    size_t count;
+    for (; k < nt - 3; k++) {
+        float *d = slot((nn_model_t *)m, k, nm, sizeof nm, &count, &kind); /* read only here */
+        tensor(&ts[k], nm, d, count);
     }
     uint64_t words[META_WORDS];
     meta_words(m, meta, words);
@@ -382,22 +389,6 @@ static const float *checked(const char *path, const nn_tfile_t *f, const char *n
                    NULL;
     }
     return t->data;
-}
-
-/* Tensor i of the model in file order (parameters and momenta, then BN means and variances):
- * its name, where it goes, its length and its range kind (see checked). */
-static float *slot(nn_model_t *m, int i, char *nm, size_t nl, size_t *count, char *kind) {
-    int np = 2 * m->nptensors;
-    if (i < np) {
-        const nn_param_t *p = &m->ptensors[i / 2];
-        snprintf(nm, nl, "%s.%s", i % 2 ? "mom" : "param", p->name);
-        *count = p->n, *kind = 'w';
-        return (i % 2 ? m->mom : m->params) + p->off;
-    }
-    const nn_bnstat_t *b = &m->bns[(i - np) / 2];
-    snprintf(nm, nl, "bn.%s.%s", b->name, i % 2 ? "var" : "mean");
-    *count = (size_t)b->c, *kind = i % 2 ? 'v' : 'm';
-    return m->bn_stats + b->off + (i % 2 ? (size_t)b->c : 0);
 }
 
 int ckpt_load(const char *dir, nn_model_t *m, ckpt_meta_t *meta, char *err, size_t n) {
