@@ -4,6 +4,7 @@
 #include "trainer/run.h"
 #include "trainer/runlog.h"
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -265,6 +266,10 @@ void run_resume(run_t *r) {
             o->max_stale = t->max_stale, o->max_streak = t->max_streak, o->final_top1 = t->final_top1;
             o->final_top5 = t->final_top5, o->final_loss = t->final_loss, o->t_target = t->t_target;
             o->decision_hash = t->decision_hash;
+            /* the summary's fresh fraction is fresh / (rounds x P): on another world size the
+             * earlier rounds' fresh gradients count in this P's units, so that it stays the mean
+             * over all rounds of each round's fresh share */
+            if (meta.ranks != r->P) o->fresh = (uint64_t)llround((double)t->fresh * r->P / meta.ranks);
         }
         /* the run's restarts, this one last (the oldest dropped beyond CKPT_MAX_RESTARTS) */
         int keep = meta.nrestarts < CKPT_MAX_RESTARTS ? meta.nrestarts : CKPT_MAX_RESTARTS - 1;

@@ -19,15 +19,17 @@ echo "resumed:                                                             $r"
 jq -e '.restarts | length == 1 and .[0].epoch == 1 and .[0].ranks_before == 2 and .[0].ranks_after == 2
   and .[0].controller_continued == true and .[0].wall_lost_s >= 0' "$TMP/res.json" >/dev/null \
   || fail "restarts: $(jq -c .restarts "$TMP/res.json")"
-# a second resume, on 3 ranks: the controller starts afresh (its state is per world size), the
-# restarts accumulate
-run 3 "${A[@]}" --epochs 3 --ckpt-dir "$TMP/ck2" --resume --out "$TMP/el.json" || { cat "$TMP/out"; fail "elastic resume on 3 ranks"; }
+# a second resume, on 1 rank (elastic): the controller starts afresh (its state is per world
+# size), the restarts accumulate, and the run's fresh fraction stays a fraction although the
+# earlier rounds had 2 ranks
+run 1 "${A[@]}" --epochs 3 --ckpt-dir "$TMP/ck2" --resume --out "$TMP/el.json" || { cat "$TMP/out"; fail "elastic resume on 1 rank"; }
 grep -q "controller state (2 ranks) is not continued" "$TMP/out" || { cat "$TMP/out"; fail "no line saying the controller starts afresh"; }
-jq -e '.restarts | length == 2 and .[1].epoch == 2 and .[1].ranks_before == 2 and .[1].ranks_after == 3
+jq -e '.restarts | length == 2 and .[1].epoch == 2 and .[1].ranks_before == 2 and .[1].ranks_after == 1
   and .[1].controller_continued == false' "$TMP/el.json" >/dev/null \
   || fail "restarts after the elastic resume: $(jq -c .restarts "$TMP/el.json")"
 jq -e '(.epochs | length) == 1 and .epochs[0].epoch == 3' "$TMP/el.json" >/dev/null || fail "the elastic run did not train epoch 3"
+jq -e '.summary.fresh_fraction <= 1' "$TMP/el.json" >/dev/null || fail "fresh fraction $(jq .summary.fresh_fraction "$TMP/el.json") after 2 -> 1 ranks"
 if [ -x "$B/bin/pcoll-validate" ]; then
   "$B/bin/pcoll-validate" results/schema/run.schema.json "$TMP/el.json" || fail "schema: elastic run"
 fi
-echo "ok: restarts $(jq -c .restarts "$TMP/el.json")"
+echo "ok: restarts $(jq -c .restarts "$TMP/el.json"), fresh fraction $(jq .summary.fresh_fraction "$TMP/el.json")"
