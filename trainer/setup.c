@@ -231,6 +231,40 @@ static int resume_controller(run_t *r, const ckpt_meta_t *m) {
     return 1;
 }
 
+/* The checkpoint's run totals (format 2) become this run's, so the summary continues them. */
+static void resume_totals(run_t *r, const ckpt_meta_t *m) {
+    if (m->version < 2) {
+        if (r->me == 0)
+            fprintf(stderr,
+                    "eager-train: %s/latest.ckpt is a format-1 checkpoint: it has no run totals or "
+                    "controller state, so they start afresh\n",
+                    r->cfg.ckpt_dir);
+        return;
+    }
+    const ckpt_totals_t *t = &m->tot;
+    run_totals_t *o = &r->tot;
+    o->rounds = t->rounds, o->fresh = t->fresh, o->stale_n = t->stale_n, o->stale = t->stale;
+    o->max_stale = t->max_stale, o->max_streak = t->max_streak, o->final_top1 = t->final_top1;
+    o->final_top5 = t->final_top5, o->final_loss = t->final_loss, o->t_target = t->t_target;
+    o->decision_hash = t->decision_hash;
+    /* the summary's fresh fraction is fresh / (rounds x P): on another world size the earlier
+     * rounds' fresh gradients count in this P's units, so that it stays the mean over all rounds
+     * of each round's fresh share */
+    if (m->ranks != r->P) o->fresh = (uint64_t)llround((double)t->fresh * r->P / m->ranks);
+}
+
+/* The run's restarts from the checkpoint, this one appended (the oldest dropped beyond
+ * CKPT_MAX_RESTARTS). Collective: continues the controller (resume_controller). */
+static void add_restart(run_t *r, const ckpt_meta_t *m) {
+    int keep = m->nrestarts < CKPT_MAX_RESTARTS ? m->nrestarts : CKPT_MAX_RESTARTS - 1;
+    memcpy(r->restarts, m->restarts + m->nrestarts - keep, (size_t)keep * sizeof *r->restarts);
+    ckpt_restart_t *e = &r->restarts[keep];
+    *e = (ckpt_restart_t){.epoch = m->epoch, .ranks_before = m->ranks, .ranks_after = r->P};
+    e->wall_lost_s = wall_since_write(r, r->cfg.ckpt_dir);
+    e->controller_continued = resume_controller(r, m);
+    r->nrestarts = keep + 1;
+}
+
 void run_resume(run_t *r) {
     const cfg_t *c = &r->cfg;
     char err[1200] = "";
@@ -242,41 +276,21 @@ void run_resume(run_t *r) {
                 cleaned, cleaned > 1 ? "s" : "", c->ckpt_dir);
     if (c->resume) {
         int ok = r->be->ops->load(r->be, c->ckpt_dir, &meta, err, sizeof err) == 0;
-        if (ok && meta.seed != c->seed)
-            ok = 0,
+        if (ok && meta.seed != c->seed) {
+            ok = 0;
             snprintf(err, sizeof err,
                      "checkpoint %s/latest.ckpt was written with --seed %llu, this run has --seed %llu",
                      c->ckpt_dir, (unsigned long long)meta.seed, (unsigned long long)c->seed);
-        if (ok && meta.epoch > c->epochs)
-            ok = 0,
+        }
+        if (ok && meta.epoch > c->epochs) {
+            ok = 0;
             snprintf(err, sizeof err, "checkpoint %s/latest.ckpt: field 'epoch' = %d is beyond --epochs %d",
                      c->ckpt_dir, meta.epoch, c->epochs);
+        }
         run_agree(r, ok, "resume", err);
         r->epoch0 = r->tot.epochs_done = meta.epoch;
-        if (meta.version < 2 && r->me == 0)
-            fprintf(
-                stderr,
-                "eager-train: %s/latest.ckpt is a format-1 checkpoint: it has no run totals or controller "
-                "state, so they start afresh\n",
-                c->ckpt_dir);
-        if (meta.version >= 2) { /* format 1 has no totals: they count from here */
-            const ckpt_totals_t *t = &meta.tot;
-            run_totals_t *o = &r->tot;
-            o->rounds = t->rounds, o->fresh = t->fresh, o->stale_n = t->stale_n, o->stale = t->stale;
-            o->max_stale = t->max_stale, o->max_streak = t->max_streak, o->final_top1 = t->final_top1;
-            o->final_top5 = t->final_top5, o->final_loss = t->final_loss, o->t_target = t->t_target;
-            o->decision_hash = t->decision_hash;
-            /* the summary's fresh fraction is fresh / (rounds x P): on another world size the
-             * earlier rounds' fresh gradients count in this P's units, so that it stays the mean
-             * over all rounds of each round's fresh share */
-            if (meta.ranks != r->P) o->fresh = (uint64_t)llround((double)t->fresh * r->P / meta.ranks);
-        }
-        /* the run's restarts, this one last (the oldest dropped beyond CKPT_MAX_RESTARTS) */
-        int keep = meta.nrestarts < CKPT_MAX_RESTARTS ? meta.nrestarts : CKPT_MAX_RESTARTS - 1;
-        memcpy(r->restarts, meta.restarts + meta.nrestarts - keep, (size_t)keep * sizeof *r->restarts);
-        r->restarts[keep] = (ckpt_restart_t){meta.epoch, meta.ranks, r->P, wall_since_write(r, c->ckpt_dir),
-                                             resume_controller(r, &meta)};
-        r->nrestarts = keep + 1;
+        resume_totals(r, &meta);
+        add_restart(r, &meta);
         free(meta.ctl);
         runlog_resumed(r);
     }

@@ -3,7 +3,7 @@
  *   config.c      options (table with defaults and help), config file + flags, validation
  *   imbalance.c   injected delays: a pure function of (seed, step, rank)
  *   metrics.c     pieces of the run's JSON (results/schema/run.schema.json), written with jansson
- *   checkpoint.c  atomic checkpoints (temporary file, fsync, rename) and resume
+ *   checkpoint.c  atomic, checksummed checkpoints, each value range-checked before a resume uses it
  *   dealer.c      --epoch-mode global: batches dealt from the round history
  *
  * The program around them (the run context, set-up, the epoch loop, backends, output) is
