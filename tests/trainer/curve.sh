@@ -41,6 +41,17 @@ jq -e '[.epochs[] as $e | .curve[] | select(.batches == $e.epoch * 32) | .test_t
 jq -e '.config["curve-every"] == 8 and .config["curve-test"] == 256' "$TMP/curve.json" >/dev/null || fail "config lacks the curve's options"
 jq -c '[.curve[] | {batches, wall_s: (.wall_s * 10 | round / 10), test_top1}]' "$TMP/curve.json"
 
+# The curve's evaluation is left out of the run's clock: with a snapshot per sync round (16
+# evaluations, longer than the training itself), the epoch still ends soon after its last
+# snapshot, and the epoch's own time is its training's.
+run 2 "${args[@]}" --epochs 1 --curve-every 2 --curve-test 256 --out "$TMP/every2.json" \
+  || { cat "$TMP/out"; fail "sync run with --curve-every 2"; }
+points "$TMP/every2.json" 2
+read -r gap es < <(jq -r '"\(.epochs[0].wall_s - .curve[-1].wall_s) \(.epochs[0].epoch_s)"' "$TMP/every2.json")
+echo "--curve-every 2: the epoch ended $gap s after its last snapshot; epoch_s $es"
+awk -v g="$gap" -v e="$es" 'BEGIN { exit !(g >= 0 && g < e / 4) }' \
+  || fail "the curve's evaluation counts in the run's wall time: the epoch ended $gap s after its last snapshot (epoch_s $es)"
+
 # (b) partial modes under skew (the default 2048 training samples: 64 batches)
 for mode in solo majority; do
   run 2 --mode $mode --epochs 1 --imbalance linear:unit=10 --curve-every 16 --curve-test 512 \
