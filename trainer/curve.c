@@ -46,20 +46,23 @@ void curve_open(run_t *r) {
     const double need = one * (double)(cv->cap + 1); /* + the current model while evaluating */
     const double fit = CURVE_MAX_BYTES / one - 1;    /* snapshots that fit */
     if (fit < 1)
-        snprintf(err, sizeof err, "--curve-every: one snapshot of this model is %.1f MiB, above the %.0f MiB bound",
+        snprintf(err, sizeof err,
+                 "--curve-every: one snapshot of this model is %.1f MiB, above the %.0f MiB bound",
                  one / 1048576, CURVE_MAX_BYTES / 1048576);
     else
         snprintf(err, sizeof err,
                  "--curve-every %ld: up to %zu snapshots per epoch (%lld batches) of %.2f MiB each need %.0f "
                  "MiB, above the %.0f MiB bound; use --curve-every %lld or more",
-                 c->curve_every, cv->cap, (long long)nb, one / 1048576, need / 1048576, CURVE_MAX_BYTES / 1048576,
+                 c->curve_every, cv->cap, (long long)nb, one / 1048576, need / 1048576,
+                 CURVE_MAX_BYTES / 1048576,
                  fit >= 2 ? (long long)(nb / ((long long)fit - 1) + 1) : (long long)nb + 1);
     run_agree(r, need <= CURVE_MAX_BYTES, "configuration", err);
     cv->snap = calloc(cv->cap, sizeof *cv->snap);
     cv->params = malloc(cv->cap * m->nparams * sizeof(float));
     cv->bn = malloc((cv->cap * m->nbn_stats + 1) * sizeof(float));
     cv->now = malloc((m->nparams + m->nbn_stats) * sizeof(float));
-    run_agree(r, cv->snap && cv->params && cv->bn && cv->now, "accuracy curve", "out of memory for the snapshots");
+    run_agree(r, cv->snap && cv->params && cv->bn && cv->now, "accuracy curve",
+              "out of memory for the snapshots");
     cv->test = run_open_split(c, DATA_TEST, c->curve_test, err, sizeof err);
     run_agree(r, cv->test != NULL, "accuracy curve test data", err);
 }
@@ -72,7 +75,8 @@ void curve_round(run_t *r, int epoch, const epoch_t *e, int nfresh) {
     curve_t *cv = &r->curve;
     const nn_model_t *m = r->model;
     char err[512] = "";
-    if (cv->n == cv->cap) run_die(r, "accuracy curve", "more snapshots in an epoch than it has batches (internal)");
+    if (cv->n == cv->cap)
+        run_die(r, "accuracy curve", "more snapshots in an epoch than it has batches (internal)");
     if (r->be->ops->to_host(r->be, err, sizeof err)) run_die(r, "accuracy curve snapshot", err);
     memcpy(cv->params + cv->n * m->nparams, m->params, m->nparams * sizeof(float));
     memcpy(cv->bn + cv->n * m->nbn_stats, m->bn_stats, m->nbn_stats * sizeof(float));
