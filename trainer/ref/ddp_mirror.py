@@ -502,7 +502,7 @@ def worker(rank, args):
         sums = torch.zeros(len(snaps), 3, dtype=torch.float64)
         for k, sn in enumerate(snaps):
             load_state(sn["params"], bn[k])
-            sums[k] = eval_sums(min(args.curve_test, test.n))
+            sums[k] = eval_sums(args.curve_test)
         dist.all_reduce(sums)
         load_state(here["params"], here["bn"])
         recs = [{"epoch": sn["epoch"], "batches": sn["batches"], "samples": sn["batches"] * args.batch,
@@ -654,6 +654,11 @@ def free_port():
 
 def main():
     args = parse()
+    if args.curve_every:  # as eager-train: a subset larger than the test set is refused, not shrunk
+        ntest = open_data(args, "test").n
+        if args.curve_test > ntest:
+            raise SystemExit("ddp_mirror: --curve-test %d is larger than the test set (%d samples%s)" % (
+                args.curve_test, ntest, " with --limit-test" if args.limit_test else ""))
     if args.port == 0:
         args.port = free_port()
     for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):

@@ -25,8 +25,9 @@
 #     --train-opts "..."   extra eager-train flags for every eager-train run (e.g. "--epoch-mode
 #                          global"; DDP has no counterpart of most, so check what you compare)
 #     --curve-every N      accuracy curve (both programs): a snapshot every N batches applied by
-#                          all ranks together, evaluated on the first --curve-test M (2000) test
-#                          samples; default auto: a tenth of an epoch's batches; 0: no curve
+#                          all ranks together, evaluated on the first --curve-test M (2000, at
+#                          most --limit-test) test samples; default auto: a tenth of an epoch's
+#                          batches; 0: no curve
 #     --experiment fmnist --epochs E --batch B --limit-train N --limit-test N --threads T (0: cores / P)
 #     --out DIR            runs go to DIR/pP/<imbalance>/<program>-s<seed>.json (default
 #                          results/runs/ddp-race); existing files are kept (rerun to resume)
@@ -86,6 +87,10 @@ done
 [[ $CURVE_TEST =~ ^[0-9]+$ ]] && [ "$CURVE_TEST" -ge 1 ] || die "--curve-test takes a number of test samples >= 1, not '$CURVE_TEST'"
 [ -z "$BATCH" ] || [[ $BATCH =~ ^[1-9][0-9]*$ ]] || die "--batch takes a number >= 1, not '$BATCH'"
 read -ra TRAIN_EXTRA <<<"$TRAIN_OPTS"
+[[ $LT =~ ^[0-9]+$ ]] && [[ $LTE =~ ^[0-9]+$ ]] || die "--limit-train / --limit-test take a number of samples (0: all)"
+# the curve's test subset: at most the test samples used (both programs refuse a larger one)
+ctest=$CURVE_TEST
+[ "$LTE" -gt 0 ] && [ "$LTE" -lt "$ctest" ] && ctest=$LTE
 for m in $MODES; do case $m in sync | solo | majority | adaptive | quorum:*) ;; *) die "--modes: '$m' is not an eager-train mode" ;; esac; done
 for i in $IMBS; do [[ $i =~ ^(none|random[1-9][0-9]*|lognormal|linear|slow)$ ]] || die "--imbalances: '$i' is not none, randomK, lognormal, linear or slow"; done
 command -v jq >/dev/null || die "needs jq (make deps)"
@@ -157,7 +162,7 @@ for P in $RANKS; do
   D=$OUT/p$P
   ce=$(curve_every "$P")
   curve=()
-  [ "$ce" -gt 0 ] && curve=(--curve-every "$ce" --curve-test "$CURVE_TEST")
+  [ "$ce" -gt 0 ] && curve=(--curve-every "$ce" --curve-test "$ctest")
   echo "ddp_race: P=$P, $th thread(s) per rank, seeds $SEEDS, curve every $ce batches, into $D"
   # the balanced sync run of the first seed measures the step time the delays are scaled to
   cal=$D/none/sync-s$first_seed.json
