@@ -13,6 +13,8 @@
 #      REF's points (epoch, batches, samples) and each point's test loss and top-1 on the first
 #      --curve-test test samples within the same rounding, and wall times that never decrease
 #      (skipped while eager-train has no --curve-every).
+# Also: every imbalance regime of ddp_race.sh (with delays in ms and busy=1) is an --imbalance spec
+# that eager-train's parser takes (the delay tables above cover each model on both sides).
 # REF: default every trainer/ref/ddp_mirror_ref_*.json (committed, one per mirrored preset,
 # written by ddp_mirror.py --mirror-ref).
 # --live: first regenerates each REF with PyTorch ($DDP_PY, see ddp_venv.sh) into $B/ddp/, prints
@@ -126,7 +128,22 @@ fails=$((fails + $(grep -c '^FAIL' <<<"$report")))
 [ $fails -eq 0 ]
 }
 
+# race_regimes: 0 when eager-train's parser ($DL) takes the spec of every ddp_race.sh regime
+race_regimes() {
+  local names="none random1 random2 lognormal linear slow" specs s bad=0
+  specs=$(bash trainer/ref/ddp_race.sh --dry-run --no-ddp --modes sync --ranks 4 --seeds 1 --imbalances "$names" \
+    --delay-x 150ms --ln-x 100ms --lin-x 30ms --busy | grep -o -- '--imbalance [^ ]*' | cut -d' ' -f2 | sort -u)
+  for s in $specs; do
+    "$DL" "$s" 1 4 1 10 64 >/dev/null || { echo "FAIL: ddp_race.sh's regime spec '$s' is refused by eager-train"; bad=1; }
+  done
+  [ "$(wc -w <<<"$specs")" = "$(wc -w <<<"$names")" ] ||
+    { echo "FAIL: ddp_race.sh --dry-run gave $(wc -w <<<"$specs") imbalance specs for the regimes $names: $specs"; bad=1; }
+  [ $bad = 0 ] && echo "race regimes: eager-train takes" $specs
+  return $bad
+}
+
 rc=0 skipped=0
+race_regimes || rc=1
 for ref in "$@"; do
   check "$ref"
   r=$?
