@@ -35,6 +35,8 @@
 #define TRAILER_MAGIC "EAGERSUM"
 #define TRAILER_BYTES 16
 #define MAX_RANKS     (1 << 24)
+#define MAX_EPOCH     1000000000  /* an epoch field beyond it is damage, whatever --epochs says */
+#define MAX_CTL_BYTES (64u << 20) /* a controller state is kilobytes; this bounds the allocation */
 /* the largest magnitude a loaded parameter may have: one whose square is no float would make
  * weight decay and every product with it overflow to inf at the first step */
 #define MAX_WEIGHT sqrtf(FLT_MAX)
@@ -231,7 +233,7 @@ int ckpt_save(const char *dir, const nn_model_t *m, const ckpt_meta_t *meta, cha
 static int verify_checksum(const char *path, char *err, size_t n) {
     FILE *f = fopen(path, "rb");
     if (!f) return fail(err, n, path, "cannot open: %s", strerror(errno));
-    unsigned char tr[TRAILER_BYTES], buf[1 << 16];
+    unsigned char tr[TRAILER_BYTES] = {0}, buf[1 << 16];
     long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
     int has = size >= TRAILER_BYTES && fseek(f, size - TRAILER_BYTES, SEEK_SET) == 0 &&
               fread(tr, 1, TRAILER_BYTES, f) == TRAILER_BYTES && !memcmp(tr, TRAILER_MAGIC, 8);
@@ -257,7 +259,7 @@ static int verify_checksum(const char *path, char *err, size_t n) {
 /* Every scalar of a format-2 meta in range (err names the field). */
 static int check_meta(const char *path, const uint64_t *w, const ckpt_meta_t *c, char *err, size_t n) {
     const ckpt_totals_t *t = &c->tot;
-    if (w[W_EPOCH] > 1000000000)
+    if (w[W_EPOCH] > MAX_EPOCH)
         return fail(err, n, path, "field 'epoch' = %llu is out of range", (unsigned long long)w[W_EPOCH]);
     if (w[W_RANKS] < 1 || w[W_RANKS] > MAX_RANKS)
         return fail(err, n, path, "field 'ranks' = %llu is out of range [1, %d]",
@@ -284,7 +286,7 @@ static int check_meta(const char *path, const uint64_t *w, const ckpt_meta_t *c,
     if (c->nrestarts < 0 || c->nrestarts > CKPT_MAX_RESTARTS)
         return fail(err, n, path, "field 'restarts' = %d is out of range [0, %d]", c->nrestarts,
                     CKPT_MAX_RESTARTS);
-    if (c->ctl_len > (64u << 20))
+    if (c->ctl_len > MAX_CTL_BYTES)
         return fail(err, n, path, "field 'ctl_len' = %zu is out of range", c->ctl_len);
     return 0;
 }
@@ -306,7 +308,7 @@ static int read_meta(const char *path, const nn_tfile_t *f, int trailer, const n
     if (c->version == FORMAT && !trailer)
         return fail(err, n, path, "no checksum trailer (the file is damaged or truncated)");
     if (c->version == 1) {
-        if (!(d[1] >= 0 && d[1] <= 1e9 && d[2] >= 1 && d[2] <= MAX_RANKS))
+        if (!(d[1] >= 0 && d[1] <= MAX_EPOCH && d[2] >= 1 && d[2] <= MAX_RANKS))
             return fail(err, n, path, "field 'epoch' = %g or 'ranks' = %g is out of range", d[1], d[2]);
         w[W_EPOCH] = (uint64_t)d[1], w[W_RANKS] = (uint64_t)d[2], w[W_WALL] = dbits(d[3]);
         if (get64(d + 4, &w[W_SEED]) || get64(d + 8, &w[W_DESC]) || get64(d + 12, &w[W_NPARAMS]))
@@ -320,7 +322,7 @@ static int read_meta(const char *path, const nn_tfile_t *f, int trailer, const n
                     "builds '%s' with %zu parameters",
                     (unsigned long long)w[W_NPARAMS], m->desc, m->nparams);
     ckpt_totals_t *t = &c->tot;
-    c->epoch = (int)(w[W_EPOCH] <= 1000000000 ? w[W_EPOCH] : 1000000001),
+    c->epoch = (int)(w[W_EPOCH] <= MAX_EPOCH ? w[W_EPOCH] : MAX_EPOCH + 1),
     c->ranks = (int)(w[W_RANKS] & 0x7fffffff);
     c->wall_s = bitsd(w[W_WALL]), c->seed = w[W_SEED];
     t->rounds = w[W_ROUNDS], t->fresh = w[W_FRESH], t->stale_n = w[W_STALE_N], t->stale = bitsd(w[W_STALE]);
