@@ -1,6 +1,7 @@
 /* compare_load.c -- pcoll-compare's inputs: run files (eager-sgd-run/1, and PyTorch DDP runs of
  * trainer/ref/ddp_mirror.py: ddp-run/1 with "program": "pytorch-ddp") become run_t with the
- * figures the tables use; allreduce benchmark files become bench_t; other JSON is skipped. */
+ * figures the tables use; allreduce benchmark files become bench_t; other JSON is skipped, and so
+ * are the partial files of unfinished runs (*.partial.json, trainer/runlog.h) met in a folder. */
 #include "results/compare.h"
 #include <dirent.h>
 #include <errno.h>
@@ -187,7 +188,13 @@ int cmp_load_dir(compare_t *c, const char *dir, plist *seen) {
             if (cmp_load_dir(c, p, seen) < 0) rc = -1;
         } else if (S_ISREG(st.st_mode)) {
             size_t l = strlen(p);
-            if (l > 5 && !strcmp(p + l - 5, ".json") && cmp_load_file(c, p, seen, 0) < 0) rc = -1;
+            if (l > 13 && !strcmp(p + l - 13, ".partial.json"))
+                fprintf(stderr,
+                        "note: skipping %s: the record of a run that is running or did not finish "
+                        "(its summary.exit says which); name the file to compare it\n",
+                        p);
+            else if (l > 5 && !strcmp(p + l - 5, ".json") && cmp_load_file(c, p, seen, 0) < 0)
+                rc = -1;
         }
     }
     return rc;

@@ -3,6 +3,7 @@
 #include "trainer/metrics.h"
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct runlog {
     json_t *root, *epochs, *rounds, *switches; /* rank 0 only */
@@ -50,6 +51,27 @@ static void gather_hosts(run_t *r, runlog_t *l) {
                MPI_COMM_WORLD);
 }
 
+/* --out's partial twin: OUT with ".json" replaced by ".partial.json" (appended if OUT has none). */
+static void partial_path(const char *out, char *buf, size_t n) {
+    size_t l = strlen(out);
+    int js = l >= 5 && !strcmp(out + l - 5, ".json");
+    snprintf(buf, n, "%.*s.partial.json", (int)(js ? l - 5 : l), out);
+}
+
+static void save_partial(run_t *r, double wall);
+
+/* Rank 0 at the start: temporary files a killed writer left are removed, and the partial file
+ * (no epochs yet, exit "running") replaces any earlier run's. */
+static void start_partial(run_t *r) {
+    char p[sizeof r->cfg.out + 32];
+    snprintf(p, sizeof p, "%s.tmp", r->cfg.out);
+    unlink(p);
+    partial_path(r->cfg.out, p, sizeof p);
+    strcat(p, ".tmp");
+    unlink(p);
+    save_partial(r, r->wall0);
+}
+
 void runlog_open(run_t *r, int argc, char **argv) {
     runlog_t *l = calloc(1, sizeof *l);
     if (!l) run_die(r, "metrics", "out of memory");
@@ -78,6 +100,7 @@ void runlog_open(run_t *r, int argc, char **argv) {
     set(ct, "switches", l->switches = json_array());
     set(root, "controller", ct);
     set(root, "papi", metrics_papi(l->papi));
+    start_partial(r);
 }
 
 void runlog_round(run_t *r, const pcoll_record_t *rec, double lr, double wd, int epoch) {
@@ -207,15 +230,18 @@ void runlog_checkpoint(const run_t *r, const char *path) {
     if (talk(r)) printf("  checkpoint %s\n", path);
 }
 
-static int write_file(run_t *r) {
+/* Rank 0: writes the JSON atomically to path; 0, or 1 after printing why it could not. */
+static int write_file(run_t *r, const char *path) {
     char err[1200];
-    if (!metrics_write(r->log->root, r->cfg.out, err, sizeof err)) return 0;
+    if (!metrics_write(r->log->root, path, err, sizeof err)) return 0;
     fprintf(stderr, "eager-train: %s\n", err);
     return 1;
 }
 
-void runlog_save(run_t *r) {
-    if (r->me == 0) write_file(r);
+static void my_stats(const run_t *r, double mine[6]) {
+    const rank_stats_t *rs = &r->rs;
+    double v[6] = {rs->compute, rs->inject, rs->wait, rs->apply, (double)rs->steps, (double)rs->max_streak};
+    memcpy(mine, v, sizeof v);
 }
 
 /* Per-rank records of n ranks' stats v (6 values each); returns the straggler. */
@@ -261,12 +287,49 @@ static json_t *summary_json(const run_t *r, double wall, int straggler, const ch
     return s;
 }
 
+/* Rank 0: the partial file of a running run: what it has so far, rank 0's own per-rank record and
+ * a summary whose exit is "running" (schema-valid, so a run killed now leaves a readable record). */
+static void save_partial(run_t *r, double wall) {
+    double mine[6];
+    my_stats(r, mine);
+    set(r->log->root, "summary", summary_json(r, wall, ranks_json(r, mine, 1), "running"));
+    char path[sizeof r->cfg.out + 16];
+    partial_path(r->cfg.out, path, sizeof path);
+    write_file(r, path);
+}
+
+void runlog_save(run_t *r) {
+    if (r->me == 0) save_partial(r, run_now() - r->t_start);
+}
+
+/* Rank 0, the summary in place: a finished run replaces --out atomically and drops the partial
+ * file; a stopped one (or a finished one whose --out cannot be written) leaves --out as it was and
+ * says why in the partial file. Returns 1 if the run's record could not be written where promised. */
+static int write_result(run_t *r, const char *exit_reason) {
+    char partial[sizeof r->cfg.out + 16], why[1400];
+    partial_path(r->cfg.out, partial, sizeof partial);
+    if (!exit_reason) {
+        if (!write_file(r, r->cfg.out)) {
+            unlink(partial);
+            return 0;
+        }
+        snprintf(why, sizeof why, "finished, but --out %s could not be written", r->cfg.out);
+        set(json_object_get(r->log->root, "summary"), "exit", json_string(why));
+        write_file(r, partial);
+        return 1;
+    }
+    int failed = write_file(r, partial);
+    if (!failed)
+        fprintf(stderr, "eager-train: the stopped run's record is %s (%s is left as it was)\n", partial,
+                r->cfg.out);
+    return failed;
+}
+
 int runlog_finish(run_t *r, const char *exit_reason, int collective) {
     runlog_t *l = r->log;
     if (!l) return 0;
-    const rank_stats_t *rs = &r->rs;
-    double mine[6] = {rs->compute, rs->inject,        rs->wait,
-                      rs->apply,   (double)rs->steps, (double)rs->max_streak};
+    double mine[6];
+    my_stats(r, mine);
     double *all = r->me == 0 ? malloc((size_t)r->P * sizeof mine) : NULL;
     if (collective)
         MPI_Gather(mine, 6, MPI_DOUBLE, all, 6, MPI_DOUBLE, 0, MPI_COMM_WORLD);
@@ -282,7 +345,7 @@ int runlog_finish(run_t *r, const char *exit_reason, int collective) {
         double wall = run_now() - r->t_start;
         set(l->root, "summary", summary_json(r, wall, strag, exit_reason));
         if (r->be && r->be->ops->add_json) r->be->ops->add_json(r->be, l->root);
-        failed = write_file(r);
+        failed = write_result(r, exit_reason);
         if (!failed && !exit_reason && !r->cfg.quiet) {
             char t1[32] = "-";
             if (r->tot.final_top1 >= 0 && data_num_classes(r->train) > 0)

@@ -1,6 +1,9 @@
 /* runlog.h -- everything eager-train tells the user: the console lines (rank 0, unless --quiet)
- * and the run's JSON (results/schema/run.schema.json; rank 0 builds it and rewrites the file
- * atomically after every epoch and at the end). Functions marked collective are called by every
+ * and the run's JSON (results/schema/run.schema.json; rank 0 builds it). --out is written once,
+ * atomically, when the run finishes; until then (and when it stops early) the record lives in a
+ * partial file beside it (OUT.partial.json, rewritten at the start and at every epoch end, its
+ * summary.exit "running" or why the run stopped), so a killed or failed run never replaces an
+ * earlier complete --out. Functions marked collective are called by every
  * rank; the others may be called by every rank and act on rank 0 only. */
 #ifndef TRAINER_RUNLOG_H
 #define TRAINER_RUNLOG_H
@@ -32,8 +35,9 @@ void runlog_switches(run_t *r, int epoch, const ctl_switch_t *sw, size_t n);
 void runlog_papi_epoch(run_t *r, int epoch); /* collective */
 void runlog_epoch(run_t *r, int epoch, const epoch_t *e, const epoch_report_t *rep);
 void runlog_checkpoint(const run_t *r, const char *path);
-void runlog_save(run_t *r); /* rewrites the JSON file */
-/* The summary (exit: "ok" or why the run stopped) and the per-rank records, then the file.
+void runlog_save(run_t *r); /* rewrites the partial file (exit "running") */
+/* The summary (exit: "ok" or why the run stopped) and the per-rank records, then the file:
+ * exit_reason NULL: --out (and the partial file is removed); else the partial file only.
  * collective: every rank takes part (per-rank records of all); else rank 0 writes its own only.
  * Returns 0, or 1 if the file could not be written. Frees the JSON. */
 int runlog_finish(run_t *r, const char *exit_reason, int collective);
