@@ -24,7 +24,8 @@ typedef struct {
 
 void runlog_config(const run_t *r); /* the resolved configuration */
 void runlog_resumed(const run_t *r);
-/* Collective: hosts, PAPI counters (started here on every rank), the JSON's fixed parts. */
+/* Collective: hosts, PAPI counters (started here on every rank), the JSON's fixed parts and the
+ * first partial file; returns on every rank after rank 0 has written it (the clocks start then). */
 void runlog_open(run_t *r, int argc, char **argv);
 /* A round applied (rank 0 aggregates --round-agg rounds per record); flush: the epoch's last. */
 void runlog_round(run_t *r, const pcoll_record_t *rec, double lr, double wd, int epoch);
@@ -34,6 +35,8 @@ void runlog_progress(const run_t *r, int epoch, long s, const epoch_t *e);
 void runlog_switches(run_t *r, int epoch, const ctl_switch_t *sw, size_t n);
 void runlog_papi_epoch(run_t *r, int epoch); /* collective */
 void runlog_epoch(run_t *r, int epoch, const epoch_t *e, const epoch_report_t *rep);
+/* One point of the accuracy curve (--curve-every): an evaluated snapshot. */
+void runlog_curve(run_t *r, const curve_snap_t *s, double test_loss, double test_top1);
 void runlog_checkpoint(const run_t *r, const char *path);
 void runlog_save(run_t *r); /* rewrites the partial file (exit "running") */
 /* The summary (exit: "ok" or why the run stopped) and the per-rank records, then the file:
