@@ -265,25 +265,25 @@ typedef struct {
     double gain_min, gain_max, gain_sum; /* the gain over the observed rounds where it was defined */
     uint64_t gain_n;                     /* ... how many (0: never; gain_min/gain_max are then NAN) */
     /* rule=rate: the latest measurement of each level, indexed sync, majority, light (NAN: none) */
-    double rate[3];           /* gradients per second the level delivered */
-    double lag[3];            /* mean lag of its gradients, in sync steps */
-    double score[3];          /* the rate in fresh-gradient equivalents: what the choice compares
+    double rate[3];          /* gradients per second the level delivered */
+    double lag[3];           /* mean lag of its gradients, in sync steps */
+    double score[3];         /* the rate in fresh-gradient equivalents: what the choice compares
                                 (pooled over the level's measurements since the run's conditions
                                 last changed) */
-    double score_se[3];       /* ... its standard error */
-    uint64_t samples[3];      /* gradients counted in the measurements behind score (0: the score
+    double score_se[3];      /* ... its standard error */
+    uint64_t samples[3];     /* gradients counted in the measurements behind score (0: the score
                                 predates a detected change and awaits the level's next probe) */
-    int probing;              /* rule=rate: a probe of the levels is in progress */
-    uint64_t level_rounds[3]; /* rounds observed that ran each level (this handle), indexed as
-                                 rate[]: LIGHT counts solo and quorum rounds */
-    uint64_t choices;         /* rule=rate: probes of every level completed (this handle) */
-    uint64_t choice_changes;  /* ... that chose another level than the one before the probe */
-    int choice;               /* the level the latest completed probe chose, as an index of rate[]
+    int probing;             /* rule=rate: a probe of the levels is in progress */
+    uint64_t lv_rounds[3];   /* rounds observed that ran each level (this handle), indexed as
+                                rate[]: LIGHT counts solo and quorum rounds */
+    uint64_t choices;        /* rule=rate: probes of every level completed (this handle) */
+    uint64_t choice_changes; /* ... that chose another level than the one before the probe */
+    int choice;              /* the level the latest completed probe chose, as an index of rate[]
                                  (0 sync, 1 majority, 2 light; -1: none yet) */
-    uint64_t tau_waits;       /* (rank, round) pairs that tau forced into a wait set */
-    uint64_t tau_violations;  /* (rank, round) pairs with streak > tau in a record */
-    uint64_t tau_misses;      /* tau_by=library: a rank the library had to wait for was not fresh */
-    uint32_t max_streak;      /* over all observed records and active ranks */
+    uint64_t tau_waits;      /* (rank, round) pairs that tau forced into a wait set */
+    uint64_t tau_violations; /* (rank, round) pairs with streak > tau in a record */
+    uint64_t tau_misses;     /* tau_by=library: a rank the library had to wait for was not fresh */
+    uint32_t max_streak;     /* over all observed records and active ranks */
 } ctl_policy_stats_t;
 
 typedef struct ctl_policy ctl_policy_t;

@@ -824,7 +824,7 @@ int ctl_policy_observe(ctl_policy_t *p, const pcoll_record_t *rec, ctl_decision_
     if (c->tau > 0 && c->tau_by == CTL_TAU_POLICY) p->st.tau_waits += nw;
     p->next = r + 1;
     p->st.rounds++;
-    p->st.level_rounds[rec->mode == PCOLL_SYNC ? 0 : rec->mode == PCOLL_MAJORITY ? 1 : 2]++;
+    p->st.lv_rounds[rec->mode == PCOLL_SYNC ? 0 : rec->mode == PCOLL_MAJORITY ? 1 : 2]++;
     if (!what) return 0;
 
     commit(p, r, what, &v, nw, &g, wwhy, out);

@@ -383,8 +383,8 @@ static void test_stats(void) {
     CHECK(switches >= 2 && probes >= 2, "too few switches (%llu) or probes (%llu) to check the counts",
           (unsigned long long)switches, (unsigned long long)probes);
     for (int l = 0; l < 3; l++) {
-        CHECK(st.level_rounds[l] == ran[l], "%s: stats say %llu rounds, the records %llu", lvname[l],
-              (unsigned long long)st.level_rounds[l], (unsigned long long)ran[l]);
+        CHECK(st.lv_rounds[l] == ran[l], "%s: stats say %llu rounds, the records %llu", lvname[l],
+              (unsigned long long)st.lv_rounds[l], (unsigned long long)ran[l]);
         CHECK(isfinite(st.rate[l]) && st.rate[l] > 0 && isfinite(st.lag[l]) && st.lag[l] >= 0 &&
                   isfinite(st.score[l]) && st.score[l] > 0 && st.score[l] <= st.rate[l] * (1 + 1e-9) &&
                   isfinite(st.score_se[l]) && st.score_se[l] >= 0,
@@ -411,7 +411,7 @@ static void test_stats(void) {
                   !memcmp(rs.samples, st.samples, sizeof st.samples) && rs.choice == st.choice &&
                   rs.probing == st.probing && rs.mode == st.mode,
               "the resumed policy reports other measurements than the one it continues");
-        CHECK(rs.rounds == 0 && rs.level_rounds[0] + rs.level_rounds[1] + rs.level_rounds[2] == 0 &&
+        CHECK(rs.rounds == 0 && rs.lv_rounds[0] + rs.lv_rounds[1] + rs.lv_rounds[2] == 0 &&
                   rs.mode_switches == 0,
               "a resumed policy's per-handle counts do not start at 0");
     }
