@@ -264,6 +264,9 @@ typedef struct {
     double L, A, F, T, gain;             /* signals of the current window (NAN if undefined) */
     double gain_min, gain_max, gain_sum; /* the gain over the observed rounds where it was defined */
     uint64_t gain_n;                     /* ... how many (0: never; gain_min/gain_max are then NAN) */
+    ctl_kind_t kind;                     /* the policy's kind and rule (what the fields below apply to) */
+    ctl_rule_t rule;
+    int light_quorum; /* adaptive: LIGHT is quorum:light_quorum, or solo when 0 */
     /* rule=rate: the latest measurement of each level, indexed sync, majority, light (NAN: none) */
     double rate[3];          /* gradients per second the level delivered */
     double lag[3];           /* mean lag of its gradients, in sync steps */

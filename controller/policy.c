@@ -859,6 +859,9 @@ void ctl_policy_stats(const ctl_policy_t *p, ctl_policy_stats_t *st) {
     st->gain = p->c.kind == CTL_ADAPTIVE && p->c.rule == CTL_RULE_RATE ? NAN : g.gain;
     const int order[3] = {LV_SYNC, LV_MAJ, LV_LIGHT};
     int chosen = s->phase ? s->incumbent : s->level;
+    st->kind = p->c.kind;
+    st->rule = p->c.rule;
+    st->light_quorum = p->light.mode == PCOLL_QUORUM ? p->light.quorum : 0;
     st->choice = -1;
     st->probing = p->c.kind == CTL_ADAPTIVE && p->c.rule == CTL_RULE_RATE && s->phase;
     for (int i = 0; i < 3; i++) {
