@@ -38,6 +38,9 @@ done
 jq -e '([.epochs[].controller.levels[] | select(.samples > 0)] | length > 0)
   and .epochs[-1].controller.chosen != null' "$J" > /dev/null \
   || fail "no level measured, or none chosen, in $EPOCHS epochs: the checks of those fields did not run"
+# pcoll-compare sums the epochs' objects into one note per run
+"$B/bin/pcoll-compare" "$J" > "$TMP/cmp" 2>&1 || { cat "$TMP/cmp"; fail "pcoll-compare"; }
+grep -m1 "controller rounds sync" "$TMP/cmp" || fail "pcoll-compare has no controller note for the adaptive run"
 # a static mode: no controller object, no controller line
 timeout 120 $MPIRUN -np 2 "$TRAIN" --experiment fmnist --limit-train 256 --limit-test 64 --batch 32 \
   --mode solo --epochs 1 --out "$TMP/s.json" > "$TMP/out" 2>&1 || { cat "$TMP/out"; fail "solo run"; }
