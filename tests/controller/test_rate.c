@@ -39,33 +39,46 @@ typedef struct {
 static int mode_level(pcoll_mode_t m) { return m == PCOLL_SYNC ? 0 : m == PCOLL_MAJORITY ? 1 : 2; }
 static const char *lvname[3] = {"sync", "majority", "solo"};
 
+/* The policy of spec and the event-time mock of the scenario, its ranks reporting cycle times. */
+static ctl_policy_t *scen_start(const char *spec, const scen_t *sc, gen_t *g, ctl_policy_cfg_t *cfg) {
+    ctl_policy_t *pol = mk(spec, sc->P, cfg);
+    pcoll_rule_t init;
+    ctl_policy_initial(pol, &init);
+    gen_init(g, sc->P, sc->seed, &init);
+    for (int p = 0; p < sc->P; p++) g->period[p] = sc->period[p];
+    g->lognormal = sc->lognormal;
+    g->apply = sc->apply;
+    g->lib_tau = sc->tau;
+    sim_start(g, sc->jitter, sc->lat);
+    sim_report_cycles(g);
+    return pol;
+}
+
+/* The next round's record, observed by the policy; its decision (if any, *decided = 1) is
+ * scheduled in the mock. */
+static const pcoll_record_t *scen_step(ctl_policy_t *pol, gen_t *g, ctl_decision_t *d, int *decided) {
+    const pcoll_record_t *rec = gen_next(g);
+    int k = ctl_policy_observe(pol, rec, d);
+    CHECK(k == 0 || k == 1, "observe %d", k);
+    if (k == 1) sched_push(&g->sched, d);
+    *decided = k == 1;
+    return rec;
+}
+
 /* Runs spec on the scenario; rounds before `from` are not counted in the outcome's time split. */
 static void run_scen(const char *spec, const scen_t *sc, uint64_t from, outcome_t *o) {
     memset(o, 0, sizeof *o);
-    char full[256];
-    snprintf(full, sizeof full, "%s%s", spec, sc->tau ? "" : "");
-    ctl_policy_t *pol = mk(full, sc->P, NULL);
-    pcoll_rule_t init;
-    ctl_policy_initial(pol, &init);
     gen_t g;
-    gen_init(&g, sc->P, sc->seed, &init);
-    for (int p = 0; p < sc->P; p++) g.period[p] = sc->period[p];
-    g.lognormal = sc->lognormal;
-    g.apply = sc->apply;
-    g.lib_tau = sc->tau;
-    sim_start(&g, sc->jitter, sc->lat);
-    sim_report_cycles(&g);
+    ctl_policy_t *pol = scen_start(spec, sc, &g, NULL);
     uint32_t gsince[MAXP] = {0};
     double lag_sum = 0, worth = 0, t_prev = 0, t_from = 0;
     uint64_t grads = 0, lag_n = 0;
     for (uint64_t r = 0; r < sc->N; r++) {
         if (sc->change_at && r == sc->change_at) g.period[0] = sc->change_to;
-        const pcoll_record_t *rec = gen_next(&g);
         ctl_decision_t d;
-        int k = ctl_policy_observe(pol, rec, &d);
-        CHECK(k == 0 || k == 1, "observe %d", k);
-        if (k == 1) {
-            sched_push(&g.sched, &d);
+        int k;
+        const pcoll_record_t *rec = scen_step(pol, &g, &d, &k);
+        if (k) {
             declog_add(&o->L, &d);
             if (d.what & CTL_DEC_MODE) o->switches++;
             if (d.what & CTL_DEC_PROBE) o->probes++;
@@ -353,23 +366,16 @@ static void test_stats(void) {
     const int P = 4;
     scen_t sc = alike(P, 1);
     sc.period[P - 1] = 4;
+    sc.seed = 7;
     ctl_policy_cfg_t cfg;
-    ctl_policy_t *pol = mk("adaptive,rule=rate,window=32", P, &cfg);
-    pcoll_rule_t init;
-    ctl_policy_initial(pol, &init);
     gen_t g;
-    gen_init(&g, P, 7, &init);
-    for (int p = 0; p < P; p++) g.period[p] = sc.period[p];
-    sim_start(&g, sc.jitter, sc.lat);
-    sim_report_cycles(&g);
+    ctl_policy_t *pol = scen_start("adaptive,rule=rate,window=32", &sc, &g, &cfg);
     uint64_t ran[3] = {0}, switches = 0, probes = 0;
     for (uint64_t r = 0; r < 6000; r++) {
-        const pcoll_record_t *rec = gen_next(&g);
         ctl_decision_t d;
-        int k = ctl_policy_observe(pol, rec, &d);
-        CHECK(k == 0 || k == 1, "observe %d", k);
-        if (k == 1) {
-            sched_push(&g.sched, &d);
+        int k;
+        const pcoll_record_t *rec = scen_step(pol, &g, &d, &k);
+        if (k) {
             switches += (d.what & CTL_DEC_MODE) != 0;
             probes += (d.what & CTL_DEC_PROBE) != 0;
         }
