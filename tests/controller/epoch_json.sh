@@ -15,15 +15,16 @@ jq -c '.epochs[] | .controller' "$J"
 n=$(jq '[.epochs[] | select(.controller)] | length' "$J")
 [ "$n" = "$EPOCHS" ] || fail "$n of $EPOCHS epochs have a controller object"
 # per epoch: the levels are sync, majority, solo in that order; level and chosen are among them;
-# a measured level has numbers (JSON has no NaN or infinity) and at least 2 gradients per rank;
+# a measured level has numbers (JSON has no NaN or infinity) and, unless its score predates a
+# detected change (samples 0), at least 2 gradients per rank behind its score;
 # the switches equal the epoch's entries in the run's switch log
 for e in $(seq 0 $((EPOCHS - 1))); do
   jq -e --argjson e $e '.epochs[$e].controller as $c | ($c.levels | map(.level)) as $names
     | $names == ["sync", "majority", "solo"]
-    and ([$c.level] | inside($names)) and ($c.chosen == null or ([$c.chosen] | inside($names)))
+    and ([$c.level] - $names) == [] and ($c.chosen == null or ([$c.chosen] - $names) == [])
     and all($c.levels[]; (.rate == null and .lag == null and .score == null and .score_se == null
                           and .samples == 0)
-                         or ((.rate, .lag, .score, .score_se | type == "number") and .samples >= 4))
+                         or (([.rate, .lag, .score, .score_se] | all(type == "number")) and (.samples == 0 or .samples >= 4)))
     and ($c.levels | map(.rounds) | add) > 0
     and $c.switches == ([.controller.switches[] | select(.epoch == $e)] | length)
     and $c.probes <= $c.switches' "$J" > /dev/null || fail "epoch $((e + 1)): bad controller object"
@@ -35,7 +36,7 @@ for e in $(seq 0 $((EPOCHS - 1))); do
   ch=$(jq -r --argjson e $e '.epochs[$e].controller.chosen // ""' "$J")
   [ -z "$ch" ] || grep -q "chosen $ch" <<< "$line" || fail "epoch $((e + 1)): console line does not name chosen $ch"
 done
-jq -e '([.epochs[].controller.levels[] | select(.samples > 0)] | length > 0)
+jq -e '([.epochs[].controller.levels[] | select(.samples >= 4)] | length > 0)
   and .epochs[-1].controller.chosen != null' "$J" > /dev/null \
   || fail "no level measured, or none chosen, in $EPOCHS epochs: the checks of those fields did not run"
 # pcoll-compare sums the epochs' objects into one note per run
