@@ -61,6 +61,35 @@ static void read_waits(run_t *r, const json_t *ranks) {
     }
 }
 
+/* An adaptive run's epochs[].controller objects (run.schema.json), summed into one note: the share
+ * of the rounds each level ran, the switches and probes, the level chosen at the end. Nothing for
+ * runs without them. */
+static void controller_note(compare_t *c, const char *path, const json_t *epochs) {
+    double rounds[3] = {0, 0, 0}, all = 0, sw = 0, pr = 0;
+    const char *names[3] = {NULL, NULL, NULL}, *chosen = NULL;
+    size_t i;
+    const json_t *e;
+    json_array_foreach(epochs, i, e) {
+        const json_t *ctl = json_object_get(e, "controller"), *lv = json_object_get(ctl, "levels");
+        if (!json_is_object(ctl) || json_array_size(lv) != 3) continue;
+        sw += jnum(ctl, "switches");
+        pr += jnum(ctl, "probes");
+        chosen = jstr(ctl, "chosen") ? jstr(ctl, "chosen") : chosen;
+        for (int k = 0; k < 3; k++) {
+            const json_t *l = json_array_get(lv, (size_t)k);
+            names[k] = jstr(l, "level");
+            rounds[k] += jnum(l, "rounds");
+        }
+    }
+    for (int k = 0; k < 3; k++) all += rounds[k];
+    if (!(all > 0) || !names[0] || !names[1] || !names[2]) return;
+    cmp_note(c,
+             "%s: controller rounds %s %.0f%%, %s %.0f%%, %s %.0f%%; %.0f switches (%.0f probes); chosen at "
+             "the end: %s",
+             path, names[0], 100 * rounds[0] / all, names[1], 100 * rounds[1] / all, names[2],
+             100 * rounds[2] / all, sw, pr, chosen ? chosen : "none yet");
+}
+
 static void add_run(compare_t *c, const char *path, json_t *root, int ddp) {
     run_t *r = amalloc(sizeof *r);
     r->ddp = ddp;
@@ -118,6 +147,7 @@ static void add_run(compare_t *c, const char *path, json_t *root, int ddp) {
             c,
             "%s lacks config, epochs or summary; check it with pcoll-validate results/schema/%s.schema.json",
             path, ddp ? "ddp" : "run");
+    if (!ddp) controller_note(c, path, ep);
     if (r->exit && strcmp(r->exit, "ok"))
         cmp_note(c, "%s ended with exit \"%s\" (its numbers cover what it finished)", path, r->exit);
     pl_push(&c->runs, r);

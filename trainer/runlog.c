@@ -1,6 +1,7 @@
 /* runlog.c -- console lines and the run's JSON (runlog.h). */
 #include "trainer/runlog.h"
 #include "trainer/metrics.h"
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -180,6 +181,69 @@ static json_t *gain_json(const ctl_policy_stats_t *s) {
     return g;
 }
 
+/* Name of the adaptive policy's level i (indexed as ctl_policy_stats_t.rate: sync, majority, LIGHT). */
+static const char *level_name(const ctl_policy_stats_t *s, int i, char *buf, size_t n) {
+    return i == 0   ? "sync"
+           : i == 1 ? "majority"
+                    : rule_name(s->light_quorum ? PCOLL_QUORUM : PCOLL_SOLO, s->light_quorum, buf, n);
+}
+
+static int level_measured(const ctl_policy_stats_t *s, int i) { return isfinite(s->rate[i]); }
+
+/* The epoch's "controller" object (adaptive epochs; results/schema/run.schema.json): what the
+ * policy measured of each level and chose, at the epoch end. */
+static json_t *controller_json(const ctl_policy_stats_t *s) {
+    char a[32], b[32];
+    json_t *o = json_object(), *lv = json_array();
+    set(o, "rule", json_string(s->rule == CTL_RULE_RATE ? "rate" : "thresholds"));
+    set(o, "level", json_string(rule_name(s->mode, s->quorum, a, sizeof a)));
+    set(o, "chosen", s->choice >= 0 ? json_string(level_name(s, s->choice, b, sizeof b)) : json_null());
+    set(o, "probing", json_boolean(s->probing));
+    set(o, "switches", json_integer((json_int_t)s->mode_switches));
+    set(o, "probes", json_integer((json_int_t)s->probes));
+    for (int i = 0; i < 3; i++) {
+        int m = level_measured(s, i);
+        json_t *l = json_object();
+        set(l, "level", json_string(level_name(s, i, a, sizeof a)));
+        set(l, "rounds", json_integer((json_int_t)s->lv_rounds[i]));
+        set(l, "rate", real_or_null(m, s->rate[i]));
+        set(l, "lag", real_or_null(m, s->lag[i]));
+        set(l, "score", real_or_null(m, s->score[i]));
+        set(l, "score_se", real_or_null(m, s->score_se[i]));
+        set(l, "samples", json_integer((json_int_t)(m ? s->samples[i] : 0)));
+        json_array_append_new(lv, l);
+    }
+    set(o, "levels", lv);
+    return o;
+}
+
+/* One console line of what the adaptive controller measured and chose (see controller_json). */
+static void controller_line(const ctl_policy_stats_t *s) {
+    char a[32], b[32], lv[320] = "";
+    size_t k = 0;
+    for (int i = 0; i < 3 && k < sizeof lv; i++) {
+        const char *nm = level_name(s, i, a, sizeof a);
+        if (level_measured(s, i))
+            k += (size_t)snprintf(lv + k, sizeof lv - k,
+                                  "%s%s %.4g/s lag %.2f score %.4g+-%.2g (%llu gradients)", k ? ", " : "", nm,
+                                  s->rate[i], s->lag[i], s->score[i], s->score_se[i],
+                                  (unsigned long long)s->samples[i]);
+        else
+            k += (size_t)snprintf(lv + k, sizeof lv - k, "%s%s -", k ? ", " : "", nm);
+    }
+    char ch[64] = "";
+    if (s->choice >= 0 || s->probing)
+        snprintf(ch, sizeof ch, " (%s%s%s)", s->choice >= 0 ? "chosen " : "",
+                 s->choice >= 0 ? level_name(s, s->choice, b, sizeof b) : "",
+                 s->probing ? (s->choice >= 0 ? ", probing" : "probing") : "");
+    printf(
+        "  controller: level %s%s; %s; %llu switches, %llu probes; rounds sync/majority/%s %llu/%llu/%llu\n",
+        rule_name(s->mode, s->quorum, a, sizeof a), ch, s->rule == CTL_RULE_RATE ? lv : "rule=thresholds",
+        (unsigned long long)s->mode_switches, (unsigned long long)s->probes, level_name(s, 2, b, sizeof b),
+        (unsigned long long)s->lv_rounds[0], (unsigned long long)s->lv_rounds[1],
+        (unsigned long long)s->lv_rounds[2]);
+}
+
 static void epoch_line(const run_t *r, int epoch, const epoch_t *e, const epoch_report_t *p) {
     char steps[64];
     if (r->global)
@@ -228,8 +292,12 @@ void runlog_epoch(run_t *r, int epoch, const epoch_t *e, const epoch_report_t *p
     set(o, "max_streak", json_integer(e->max_streak));
     set(o, "gain", gain_json(&e->ctl)); /* the controller's gain over this epoch's rounds */
     set(o, "weights_hash", json_string(hx));
+    const int adaptive = e->ctl.kind == CTL_ADAPTIVE; /* static epochs: no "controller" */
+    if (adaptive) set(o, "controller", controller_json(&e->ctl));
     json_array_append_new(r->log->epochs, o);
-    if (!r->cfg.quiet) epoch_line(r, epoch, e, p);
+    if (r->cfg.quiet) return;
+    epoch_line(r, epoch, e, p);
+    if (adaptive) controller_line(&e->ctl);
 }
 
 void runlog_curve(run_t *r, const curve_snap_t *s, double test_loss, double test_top1) {
