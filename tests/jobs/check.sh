@@ -58,8 +58,9 @@ missing_data)
 elastic_local)
   # RESTARTS=1, 4 ranks, 3 epochs checkpointed every epoch: one rank killed in epoch 2, the script
   # resumes from epoch 1's checkpoint on 3 ranks and finishes; that equals a fresh 3-rank run
-  # resumed from the same checkpoint (the epochs after it: train loss and top-1, test loss and top-1,
-  # weights hash, compared exactly)
+  # resumed from the same checkpoint (the epochs after it: train and test loss, weights hash, and
+  # top-1 where the run has one, compared exactly; hyperplane is a regression: top-1 null in both;
+  # jobs_slurm_node_fail compares fmnist's top-1)
   # (hyperplane, 64 features, 1024 samples: 4 steps per rank and epoch, and the script's default
   # imbalance, one random rank waiting 300 ms per step, keeps epoch 2 longer than the 0.3 s the kill
   # waits on any machine; the compute is negligible)
@@ -94,6 +95,7 @@ elastic_local)
     || fail "the fresh 3-rank run from the checkpoint failed"
   f=$(echo "$T"/fresh/hyperplane/local-*/sync.json)
   q='[.epochs[] | {epoch, train_loss, train_top1, test_loss, test_top1, weights_hash}]'
+  [ "$(jq '.epochs | length' "$d/sync.json")" = $((3 - e)) ] || fail "$d/sync.json: not the $((3 - e)) epoch(s) after epoch $e"
   [ "$(jq -c "$q" "$d/sync.json")" = "$(jq -c "$q" "$f")" ] \
     || fail "after the restart: $(jq -c "$q" "$d/sync.json"); fresh 3-rank run from the checkpoint: $(jq -c "$q" "$f")"
   echo "restart: $(grep '^restart' "$d/job.txt"); epochs after it equal a fresh 3-rank run: $(jq -c "$q" "$f")"

@@ -77,6 +77,7 @@ wait_jobs 240 "$fid"
 f=$T/fresh/fmnist/$fid/sync.json
 check_run "$fid" "$f" 2
 q='[.epochs[] | {epoch, train_loss, train_top1, test_loss, test_top1, weights_hash}]'
+[ "$(jq '.epochs | length' "$d/sync.json")" = $((3 - e)) ] || fail "$d/sync.json: not the $((3 - e)) epoch(s) after epoch $e"
 [ "$(jq -c "$q" "$d/sync.json")" = "$(jq -c "$q" "$f")" ] \
   || fail "after the restart: $(jq -c "$q" "$d/sync.json"); fresh 2-rank run from the checkpoint: $(jq -c "$q" "$f")"
 echo "epochs after the restart equal a fresh 2-rank run from epoch $e's checkpoint: $(jq -c "$q" "$f")"
