@@ -49,7 +49,8 @@ static json_t *gather_hosts(void) {
         fprintf(stderr, "bench_collectives: rank 0: out of memory for %d host names\n", P);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    MPI_Gather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, MPI_COMM_WORLD);
+    MPI_Gather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0,
+               MPI_COMM_WORLD);
     if (me) return NULL;
     json_t *hosts = json_array();
     for (int p = 0; p < P; p++) {

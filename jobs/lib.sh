@@ -113,28 +113,39 @@ pcoll_launch() {  # with RESTARTS, one dead rank ends the step at once (the othe
   if [ "$LAUNCHER" = srun ]; then
     local -a opts=()
     [ "${RESTARTS:-0}" -gt 0 ] && opts+=(--kill-on-bad-exit=1)
+    # after a node loss Slurm 22.05 can keep the dead step's CPUs on the nodes left marked busy
+    # ('unable to update job's core use information due to job resizing'): a new step would wait
+    # for them forever, so it may overlap them
+    [ -n "${PCOLL_SLOTS:-}" ] && opts+=(--overlap)
     srun --mpi=pmix -n "$RANKS" "${opts[@]}" "$@"
   else
     mpirun --oversubscribe --bind-to none -np "$RANKS" "$@"
   fi
 }
 
-pcoll_down_nodes() {  # under Slurm: the job's nodes marked down, fail or not responding (comma list)
-  sinfo -h -N -n "$SLURM_JOB_NODELIST" -t down,fail,no_respond -o %N 2>/dev/null | sort -u | paste -sd, -
+pcoll_down_nodes() {  # pcoll_down_nodes [STATES]: under Slurm, the job's nodes in STATES (default
+  # down,fail,no_respond: marked down, or not answering pings yet), comma list
+  sinfo -h -N -n "$SLURM_JOB_NODELIST" -t "${1:-down,fail,no_respond}" -o %N 2>/dev/null | sort -u | paste -sd, -
 }
 
 pcoll_settle() {  # under Slurm, after a failed step: wait until Slurm has its verdict, i.e. no
-  # step of this job is left, or one of its nodes is marked down (a dead node answers no ping:
-  # after the cluster's SlurmdTimeout); at most 2 x SlurmdTimeout
-  local limit i
+  # step of this job is left and no node of it is unresponsive, or a node is marked down and gone
+  # from the job (a dead node answers no ping: down after the cluster's SlurmdTimeout, then Slurm
+  # removes it from a --no-kill job); at most 2 x SlurmdTimeout
+  local limit i dn nodes
   limit=$(scontrol show config 2>/dev/null | sed -n 's/^SlurmdTimeout *= *\([0-9]*\) sec.*/\1/p')
   limit=${limit:-300}
   for ((i = 0; i < 4 * limit; i++)); do
-    squeue -h -s -j "$SLURM_JOB_ID" -o %i 2>/dev/null | grep -q '^[0-9]*\.[0-9]*$' || return 0
-    [ -n "$(pcoll_down_nodes)" ] && return 0
+    dn=$(pcoll_down_nodes down,fail)
+    if [ -n "$dn" ]; then
+      nodes=$(scontrol show job -o "$SLURM_JOB_ID" 2>/dev/null | sed -n 's/.* NodeList=\([^ ]*\).*/\1/p')
+      [ -z "$(comm -12 <(scontrol show hostnames "$nodes" 2>/dev/null | sort) <(tr , '\n' <<<"$dn" | sort))" ] && return 0
+    elif [ -z "$(pcoll_down_nodes no_respond)" ]; then
+      squeue -h -s -j "$SLURM_JOB_ID" -o %i 2>/dev/null | grep -q '^[0-9]*\.[0-9]*$' || return 0
+    fi
     sleep 0.5
   done
-  echo "$PCOLL_SCRIPT: a step of job $SLURM_JOB_ID is still listed after $((2 * limit)) s" >&2
+  echo "$PCOLL_SCRIPT: no verdict from Slurm on job $SLURM_JOB_ID after $((2 * limit)) s (a step still listed, or node(s) $(pcoll_down_nodes) not responding or still in the job)" >&2
 }
 
 pcoll_tasks_per_node() {  # Slurm's task counts per node, '2(x2),1' -> '2 2 1'
@@ -209,7 +220,7 @@ pcoll_elastic() {
     RANKS=$((RANKS - 1))
     if [ -n "${SLURM_JOB_NODELIST:-}" ] && command -v sinfo >/dev/null; then
       pcoll_settle
-      dead=$(pcoll_down_nodes)
+      dead=$(pcoll_down_nodes down,fail)
       if [ -n "$dead" ]; then
         pcoll_shrink "$dead" || {
           echo "$PCOLL_SCRIPT: $name: node(s) $dead of job $SLURM_JOB_ID are down and Slurm keeps no other node for it; no restart in this allocation (to continue from the last checkpoint, submit again with EXTRA='--ckpt-dir $ck --resume')" >&2

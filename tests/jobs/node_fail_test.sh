@@ -1,8 +1,11 @@
 #!/bin/bash
 # tests/jobs/node_fail_test.sh: the jobs_slurm_node_fail line of tests/jobs.tests (part of make
 # slurm-test). A whole node dies under a RESTARTS=1 training job and the job finishes on the other.
-# A two-node cluster (jobs/minicluster.sh up DIR 4 2, SlurmdTimeout 10 s: Slurm marks a node that
-# answers no ping down after that long, and the test wants the verdict within its run), then
+# A two-node cluster (jobs/minicluster.sh up DIR 4 2, SlurmdTimeout 30 s: Slurm marks a node that
+# answers no ping down after that long; short, for the verdict to come within the test, yet longer
+# than the ~25 s after which the library's liveness bound ends the ranks left, as with a real
+# cluster's 300 s: those ranks abort first, srun gives up on the dead node's tasks, and the script
+# must wait for Slurm's verdict before its new step), then
 #   1. sbatch --no-kill -N 2 -n 4 --ntasks-per-node=2 jobs/fmnist.sbatch, MODE=sync RESTARTS=1,
 #      3 epochs on 2048 training images, a checkpoint every epoch (2 ranks per node)
 #   2. after epoch 1's checkpoint, every process in pcnode2's network namespace is killed (its
@@ -17,12 +20,13 @@
 # top-1, weights hash) equal the fresh run's. Prints the timeline: start, kill, Slurm's verdict
 # (slurmctld.log), restart, finish.
 # Exit: 0 pass, 1 fail, 77 skip (no Slurm/root, or no network namespaces: one line says why).
-# Environment: B (build folder), KEEP=1 keeps the temp folder, MINICLUSTER_PORT, MINICLUSTER_AUTH.
+# Environment: B (build folder), KEEP=1 keeps the temp folder, MINICLUSTER_PORT, MINICLUSTER_AUTH,
+#   NODE_FAIL_SLURMD_TIMEOUT (default 30).
 set -uo pipefail
 # shellcheck source=tests/jobs/slurm_lib.sh
 . "$(dirname "$0")/slurm_lib.sh"
 slurm_setup "SLURM NODE-FAILURE TEST"
-MINICLUSTER_SLURMD_TIMEOUT=10 cluster_up 2 4
+MINICLUSTER_SLURMD_TIMEOUT=${NODE_FAIL_SLURMD_TIMEOUT:-30} cluster_up 2 4
 if [ $? = 3 ]; then
   echo "SLURM NODE-FAILURE TEST NOT RUN: this machine forbids network namespaces ($(grep -o 'namespaces unavailable: .*' <<<"$cluster_msg" | tail -n 1))"
   exit 77
@@ -85,7 +89,9 @@ echo "epochs after the restart equal a fresh 2-rank run from epoch $e's checkpoi
 # ---- timeline ----------------------------------------------------------------------------------
 t_down=$(grep -m1 'pcnode2 not responding, setting DOWN' "$C/log/slurmctld.log" | sed -n 's/^\[[0-9-]*T\([0-9:.]*\)\].*/\1/p')
 t_restart=$(grep -m1 'fmnist.sbatch: [0-9:]* restart\.sync\.1=' "$T/out/$id.out" | sed -n 's/^fmnist.sbatch: \([0-9:]*\) .*/\1/p')
-echo "timeline (job $id): submitted $t_start; pcnode2 killed $t_kill; Slurm marks pcnode2 down $t_down (SlurmdTimeout 10 s);" \
+t_cancel=$(sed -n 's/.*STEP [0-9]*\.0 ON pcnode1 CANCELLED AT [0-9-]*T\([0-9:]*\).*/\1/p' "$T/out/$id.out" | head -n 1)
+echo "timeline (job $id): submitted $t_start; pcnode2 killed $t_kill; the first step cancelled on pcnode1 ${t_cancel:-(no such line)};" \
+  "Slurm marks pcnode2 down $t_down (SlurmdTimeout ${NODE_FAIL_SLURMD_TIMEOUT:-30} s);" \
   "restart on 2 ranks $t_restart; job COMPLETED $t_end"
 echo "$line"
 echo "PASS (after $(elapsed) s)"
