@@ -55,6 +55,7 @@ int run_finish(run_t *r) {
     MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
     pcoll_record_free(&r->rec);
     ctl_state_free(r->carried);
+    curve_close(r);
     free(r->perm);
     if (r->be) r->be->ops->close(r->be);
     nn_model_free(r->model);
