@@ -24,6 +24,7 @@
 #     --partial-opts "--tau 4"           extra eager-train flags for the modes other than sync
 #     --train-opts "..."   extra eager-train flags for every eager-train run (e.g. "--epoch-mode
 #                          global"; DDP has no counterpart of most, so check what you compare)
+#     --both-opts "..."    flags both programs take, for every run (e.g. "--milestones 1")
 #     --curve-every N      accuracy curve (both programs): a snapshot every N batches applied by
 #                          all ranks together, evaluated on the first --curve-test M (2000, at
 #                          most --limit-test) test samples; default auto: a tenth of an epoch's
@@ -46,7 +47,7 @@ DDP_PY=${DDP_PY:-$B/venv/bin/python3}
 : "${MPIRUN:=mpirun --oversubscribe --bind-to none}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 RANKS="4 8"; SEEDS="1 2 3"; IMBS="none random1 random2 lognormal"; MODES="sync adaptive majority"
-DELAY_X=2; LN_X=1; LIN_X=0.5; SLOW=2; BUSY=""; DDP=1; PARTIAL="--tau 4"; TRAIN_OPTS=""; EXP=fmnist
+DELAY_X=2; LN_X=1; LIN_X=0.5; SLOW=2; BUSY=""; DDP=1; PARTIAL="--tau 4"; TRAIN_OPTS=""; BOTH_OPTS=""; EXP=fmnist
 EPOCHS=""; BATCH=""; LT=0; LTE=0; THREADS=0; CURVE=auto; CURVE_TEST=2000; OUT=results/runs/ddp-race; DRY=0
 die() { echo "ddp_race: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -63,6 +64,7 @@ while [ $# -gt 0 ]; do
   --no-ddp) DDP=0 ;;
   --partial-opts) PARTIAL=$2; shift ;;
   --train-opts) TRAIN_OPTS=$2; shift ;;
+  --both-opts) BOTH_OPTS=$2; shift ;;
   --curve-every) CURVE=$2; shift ;;
   --curve-test) CURVE_TEST=$2; shift ;;
   --batch) BATCH=$2; shift ;;
@@ -87,6 +89,7 @@ done
 [[ $CURVE_TEST =~ ^[0-9]+$ ]] && [ "$CURVE_TEST" -ge 1 ] || die "--curve-test takes a number of test samples >= 1, not '$CURVE_TEST'"
 [ -z "$BATCH" ] || [[ $BATCH =~ ^[1-9][0-9]*$ ]] || die "--batch takes a number >= 1, not '$BATCH'"
 read -ra TRAIN_EXTRA <<<"$TRAIN_OPTS"
+read -ra BOTH_EXTRA <<<"$BOTH_OPTS"
 [[ $LT =~ ^[0-9]+$ ]] && [[ $LTE =~ ^[0-9]+$ ]] || die "--limit-train / --limit-test take a number of samples (0: all)"
 # the curve's test subset: at most the test samples used (both programs refuse a larger one)
 ctest=$CURVE_TEST
@@ -104,7 +107,7 @@ if [ $DRY = 0 ]; then
   if [ $DDP = 1 ] && ! "$DDP_PY" -c 'import torch' 2>/dev/null; then die "$DDP_PY has no torch: make ddp-venv, or --no-ddp"; fi
 fi
 
-common=(--experiment "$EXP" --limit-train "$LT" --limit-test "$LTE")
+common=(--experiment "$EXP" --limit-train "$LT" --limit-test "$LTE" "${BOTH_EXTRA[@]}")
 [ -n "$EPOCHS" ] && common+=(--epochs "$EPOCHS")
 [ -n "$BATCH" ] && common+=(--batch "$BATCH")
 
