@@ -33,3 +33,9 @@ $(B)/tests/test_dealer: tests/trainer/test_dealer.c $(B)/trainer/dealer.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
 TEST_BINS += $(B)/tests/test_dealer
+
+# tests/trainer/ckpt_damage.sh: damages a checkpoint on purpose (flip a bit, set a value, re-sign)
+$(B)/tests/ckpt_edit: tests/trainer/ckpt_edit.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(filter %.c,$^) -o $@ $(LDFLAGS) $(LDLIBS)
+TEST_BINS += $(B)/tests/ckpt_edit

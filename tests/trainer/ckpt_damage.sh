@@ -5,8 +5,8 @@
 # file and the field, and every rank exits non-zero. Leftover .NAME.tmp files of an interrupted
 # checkpoint write are removed at the next start, with one line saying so.
 . "$(dirname "$0")/common.sh"
-EDIT="python3 $(dirname "$0")/ckpt_edit.py"
-command -v python3 >/dev/null || { echo "SKIP: python3 not found (needed to damage a checkpoint)"; exit 77; }
+EDIT="$B/tests/ckpt_edit"
+[ -x "$EDIT" ] || fail "$EDIT not built (make)"
 run 2 --mode sync --epochs 1 --ckpt-dir "$TMP/ck" --out "$TMP/a.json" || { cat "$TMP/out"; fail "first run"; }
 # refused NAME WANT EDIT...: a copy of the checkpoint damaged by EDIT must be refused, the message
 # naming the file and matching WANT

@@ -1,0 +1,236 @@
+/* ckpt_edit -- damages an eager-train checkpoint on purpose (tests only; format: trainer/checkpoint.c).
+ *
+ *   ckpt_edit FILE flip TENSOR INDEX BIT   flips one bit of float INDEX of TENSOR, checksum left as is
+ *   ckpt_edit FILE set TENSOR INDEX VALUE  sets float INDEX of TENSOR (nan, inf, 5e37 ...) and re-signs
+ *   ckpt_edit FILE epoch VALUE             sets the checkpoint's epoch field and re-signs
+ *   ckpt_edit FILE format1                 rewrites a format-2 checkpoint as format 1 (no trailer,
+ *                                          totals, restarts or controller state)
+ *
+ * TENSOR may be a prefix ("bn." = the first BN tensor in the file). Re-signing rewrites the
+ * trailer (format 2) so that only the range checks can catch the value; a format-1 file has no
+ * trailer. The file is rewritten in place; on any error it is left as it was and the program
+ * exits 1 with a message naming the file. */
+#include "trainer/trainer.h"
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TRAILER     "EAGERSUM"
+#define MAX_TENSORS 4096
+
+static const char usage[] =
+    "usage: ckpt_edit FILE flip TENSOR INDEX BIT | set TENSOR INDEX VALUE | epoch VALUE | format1\n";
+
+typedef struct {
+    char name[256];
+    size_t off, n; /* byte offset of the first float, number of floats */
+} tensor_t;
+
+typedef struct {
+    unsigned char *b;
+    size_t len;
+    tensor_t t[MAX_TENSORS];
+    int nt;
+} ckpt_t;
+
+static const char *path;
+
+/* Prints "ckpt_edit: FILE: message" and exits 1. */
+__attribute__((format(printf, 1, 2), noreturn)) static void die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "ckpt_edit: %s: ", path);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(1);
+}
+
+static uint32_t rd32(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static void wr32(unsigned char *p, uint32_t v) {
+    for (int k = 0; k < 4; k++) p[k] = (unsigned char)(v >> (8 * k));
+}
+static float rdf(const unsigned char *p) {
+    uint32_t u = rd32(p);
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static void wrf(unsigned char *p, float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    wr32(p, u);
+}
+
+/* Reads the whole file and its tensor table (names in file order). */
+static void load(ckpt_t *c) {
+    FILE *f = fopen(path, "rb");
+    if (!f) die("cannot open: %s", strerror(errno));
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    rewind(f);
+    c->len = size > 0 ? (size_t)size : 0;
+    c->b = malloc(c->len + 1);
+    if (!c->b || fread(c->b, 1, c->len, f) != c->len) die("cannot read: %s", strerror(errno));
+    fclose(f);
+    if (c->len < 12 || memcmp(c->b, "NNTF0001", 8)) die("not an NNTF0001 file");
+    uint32_t count = rd32(c->b + 8);
+    if (count > MAX_TENSORS) die("more than %d tensors", MAX_TENSORS);
+    size_t off = 12;
+    for (c->nt = 0; c->nt < (int)count; c->nt++) {
+        tensor_t *t = &c->t[c->nt];
+        if (off + 4 > c->len) die("the tensor table is truncated");
+        uint32_t nl = rd32(c->b + off);
+        if (nl >= sizeof t->name || off + 8 + nl > c->len) die("tensor %d has a bad name", c->nt);
+        memcpy(t->name, c->b + off + 4, nl), t->name[nl] = 0;
+        off += 4 + nl;
+        uint32_t nd = rd32(c->b + off);
+        if (nd > 8 || off + 4 + 4 * (size_t)nd > c->len) die("bad dimensions of tensor %s", t->name);
+        t->n = 1;
+        for (uint32_t d = 0; d < nd; d++) t->n *= rd32(c->b + off + 4 + 4 * d);
+        off += 4 + 4 * (size_t)nd;
+        if (t->n > (c->len - off) / 4) die("tensor %s runs past the end of the file", t->name);
+        t->off = off;
+        off += 4 * t->n;
+    }
+}
+
+/* The first tensor whose name starts with prefix (exact = 1: equals it); NULL if none. */
+static tensor_t *find(ckpt_t *c, const char *prefix, int exact) {
+    for (int i = 0; i < c->nt; i++)
+        if (exact ? !strcmp(c->t[i].name, prefix) : !strncmp(c->t[i].name, prefix, strlen(prefix)))
+            return &c->t[i];
+    return NULL;
+}
+
+/* Byte offset of float INDEX (a string) of the tensor named by prefix. */
+static size_t float_at(ckpt_t *c, const char *prefix, const char *index) {
+    tensor_t *t = find(c, prefix, 0);
+    if (!t) die("no tensor %s", prefix);
+    char *end;
+    long i = strtol(index, &end, 10);
+    if (*end || end == index || i < 0 || (size_t)i >= t->n) die("index %s is not in the tensor", index);
+    return t->off + 4 * (size_t)i;
+}
+
+/* Rewrites the trailer's checksum when the file has one (format 2). */
+static void resign(ckpt_t *c) {
+    if (c->len < 16 || memcmp(c->b + c->len - 16, TRAILER, 8)) return;
+    uint64_t h = fnv1a64(FNV1A64_INIT, c->b, c->len - 16);
+    for (int k = 0; k < 8; k++) c->b[c->len - 8 + k] = (unsigned char)(h >> (8 * k));
+}
+
+/* Word i of a format-2 trainer.meta: 4 floats of 16 bits each, lowest first. */
+static uint64_t meta_word(const unsigned char *meta, int i) {
+    uint64_t w = 0;
+    for (int k = 0; k < 4; k++) w |= (uint64_t)rdf(meta + 4 * (1 + 4 * i + k)) << (16 * k);
+    return w;
+}
+
+/* 1 for the tensors format 1 does not have */
+static int format2_only(const char *name) {
+    return !strcmp(name, "trainer.meta") || !strcmp(name, "trainer.restarts") || !strcmp(name, "ctl.state");
+}
+
+static void put_tensor(FILE *f, const char *name, uint32_t n, const unsigned char *data) {
+    unsigned char h[4];
+    uint32_t nl = (uint32_t)strlen(name);
+    wr32(h, nl), fwrite(h, 1, 4, f), fwrite(name, 1, nl, f);
+    wr32(h, 1), fwrite(h, 1, 4, f);
+    wr32(h, n), fwrite(h, 1, 4, f);
+    fwrite(data, 1, 4 * (size_t)n, f);
+}
+
+/* The trainer.meta of a format-2 checkpoint (exits with a message if the file is not one). */
+static const tensor_t *format2_meta(ckpt_t *c) {
+    const tensor_t *mt = find(c, "trainer.meta", 1);
+    if (!mt || mt->n < 1 + 4 * 6 || rdf(c->b + mt->off) != 2) die("not a format-2 checkpoint");
+    return mt;
+}
+
+/* The same tensors (each as one dimension) with format 1's trainer.meta (mt: format 2's) at the
+ * end, without the format-2 extras and trailer; written to f. */
+static void write_format1(ckpt_t *c, const tensor_t *mt, FILE *f) {
+    const unsigned char *m = c->b + mt->off;
+    uint64_t wall_bits = meta_word(m, 2);
+    double wall;
+    memcpy(&wall, &wall_bits, 8);
+    float meta[16] = {1.0f, (float)meta_word(m, 0), (float)meta_word(m, 1), (float)wall};
+    for (int i = 3; i <= 5; i++) /* seed, description hash, parameter count */
+        for (int k = 0; k < 4; k++)
+            meta[4 + 4 * (i - 3) + k] = (float)((meta_word(m, i) >> (16 * k)) & 0xFFFF);
+    int keep = 0;
+    for (int i = 0; i < c->nt; i++) keep += !format2_only(c->t[i].name);
+    unsigned char h[4];
+    fwrite("NNTF0001", 1, 8, f), wr32(h, (uint32_t)keep + 1), fwrite(h, 1, 4, f);
+    for (int i = 0; i < c->nt; i++)
+        if (!format2_only(c->t[i].name)) put_tensor(f, c->t[i].name, (uint32_t)c->t[i].n, c->b + c->t[i].off);
+    unsigned char mb[64];
+    for (int i = 0; i < 16; i++) wrf(mb + 4 * i, meta[i]);
+    put_tensor(f, "trainer.meta", 16, mb);
+}
+
+/* Writes the edited file (or, with format1_of = its format-2 trainer.meta, its format-1 rewrite)
+ * to FILE.edit, then renames that over FILE, so an error never leaves a half-written checkpoint. */
+static void save(ckpt_t *c, const tensor_t *format1_of) {
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.edit", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) die("cannot write: %s", strerror(errno));
+    if (format1_of)
+        write_format1(c, format1_of, f);
+    else
+        fwrite(c->b, 1, c->len, f);
+    if (ferror(f) | fclose(f)) {
+        remove(tmp);
+        die("cannot write %s", tmp);
+    }
+    if (rename(tmp, path)) {
+        int e = errno;
+        remove(tmp);
+        die("cannot replace: %s", strerror(e));
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) return fputs(usage, stderr), 1;
+    path = argv[1];
+    const char *op = argv[2];
+    static ckpt_t c;
+    load(&c);
+    if (!strcmp(op, "flip") && argc == 6) {
+        size_t at = float_at(&c, argv[3], argv[4]);
+        int bit = atoi(argv[5]);
+        if (bit < 0 || bit > 31) die("bit %s is not in [0, 31]", argv[5]);
+        c.b[at + bit / 8] ^= (unsigned char)(1u << (bit % 8));
+    } else if (!strcmp(op, "set") && argc == 6) {
+        size_t at = float_at(&c, argv[3], argv[4]);
+        char *end;
+        double v = strtod(argv[5], &end);
+        if (*end || end == argv[5]) die("value %s is not a number", argv[5]);
+        wrf(c.b + at, (float)v);
+        resign(&c);
+    } else if (!strcmp(op, "epoch") && argc == 4) {
+        tensor_t *mt = find(&c, "trainer.meta", 1);
+        if (!mt || mt->n < 5) die("no trainer.meta");
+        char *end;
+        double d = strtod(argv[3], &end);
+        if (*end || end == argv[3] || !(d > -9e18 && d < 9e18)) die("epoch %s is not a number", argv[3]);
+        int64_t v = (int64_t)d;
+        if (mt->n == 16) /* format 1: the epoch as a float */
+            wrf(c.b + mt->off + 4, (float)v);
+        else /* format 2: word 0 after the format number, 4 floats of 16 bits */
+            for (int k = 0; k < 4; k++)
+                wrf(c.b + mt->off + 4 + 4 * k, (float)(((uint64_t)v >> (16 * k)) & 0xFFFF));
+        resign(&c);
+    } else if (!strcmp(op, "format1") && argc == 3) {
+        save(&c, format2_meta(&c));
+        return 0;
+    } else
+        return fputs(usage, stderr), 1;
+    save(&c, NULL);
+    return 0;
+}
