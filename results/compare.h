@@ -57,6 +57,7 @@ typedef struct {
     const char *experiment, *data, *model, *mode, *imbalance, *policy, *exit;
     const char *ranks_s, *epochs_s, *batch_s;
     double wall, top1, top5, train_loss, test_loss, target, ttt, fresh, mstal, maxstal, streak;
+    int ttt_curve; /* ttt is a point of the run's accuracy curve (--curve-every), not an epoch end */
     double straggler;
     double seed;       /* config.seed (NAN if absent) */
     const char *whash; /* the last epoch's weights_hash, NULL if absent */
@@ -92,9 +93,10 @@ typedef struct {
     plist rows;  /* row_t* */
     plist notes; /* char* */
     int classif;
-    int paired;    /* repeats and seed-paired sync runs: the paired Δ column is shown */
-    int has_ddp;   /* a row of DDP runs: the "vs DDP" columns are shown */
-    double target; /* NAN if none / differing */
+    int paired;           /* repeats and seed-paired sync runs: the paired Δ column is shown */
+    int has_ddp;          /* a row of DDP runs: the "vs DDP" columns are shown */
+    double target;        /* NAN if none / differing */
+    int ttt_curve, ttt_n; /* runs whose time to target is a curve point; runs that reached it */
 } group_t;
 
 typedef struct {

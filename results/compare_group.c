@@ -187,6 +187,28 @@ static void table_target(const compare_t *c, group_t *g) {
                         vs_list(&tg)));
 }
 
+/* which time to target the table shows: the runs' accuracy curves (--curve-every), epoch ends,
+ * or both (noted, and named in the column's head) */
+static void target_source(group_t *g) {
+    for (int i = 0; i < g->runs.n; i++) {
+        const run_t *r = g->runs.v[i];
+        g->ttt_n += !isnan(r->ttt);
+        g->ttt_curve += r->ttt_curve;
+    }
+    if (!g->ttt_curve) return;
+    if (g->ttt_curve == g->ttt_n)
+        pl_push(&g->notes,
+                astrdup("note: to target (curve): the wall time of the first point of each run's "
+                        "accuracy curve (--curve-every snapshots, evaluated on the first --curve-test "
+                        "test samples) that reaches the target"));
+    else
+        pl_push(&g->notes,
+                aprintf("note: to target (curve/epoch): from the accuracy curve (--curve-every) for %d "
+                        "of the %d runs that reached the target, from the first epoch end that "
+                        "reached it for the others",
+                        g->ttt_curve, g->ttt_n));
+}
+
 /* 4. */
 static void make_rows(group_t *g) {
     for (int i = 0; i < g->runs.n; i++) {
@@ -248,6 +270,7 @@ void cmp_group(compare_t *c) {
         group_t *g = c->groups.v[gi];
         label_differing_keys(c, g);
         table_target(c, g);
+        target_source(g);
         make_rows(g);
         compare_rows(c, g);
     }

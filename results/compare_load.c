@@ -18,12 +18,13 @@ static const char *num_text(const json_t *o, const char *k) {
     return v ? val_text(v) : NULL;
 }
 
-/* wall_s of the first epoch whose test top-1 reaches target; NAN if none does or no target */
-static double time_to_target(const json_t *epochs, double target) {
+/* wall_s of the first record of points (the epochs, or the accuracy curve: both have test_top1
+ * and wall_s) whose test top-1 reaches target; NAN if none does, no target or no array */
+static double time_to_target(const json_t *points, double target) {
     if (isnan(target)) return NAN;
     size_t i;
     const json_t *e;
-    json_array_foreach(epochs, i, e) {
+    json_array_foreach(points, i, e) {
         double t = jnum(e, "test_top1");
         if (!isnan(t) && t >= target) return jnum(e, "wall_s");
     }
@@ -88,7 +89,11 @@ static void add_run(compare_t *c, const char *path, json_t *root, int ddp) {
     r->train_loss = summary_or_last(sum, "final_train_loss", ep, "train_loss");
     r->test_loss = last_epoch_num(ep, "test_loss");
     r->target = !isnan(c->target) ? c->target : jnum(sum, "target_top1");
-    r->ttt = time_to_target(ep, r->target);
+    /* the accuracy curve (--curve-every) where the run has one and it reaches the target: its
+     * points are not tied to epoch ends; else the first epoch end that reaches it */
+    r->ttt = time_to_target(json_object_get(root, "curve"), r->target);
+    r->ttt_curve = !isnan(r->ttt);
+    if (!r->ttt_curve) r->ttt = time_to_target(ep, r->target);
     r->fresh = jnum(sum, "fresh_fraction");
     r->mstal = jnum(sum, "mean_staleness");
     r->maxstal = jnum(sum, "max_staleness");

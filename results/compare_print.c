@@ -91,7 +91,10 @@ static void row_cells(const group_t *g, const row_t *row, const char **c, cols_t
     COL("n", aprintf("%d", row->runs.n));
     COL("wall (s)", fmt_stat(row->wall, "%.1f", 1));
     if (g->classif) {
-        COL("to target (s)", fmt_ttt(row));
+        COL(!g->ttt_curve              ? "to target (s)"
+            : g->ttt_curve == g->ttt_n ? "to target (curve, s)"
+                                       : "to target (curve/epoch, s)",
+            fmt_ttt(row));
         COL("top-1 (%)", fmt_stat(row->top1, "%.2f", 100));
         COL("top-5 (%)", fmt_stat(row->top5, "%.2f", 100));
         COL("Δtop-1 (pts)", fmt_num(row->dtop1, "%+.2f"));

@@ -49,6 +49,11 @@ typedef struct {
     int (*average_bn)(backend_t *b, MPI_Comm comm, char *err, size_t n);
     /* FNV-1a 64 over parameters, momentum and BN statistics (equal iff the replicas are). */
     int (*hash)(backend_t *b, uint64_t *h, char *err, size_t n);
+    /* Whole-model copies: to_host leaves parameters, momentum and BN statistics in the host model;
+     * from_host makes the backend's model the host model's (the CPU backend trains the host model:
+     * both do nothing). */
+    int (*to_host)(backend_t *b, char *err, size_t n);
+    int (*from_host)(backend_t *b, char *err, size_t n);
     /* Checkpoints (checkpoint.c's format, written from / read into the host model). */
     int (*save)(backend_t *b, const char *dir, const ckpt_meta_t *meta, char *path, size_t plen, char *err,
                 size_t n);

@@ -51,6 +51,12 @@ static int cpu_hash(backend_t *b, uint64_t *h, char *err, size_t n) {
     return 0;
 }
 
+/* The host model is the model: nothing to copy. */
+static int cpu_copy(backend_t *b, char *err, size_t n) {
+    (void)b, (void)err, (void)n;
+    return 0;
+}
+
 static int cpu_save(backend_t *b, const char *dir, const ckpt_meta_t *meta, char *path, size_t plen,
                     char *err, size_t n) {
     return ckpt_save(dir, b->host, meta, path, plen, err, n) ? -1 : 0;
@@ -75,6 +81,8 @@ const backend_ops_t backend_cpu = {
     .forward = cpu_forward,
     .average_bn = cpu_average_bn,
     .hash = cpu_hash,
+    .to_host = cpu_copy,
+    .from_host = cpu_copy,
     .save = cpu_save,
     .load = cpu_load,
 };

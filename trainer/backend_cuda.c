@@ -82,6 +82,10 @@ static int to_host(backend_t *b, char *err, size_t n) {
     return fail(b, nn_cuda_copy_params_to_host(gpu(b), b->host), "cuda copy to host", err, n);
 }
 
+static int from_host(backend_t *b, char *err, size_t n) {
+    return fail(b, nn_cuda_copy_params_from_host(gpu(b), b->host), "cuda copy to device", err, n);
+}
+
 static int cuda_hash(backend_t *b, uint64_t *h, char *err, size_t n) {
     if (to_host(b, err, n)) return -1;
     *h = backend_host_hash(b->host);
@@ -96,7 +100,7 @@ static int cuda_save(backend_t *b, const char *dir, const ckpt_meta_t *meta, cha
 
 static int cuda_load(backend_t *b, const char *dir, ckpt_meta_t *meta, char *err, size_t n) {
     if (ckpt_load(dir, b->host, meta, err, n)) return -1;
-    return fail(b, nn_cuda_copy_params_from_host(gpu(b), b->host), "cuda copy to device", err, n);
+    return from_host(b, err, n);
 }
 
 /* "cuda_graph": whether the training steps ran as CUDA graphs, and why not (metrics.c). */
@@ -119,6 +123,8 @@ const backend_ops_t backend_cuda = {
     .forward = cuda_forward,
     .average_bn = cuda_average_bn,
     .hash = cuda_hash,
+    .to_host = to_host,
+    .from_host = from_host,
     .save = cuda_save,
     .load = cuda_load,
     .add_json = cuda_add_json,

@@ -88,6 +88,12 @@ static const opt_t opts[] = {
     O("target-top1", T_DBL, target_top1, "", 0, 1, "* test top-1 target for time-to-accuracy (0..1)"),
     O("limit-train", T_LONG, limit_train, "0", 0, 1e12, "use only the first N training samples (0: all)"),
     O("limit-test", T_LONG, limit_test, "0", 0, 1e12, "use only the first N test samples (0: all)"),
+    O("curve-every", T_LONG, curve_every, "0", 0, 1e12,
+      "accuracy curve: snapshot the model every N batches of gradients applied (all ranks together, "
+      "across epochs); the snapshots are evaluated at the epoch end on the first --curve-test test "
+      "samples, outside the run's wall clock, and written as the JSON's \"curve\" (0: off)"),
+    O("curve-test", T_LONG, curve_test, "2000", 1, 1e12,
+      "the accuracy curve's test subset: the first M test samples (at most the test set's size)"),
     O("max-steps", T_INT, max_steps, "0", 0, 1 << 30, "cap on steps per rank per epoch (0: the whole shard)"),
     O("threads", T_INT, threads, "0", 0, 256,
       "compute threads per rank (0: cores / ranks on this host, >= 1)"),

@@ -22,6 +22,7 @@ int main(int argc, char **argv) {
 
     run_open_data(&r);
     run_build_model(&r);
+    curve_open(&r); /* --curve-every: the accuracy curve's snapshots and test subset */
     run_set_optimiser(&r);
     run_open_backend(&r);
     run_resume(&r);

@@ -1,5 +1,5 @@
-/* replicas.c -- the epoch end: BN running statistics averaged across ranks (as DDP broadcasts
- * buffers), the replicas checked bitwise equal (a hash of parameters, momentum and BN
+/* replicas.c -- the epoch end: the accuracy curve's snapshots evaluated (curve.c), BN running
+ * statistics averaged across ranks (as DDP broadcasts buffers), the replicas checked bitwise equal (a hash of parameters, momentum and BN
  * statistics), evaluation on the test set, the epoch's totals and record, the checkpoint. */
 #include "trainer/run.h"
 #include "trainer/runlog.h"
@@ -41,11 +41,10 @@ static uint64_t check_replicas(run_t *r, int epoch) {
     return h;
 }
 
-/* Test-set evaluation, sharded over the ranks; every rank gets the totals. */
-static void evaluate(run_t *r, double *loss, double *top1, double *top5) {
+void run_evaluate(run_t *r, const data_set_t *set, double *loss, double *top1, double *top5) {
     char err[512] = "";
     backend_t *be = r->be;
-    data_iter_t *it = data_iter_new(r->test, r->me, r->P, r->cfg.batch, 0, DATA_EVAL_FLAGS, err, sizeof err);
+    data_iter_t *it = data_iter_new(set, r->me, r->P, r->cfg.batch, 0, DATA_EVAL_FLAGS, err, sizeof err);
     if (!it) run_die(r, "evaluation data", err);
     be->ops->set_training(be, getenv("EAGER_EVAL_BATCHSTATS") ? 1 : 0); /* debugging aid */
     double s[4] = {0, 0, 0, 0};                                         /* loss sum, top1, top5, samples */
@@ -116,13 +115,14 @@ static void checkpoint(run_t *r, int epoch, double wall) {
 void end_epoch(run_t *r, int epoch, epoch_t *e) {
     const cfg_t *c = &r->cfg;
     epoch_report_t p = {.test_top1 = -1, .test_top5 = -1};
+    curve_end_epoch(r, epoch, e); /* before the epoch's times: they exclude it */
     p.weights_hash = check_replicas(r, epoch);
     double now = run_now();
     p.epoch_s = now - e->t0;
     p.wall = now - r->t_start;
     int last = epoch + 1 == c->epochs;
     if ((epoch + 1) % c->eval_every == 0 || last) {
-        evaluate(r, &p.test_loss, &p.test_top1, &p.test_top5);
+        run_evaluate(r, r->test, &p.test_loss, &p.test_top1, &p.test_top5);
         p.evaluated = 1;
     }
     p.lr = nn_lr_at(&r->sched, epoch); /* the lr this epoch started with */

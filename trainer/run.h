@@ -5,6 +5,7 @@
  *   epoch.c     one epoch: the step loop on libpcoll, the join, the controller's end of epoch
  *   rounds.c    applying completed rounds (lr and weight decay of a round) and dealing batches
  *   replicas.c  the epoch end: replicas checked equal, BN averaged, evaluation, checkpoint
+ *   curve.c     the accuracy curve (--curve-every): model snapshots, evaluated at the epoch end
  *   runlog.c    every line on the console and every field of the run's JSON
  *   run.c       fatal errors (one rank, or agreed by all) and the end of the run
  *   watchdog.c  a rank dead or hung in a collective outside the training rounds, named and the
@@ -55,6 +56,20 @@ typedef struct { /* the run so far (equal on every rank) */
     uint64_t decision_hash; /* FNV-1a over every epoch's controller decision hash */
 } run_totals_t;
 
+typedef struct {      /* one snapshot of the accuracy curve */
+    int epoch;        /* 1-based */
+    uint64_t batches; /* fresh gradients applied in the run when it was taken (all ranks) */
+    double wall;      /* this rank's wall time then; once evaluated, the latest over the ranks */
+} curve_snap_t;
+
+typedef struct {      /* the accuracy curve (--curve-every; all zero when off) */
+    data_set_t *test; /* the first --curve-test test samples */
+    size_t cap, n;    /* snapshots an epoch can take; taken this epoch */
+    curve_snap_t *snap;
+    float *params, *bn; /* cap x nparams, cap x nbn_stats: the snapshots' models (this rank's BN) */
+    float *now;         /* nparams + nbn_stats: the current model while the snapshots are evaluated */
+} curve_t;
+
 typedef struct run {
     cfg_t cfg;
     int P, me;                   /* world size and this rank */
@@ -79,8 +94,9 @@ typedef struct run {
     double t_start; /* MPI_Wtime of the run's start, less wall0 */
     rank_stats_t rs;
     run_totals_t tot;
-    pcoll_record_t rec;  /* scratch record of pcoll_next */
-    runlog_t *log;       /* output: console and JSON (rank 0 writes) */
+    pcoll_record_t rec; /* scratch record of pcoll_next */
+    runlog_t *log;      /* output: console and JSON (rank 0 writes) */
+    curve_t curve;
     struct watch *watch; /* the watchdog (watchdog.c); NULL before watch_start, after watch_stop */
 } run_t;
 
@@ -103,6 +119,8 @@ void run_set_optimiser(run_t *r); /* SGD and the lr schedule */
 void run_open_backend(run_t *r);  /* --device */
 void run_resume(run_t *r);        /* --resume: model, epoch and wall time from the checkpoint */
 void run_set_rounds(run_t *r);    /* controller, libpcoll and imbalance configuration */
+/* One split of --data with the first `limit` samples (0: all). NULL with the reason in err. */
+data_set_t *run_open_split(const cfg_t *c, data_split_t split, int64_t limit, char *err, size_t n);
 
 /* ---- epoch.c --------------------------------------------------------------------------- */
 /* Trains one epoch: every step, every round applied, the join, the controller's end of epoch. */
@@ -118,8 +136,26 @@ void submit_dealt(run_t *r, data_iter_t *it, dealer_t *dl, int epoch);
 void to_batch(nn_batch_t *nb, const data_batch_t *b);
 
 /* ---- replicas.c ------------------------------------------------------------------------ */
-/* The epoch end: replicas checked equal, BN averaged, evaluation, totals, log, checkpoint. */
+/* The epoch end: the curve's snapshots evaluated, replicas checked equal, BN averaged,
+ * evaluation, totals, log, checkpoint. */
 void end_epoch(run_t *r, int epoch, epoch_t *e);
+/* Collective: evaluation of the current model on `set`, sharded over the ranks (evaluation mode,
+ * BN on the running statistics as they are); every rank gets the totals. */
+void run_evaluate(run_t *r, const data_set_t *set, double *loss, double *top1, double *top5);
+
+/* ---- curve.c (docs/DESIGN.md: the accuracy curve) ---------------------------------------- */
+/* Collective, after the data and the model: with --curve-every, checks --curve-test against the
+ * test set and the snapshots' memory against its bound (every rank exits naming the option),
+ * opens the curve's test subset and allocates the snapshots. Does nothing when off. */
+void curve_open(run_t *r);
+/* After a round of nfresh gradients is applied and counted in e: a snapshot when the run's
+ * applied batches passed a multiple of --curve-every. The same on every rank (the records are). */
+void curve_round(run_t *r, int epoch, const epoch_t *e, int nfresh);
+/* Collective, at the epoch end before anything else: evaluates the epoch's snapshots (their BN
+ * statistics averaged over the ranks), logs them, restores the current model bitwise, and moves
+ * r->t_start and e->t0 by the time that took (the same on every rank). */
+void curve_end_epoch(run_t *r, int epoch, epoch_t *e);
+void curve_close(run_t *r);
 
 /* ---- run.c ----------------------------------------------------------------------------- */
 double run_now(void);

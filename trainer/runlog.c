@@ -6,6 +6,7 @@
 
 struct runlog {
     json_t *root, *epochs, *rounds, *switches; /* rank 0 only */
+    json_t *curve;                             /* --curve-every: the accuracy curve (rank 0) */
     ragg_t agg;                                /* rounds not yet in a record (rank 0) */
     char *hosts_buf, **hosts;                  /* every rank's host (rank 0) */
     int papi;                                  /* every rank counts with PAPI */
@@ -78,6 +79,7 @@ void runlog_open(run_t *r, int argc, char **argv) {
     set(ct, "switches", l->switches = json_array());
     set(root, "controller", ct);
     set(root, "papi", metrics_papi(l->papi));
+    if (r->cfg.curve_every) set(root, "curve", l->curve = json_array());
 }
 
 void runlog_round(run_t *r, const pcoll_record_t *rec, double lr, double wd, int epoch) {
@@ -201,6 +203,26 @@ void runlog_epoch(run_t *r, int epoch, const epoch_t *e, const epoch_report_t *p
     set(o, "weights_hash", json_string(hx));
     json_array_append_new(r->log->epochs, o);
     if (!r->cfg.quiet) epoch_line(r, epoch, e, p);
+}
+
+void runlog_curve(run_t *r, const curve_snap_t *s, double test_loss, double test_top1) {
+    if (r->me) return;
+    int cls = data_num_classes(r->train) > 0;
+    json_t *o = json_object();
+    set(o, "epoch", json_integer(s->epoch));
+    set(o, "batches", json_integer((json_int_t)s->batches));
+    set(o, "samples", json_integer((json_int_t)(s->batches * (uint64_t)r->cfg.batch)));
+    set(o, "wall_s", json_real(s->wall));
+    set(o, "test_top1", real_or_null(cls, test_top1));
+    set(o, "test_loss", json_real(test_loss));
+    json_array_append_new(r->log->curve, o);
+    if (r->cfg.quiet) return;
+    if (cls)
+        printf("  curve: epoch %d batch %llu  %6.1f s  test %.2f%% loss %.4f\n", s->epoch,
+               (unsigned long long)s->batches, s->wall, 100 * test_top1, test_loss);
+    else
+        printf("  curve: epoch %d batch %llu  %6.1f s  test loss %.6f\n", s->epoch,
+               (unsigned long long)s->batches, s->wall, test_loss);
 }
 
 void runlog_checkpoint(const run_t *r, const char *path) {

@@ -31,6 +31,8 @@ void runlog_progress(const run_t *r, int epoch, long s, const epoch_t *e);
 void runlog_switches(run_t *r, int epoch, const ctl_switch_t *sw, size_t n);
 void runlog_papi_epoch(run_t *r, int epoch); /* collective */
 void runlog_epoch(run_t *r, int epoch, const epoch_t *e, const epoch_report_t *rep);
+/* One point of the accuracy curve (--curve-every): an evaluated snapshot. */
+void runlog_curve(run_t *r, const curve_snap_t *s, double test_loss, double test_top1);
 void runlog_checkpoint(const run_t *r, const char *path);
 void runlog_save(run_t *r); /* rewrites the JSON file */
 /* The summary (exit: "ok" or why the run stopped) and the per-rank records, then the file.

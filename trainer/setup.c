@@ -114,7 +114,7 @@ static int data_kind(const char *s) {
                                       : 0;
 }
 
-static data_set_t *open_split(const cfg_t *c, data_split_t split, char *err, size_t n) {
+data_set_t *run_open_split(const cfg_t *c, data_split_t split, int64_t limit, char *err, size_t n) {
     data_spec_t s;
     memset(&s, 0, sizeof s);
     s.kind = data_kind(c->data);
@@ -126,7 +126,7 @@ static data_set_t *open_split(const cfg_t *c, data_split_t split, char *err, siz
     s.split = split;
     s.seed = c->seed;
     s.image_size = c->image_size;
-    s.limit = split == DATA_TRAIN ? c->limit_train : c->limit_test;
+    s.limit = limit;
     s.ucf_split = c->ucf_split;
     s.max_t = c->max_t;
     s.hp_features = c->hp_features;
@@ -136,9 +136,9 @@ static data_set_t *open_split(const cfg_t *c, data_split_t split, char *err, siz
 
 void run_open_data(run_t *r) {
     char err[1024] = "";
-    r->train = open_split(&r->cfg, DATA_TRAIN, err, sizeof err);
+    r->train = run_open_split(&r->cfg, DATA_TRAIN, r->cfg.limit_train, err, sizeof err);
     run_agree(r, r->train != NULL, "training data", err);
-    r->test = open_split(&r->cfg, DATA_TEST, err, sizeof err);
+    r->test = run_open_split(&r->cfg, DATA_TEST, r->cfg.limit_test, err, sizeof err);
     run_agree(r, r->test != NULL, "test data", err);
     if (!r->global) return;
     r->perm = malloc((size_t)data_count(r->train) * sizeof *r->perm);

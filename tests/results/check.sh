@@ -200,6 +200,36 @@ compare_ignore)
   rc 0 "$C" $D/runs/fmnist_solo.json "$TMP/solo_tag.json"
   contains "$TMP/out" 'note: runs differ in tag ((unset) vs b)'
   ;;
+compare_curve)
+  # time to target from a run's accuracy curve (--curve-every): the wall time of its first point at
+  # or above the target, not the epoch end; a run without a curve (or whose curve stays below the
+  # target) keeps the epoch end, and the column head and a note say which was used
+  curve='[{"epoch":1,"batches":8,"samples":512,"wall_s":2.5,"test_top1":0.5,"test_loss":1.2},
+          {"epoch":2,"batches":16,"samples":1024,"wall_s":7.25,"test_top1":0.805,"test_loss":0.6},
+          {"epoch":2,"batches":24,"samples":1536,"wall_s":9.5,"test_top1":0.79,"test_loss":0.6}]'
+  jq --argjson c "$curve" '.curve = $c | .config["curve-every"] = 8 | .config["curve-test"] = 2000' \
+    $D/runs/fmnist_solo.json >"$TMP/solo_curve.json"
+  rc 0 "$V" $S "$TMP/solo_curve.json"
+  rc 0 "$C" $D/runs/fmnist_sync.json "$TMP/solo_curve.json"
+  contains "$TMP/out" '| mode/policy | ranks | imbalance | n | wall (s) | to target (curve/epoch, s) |'
+  contains "$TMP/out" '| sync | 4 | linear:unit=20 | 1 | 40.0 | 30.0 |'
+  contains "$TMP/out" '| solo | 4 | linear:unit=20 | 1 | 20.0 | 7.2 |'
+  contains "$TMP/out" 'note: to target (curve/epoch): from the accuracy curve (--curve-every) for 1 of the 2 runs'
+  lacks "$TMP/out" 'runs differ' # the curve's options leave the training as it is: same row
+  rc 0 "$C" --json "$TMP/t.json" "$TMP/solo_curve.json"
+  contains "$TMP/out" '| mode/policy | ranks | imbalance | n | wall (s) | to target (curve, s) |'
+  contains "$TMP/out" 'note: to target (curve): the wall time of the first point'
+  tr -d ' \n' <"$TMP/t.json" >"$TMP/t.flat"
+  contains "$TMP/t.flat" '"time_to_target_s":{"mean":7.25'
+  # a curve that never reaches the target: the first epoch end that does (20.0), no curve named
+  rc 0 "$C" --target 0.81 "$TMP/solo_curve.json"
+  contains "$TMP/out" '| mode/policy | ranks | imbalance | n | wall (s) | to target (s) |'
+  contains "$TMP/out" '| solo | 4 | linear:unit=20 | 1 | 20.0 | 20.0 |'
+  lacks "$TMP/out" 'to target (curve'
+  jq '.curve[0].batches = -1' "$TMP/solo_curve.json" >"$TMP/bad_curve.json"
+  rc 1 "$V" $S "$TMP/bad_curve.json"
+  contains "$TMP/out" '$.curve[0].batches'
+  ;;
 compare_regression)
   rc 0 "$C" $D/runs/hyperplane_sync.json $D/runs/hyperplane_solo.json
   has "$TMP/out" '### hyperplane: model=hyperplane data=hyperplane ranks=2 epochs=3 batch=32 (regression: losses)'

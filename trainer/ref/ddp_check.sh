@@ -8,7 +8,13 @@
 #   3. the training: mpirun -np RANKS eager-train REF.eager_train_args gives, epoch by epoch (each
 #      epoch is one step per rank, then the BN statistics average and an evaluation), REF's lr
 #      exactly and its train loss, test loss and test top-1 within rounding (LOSS_RTOL relative;
-#      top-1 may differ by TOP1_SAMPLES test sample).
+#      top-1 may differ by TOP1_SAMPLES test sample);
+#   4. the accuracy curve, where REF has one (--curve-every in its flags): eager-train's curve[] has
+#      REF's points (epoch, batches, samples) and each point's test loss and top-1 on the first
+#      --curve-test test samples within the same rounding, and wall times that never decrease
+#      (skipped while eager-train has no --curve-every).
+# Also: every imbalance regime of ddp_race.sh (with delays in ms and busy=1) is an --imbalance spec
+# that eager-train's parser takes (the delay tables above cover each model on both sides).
 # REF: default every trainer/ref/ddp_mirror_ref_*.json (committed, one per mirrored preset,
 # written by ddp_mirror.py --mirror-ref).
 # --live: first regenerates each REF with PyTorch ($DDP_PY, see ddp_venv.sh) into $B/ddp/, prints
@@ -45,6 +51,9 @@ if jq -e '.eager_train_args | index(["--experiment", "fmnist"])' "$REF" >/dev/nu
     { echo "SKIP: Fashion-MNIST not found in $data (make deps)"; return 77; }
 fi
 mapfile -t ARGS < <(jq -r '.eager_train_args[]' "$REF")
+if jq -e 'has("curve")' "$REF" >/dev/null && ! "$T" --help 2>&1 | grep -q -- --curve-every; then
+  echo "SKIP: $REF checks the accuracy curve and $T has no --curve-every"; return 77
+fi
 ranks=$(jq -r .ranks "$REF")
 
 if [ $live = 1 ]; then
@@ -96,6 +105,22 @@ report=$(jq -r --slurpfile r "$REF" --argjson rtol "$LOSS_RTOL" --argjson dtop "
      elif $e.test_top1 != null and (($e.test_top1 - $d.test_top1) | fabs) * $nt > $dtop + 0.5 then "FAIL: epoch \($i + 1): test top-1 \($e.test_top1), DDP \($d.test_top1)" else empty end),
     "epoch \($i + 1): lr \($e.lr)  train loss \($e.train_loss) (DDP \($d.train_loss), rel \(rel($e.train_loss; $d.train_loss)))  test loss \($e.test_loss) (DDP \($d.test_loss))  top-1 \($e.test_top1) (DDP \($d.test_top1))"
   ] | join("\n") end' "$TMP/run.json") || { echo "FAIL: cannot compare $TMP/run.json with $REF"; return 1; }
+if jq -e 'has("curve")' "$REF" >/dev/null; then
+  report+=$'\n'$(jq -r --slurpfile r "$REF" --argjson rtol "$LOSS_RTOL" --argjson dtop "$TOP1_SAMPLES" --argjson nt "$ntest" '
+  def rel(a; b): ((a - b) | fabs) / ((b | fabs) + 1e-12);
+  ([.config["curve-test"], $nt] | min) as $m | (.curve // []) as $g | $r[0].curve as $w |
+  if ($g | length) != ($w | length) then "FAIL: curve: \($g | length) points, the reference has \($w | length)"
+  else [range(0; $w | length) as $i | $g[$i] as $e | $w[$i] as $d |
+    (if [$e.epoch, $e.batches, $e.samples] != [$d.epoch, $d.batches, $d.samples] then
+      "FAIL: curve point \($i + 1): epoch/batches/samples \([$e.epoch, $e.batches, $e.samples]), DDP \([$d.epoch, $d.batches, $d.samples])" else empty end),
+    (if ($e.wall_s | type) != "number" or $e.wall_s < (if $i > 0 then $g[$i - 1].wall_s else 0 end) then
+      "FAIL: curve point \($i + 1): wall_s \($e.wall_s) is below the previous point'"'"'s (or 0)" else empty end),
+    (if rel($e.test_loss; $d.test_loss) > $rtol then "FAIL: curve point \($i + 1): test loss \($e.test_loss), DDP \($d.test_loss)" else empty end),
+    (if ($e.test_top1 == null) != ($d.test_top1 == null) then "FAIL: curve point \($i + 1): test top-1 \($e.test_top1), DDP \($d.test_top1)"
+     elif $e.test_top1 != null and (($e.test_top1 - $d.test_top1) | fabs) * $m > $dtop + 0.5 then "FAIL: curve point \($i + 1): test top-1 \($e.test_top1), DDP \($d.test_top1)" else empty end),
+    "curve \($i + 1): epoch \($e.epoch) batches \($e.batches)  test loss \($e.test_loss) (DDP \($d.test_loss))  top-1 \($e.test_top1) (DDP \($d.test_top1)) on \($m) samples"
+  ] | join("\n") end' "$TMP/run.json") || { echo "FAIL: cannot compare the curve of $TMP/run.json with $REF"; return 1; }
+fi
 echo "$report"
 fails=$((fails + $(grep -c '^FAIL' <<<"$report")))
 [ $fails -eq 0 ] && echo "PASS: eager-train mirrors PyTorch DDP ($model, $ranks ranks, $REF)" ||
@@ -103,7 +128,22 @@ fails=$((fails + $(grep -c '^FAIL' <<<"$report")))
 [ $fails -eq 0 ]
 }
 
+# race_regimes: 0 when eager-train's parser ($DL) takes the spec of every ddp_race.sh regime
+race_regimes() {
+  local names="none random1 random2 lognormal linear slow" specs s bad=0
+  specs=$(bash trainer/ref/ddp_race.sh --dry-run --no-ddp --modes sync --ranks 4 --seeds 1 --imbalances "$names" \
+    --delay-x 150ms --ln-x 100ms --lin-x 30ms --busy | grep -o -- '--imbalance [^ ]*' | cut -d' ' -f2 | sort -u)
+  for s in $specs; do
+    "$DL" "$s" 1 4 1 10 64 >/dev/null || { echo "FAIL: ddp_race.sh's regime spec '$s' is refused by eager-train"; bad=1; }
+  done
+  [ "$(wc -w <<<"$specs")" = "$(wc -w <<<"$names")" ] ||
+    { echo "FAIL: ddp_race.sh --dry-run gave $(wc -w <<<"$specs") imbalance specs for the regimes $names: $specs"; bad=1; }
+  [ $bad = 0 ] && echo "race regimes: eager-train takes" $specs
+  return $bad
+}
+
 rc=0 skipped=0
+race_regimes || rc=1
 for ref in "$@"; do
   check "$ref"
   r=$?

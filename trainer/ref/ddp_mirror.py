@@ -25,12 +25,21 @@ trainer/data/common.c, iter.c, trainer/imbalance.c, trainer/main.c):
              delay is computed on the rank's thread instead of slept), injected where eager-train
              injects it: after the backward pass, before the gradient exchange, in a DDP
              communication hook on the step's last bucket
+  curve      --curve-every N: a snapshot (parameters, this rank's BN running statistics, epoch,
+             batches B, samples, wall time) whenever floor(B / N) grows after a step's update, B the
+             batches applied by all ranks together (P per DDP step); at every epoch end, before
+             the epoch's own evaluation, each snapshot is evaluated on the first --curve-test test
+             samples (BN statistics averaged across ranks, wall time the latest rank's, the subset
+             sharded over the ranks as the evaluation is), then the model is restored; the time
+             this takes is left out of every wall time (the same amount on every rank)
 Timing as eager-train: epochs[].wall_s from the end of set-up to the end of the epoch's training
-and BN average (evaluation of earlier epochs included), summary.wall_s to the end.
+and BN average (evaluation of earlier epochs included, curve evaluations excluded), summary.wall_s
+to the end.
 
 Output (--out): "schema": "ddp-run/1", "program": "pytorch-ddp"; config keys named as
 eager-train's (mode "ddp"), epochs[] with wall_s, epoch_s, lr, train_loss, train_top1, test_loss,
-test_top1, and summary: the subset pcoll-compare reads (results/schema/ddp.schema.json).
+test_top1, curve[] (with --curve-every) with epoch, batches, samples, wall_s, test_top1, test_loss,
+and summary: the subset pcoll-compare reads (results/schema/ddp.schema.json).
 --mirror-ref FILE also writes the mirror reference that trainer/ref/ddp_check.sh checks
 eager-train against without Python: the initial weights' FNV-1a hash and every epoch's losses.
 
@@ -89,6 +98,9 @@ def parse(argv=None):
     a.add_argument("--hp-features", type=int, default=8192, help="hyperplane features")
     a.add_argument("--hp-samples", type=int, default=16384, help="hyperplane training samples (test: 1/8)")
     a.add_argument("--max-steps", type=int, default=0)
+    a.add_argument("--curve-every", type=int, default=0,
+                   help="accuracy curve: a snapshot every N batches applied by all ranks together (0: off)")
+    a.add_argument("--curve-test", type=int, default=2000, help="the curve's test subset: the first M samples")
     a.add_argument("--out", default="ddp-run.json")
     a.add_argument("--mirror-ref", default="", help="also write the mirror reference (initial hash, losses) here")
     a.add_argument("--init", choices=["c", "torch"], default="c", help="c: eager-train's generator; torch: torch's")
@@ -101,6 +113,8 @@ def parse(argv=None):
             setattr(args, k.replace("-", "_"), v)
     if args.ranks < 1 or args.batch < 1 or args.epochs < 1:
         a.error("--ranks, --batch and --epochs must be >= 1")
+    if args.curve_every < 0 or args.curve_test < 1:
+        a.error("--curve-every must be >= 0 and --curve-test >= 1")
     if args.threads == 0:
         args.threads = max(1, (os.cpu_count() or 1) // args.ranks)
     try:
@@ -434,9 +448,11 @@ def worker(rank, args):
                 dist.all_reduce(b)
                 b.div_(P)
 
-    def evaluate():
+    def eval_sums(n):
+        """This rank's share of the first n test samples (positions i % P == rank, batch --batch):
+        loss sum, correct, samples."""
         model.eval()
-        idx = torch.arange(rank, test.n, P)
+        idx = torch.arange(rank, n, P)
         s = torch.zeros(3, dtype=torch.float64)
         with torch.no_grad():
             for k in range(0, len(idx), args.batch):
@@ -445,15 +461,62 @@ def worker(rank, args):
                 s[0] += loss_of(out, y).item() * len(y)  # eager-train: the batch's mean loss x its size
                 s[1] += (out.argmax(1) == y).sum().item() if cls else 0
                 s[2] += len(y)
-        dist.all_reduce(s)
         model.train()
+        return s
+
+    def evaluate():
+        s = eval_sums(test.n)
+        dist.all_reduce(s)
         return s[0].item() / s[2].item(), s[1].item() / s[2].item() if cls else None
+
+    params = list(model.parameters())
+
+    def snapshot(epoch, batches, wall):
+        """The curve's snapshot after a step's update: parameters and this rank's BN statistics."""
+        with torch.no_grad():
+            return {"epoch": epoch, "batches": batches, "wall": wall, "params": [p.detach().clone() for p in params],
+                    "bn": torch.cat([b.reshape(-1) for b in bn_bufs]) if bn_bufs else torch.zeros(0)}
+
+    def load_state(ps, bn):
+        with torch.no_grad():
+            for p, v in zip(params, ps):
+                p.copy_(v)
+            off = 0
+            for b in bn_bufs:
+                b.copy_(bn[off:off + b.numel()].view_as(b))
+                off += b.numel()
+
+    def curve_eval(snaps):
+        """Evaluates the snapshots on the first --curve-test test samples, each with its BN statistics
+        averaged across ranks and the latest rank's wall time, then restores the model; returns the
+        curve records and the seconds this took (the slowest rank's, so every rank agrees; counted
+        from the barrier, so that waiting for the last rank stays in the run's time)."""
+        dist.barrier()
+        t0 = time.perf_counter()
+        here = snapshot(0, 0, 0.0)
+        bn = torch.stack([sn["bn"] for sn in snaps])
+        dist.all_reduce(bn)
+        bn.div_(P)
+        walls = torch.tensor([sn["wall"] for sn in snaps], dtype=torch.float64)
+        dist.all_reduce(walls, op=dist.ReduceOp.MAX)
+        sums = torch.zeros(len(snaps), 3, dtype=torch.float64)
+        for k, sn in enumerate(snaps):
+            load_state(sn["params"], bn[k])
+            sums[k] = eval_sums(args.curve_test)
+        dist.all_reduce(sums)
+        load_state(here["params"], here["bn"])
+        recs = [{"epoch": sn["epoch"], "batches": sn["batches"], "samples": sn["batches"] * args.batch,
+                 "wall_s": walls[k].item(), "test_top1": sums[k, 1].item() / sums[k, 2].item() if cls else None,
+                 "test_loss": sums[k, 0].item() / sums[k, 2].item()} for k, sn in enumerate(snaps)]
+        spent = torch.tensor([time.perf_counter() - t0], dtype=torch.float64)
+        dist.all_reduce(spent, op=dist.ReduceOp.MAX)
+        return recs, spent.item()
 
     # the epochs' permutations (pure Python) are set-up, outside the timed loop
     perms = [torch.tensor(data_permutation(N, args.seed, e)[:lim], dtype=torch.int64) for e in range(args.epochs)]
     dist.barrier()
     t_start = time.perf_counter()
-    epochs, reached = [], None
+    epochs, reached, curve, snaps, batches = [], None, [], [], 0
     for epoch in range(args.epochs):
         te0 = time.perf_counter()
         shard = perms[epoch][rank:lim:P]
@@ -470,9 +533,18 @@ def worker(rank, args):
             loss = loss_of(out, y)
             loss.backward()  # the hook injects the delay, then the gradients are averaged
             opt.step()
+            batches += P  # one batch per rank applied
+            if args.curve_every and batches // args.curve_every > (batches - P) // args.curve_every:
+                snaps.append(snapshot(epoch + 1, batches, time.perf_counter() - t_start))
             loss_sum += loss.item()
             correct += (out.argmax(1) == y).sum().item() if cls else 0
             seen += len(y)
+        if snaps:  # the curve's evaluations are left out of the run's wall time
+            recs, spent = curve_eval(snaps)
+            curve += recs
+            snaps = []
+            t_start += spent
+            te0 += spent
         bn_average()
         ep_s = time.perf_counter() - te0
         wall_ep = time.perf_counter() - t_start
@@ -494,8 +566,8 @@ def worker(rank, args):
     allt = [torch.zeros(2, dtype=torch.float64) for _ in range(P)]
     dist.all_gather(allt, tt)
     if rank == 0:
-        write_outputs(args, torch.__version__, torch.get_num_threads(), N, test.n, epochs, allt, wall, reached,
-                      init_hash, nparams, cls)
+        write_outputs(args, torch.__version__, torch.get_num_threads(), N, test.n, epochs, curve, allt, wall,
+                      reached, init_hash, nparams, cls)
     dist.destroy_process_group()
 
 
@@ -505,15 +577,16 @@ def trainer_config(args, threads):
          "data": PRESETS[args.experiment]["data"], "mode": "ddp", "ranks": args.ranks, "threads": threads}
     for k in ("epochs", "batch", "lr", "base-batch", "momentum", "wd", "wd-bn", "nesterov", "warmup",
               "warmup-start-lr", "milestones", "gamma", "seed", "imbalance", "limit-train", "limit-test",
-              "max-steps", "target-top1", "data-path", "out") + (("hp-features", "hp-samples")
-                                                                     if args.experiment == "hyperplane" else ()):
+              "max-steps", "target-top1", "data-path", "out", "curve-every", "curve-test") + (
+                  ("hp-features", "hp-samples") if args.experiment == "hyperplane" else ()):
         c[k] = getattr(args, k.replace("-", "_"))
     for k in ("wd-bn", "nesterov"):
         c[k] = bool(c[k])
     return c
 
 
-def write_outputs(args, torch_version, threads, ntrain, ntest, epochs, allt, wall, reached, init_hash, nparams, cls):
+def write_outputs(args, torch_version, threads, ntrain, ntest, epochs, curve, allt, wall, reached, init_hash, nparams,
+                  cls):
     hooked = args.imb.kind != "none"
     res = {"schema": "ddp-run/1", "program": "pytorch-ddp", "experiment": args.experiment,
            "config": trainer_config(args, threads),
@@ -527,6 +600,8 @@ def write_outputs(args, torch_version, threads, ntrain, ntest, epochs, allt, wal
            "summary": {"wall_s": wall, "epochs": args.epochs, "final_test_top1": epochs[-1]["test_top1"],
                        "final_train_loss": epochs[-1]["train_loss"], "target_top1": args.target_top1 if cls else None,
                        "time_to_target_s": reached, "ntrain": ntrain, "ntest": ntest}}
+    if args.curve_every:
+        res["curve"] = curve
     with open(args.out, "w") as f:
         json.dump(res, f, indent=1)
     if args.mirror_ref:
@@ -537,6 +612,8 @@ def write_outputs(args, torch_version, threads, ntrain, ntest, epochs, allt, wal
                "eager_train_args": mirror_args(args), "delays": delay_table(args.seed),
                "epochs": [{k: e[k] for k in ("epoch", "lr", "train_loss", "train_top1", "test_loss", "test_top1")}
                           for e in epochs]}
+        if args.curve_every:
+            ref["curve"] = [{k: c[k] for k in ("epoch", "batches", "samples", "test_top1", "test_loss")} for c in curve]
         with open(args.mirror_ref, "w") as f:
             json.dump(ref, f, indent=1)
             f.write("\n")
@@ -562,7 +639,8 @@ def mirror_args(args):
     """eager-train's flags for the same run (mpirun -np RANKS eager-train ARGS)."""
     a = ["--experiment", args.experiment, "--seed", str(args.seed), "--threads", str(args.threads)]
     for k in ("epochs", "batch", "lr", "wd", "milestones", "gamma", "momentum", "limit-train", "limit-test",
-              "max-steps", "imbalance") + (("hp-features", "hp-samples") if args.experiment == "hyperplane" else ()):
+              "max-steps", "imbalance") + (("hp-features", "hp-samples") if args.experiment == "hyperplane" else ()) + (
+                  ("curve-every", "curve-test") if args.curve_every else ()):
         a += ["--" + k, str(getattr(args, k.replace("-", "_")))]
     return a
 
@@ -576,6 +654,11 @@ def free_port():
 
 def main():
     args = parse()
+    if args.curve_every:  # as eager-train: a subset larger than the test set is refused, not shrunk
+        ntest = open_data(args, "test").n
+        if args.curve_test > ntest:
+            raise SystemExit("ddp_mirror: --curve-test %d is larger than the test set (%d samples%s)" % (
+                args.curve_test, ntest, " with --limit-test" if args.limit_test else ""))
     if args.port == 0:
         args.port = free_port()
     for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):

@@ -5,23 +5,37 @@
 #   bash trainer/ref/ddp_race.sh [options]       (make bench-ddp runs it on a small setting)
 #     --ranks "4 8"        rank counts P
 #     --seeds "1 2 3"      seeds (initial weights, data order, injected delays)
-#     --imbalances "none random1 random2 lognormal"
-#                          none; randomK: K ranks drawn per step (with replacement) are delayed by
-#                          DELAY_X step times (the paper's Figs. 11-12 inject one or two random
-#                          ranks); lognormal: every rank waits a log-normal delay of mean LN_X step
-#                          times and std 0.3 x mean (the std/mean of the paper's cloud V100 step
-#                          times, 144 / 475 ms)
-#     --delay-x X          random delay in step times (2); --ln-x X: log-normal mean (1)
+#     --imbalances "none random1 random2 lognormal"   any of (eager-train --imbalance model):
+#                          none
+#                          randomK    random:k=K,d=DELAY: K ranks drawn per step (with
+#                                     replacement) wait DELAY (the paper's Figs. 11-12: K = 1, 2)
+#                          lognormal  lognormal:mean=LN,std=0.3 LN: every rank waits a log-normal
+#                                     delay (std/mean of the paper's cloud V100 step times, 144/475)
+#                          linear     linear:unit=LIN: rank r waits r x LIN (a fixed skew)
+#                          slow       slow:rank=P-1,factor=SLOW: the last rank is SLOW times slower
+#                                     (waits SLOW - 1 times its own compute time, every step)
+#     --delay-x X          DELAY (2), --ln-x X: LN (1), --lin-x X: LIN (0.5), in step times, or
+#                          with the suffix ms in milliseconds (e.g. --delay-x 150ms: the same
+#                          absolute delay whatever P and the machine)
+#     --slow-factor F      SLOW (2)
 #     --busy               delays are computed on the rank's own thread, not slept (busy=1): on
 #                          shared cores a sleeping straggler lends its core to the others
 #     --modes "sync adaptive majority"   eager-train modes; --no-ddp leaves DDP out
 #     --partial-opts "--tau 4"           extra eager-train flags for the modes other than sync
-#     --experiment fmnist --epochs E --limit-train N --limit-test N --threads T (0: cores / P)
+#     --train-opts "..."   extra eager-train flags for every eager-train run (e.g. "--epoch-mode
+#                          global"; DDP has no counterpart of most, so check what you compare)
+#     --both-opts "..."    flags both programs take, for every run (e.g. "--milestones 1")
+#     --curve-every N      accuracy curve (both programs): a snapshot every N batches applied by
+#                          all ranks together, evaluated on the first --curve-test M (2000, at
+#                          most --limit-test) test samples; default auto: a tenth of an epoch's
+#                          batches; 0: no curve
+#     --experiment fmnist --epochs E --batch B --limit-train N --limit-test N --threads T (0: cores / P)
 #     --out DIR            runs go to DIR/pP/<imbalance>/<program>-s<seed>.json (default
 #                          results/runs/ddp-race); existing files are kept (rerun to resume)
 #     --dry-run            print the commands only
 # A step time is what the balanced sync run of the first seed measured about itself (ranks[]
-# compute_s / steps, mean over ranks), so the delays scale with the model and the machine.
+# compute_s / steps, mean over ranks), so the delays given in step times scale with the model and
+# the machine; delays given in ms do not.
 # Per P, DIR/compare-pP.{md,json,csv} is pcoll-compare's table with the target set to DDP's mean
 # final top-1 without imbalance: "to target vs DDP" is then how much sooner a mode reaches the
 # accuracy DDP ends with.
@@ -33,8 +47,8 @@ DDP_PY=${DDP_PY:-$B/venv/bin/python3}
 : "${MPIRUN:=mpirun --oversubscribe --bind-to none}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 RANKS="4 8"; SEEDS="1 2 3"; IMBS="none random1 random2 lognormal"; MODES="sync adaptive majority"
-DELAY_X=2; LN_X=1; BUSY=""; DDP=1; PARTIAL="--tau 4"; EXP=fmnist; EPOCHS=""; LT=0; LTE=0; THREADS=0
-OUT=results/runs/ddp-race; DRY=0
+DELAY_X=2; LN_X=1; LIN_X=0.5; SLOW=2; BUSY=""; DDP=1; PARTIAL="--tau 4"; TRAIN_OPTS=""; BOTH_OPTS=""; EXP=fmnist
+EPOCHS=""; BATCH=""; LT=0; LTE=0; THREADS=0; CURVE=auto; CURVE_TEST=2000; OUT=results/runs/ddp-race; DRY=0
 die() { echo "ddp_race: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -43,10 +57,17 @@ while [ $# -gt 0 ]; do
   --imbalances) IMBS=$2; shift ;;
   --delay-x) DELAY_X=$2; shift ;;
   --ln-x) LN_X=$2; shift ;;
+  --lin-x) LIN_X=$2; shift ;;
+  --slow-factor) SLOW=$2; shift ;;
   --busy) BUSY=",busy=1" ;;
   --modes) MODES=$2; shift ;;
   --no-ddp) DDP=0 ;;
   --partial-opts) PARTIAL=$2; shift ;;
+  --train-opts) TRAIN_OPTS=$2; shift ;;
+  --both-opts) BOTH_OPTS=$2; shift ;;
+  --curve-every) CURVE=$2; shift ;;
+  --curve-test) CURVE_TEST=$2; shift ;;
+  --batch) BATCH=$2; shift ;;
   --experiment) EXP=$2; shift ;;
   --epochs) EPOCHS=$2; shift ;;
   --limit-train) LT=$2; shift ;;
@@ -60,17 +81,48 @@ while [ $# -gt 0 ]; do
   shift
 done
 [ $# -eq 0 ] || die "unexpected argument $1"
-for x in "$DELAY_X" "$LN_X"; do [[ $x =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--delay-x / --ln-x take a number, not '$x'"; done
+for x in "$DELAY_X" "$LN_X" "$LIN_X"; do
+  [[ $x =~ ^[0-9]+(\.[0-9]+)?(ms)?$ ]] || die "--delay-x / --ln-x / --lin-x take a number of step times or NUMBERms, not '$x'"
+done
+[[ $SLOW =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v f="$SLOW" 'BEGIN { exit !(f >= 1) }' || die "--slow-factor takes a number >= 1, not '$SLOW'"
+[[ $CURVE =~ ^(auto|[0-9]+)$ ]] || die "--curve-every takes auto or a number of batches, not '$CURVE'"
+[[ $CURVE_TEST =~ ^[0-9]+$ ]] && [ "$CURVE_TEST" -ge 1 ] || die "--curve-test takes a number of test samples >= 1, not '$CURVE_TEST'"
+[ -z "$BATCH" ] || [[ $BATCH =~ ^[1-9][0-9]*$ ]] || die "--batch takes a number >= 1, not '$BATCH'"
+read -ra TRAIN_EXTRA <<<"$TRAIN_OPTS"
+read -ra BOTH_EXTRA <<<"$BOTH_OPTS"
+[[ $LT =~ ^[0-9]+$ ]] && [[ $LTE =~ ^[0-9]+$ ]] || die "--limit-train / --limit-test take a number of samples (0: all)"
+# the curve's test subset: at most the test samples used (both programs refuse a larger one)
+ctest=$CURVE_TEST
+[ "$LTE" -gt 0 ] && [ "$LTE" -lt "$ctest" ] && ctest=$LTE
 for m in $MODES; do case $m in sync | solo | majority | adaptive | quorum:*) ;; *) die "--modes: '$m' is not an eager-train mode" ;; esac; done
-for i in $IMBS; do [[ $i =~ ^(none|random[0-9]+|lognormal)$ ]] || die "--imbalances: '$i' is not none, randomK or lognormal"; done
+for i in $IMBS; do [[ $i =~ ^(none|random[1-9][0-9]*|lognormal|linear|slow)$ ]] || die "--imbalances: '$i' is not none, randomK, lognormal, linear or slow"; done
 command -v jq >/dev/null || die "needs jq (make deps)"
 if [ $DRY = 0 ]; then
   [ -x "$B/bin/eager-train" ] && [ -x "$B/bin/pcoll-compare" ] || die "build first: make build-all"
+  if ! "$B/bin/eager-train" --help 2>&1 | grep -q -- --curve-every; then
+    [ "$CURVE" = auto ] || [ "$CURVE" = 0 ] || die "$B/bin/eager-train has no --curve-every: --curve-every 0"
+    [ "$CURVE" = auto ] && echo "ddp_race: $B/bin/eager-train has no --curve-every: no accuracy curve"
+    CURVE=0
+  fi
   if [ $DDP = 1 ] && ! "$DDP_PY" -c 'import torch' 2>/dev/null; then die "$DDP_PY has no torch: make ddp-venv, or --no-ddp"; fi
 fi
 
-common=(--experiment "$EXP" --limit-train "$LT" --limit-test "$LTE")
+common=(--experiment "$EXP" --limit-train "$LT" --limit-test "$LTE" "${BOTH_EXTRA[@]}")
 [ -n "$EPOCHS" ] && common+=(--epochs "$EPOCHS")
+[ -n "$BATCH" ] && common+=(--batch "$BATCH")
+
+# curve_every P: the --curve-every of P ranks: CURVE, or auto: a tenth of an epoch's batches (all
+# ranks together: P x floor(floor(N / P) / batch), N the training samples used), at least 1
+curve_every() {
+  [ "$CURVE" != auto ] && { echo "$CURVE"; return; }
+  local n b
+  case $EXP in fmnist) n=60000 b=64 ;; hyperplane) n=16384 b=64 ;; *) die "--curve-every auto knows fmnist and hyperplane; give a number" ;; esac
+  [ "$LT" -gt 0 ] && [ "$LT" -lt "$n" ] && n=$LT
+  [ -n "$BATCH" ] && b=$BATCH
+  local e=$(( $1 * (n / $1 / b) / 10 ))
+  [ $e -lt 1 ] && e=1
+  echo $e
+}
 
 # run FILE CMD...: runs CMD unless FILE exists (resume); the log goes next to FILE
 run() {
@@ -82,13 +134,26 @@ run() {
   "$@" >"${f%.json}.log" 2>&1 || { echo "ddp_race: failed, see ${f%.json}.log:"; tail -5 "${f%.json}.log"; return 1; }
 }
 
-# spec NAME STEP_MS: the --imbalance value of NAME for a step time of STEP_MS
+# ms X STEP_MS: the delay X (step times, or NUMBERms) in ms
+ms() {
+  case $1 in
+  *ms) echo "${1%ms}" ;;
+  *) [ "$2" = STEP_MS ] && echo "$1xSTEP_MS" || awk -v x="$1" -v s="$2" 'BEGIN { printf "%.1f", x * s }' ;;
+  esac
+}
+
+# spec NAME STEP_MS P: the --imbalance value of NAME for a step time of STEP_MS and P ranks
 spec() {
-  [ "$2" = STEP_MS ] && { echo "<$1 of step time STEP_MS$BUSY>"; return; }
+  local d
   case $1 in
   none) echo none ;;
-  random*) awk -v k="${1#random}" -v x="$DELAY_X" -v s="$2" -v b="$BUSY" 'BEGIN { printf "random:k=%d,d=%.1f%s", k, x * s, b }' ;;
-  lognormal) awk -v x="$LN_X" -v s="$2" -v b="$BUSY" 'BEGIN { m = x * s; printf "lognormal:mean=%.1f,std=%.1f%s", m, 0.3 * m, b }' ;;
+  random*) echo "random:k=${1#random},d=$(ms "$DELAY_X" "$2")$BUSY" ;;
+  lognormal)
+    d=$(ms "$LN_X" "$2")
+    case $d in *STEP_MS) echo "lognormal:mean=$d,std=0.3x$d$BUSY" ;;
+    *) awk -v m="$d" -v b="$BUSY" 'BEGIN { printf "lognormal:mean=%.1f,std=%.1f%s", m, 0.3 * m, b }' ;; esac ;;
+  linear) echo "linear:unit=$(ms "$LIN_X" "$2")$BUSY" ;;
+  slow) echo "slow:rank=$(($3 - 1)),factor=$SLOW$BUSY" ;;
   esac
 }
 
@@ -98,28 +163,31 @@ for P in $RANKS; do
   th=$THREADS
   [ "$th" = 0 ] && th=$(( $(nproc) / P )) && [ "$th" -lt 1 ] && th=1
   D=$OUT/p$P
-  echo "ddp_race: P=$P, $th thread(s) per rank, seeds $SEEDS, into $D"
+  ce=$(curve_every "$P")
+  curve=()
+  [ "$ce" -gt 0 ] && curve=(--curve-every "$ce" --curve-test "$ctest")
+  echo "ddp_race: P=$P, $th thread(s) per rank, seeds $SEEDS, curve every $ce batches, into $D"
   # the balanced sync run of the first seed measures the step time the delays are scaled to
   cal=$D/none/sync-s$first_seed.json
-  run "$cal" $MPIRUN -np "$P" "$B/bin/eager-train" "${common[@]}" --mode sync --seed "$first_seed" \
-    --imbalance none --threads "$th" --quiet --out "$cal" || { fails=$((fails + 1)); continue; }
+  run "$cal" $MPIRUN -np "$P" "$B/bin/eager-train" "${common[@]}" "${curve[@]}" "${TRAIN_EXTRA[@]}" --mode sync \
+    --seed "$first_seed" --imbalance none --threads "$th" --quiet --out "$cal" || { fails=$((fails + 1)); continue; }
   if [ $DRY = 1 ]; then step=STEP_MS
   else step=$(jq '[.ranks[] | .compute_s / .steps] | add / length * 1000' "$cal"); fi
   echo "ddp_race: P=$P: balanced sync step time $step ms (compute per step, mean over ranks)"
   for name in $IMBS; do
-    imb=$(spec "$name" "$step")
+    imb=$(spec "$name" "$step" "$P")
     for s in $SEEDS; do
       for m in $MODES; do
         f=$D/$name/$m-s$s.json
         extra=()
         [ "$m" != sync ] && read -ra extra <<<"$PARTIAL"
-        run "$f" $MPIRUN -np "$P" "$B/bin/eager-train" "${common[@]}" --mode "$m" "${extra[@]}" --seed "$s" \
-          --imbalance "$imb" --threads "$th" --quiet --out "$f" || fails=$((fails + 1))
+        run "$f" $MPIRUN -np "$P" "$B/bin/eager-train" "${common[@]}" "${curve[@]}" "${TRAIN_EXTRA[@]}" --mode "$m" \
+          "${extra[@]}" --seed "$s" --imbalance "$imb" --threads "$th" --quiet --out "$f" || fails=$((fails + 1))
       done
       if [ $DDP = 1 ]; then
         f=$D/$name/ddp-s$s.json
-        run "$f" "$DDP_PY" trainer/ref/ddp_mirror.py --ranks "$P" "${common[@]}" --seed "$s" --imbalance "$imb" \
-          --threads "$th" --quiet --out "$f" || fails=$((fails + 1))
+        run "$f" "$DDP_PY" trainer/ref/ddp_mirror.py --ranks "$P" "${common[@]}" "${curve[@]}" --seed "$s" \
+          --imbalance "$imb" --threads "$th" --quiet --out "$f" || fails=$((fails + 1))
       fi
     done
   done
