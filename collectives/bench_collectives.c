@@ -7,6 +7,7 @@
  * #wrong counts rounds whose result is not the sum of what the fresh ranks deposited (each rank
  * deposits all elements = rank + 1).
  * Modes: mpi_allreduce, sync, solo, majority, quorum (Q = P/2).
+ * The JSON also names each rank's host (MPI_Get_processor_name), "hosts"[r] for rank r.
  * Wait semantics: sync waits until its own deposit's round completed. The partial modes use the
  * original eager-SGD semantics: a late rank does not wait for a round of its own
  * (PCOLL_WAIT_NEWER: it returns as soon as a round it has not applied yet is complete; its
@@ -37,6 +38,30 @@ static int g_device = 0;
 #endif
 
 static double now(void) { return MPI_Wtime(); }
+
+/* every rank's MPI_Get_processor_name, collective; returns on rank 0 a JSON array indexed by rank,
+ * NULL on the others (out of memory on rank 0: message and MPI_Abort, as for the buffers) */
+static json_t *gather_hosts(void) {
+    char host[MPI_MAX_PROCESSOR_NAME] = "", *all = NULL;
+    int len = 0;
+    MPI_Get_processor_name(host, &len);
+    if (!me && !(all = calloc((size_t)P, MPI_MAX_PROCESSOR_NAME))) {
+        fprintf(stderr, "bench_collectives: rank 0: out of memory for %d host names\n", P);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_Gather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0,
+               MPI_COMM_WORLD);
+    if (me) return NULL;
+    json_t *hosts = json_array();
+    for (int p = 0; p < P; p++) {
+        char *h = all + (size_t)p * MPI_MAX_PROCESSOR_NAME;
+        h[MPI_MAX_PROCESSOR_NAME - 1] = 0;
+        json_array_append_new(hosts, json_string(h));
+    }
+    free(all);
+    return hosts;
+}
+
 static void sleep_ms(double ms) {
     if (ms <= 0) return;
     struct timespec ts = {(time_t)(ms / 1e3), (long)(fmod(ms, 1e3) * 1e6)};
@@ -277,7 +302,7 @@ int main(int argc, char **argv) {
 #endif
     }
     const char *modes[] = {"mpi_allreduce", "sync", "solo", "majority", "quorum"};
-    json_t *root = json_object(), *arr = json_array();
+    json_t *root = json_object(), *arr = json_array(), *hosts = gather_hosts();
     if (!me) {
         printf("# eager-SGD partial allreduce, %d ranks, rank r delayed r x %.3g ms (linear skew), "
                "%d iterations (+%d warm-up), mean over ranks of deposit-to-completion latency, "
@@ -325,6 +350,7 @@ int main(int argc, char **argv) {
     }
     if (!me) {
         json_object_set_new(root, "ranks", json_integer(P));
+        if (hosts) json_object_set_new(root, "hosts", hosts);
         json_object_set_new(root, "memory", json_string(g_device ? "device" : "host"));
         json_object_set_new(root, "unit_ms", json_real(unit));
         json_object_set_new(root, "iterations", json_integer(iters));

@@ -264,10 +264,21 @@ typedef struct {
     double L, A, F, T, gain;             /* signals of the current window (NAN if undefined) */
     double gain_min, gain_max, gain_sum; /* the gain over the observed rounds where it was defined */
     uint64_t gain_n;                     /* ... how many (0: never; gain_min/gain_max are then NAN) */
+    ctl_kind_t kind;                     /* the policy's kind and rule (what the fields below apply to) */
+    ctl_rule_t rule;
+    int light_quorum; /* adaptive: LIGHT is quorum:light_quorum, or solo when 0 */
     /* rule=rate: the latest measurement of each level, indexed sync, majority, light (NAN: none) */
     double rate[3];          /* gradients per second the level delivered */
     double lag[3];           /* mean lag of its gradients, in sync steps */
-    double score[3];         /* the rate in fresh-gradient equivalents: what the choice compares */
+    double score[3];         /* the rate in fresh-gradient equivalents: what the choice compares
+                                (pooled over the level's measurements since the run's conditions
+                                last changed) */
+    double score_se[3];      /* ... its standard error */
+    uint64_t samples[3];     /* gradients counted in the measurements behind score (0: the score
+                                predates a detected change and awaits the level's next probe) */
+    int probing;             /* rule=rate: a probe of the levels is in progress */
+    uint64_t lv_rounds[3];   /* rounds observed that ran each level (this handle), indexed as
+                                rate[]: LIGHT counts solo and quorum rounds */
     uint64_t choices;        /* rule=rate: probes of every level completed (this handle) */
     uint64_t choice_changes; /* ... that chose another level than the one before the probe */
     int choice;              /* the level the latest completed probe chose, as an index of rate[]

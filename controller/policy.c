@@ -824,6 +824,7 @@ int ctl_policy_observe(ctl_policy_t *p, const pcoll_record_t *rec, ctl_decision_
     if (c->tau > 0 && c->tau_by == CTL_TAU_POLICY) p->st.tau_waits += nw;
     p->next = r + 1;
     p->st.rounds++;
+    p->st.lv_rounds[rec->mode == PCOLL_SYNC ? 0 : rec->mode == PCOLL_MAJORITY ? 1 : 2]++;
     if (!what) return 0;
 
     commit(p, r, what, &v, nw, &g, wwhy, out);
@@ -858,7 +859,11 @@ void ctl_policy_stats(const ctl_policy_t *p, ctl_policy_stats_t *st) {
     st->gain = p->c.kind == CTL_ADAPTIVE && p->c.rule == CTL_RULE_RATE ? NAN : g.gain;
     const int order[3] = {LV_SYNC, LV_MAJ, LV_LIGHT};
     int chosen = s->phase ? s->incumbent : s->level;
+    st->kind = p->c.kind;
+    st->rule = p->c.rule;
+    st->light_quorum = p->light.mode == PCOLL_QUORUM ? p->light.quorum : 0;
     st->choice = -1;
+    st->probing = p->c.kind == CTL_ADAPTIVE && p->c.rule == CTL_RULE_RATE && s->phase;
     for (int i = 0; i < 3; i++) {
         if (order[i] == chosen && p->c.kind == CTL_ADAPTIVE && p->c.rule == CTL_RULE_RATE) st->choice = i;
         int lv = order[i];
@@ -866,6 +871,8 @@ void ctl_policy_stats(const ctl_policy_t *p, ctl_policy_stats_t *st) {
         st->rate[i] = ok ? s->rate[lv] : NAN;
         st->lag[i] = ok ? s->lag[lv] : NAN;
         st->score[i] = ok ? s->score[lv] : NAN;
+        st->score_se[i] = ok ? s->se[lv] : NAN;
+        st->samples[i] = ok ? s->pool_n[lv] : 0;
     }
 }
 

@@ -51,6 +51,7 @@ struct ctl_state {
     double score[NLV], se[NLV]; /* score of each level pooled over its measurements since the run's
                                    conditions last changed, and its standard error */
     double pool_w[NLV];         /* ... the sum of the inverse variances pooled */
+    uint64_t pool_n[NLV];       /* ... the gradients counted in the measurements pooled */
     double rate[NLV], lag[NLV]; /* latest measured rate and lag of each level (reasons, stats) */
     uint64_t scored_at[NLV];    /* global round of the latest measurement (NONE: never) */
     int32_t phase;              /* 0: settled, 1: probing */

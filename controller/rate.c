@@ -48,6 +48,7 @@ void rate_init(struct ctl_state *s, const ctl_policy_cfg_t *c) {
     (void)c;
     for (int l = 0; l < NLV; l++) {
         s->score[l] = s->se[l] = s->rate[l] = s->lag[l] = s->pool_w[l] = 0;
+        s->pool_n[l] = 0;
         s->scored_at[l] = NONE;
     }
     for (int i = 0; i < s->P; i++) s->gsince[i] = 0;
@@ -146,8 +147,9 @@ static int meas_score(const ctl_policy_t *p, double *score, double *se) {
  * level measured in this probe by Z_SWITCH standard errors of both ends early: it cannot be
  * chosen, and a bad level is the one whose probe is dear (a sync round waits for a straggler).
  * Closing records the rate and lag and restarts the counts (no skip: the next deposits belong to
- * the same level). Returns 1 with the score and its standard error, 0 while still measuring. */
-static int meas_close(ctl_policy_t *p, uint64_t rg, double *score, double *se) {
+ * the same level). Returns 1 with the score, its standard error and the gradients counted (*ng),
+ * 0 while still measuring. */
+static int meas_close(ctl_policy_t *p, uint64_t rg, double *score, double *se, uint64_t *ng) {
     struct ctl_state *s = &p->s;
     const meas_t *m = &s->m;
     if (!meas_score(p, score, se)) return 0;
@@ -161,6 +163,7 @@ static int meas_close(ctl_policy_t *p, uint64_t rg, double *score, double *se) {
         }
     }
     if (!full) return 0;
+    *ng = total;
     double R = 0, lw = 0;
     for (int i = 0; i < p->P; i++) {
         double r = m->n[i] / m->d[i];
@@ -204,16 +207,18 @@ static void scores_str(const ctl_policy_t *p, char *b, size_t n) {
     }
 }
 
-/* Adds a measurement (x +- se) of level l to its pool (inverse-variance weights; a measurement
- * with no spread at all weighs as one a millionth of its value wide). */
-static void pool_add(struct ctl_state *s, int l, double x, double se) {
+/* Adds a measurement (x +- se, of ng gradients) of level l to its pool (inverse-variance weights;
+ * a measurement with no spread at all weighs as one a millionth of its value wide). */
+static void pool_add(struct ctl_state *s, int l, double x, double se, uint64_t ng) {
     double e = se > 1e-6 * x ? se : 1e-6 * x, w = e > 0 ? 1 / (e * e) : 0;
     if (!(w > 0)) {
         s->score[l] = x;
         s->se[l] = se;
         s->pool_w[l] = 0;
+        s->pool_n[l] = ng;
         return;
     }
+    s->pool_n[l] = (s->pool_w[l] > 0 ? s->pool_n[l] : 0) + ng;
     double sum = s->score[l] * s->pool_w[l] + x * w;
     s->pool_w[l] += w;
     s->score[l] = sum / s->pool_w[l];
@@ -224,7 +229,8 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
     struct ctl_state *s = &p->s;
     const ctl_policy_cfg_t *c = &p->c;
     double x, xse;
-    if (!meas_close(p, rg, &x, &xse)) return;
+    uint64_t ng;
+    if (!meas_close(p, rg, &x, &xse, &ng)) return;
     char a[24], b[24], sc[160];
     const int l = s->level;
     if (!s->phase) {
@@ -233,15 +239,15 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
         const double before = s->score[l], d = x - before,
                      lim = Z_CHANGE * sqrt(xse * xse + s->se[l] * s->se[l]);
         if (fabs(d) > lim)
-            for (int k = 0; k < NLV; k++) s->pool_w[k] = 0;
-        pool_add(s, l, x, xse);
+            for (int k = 0; k < NLV; k++) s->pool_w[k] = 0, s->pool_n[k] = 0;
+        pool_add(s, l, x, xse, ng);
         if (fabs(d) <= lim && s->grads < s->next_probe) return;
         probe_queue(s);
         snprintf(v->why, sizeof v->why, "%s: %s score %.3g+-%.2g, pooled before %.3g; probe: %s -> %s",
                  fabs(d) > lim ? "rate changed" : "probe due", level_name(p, l, a, sizeof a), x, xse, before,
                  level_name(p, l, a, sizeof a), level_name(p, s->queue[0], b, sizeof b));
     } else {
-        pool_add(s, l, x, xse);
+        pool_add(s, l, x, xse, ng);
     }
     if (s->nqueue > 0) { /* probing: measure the next level */
         v->to = s->queue[0];

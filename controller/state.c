@@ -10,7 +10,7 @@
 #include <string.h>
 
 #define STATE_MAGIC   "CTLSTATE"
-#define STATE_VERSION 1u
+#define STATE_VERSION 2u
 #define HEADER_BYTES  (8 + 4 * 4) /* magic, version, P, window, cost_n */
 
 int state_alloc(struct ctl_state *s, int P, int window, int cost_n) {
@@ -161,6 +161,7 @@ static int fields(struct ctl_state *s, fld_t *f) {
     ARR(score, NLV, 'd');
     ARR(se, NLV, 'd');
     ARR(pool_w, NLV, 'd');
+    ARR(pool_n, NLV, '8');
     ARR(rate, NLV, 'd');
     ARR(lag, NLV, 'd');
     ARR(scored_at, NLV, '8');

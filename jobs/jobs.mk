@@ -3,7 +3,8 @@
 # (throw-away Slurm cluster: one node, or several in network namespaces). See jobs/README.md.
 #   make slurm-test   install Slurm + munge if missing (root), then every jobs_slurm* line of
 #                     tests/jobs.tests: a one-node cluster (Fig. 9 benchmark, tiny fmnist runs, a
-#                     sweep) and a two-node one (sbatch -N 2 -n 4: Fig. 9, fmnist sync + adaptive)
+#                     sweep) and two-node ones (sbatch -N 2 -n 4: Fig. 9, fmnist sync + adaptive;
+#                     a RESTARTS=1 job that loses a whole node and finishes on the other)
 #   make jobs-test    every jobs_* test line (local runner, missing data, sweep, Slurm)
 .PHONY: slurm-test jobs-test
 slurm-test: $(B)/bin/eager-train $(B)/bench/bench_collectives $(B)/bin/pcoll-validate $(B)/bin/pcoll-compare

@@ -113,42 +113,93 @@ pcoll_launch() {  # with RESTARTS, one dead rank ends the step at once (the othe
   if [ "$LAUNCHER" = srun ]; then
     local -a opts=()
     [ "${RESTARTS:-0}" -gt 0 ] && opts+=(--kill-on-bad-exit=1)
+    # after a node loss Slurm 22.05 can keep the dead step's CPUs on the nodes left marked busy
+    # ('unable to update job's core use information due to job resizing'): a new step would wait
+    # for them forever, so it may overlap them
+    [ -n "${PCOLL_SLOTS:-}" ] && opts+=(--overlap)
     srun --mpi=pmix -n "$RANKS" "${opts[@]}" "$@"
   else
     mpirun --oversubscribe --bind-to none -np "$RANKS" "$@"
   fi
 }
 
-pcoll_down_nodes() {  # under Slurm: the job's nodes marked down, fail or not responding (comma list)
-  sinfo -h -N -n "$SLURM_JOB_NODELIST" -t down,fail,no_respond -o %N 2>/dev/null | sort -u | paste -sd, -
+pcoll_down_nodes() {  # pcoll_down_nodes [STATES]: under Slurm, the job's nodes in STATES (default
+  # down,fail,no_respond: marked down, or not answering pings yet), comma list
+  sinfo -h -N -n "$SLURM_JOB_NODELIST" -t "${1:-down,fail,no_respond}" -o %N 2>/dev/null | sort -u | paste -sd, -
 }
 
 pcoll_settle() {  # under Slurm, after a failed step: wait until Slurm has its verdict, i.e. no
-  # step of this job is left, or one of its nodes is marked down (a dead node answers no ping:
-  # after the cluster's SlurmdTimeout); at most 2 x SlurmdTimeout
-  local limit i
+  # step of this job is left and no node of it is unresponsive, or a node is marked down and gone
+  # from the job (a dead node answers no ping: down after the cluster's SlurmdTimeout, then Slurm
+  # removes it from a --no-kill job); at most 2 x SlurmdTimeout
+  local limit i dn nodes
   limit=$(scontrol show config 2>/dev/null | sed -n 's/^SlurmdTimeout *= *\([0-9]*\) sec.*/\1/p')
   limit=${limit:-300}
   for ((i = 0; i < 4 * limit; i++)); do
-    squeue -h -s -j "$SLURM_JOB_ID" -o %i 2>/dev/null | grep -q '^[0-9]*\.[0-9]*$' || return 0
-    [ -n "$(pcoll_down_nodes)" ] && return 0
+    dn=$(pcoll_down_nodes down,fail)
+    if [ -n "$dn" ]; then
+      nodes=$(scontrol show job -o "$SLURM_JOB_ID" 2>/dev/null | sed -n 's/.* NodeList=\([^ ]*\).*/\1/p')
+      [ -z "$(comm -12 <(scontrol show hostnames "$nodes" 2>/dev/null | sort) <(tr , '\n' <<<"$dn" | sort))" ] && return 0
+    elif [ -z "$(pcoll_down_nodes no_respond)" ]; then
+      squeue -h -s -j "$SLURM_JOB_ID" -o %i 2>/dev/null | grep -q '^[0-9]*\.[0-9]*$' || return 0
+    fi
     sleep 0.5
   done
-  echo "$PCOLL_SCRIPT: a step of job $SLURM_JOB_ID is still listed after $((2 * limit)) s" >&2
+  echo "$PCOLL_SCRIPT: no verdict from Slurm on job $SLURM_JOB_ID after $((2 * limit)) s (a step still listed, or node(s) $(pcoll_down_nodes) not responding or still in the job)" >&2
+}
+
+pcoll_tasks_per_node() {  # Slurm's task counts per node, '2(x2),1' -> '2 2 1'
+  local t n c out=""
+  IFS=, read -r -a t <<<"$1"
+  for n in "${t[@]}"; do
+    if [[ "$n" =~ ^([0-9]+)\(x([0-9]+)\)$ ]]; then
+      for ((c = 0; c < BASH_REMATCH[2]; c++)); do out+="${BASH_REMATCH[1]} "; done
+    else out+="$n "; fi
+  done
+  echo "$out"
+}
+
+# pcoll_shrink DEAD: the job lost the nodes DEAD (comma list). When Slurm keeps the job running on
+# the others (sbatch --no-kill: it removes a failed node from the allocation), point this script's
+# Slurm variables at them as Slurm's own resize script does (SLURM_JOB_NODELIST, SLURM_NODELIST,
+# SLURM_JOB_NUM_NODES, SLURM_NNODES, SLURM_TASKS_PER_NODE: else srun asks for the lost nodes) and
+# set PCOLL_SLOTS to the tasks Slurm placed on the remaining nodes. Returns 1 when the job has no
+# node left, or still lists a dead one.
+pcoll_shrink() {
+  local dead=",$1," line left h i cnt=0 sum=0 tpn=""
+  local -a all per
+  line=$(scontrol show job -o "$SLURM_JOB_ID" 2>/dev/null) || return 1
+  left=$(sed -n 's/.* NodeList=\([^ ]*\).*/\1/p' <<<"$line")
+  [ -n "$left" ] && [ "$left" != "(null)" ] || return 1
+  mapfile -t all < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
+  read -r -a per <<<"$(pcoll_tasks_per_node "${SLURM_TASKS_PER_NODE:-}")"
+  for i in "${!all[@]}"; do
+    h=${all[$i]}
+    [[ "$dead" == *",$h,"* ]] && continue
+    scontrol show hostnames "$left" | grep -qx "$h" || continue
+    cnt=$((cnt + 1)); sum=$((sum + ${per[$i]:-1})); tpn+="${tpn:+,}${per[$i]:-1}"
+  done
+  [ "$cnt" -ge 1 ] && [ "$(scontrol show hostnames "$left" | wc -l)" = "$cnt" ] || return 1
+  export SLURM_JOB_NODELIST=$left SLURM_NODELIST=$left SLURM_JOB_NUM_NODES=$cnt SLURM_NNODES=$cnt \
+    SLURM_TASKS_PER_NODE=$tpn
+  PCOLL_SLOTS=$sum
 }
 
 # pcoll_elastic NAME PROG ARGS...: one training run, restarted up to $RESTARTS times (default 0)
 # when it fails. With RESTARTS > 0 the run checkpoints to $RUN_DIR/ckpt-NAME every $CKPT_EVERY
 # epochs (default 1) and a restart resumes from its latest.ckpt (from scratch when there is none
 # yet) on one rank fewer (a rank died; srun --kill-on-bad-exit or mpirun ended the others). Under
-# Slurm it first waits for Slurm's verdict on the failed step (pcoll_settle); when one of the job's
-# nodes is down it stops with a message instead (no restart inside this allocation). Each restart
-# is a line in job.txt and on stderr:
-#   restart.NAME.K=exit R, ranks P -> P', resumed after epoch E, lost S s
+# Slurm it first waits for Slurm's verdict on the failed step (pcoll_settle). When one of the job's
+# nodes is marked down, the restart runs on the nodes left with at most the tasks Slurm placed on
+# them (pcoll_shrink; the job must be submitted with sbatch --no-kill, else Slurm ends or requeues
+# the whole job at the node's failure); when Slurm keeps no node, the loop stops with a message.
+# Each restart is a line in job.txt and on stderr:
+#   restart.NAME.K=exit R, ranks P -> P'[, node(s) N down], resumed after epoch E, lost S s
 # (S: seconds from the checkpoint it resumes from, or from the start, to the failure). RANKS is
-# restored afterwards. Returns the last launch's exit status.
+# restored afterwards, at most the tasks of the nodes left (PCOLL_SLOTS) once the job lost nodes.
+# Returns the last launch's exit status.
 pcoll_elastic() {
-  local name=$1 k=0 r p0=$RANKS prev t0 tf dead e lost ck
+  local name=$1 k=0 r p0=$RANKS prev t0 tf dead e lost ck why
   shift
   case "${RESTARTS:-0}" in ''|*[!0-9]*) pcoll_die "RESTARTS='${RESTARTS}' is not a count";; esac
   local -a opts=()
@@ -158,17 +209,24 @@ pcoll_elastic() {
   while :; do
     pcoll_launch "$@" "${opts[@]}"
     r=$?
+    # srun can exit 0 after Slurm force-terminated a step that lost a node (seen with Slurm 22.05)
+    if [ $r -eq 0 ] && [ -n "${SLURM_JOB_NODELIST:-}" ] && command -v sinfo >/dev/null \
+      && [ -n "$(pcoll_down_nodes)" ]; then
+      echo "$PCOLL_SCRIPT: $name: srun exited 0, but node(s) $(pcoll_down_nodes) of the step are down: counted as a failure" >&2
+      r=1
+    fi
     [ $r -eq 0 ] || [ $k -ge "${RESTARTS:-0}" ] && break
-    tf=$(date +%s); k=$((k + 1)); prev=$RANKS
+    tf=$(date +%s); k=$((k + 1)); prev=$RANKS why=""
     RANKS=$((RANKS - 1))
     if [ -n "${SLURM_JOB_NODELIST:-}" ] && command -v sinfo >/dev/null; then
       pcoll_settle
-      dead=$(pcoll_down_nodes)
+      dead=$(pcoll_down_nodes down,fail)
       if [ -n "$dead" ]; then
-        # Slurm 22.05 keeps the failed step listed on a dead node, and a new step then waits for
-        # its CPUs forever: no restart inside this allocation
-        echo "$PCOLL_SCRIPT: $name: node(s) $dead of job $SLURM_JOB_ID are down; no restart in this allocation (to continue from the last checkpoint, submit again with EXTRA='--ckpt-dir $ck --resume')" >&2
-        break
+        pcoll_shrink "$dead" || {
+          echo "$PCOLL_SCRIPT: $name: node(s) $dead of job $SLURM_JOB_ID are down and Slurm keeps no other node for it; no restart in this allocation (to continue from the last checkpoint, submit again with EXTRA='--ckpt-dir $ck --resume')" >&2
+          break; }
+        [ "$PCOLL_SLOTS" -lt "$RANKS" ] && RANKS=$PCOLL_SLOTS
+        why=", node(s) $dead down"
       fi
     fi
     [ "$RANKS" -ge 1 ] || { echo "$PCOLL_SCRIPT: $name: no ranks left to restart on" >&2; break; }
@@ -178,11 +236,12 @@ pcoll_elastic() {
       lost=$((tf - $(stat -c %Y "$ck/latest.ckpt")))
       [[ " ${opts[*]} " == *" --resume "* ]] || opts+=(--resume)
     fi
-    echo "restart.$name.$k=exit $r, ranks $prev -> $RANKS, resumed after epoch $e, lost $lost s" \
-      | tee -a "$RUN_DIR/job.txt" | sed "s/^/$PCOLL_SCRIPT: /" >&2
+    echo "restart.$name.$k=exit $r, ranks $prev -> $RANKS$why, resumed after epoch $e, lost $lost s" \
+      | tee -a "$RUN_DIR/job.txt" | sed "s/^/$PCOLL_SCRIPT: $(date +%T) /" >&2
     t0=$tf
   done
   RANKS=$p0
+  [ -n "${PCOLL_SLOTS:-}" ] && [ "$PCOLL_SLOTS" -lt "$RANKS" ] && RANKS=$PCOLL_SLOTS
   return $r
 }
 

@@ -26,7 +26,9 @@
 #   MINICLUSTER_AUTH=munge|none (default munge: munged started by hand with a key in DIR;
 #   none: auth/none + cred/none, no munge needed), MINICLUSTER_GPUS (default 0: GPUs declared per
 #   node as a generic resource count without device files, so that scripts asking for
-#   --gpus-per-task are scheduled; the jobs see no GPU).
+#   --gpus-per-task are scheduled; the jobs see no GPU), MINICLUSTER_SLURMD_TIMEOUT (default 60:
+#   SlurmdTimeout, the seconds after which slurmctld marks a node that answers no ping DOWN; a
+#   node-failure test sets it short so that Slurm's verdict comes within its run).
 # Settings from DESIGN.md section 7: ProctrackType=proctrack/linuxproc, TaskPlugin=task/none,
 # no accounting database (job states come from `scontrol show job`, kept MinJobAge seconds).
 set -euo pipefail
@@ -175,8 +177,9 @@ start_slurmd() {  # start_slurmd NODE NODES: in the node's namespaces when NODES
 
 up() {
   local cpus=${3:-8} nodes=${4:-1} port=${MINICLUSTER_PORT:-16817} auth=${MINICLUSTER_AUTH:-munge}
-  local gpus=${MINICLUSTER_GPUS:-0}
+  local gpus=${MINICLUSTER_GPUS:-0} sdto=${MINICLUSTER_SLURMD_TIMEOUT:-60}
   case "$gpus" in ''|*[!0-9]*) die "MINICLUSTER_GPUS='$gpus' is not a count";; esac
+  case "$sdto" in ''|*[!0-9]*|0) die "MINICLUSTER_SLURMD_TIMEOUT='$sdto' is not a positive number of seconds";; esac
   local host ctladdr=127.0.0.1 b
   host=$(hostname -s)
   case "$nodes" in ''|*[!0-9]*|0) die "NODES='$nodes' is not a positive integer";; esac
@@ -242,7 +245,7 @@ ReturnToService=2
 MinJobAge=600
 KillWait=5
 InactiveLimit=0
-SlurmdTimeout=60
+SlurmdTimeout=$sdto
 GresTypes=gpu
 $(node_conf "$nodes" "$cpus" "$gpus")
 EOF

@@ -1,6 +1,7 @@
 /* compare_load.c -- pcoll-compare's inputs: run files (eager-sgd-run/1, and PyTorch DDP runs of
  * trainer/ref/ddp_mirror.py: ddp-run/1 with "program": "pytorch-ddp") become run_t with the
- * figures the tables use; allreduce benchmark files become bench_t; other JSON is skipped. */
+ * figures the tables use; allreduce benchmark files become bench_t; other JSON is skipped, and so
+ * are the partial files of unfinished runs (*.partial.json, trainer/runlog.h) met in a folder. */
 #include "results/compare.h"
 #include <dirent.h>
 #include <errno.h>
@@ -60,6 +61,35 @@ static void read_waits(run_t *r, const json_t *ranks) {
     }
 }
 
+/* An adaptive run's epochs[].controller objects (run.schema.json), summed into one note: the share
+ * of the rounds each level ran, the switches and probes, the level chosen at the end. Nothing for
+ * runs without them. */
+static void controller_note(compare_t *c, const char *path, const json_t *epochs) {
+    double rounds[3] = {0, 0, 0}, all = 0, sw = 0, pr = 0;
+    const char *names[3] = {NULL, NULL, NULL}, *chosen = NULL;
+    size_t i;
+    const json_t *e;
+    json_array_foreach(epochs, i, e) {
+        const json_t *ctl = json_object_get(e, "controller"), *lv = json_object_get(ctl, "levels");
+        if (!json_is_object(ctl) || json_array_size(lv) != 3) continue;
+        sw += jnum(ctl, "switches");
+        pr += jnum(ctl, "probes");
+        chosen = jstr(ctl, "chosen") ? jstr(ctl, "chosen") : chosen;
+        for (int k = 0; k < 3; k++) {
+            const json_t *l = json_array_get(lv, (size_t)k);
+            names[k] = jstr(l, "level");
+            rounds[k] += jnum(l, "rounds");
+        }
+    }
+    for (int k = 0; k < 3; k++) all += rounds[k];
+    if (!(all > 0) || !names[0] || !names[1] || !names[2]) return;
+    cmp_note(c,
+             "%s: controller rounds %s %.0f%%, %s %.0f%%, %s %.0f%%; %.0f switches (%.0f probes); chosen at "
+             "the end: %s",
+             path, names[0], 100 * rounds[0] / all, names[1], 100 * rounds[1] / all, names[2],
+             100 * rounds[2] / all, sw, pr, chosen ? chosen : "none yet");
+}
+
 static void add_run(compare_t *c, const char *path, json_t *root, int ddp) {
     run_t *r = amalloc(sizeof *r);
     r->ddp = ddp;
@@ -117,6 +147,7 @@ static void add_run(compare_t *c, const char *path, json_t *root, int ddp) {
             c,
             "%s lacks config, epochs or summary; check it with pcoll-validate results/schema/%s.schema.json",
             path, ddp ? "ddp" : "run");
+    if (!ddp) controller_note(c, path, ep);
     if (r->exit && strcmp(r->exit, "ok"))
         cmp_note(c, "%s ended with exit \"%s\" (its numbers cover what it finished)", path, r->exit);
     pl_push(&c->runs, r);
@@ -192,7 +223,13 @@ int cmp_load_dir(compare_t *c, const char *dir, plist *seen) {
             if (cmp_load_dir(c, p, seen) < 0) rc = -1;
         } else if (S_ISREG(st.st_mode)) {
             size_t l = strlen(p);
-            if (l > 5 && !strcmp(p + l - 5, ".json") && cmp_load_file(c, p, seen, 0) < 0) rc = -1;
+            if (l > 13 && !strcmp(p + l - 13, ".partial.json"))
+                fprintf(stderr,
+                        "note: skipping %s: the record of a run that is running or did not finish "
+                        "(its summary.exit says which); name the file to compare it\n",
+                        p);
+            else if (l > 5 && !strcmp(p + l - 5, ".json") && cmp_load_file(c, p, seen, 0) < 0)
+                rc = -1;
         }
     }
     return rc;

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef enum { T_INT, T_LONG, T_DBL, T_STR, T_BOOL, T_U64 } ty_t;
 typedef struct {
@@ -175,12 +176,35 @@ static void trim(char *s) {
     s[b - a] = 0;
 }
 
+static void val(const cfg_t *c, const opt_t *o, char *buf, size_t n);
+
+/* given[i]: how option i got its value */
+enum { FROM_DEFAULT = 0, FROM_FLAG = 1, FROM_FILE = 2 };
+
+/* One line in c->notes for a config-file value that a flag overrides (rank 0 prints the notes). */
+static void note_override(cfg_t *c, const opt_t *o, const char *where, const char *fileval) {
+    char flag[300];
+    val(c, o, flag, sizeof flag);
+    size_t used = strlen(c->notes);
+    snprintf(c->notes + used, sizeof c->notes - used,
+             "eager-train: --%s %s from the command line wins over %s = %s at %s\n", o->name, flag, o->name,
+             fileval, where);
+}
+
+/* Reads the config file's "key = value" lines into c: a key given as a flag keeps the flag's value
+ * (noted in c->notes), the others are marked FROM_FILE in given. Returns 0, or -1 with a message
+ * naming the file (and line): unreadable, a directory, a bad line, an unknown key or value. */
 static int read_file(cfg_t *c, const char *path, uint8_t *given, char *err, size_t n) {
     FILE *f = fopen(path, "r");
-    if (!f) return snprintf(err, n, "config file %s: %s", path, strerror(errno)), -1;
+    if (!f) return snprintf(err, n, "--config %s: %s", path, strerror(errno)), -1;
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        return snprintf(err, n, "--config %s: is a directory, not a file of 'key = value' lines", path), -1;
+    }
     char line[1024], where[600];
-    int ln = 0;
-    while (fgets(line, sizeof line, f)) {
+    int ln = 0, rc = 0;
+    while (!rc && fgets(line, sizeof line, f)) {
         ln++;
         char *h = strchr(line, '#');
         if (h) *h = 0;
@@ -189,8 +213,9 @@ static int read_file(cfg_t *c, const char *path, uint8_t *given, char *err, size
         char *eq = strchr(line, '=');
         snprintf(where, sizeof where, "%s:%d", path, ln);
         if (!eq) {
-            fclose(f);
-            return snprintf(err, n, "%s: expected 'key = value', got '%s'", where, line), -1;
+            snprintf(err, n, "%s: expected 'key = value', got '%s'", where, line);
+            rc = -1;
+            break;
         }
         *eq = 0;
         char *k = line, *v = eq + 1;
@@ -198,17 +223,21 @@ static int read_file(cfg_t *c, const char *path, uint8_t *given, char *err, size
         trim(v);
         const opt_t *o = find(k);
         if (!o || !strcmp(k, "config")) {
-            fclose(f);
-            return snprintf(err, n, "%s: unknown option '%s' (see --help)", where, k), -1;
-        }
-        if (given[o - opts]) continue; /* flags win */
-        if (set(c, o, v, where, err, n)) {
-            fclose(f);
-            return -1;
-        }
+            snprintf(err, n, "%s: unknown option '%s' (see --help)", where, k);
+            rc = -1;
+        } else if (given[o - opts] == FROM_FLAG)
+            note_override(c, o, where, v);
+        else if (set(c, o, v, where, err, n))
+            rc = -1;
+        else
+            given[o - opts] = FROM_FILE;
+    }
+    if (!rc && ferror(f)) {
+        snprintf(err, n, "--config %s: read error after line %d: %s", path, ln, strerror(errno));
+        rc = -1;
     }
     fclose(f);
-    return 0;
+    return rc;
 }
 
 /* Defaults marked * in --help: the paper's settings per experiment (docs/DESIGN.md). */
@@ -244,6 +273,30 @@ static void apply_experiment(cfg_t *c, const uint8_t *given) {
     }
 }
 
+/* --milestones: "" or a comma list of at most NMILESTONES epochs, each a finite number >= 0 (the
+ * lr schedule keeps that many). Returns 0, or -1 with a message quoting the list and the item. */
+#define NMILESTONES (int)(sizeof(((nn_lr_sched_t *)0)->milestones) / sizeof(double))
+static int check_milestones(const char *list, char *err, size_t n) {
+    int k = 0;
+    for (const char *p = list; *p; k++) {
+        char *end;
+        errno = 0;
+        double x = strtod(p, &end);
+        size_t il = strcspn(p, ",");
+        if (end == p || end != p + il || errno || !isfinite(x) || x < 0)
+            return snprintf(err, n, "--milestones '%s': item %d '%.*s' is not an epoch (a number >= 0)", list,
+                            k + 1, (int)il, p),
+                   -1;
+        if (k + 1 > NMILESTONES)
+            return snprintf(err, n, "--milestones '%s': more than %d epochs", list, NMILESTONES), -1;
+        p += il;
+        if (*p == ',' && !*++p)
+            return snprintf(err, n, "--milestones '%s': ends with ',' (expected an epoch after it)", list),
+                   -1;
+    }
+    return 0;
+}
+
 /* 1 if the comma list s has the key k (as "k=..." or a bare "k"). */
 static int has_key(const char *s, const char *k) {
     size_t kl = strlen(k);
@@ -266,6 +319,22 @@ int cfg_policy(const cfg_t *c, ctl_policy_cfg_t *policy, char *spec, size_t spec
     if (ctl_policy_check(policy, e, sizeof e))
         return snprintf(err, n, "--tau %d with --mode '%s' --policy-opts '%s': %s", c->tau, c->mode,
                         c->policy_opts, e),
+               -1;
+    return 0;
+}
+
+int cfg_check_ranks(const cfg_t *c, const ctl_policy_cfg_t *policy, int P, char *err, size_t n) {
+    if (policy->base.mode == PCOLL_QUORUM && policy->base.quorum > P)
+        return snprintf(err, n, "--mode '%s'%s%s%s: quorum %d is more than the %d ranks of this run (1..%d)",
+                        c->mode, policy->kind == CTL_ADAPTIVE ? " --policy-opts '" : "",
+                        policy->kind == CTL_ADAPTIVE ? c->policy_opts : "",
+                        policy->kind == CTL_ADAPTIVE ? "'" : "", policy->base.quorum, P, P),
+               -1;
+    imb_t im;
+    if (imb_parse(c->imbalance, &im, err, n)) return -1;
+    if (im.kind == IMB_SLOW && im.rank >= P)
+        return snprintf(err, n, "--imbalance '%s': rank %d does not exist in this run of %d ranks (0..%d)",
+                        c->imbalance, im.rank, P, P - 1),
                -1;
     return 0;
 }
@@ -301,24 +370,9 @@ int cfg_parse(cfg_t *c, int argc, char **argv, char *err, size_t n) {
         char where[80];
         snprintf(where, sizeof where, "command line");
         if (set(c, o, v, where, err, n)) return -1;
-        given[o - opts] = 1;
+        given[o - opts] = FROM_FLAG;
     }
     if (*c->config && read_file(c, c->config, given, err, n)) return -1;
-    /* file values count as given for the experiment defaults */
-    if (*c->config) {
-        FILE *f = fopen(c->config, "r");
-        char line[1024];
-        while (f && fgets(line, sizeof line, f)) {
-            char *h = strchr(line, '#'), *eq;
-            if (h) *h = 0;
-            if (!(eq = strchr(line, '='))) continue;
-            *eq = 0;
-            trim(line);
-            const opt_t *o = find(line);
-            if (o) given[o - opts] = 1;
-        }
-        if (f) fclose(f);
-    }
     const char *ex[] = {"fmnist", "cifar10", "imagenet", "ucf101", "hyperplane"};
     int okx = 0;
     for (int i = 0; i < 5; i++) okx |= !strcmp(c->experiment, ex[i]);
@@ -340,9 +394,7 @@ int cfg_parse(cfg_t *c, int argc, char **argv, char *err, size_t n) {
         return snprintf(err, n, "--epoch-mode '%s' must be shard or global", c->epoch_mode), -1;
     imb_t im;
     if (imb_parse(c->imbalance, &im, err, n)) return -1;
-    for (const char *s = c->milestones; *s; s++)
-        if (!isdigit((unsigned char)*s) && *s != ',' && *s != '.')
-            return snprintf(err, n, "--milestones '%s' must be a comma list of epochs", c->milestones), -1;
+    if (check_milestones(c->milestones, err, n)) return -1;
     if (c->resume && !*c->ckpt_dir) return snprintf(err, n, "--resume needs --ckpt-dir"), -1;
     if (c->t_abort <= c->t_warn)
         return snprintf(err, n, "--t-abort (%g) must be larger than --t-warn (%g)", c->t_abort, c->t_warn),

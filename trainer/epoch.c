@@ -106,9 +106,25 @@ static int step(run_t *r, int epoch, long s, epoch_t *e, epoch_io_t *x) {
     return 1;
 }
 
+/* Fingerprint of what the epoch's JSON and console report of the controller (runlog_epoch): its
+ * level, choice, switches, probes, rounds per level and every level's measurement. */
+static uint64_t report_hash(const ctl_policy_stats_t *st) {
+    const int ints[5] = {(int)st->mode, st->quorum, st->choice, st->probing, st->light_quorum};
+    const uint64_t counts[2] = {st->mode_switches, st->probes};
+    uint64_t h = fnv1a64(1469598103934665603ULL, ints, sizeof ints);
+    h = fnv1a64(h, counts, sizeof counts);
+    h = fnv1a64(h, st->lv_rounds, sizeof st->lv_rounds);
+    h = fnv1a64(h, st->samples, sizeof st->samples);
+    h = fnv1a64(h, st->rate, sizeof st->rate);
+    h = fnv1a64(h, st->lag, sizeof st->lag);
+    h = fnv1a64(h, st->score, sizeof st->score);
+    return fnv1a64(h, st->score_se, sizeof st->score_se);
+}
+
 /* The controller thread ends by itself once it saw the all-joined round, but may still be some
  * records behind pcoll_wait's DONE: its stats are final, and the same on every rank, only then.
- * They are checked equal across ranks, logged, and carried into the next epoch's policy. */
+ * They are checked equal across ranks (the decisions, the rounds and what the epoch's record
+ * reports of them), logged, and carried into the next epoch's policy. */
 static void end_controller(run_t *r, int epoch, ctl_t *ctl, ctl_config_t *cc, epoch_t *e) {
     char err[512];
     int cw = ctl_wait(ctl, r->cfg.t_abort + 5);
@@ -118,17 +134,17 @@ static void end_controller(run_t *r, int epoch, ctl_t *ctl, ctl_config_t *cc, ep
                                       : ctl_last_error(ctl));
     uint64_t ch = 0;
     ctl_stats(ctl, &e->ctl, &ch);
-    uint64_t v[2] = {ch, e->ctl.rounds}, lo[2], hi[2];
+    uint64_t v[3] = {ch, e->ctl.rounds, report_hash(&e->ctl)}, lo[3], hi[3];
     watch_enter(r, "controller check");
-    MPI_Allreduce(v, lo, 2, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
-    MPI_Allreduce(v, hi, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(v, lo, 3, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(v, hi, 3, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
     watch_leave(r);
     snprintf(err, sizeof err,
              "epoch %d: the ranks' controllers disagree (decision hash %016llx..%016llx, "
-             "rounds observed %llu..%llu; internal)",
+             "rounds observed %llu..%llu, measurements %016llx..%016llx; internal)",
              epoch + 1, (unsigned long long)lo[0], (unsigned long long)hi[0], (unsigned long long)lo[1],
-             (unsigned long long)hi[1]);
-    run_agree(r, lo[0] == hi[0] && lo[1] == hi[1], "controller", err);
+             (unsigned long long)hi[1], (unsigned long long)lo[2], (unsigned long long)hi[2]);
+    run_agree(r, lo[0] == hi[0] && lo[1] == hi[1] && lo[2] == hi[2], "controller", err);
     r->tot.decision_hash = fnv1a64(r->tot.decision_hash, &ch, sizeof ch);
     ctl_switch_t sw[64];
     size_t nsw = ctl_switch_log(ctl, sw, 64);

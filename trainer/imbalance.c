@@ -32,6 +32,8 @@ static double u01(uint64_t seed, uint64_t a, uint64_t b, uint64_t c) {
     return ((double)(h >> 11) + 0.5) * 0x1.0p-53; /* (0, 1) */
 }
 
+/* key=value in the comma list s: 1 with the value in *out, 0 if the key is absent, -1 if its value
+ * is not a finite number. */
 static int kv(const char *s, const char *key, double *out) {
     const char *p = strstr(s, key);
     size_t kl = strlen(key);
@@ -39,7 +41,7 @@ static int kv(const char *s, const char *key, double *out) {
     if (!p) return 0;
     char *end;
     *out = strtod(p + kl + 1, &end);
-    return (*end == 0 || *end == ',') && end != p + kl + 1 ? 1 : -1;
+    return (*end == 0 || *end == ',') && end != p + kl + 1 && isfinite(*out) ? 1 : -1;
 }
 
 int imb_parse(const char *s, imb_t *m, char *err, size_t n) {
@@ -47,12 +49,14 @@ int imb_parse(const char *s, imb_t *m, char *err, size_t n) {
     double v;
     const char *colon = strchr(s, ':');
     size_t kl = colon ? (size_t)(colon - s) : strlen(s);
-#define NEED(key, field, lo)                                                                                \
-    do {                                                                                                    \
-        int r_ = kv(s, key, &v);                                                                            \
-        if (r_ <= 0 || v < (lo))                                                                            \
-            return snprintf(err, n, "--imbalance '%s': needs %s=<number >= %g>", s, key, (double)(lo)), -1; \
-        m->field = v;                                                                                       \
+#define NEED(key, field, lo)                                                                      \
+    do {                                                                                          \
+        int r_ = kv(s, key, &v);                                                                  \
+        if (r_ <= 0 || v < (lo))                                                                  \
+            return snprintf(err, n, "--imbalance '%s': needs %s=<a finite number >= %g>", s, key, \
+                            (double)(lo)),                                                        \
+                   -1;                                                                            \
+        m->field = v;                                                                             \
     } while (0)
     if (!strncmp(s, "none", kl) && kl == 4)
         m->kind = IMB_NONE;

@@ -2,6 +2,7 @@
  * status, per-round aggregation, atomic file writes. Only rank 0 builds and writes the file. */
 #include "trainer/metrics.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -232,10 +233,32 @@ json_t *ragg_json(const ragg_t *a, int epoch) {
 int metrics_write(json_t *root, const char *path, char *err, size_t n) {
     char tmp[1100];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    if (json_dump_file(root, tmp, JSON_INDENT(1) | JSON_REAL_PRECISION(10)) != 0)
-        return snprintf(err, n, "metrics: cannot write %s: %s", tmp, strerror(errno)), -1;
-    if (rename(tmp, path) != 0)
-        return snprintf(err, n, "metrics: cannot rename %s to %s: %s", tmp, path, strerror(errno)), -1;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return snprintf(err, n, "metrics: cannot write %s: %s", tmp, strerror(errno)), -1;
+    int bad = json_dumpfd(root, fd, JSON_INDENT(1) | JSON_REAL_PRECISION(10)) != 0 || fsync(fd) != 0;
+    int e = errno;
+    if (close(fd) != 0 && !bad) bad = 1, e = errno;
+    if (bad) {
+        unlink(tmp);
+        return snprintf(err, n, "metrics: cannot write %s: %s", tmp, strerror(e)), -1;
+    }
+    if (rename(tmp, path) != 0) {
+        e = errno;
+        unlink(tmp);
+        return snprintf(err, n, "metrics: cannot rename %s to %s: %s", tmp, path, strerror(e)), -1;
+    }
+    char dir[1100]; /* the rename itself made durable: fsync of the folder (best effort) */
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        slash[slash == dir] = 0;
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        (void)fsync(dfd);
+        close(dfd);
+    }
     return 0;
 }
 

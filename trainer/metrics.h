@@ -17,7 +17,8 @@ json_t *metrics_papi(int available);
  * be a CUDA graph was one), the counts of nn_cuda_graph_stats_t, eager_why (null or the reason). */
 json_t *metrics_cuda_graph(nn_cuda_model_t *G);
 #endif
-/* Atomic: PATH.tmp then rename. */
+/* Atomic and durable: PATH.tmp (same folder), fsync, rename over PATH, fsync of the folder; a
+ * failure leaves PATH as it was. Returns 0, or -1 with a message naming the file. */
 int metrics_write(json_t *root, const char *path, char *err, size_t n);
 
 /* Aggregate of consecutive round records (rank 0 keeps one per --round-agg rounds). */

@@ -106,6 +106,10 @@ typedef struct run {
  * naming the options: a tau key in --policy-opts (tau is set by --tau only), a bad mode or key, a
  * bound the policy cannot keep. */
 int cfg_policy(const cfg_t *c, ctl_policy_cfg_t *policy, char *spec, size_t speclen, char *err, size_t n);
+/* The options that need the number of ranks P (known once MPI is up): a quorum of more than P
+ * ranks (the rounds would wait for every rank: sync under another name) and a slow rank that is
+ * not in 0..P-1. Returns 0, or -1 with a message in err naming the option and P. */
+int cfg_check_ranks(const cfg_t *c, const ctl_policy_cfg_t *policy, int P, char *err, size_t n);
 
 /* ---- setup.c --------------------------------------------------------------------------- */
 /* MPI with MPI_THREAD_MULTIPLE; zeroes r. Returns 0, or 1 after printing why (MPI finalized). */

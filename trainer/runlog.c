@@ -1,8 +1,10 @@
 /* runlog.c -- console lines and the run's JSON (runlog.h). */
 #include "trainer/runlog.h"
 #include "trainer/metrics.h"
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct runlog {
     json_t *root, *epochs, *rounds, *switches; /* rank 0 only */
@@ -51,6 +53,27 @@ static void gather_hosts(run_t *r, runlog_t *l) {
                MPI_COMM_WORLD);
 }
 
+/* --out's partial twin: OUT with ".json" replaced by ".partial.json" (appended if OUT has none). */
+static void partial_path(const char *out, char *buf, size_t n) {
+    size_t l = strlen(out);
+    int js = l >= 5 && !strcmp(out + l - 5, ".json");
+    snprintf(buf, n, "%.*s.partial.json", (int)(js ? l - 5 : l), out);
+}
+
+static void save_partial(run_t *r, double wall);
+
+/* Rank 0 at the start: temporary files a killed writer left are removed, and the partial file
+ * (no epochs yet, exit "running") replaces any earlier run's. */
+static void start_partial(run_t *r) {
+    char p[sizeof r->cfg.out + 32];
+    snprintf(p, sizeof p, "%s.tmp", r->cfg.out);
+    unlink(p);
+    partial_path(r->cfg.out, p, sizeof p);
+    strcat(p, ".tmp");
+    unlink(p);
+    save_partial(r, r->wall0);
+}
+
 void runlog_open(run_t *r, int argc, char **argv) {
     runlog_t *l = calloc(1, sizeof *l);
     if (!l) run_die(r, "metrics", "out of memory");
@@ -59,7 +82,10 @@ void runlog_open(run_t *r, int argc, char **argv) {
     int papi_mine = metrics_papi_start();
     MPI_Allreduce(&papi_mine, &l->papi, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
     r->log = l;
-    if (r->me) return;
+    if (r->me) { /* the ranks start their clocks together: after rank 0 has written the partial file */
+        MPI_Barrier(MPI_COMM_WORLD);
+        return;
+    }
     json_t *root = l->root = json_object();
     set(root, "schema", json_string("eager-sgd-run/1"));
     set(root, "experiment", json_string(r->cfg.experiment));
@@ -80,6 +106,8 @@ void runlog_open(run_t *r, int argc, char **argv) {
     set(root, "controller", ct);
     set(root, "papi", metrics_papi(l->papi));
     if (r->cfg.curve_every) set(root, "curve", l->curve = json_array());
+    start_partial(r);
+    MPI_Barrier(MPI_COMM_WORLD);
 }
 
 void runlog_round(run_t *r, const pcoll_record_t *rec, double lr, double wd, int epoch) {
@@ -153,6 +181,69 @@ static json_t *gain_json(const ctl_policy_stats_t *s) {
     return g;
 }
 
+/* Name of the adaptive policy's level i (indexed as ctl_policy_stats_t.rate: sync, majority, LIGHT). */
+static const char *level_name(const ctl_policy_stats_t *s, int i, char *buf, size_t n) {
+    return i == 0   ? "sync"
+           : i == 1 ? "majority"
+                    : rule_name(s->light_quorum ? PCOLL_QUORUM : PCOLL_SOLO, s->light_quorum, buf, n);
+}
+
+static int level_measured(const ctl_policy_stats_t *s, int i) { return isfinite(s->rate[i]); }
+
+/* The epoch's "controller" object (adaptive epochs; results/schema/run.schema.json): what the
+ * policy measured of each level and chose, at the epoch end. */
+static json_t *controller_json(const ctl_policy_stats_t *s) {
+    char a[32], b[32];
+    json_t *o = json_object(), *lv = json_array();
+    set(o, "rule", json_string(s->rule == CTL_RULE_RATE ? "rate" : "thresholds"));
+    set(o, "level", json_string(rule_name(s->mode, s->quorum, a, sizeof a)));
+    set(o, "chosen", s->choice >= 0 ? json_string(level_name(s, s->choice, b, sizeof b)) : json_null());
+    set(o, "probing", json_boolean(s->probing));
+    set(o, "switches", json_integer((json_int_t)s->mode_switches));
+    set(o, "probes", json_integer((json_int_t)s->probes));
+    for (int i = 0; i < 3; i++) {
+        int m = level_measured(s, i);
+        json_t *l = json_object();
+        set(l, "level", json_string(level_name(s, i, a, sizeof a)));
+        set(l, "rounds", json_integer((json_int_t)s->lv_rounds[i]));
+        set(l, "rate", real_or_null(m, s->rate[i]));
+        set(l, "lag", real_or_null(m, s->lag[i]));
+        set(l, "score", real_or_null(m, s->score[i]));
+        set(l, "score_se", real_or_null(m, s->score_se[i]));
+        set(l, "samples", json_integer((json_int_t)(m ? s->samples[i] : 0)));
+        json_array_append_new(lv, l);
+    }
+    set(o, "levels", lv);
+    return o;
+}
+
+/* One console line of what the adaptive controller measured and chose (see controller_json). */
+static void controller_line(const ctl_policy_stats_t *s) {
+    char a[32], b[32], lv[320] = "";
+    size_t k = 0;
+    for (int i = 0; i < 3 && k < sizeof lv; i++) {
+        const char *nm = level_name(s, i, a, sizeof a);
+        if (level_measured(s, i))
+            k += (size_t)snprintf(lv + k, sizeof lv - k,
+                                  "%s%s %.4g/s lag %.2f score %.4g+-%.2g (%llu gradients)", k ? ", " : "", nm,
+                                  s->rate[i], s->lag[i], s->score[i], s->score_se[i],
+                                  (unsigned long long)s->samples[i]);
+        else
+            k += (size_t)snprintf(lv + k, sizeof lv - k, "%s%s -", k ? ", " : "", nm);
+    }
+    char ch[64] = "";
+    if (s->choice >= 0 || s->probing)
+        snprintf(ch, sizeof ch, " (%s%s%s)", s->choice >= 0 ? "chosen " : "",
+                 s->choice >= 0 ? level_name(s, s->choice, b, sizeof b) : "",
+                 s->probing ? (s->choice >= 0 ? ", probing" : "probing") : "");
+    printf(
+        "  controller: level %s%s; %s; %llu switches, %llu probes; rounds sync/majority/%s %llu/%llu/%llu\n",
+        rule_name(s->mode, s->quorum, a, sizeof a), ch, s->rule == CTL_RULE_RATE ? lv : "rule=thresholds",
+        (unsigned long long)s->mode_switches, (unsigned long long)s->probes, level_name(s, 2, b, sizeof b),
+        (unsigned long long)s->lv_rounds[0], (unsigned long long)s->lv_rounds[1],
+        (unsigned long long)s->lv_rounds[2]);
+}
+
 static void epoch_line(const run_t *r, int epoch, const epoch_t *e, const epoch_report_t *p) {
     char steps[64];
     if (r->global)
@@ -201,8 +292,12 @@ void runlog_epoch(run_t *r, int epoch, const epoch_t *e, const epoch_report_t *p
     set(o, "max_streak", json_integer(e->max_streak));
     set(o, "gain", gain_json(&e->ctl)); /* the controller's gain over this epoch's rounds */
     set(o, "weights_hash", json_string(hx));
+    const int adaptive = e->ctl.kind == CTL_ADAPTIVE; /* static epochs: no "controller" */
+    if (adaptive) set(o, "controller", controller_json(&e->ctl));
     json_array_append_new(r->log->epochs, o);
-    if (!r->cfg.quiet) epoch_line(r, epoch, e, p);
+    if (r->cfg.quiet) return;
+    epoch_line(r, epoch, e, p);
+    if (adaptive) controller_line(&e->ctl);
 }
 
 void runlog_curve(run_t *r, const curve_snap_t *s, double test_loss, double test_top1) {
@@ -229,15 +324,18 @@ void runlog_checkpoint(const run_t *r, const char *path) {
     if (talk(r)) printf("  checkpoint %s\n", path);
 }
 
-static int write_file(run_t *r) {
+/* Rank 0: writes the JSON atomically to path; 0, or 1 after printing why it could not. */
+static int write_file(run_t *r, const char *path) {
     char err[1200];
-    if (!metrics_write(r->log->root, r->cfg.out, err, sizeof err)) return 0;
+    if (!metrics_write(r->log->root, path, err, sizeof err)) return 0;
     fprintf(stderr, "eager-train: %s\n", err);
     return 1;
 }
 
-void runlog_save(run_t *r) {
-    if (r->me == 0) write_file(r);
+static void my_stats(const run_t *r, double mine[6]) {
+    const rank_stats_t *rs = &r->rs;
+    double v[6] = {rs->compute, rs->inject, rs->wait, rs->apply, (double)rs->steps, (double)rs->max_streak};
+    memcpy(mine, v, sizeof v);
 }
 
 /* Per-rank records of n ranks' stats v (6 values each); returns the straggler. */
@@ -283,12 +381,49 @@ static json_t *summary_json(const run_t *r, double wall, int straggler, const ch
     return s;
 }
 
+/* Rank 0: the partial file of a running run: what it has so far, rank 0's own per-rank record and
+ * a summary whose exit is "running" (schema-valid, so a run killed now leaves a readable record). */
+static void save_partial(run_t *r, double wall) {
+    double mine[6];
+    my_stats(r, mine);
+    set(r->log->root, "summary", summary_json(r, wall, ranks_json(r, mine, 1), "running"));
+    char path[sizeof r->cfg.out + 16];
+    partial_path(r->cfg.out, path, sizeof path);
+    write_file(r, path);
+}
+
+void runlog_save(run_t *r) {
+    if (r->me == 0) save_partial(r, run_now() - r->t_start);
+}
+
+/* Rank 0, the summary in place: a finished run replaces --out atomically and drops the partial
+ * file; a stopped one (or a finished one whose --out cannot be written) leaves --out as it was and
+ * says why in the partial file. Returns 1 if the run's record could not be written where promised. */
+static int write_result(run_t *r, const char *exit_reason) {
+    char partial[sizeof r->cfg.out + 16], why[1400];
+    partial_path(r->cfg.out, partial, sizeof partial);
+    if (!exit_reason) {
+        if (!write_file(r, r->cfg.out)) {
+            unlink(partial);
+            return 0;
+        }
+        snprintf(why, sizeof why, "finished, but --out %s could not be written", r->cfg.out);
+        set(json_object_get(r->log->root, "summary"), "exit", json_string(why));
+        write_file(r, partial);
+        return 1;
+    }
+    int failed = write_file(r, partial);
+    if (!failed)
+        fprintf(stderr, "eager-train: the stopped run's record is %s (%s is left as it was)\n", partial,
+                r->cfg.out);
+    return failed;
+}
+
 int runlog_finish(run_t *r, const char *exit_reason, int collective) {
     runlog_t *l = r->log;
     if (!l) return 0;
-    const rank_stats_t *rs = &r->rs;
-    double mine[6] = {rs->compute, rs->inject,        rs->wait,
-                      rs->apply,   (double)rs->steps, (double)rs->max_streak};
+    double mine[6];
+    my_stats(r, mine);
     double *all = r->me == 0 ? malloc((size_t)r->P * sizeof mine) : NULL;
     if (collective)
         MPI_Gather(mine, 6, MPI_DOUBLE, all, 6, MPI_DOUBLE, 0, MPI_COMM_WORLD);
@@ -304,7 +439,7 @@ int runlog_finish(run_t *r, const char *exit_reason, int collective) {
         double wall = run_now() - r->t_start;
         set(l->root, "summary", summary_json(r, wall, strag, exit_reason));
         if (r->be && r->be->ops->add_json) r->be->ops->add_json(r->be, l->root);
-        failed = write_file(r);
+        failed = write_result(r, exit_reason);
         if (!failed && !exit_reason && !r->cfg.quiet) {
             char t1[32] = "-";
             if (r->tot.final_top1 >= 0 && data_num_classes(r->train) > 0)

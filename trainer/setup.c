@@ -79,6 +79,9 @@ int run_configure(run_t *r, int argc, char **argv) {
     run_agree(r, rc == 0, "configuration", err);
     rc = cfg_policy(&r->cfg, &r->policy_cfg, r->policy, sizeof r->policy, err, sizeof err);
     run_agree(r, rc == 0, "configuration", err);
+    rc = cfg_check_ranks(&r->cfg, &r->policy_cfg, r->P, err, sizeof err);
+    run_agree(r, rc == 0, "configuration", err);
+    if (r->me == 0) fputs(r->cfg.notes, stderr); /* flags that override config-file values */
     default_out(&r->cfg);
     if (r->me == 0) out_dir_writable(r->cfg.out, err, sizeof err);
     run_agree(r, r->me != 0 || !*err, "output", err);

@@ -59,12 +59,13 @@ typedef struct {
     long hp_samples;
     double t_warn, t_abort;
     int quiet;
-    char device[8]; /* cpu | cuda */
-    int tf32;       /* cuda: TF32 for cuDNN convolutions (PyTorch's default) */
+    char device[8];   /* cpu | cuda */
+    int tf32;         /* cuda: TF32 for cuDNN convolutions (PyTorch's default) */
+    char notes[1024]; /* lines for the user from cfg_parse: flags that override config-file values */
 } cfg_t;
 
 /* Parses argv (and --config FILE, whose keys are the long option names); flags win over the
- * file. Returns 0, or 1 for --help (printed), or -1 with a message in err naming the option,
+ * file, and each such override gets a line in c->notes. Returns 0, or 1 for --help (printed), or -1 with a message in err naming the option,
  * value, file and line. Deterministic: every rank gets the same result. */
 int cfg_parse(cfg_t *c, int argc, char **argv, char *err, size_t errlen);
 void cfg_print_help(FILE *f);

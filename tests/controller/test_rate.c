@@ -39,33 +39,46 @@ typedef struct {
 static int mode_level(pcoll_mode_t m) { return m == PCOLL_SYNC ? 0 : m == PCOLL_MAJORITY ? 1 : 2; }
 static const char *lvname[3] = {"sync", "majority", "solo"};
 
+/* The policy of spec and the event-time mock of the scenario, its ranks reporting cycle times. */
+static ctl_policy_t *scen_start(const char *spec, const scen_t *sc, gen_t *g, ctl_policy_cfg_t *cfg) {
+    ctl_policy_t *pol = mk(spec, sc->P, cfg);
+    pcoll_rule_t init;
+    ctl_policy_initial(pol, &init);
+    gen_init(g, sc->P, sc->seed, &init);
+    for (int p = 0; p < sc->P; p++) g->period[p] = sc->period[p];
+    g->lognormal = sc->lognormal;
+    g->apply = sc->apply;
+    g->lib_tau = sc->tau;
+    sim_start(g, sc->jitter, sc->lat);
+    sim_report_cycles(g);
+    return pol;
+}
+
+/* The next round's record, observed by the policy; its decision (if any, *decided = 1) is
+ * scheduled in the mock. */
+static const pcoll_record_t *scen_step(ctl_policy_t *pol, gen_t *g, ctl_decision_t *d, int *decided) {
+    const pcoll_record_t *rec = gen_next(g);
+    int k = ctl_policy_observe(pol, rec, d);
+    CHECK(k == 0 || k == 1, "observe %d", k);
+    if (k == 1) sched_push(&g->sched, d);
+    *decided = k == 1;
+    return rec;
+}
+
 /* Runs spec on the scenario; rounds before `from` are not counted in the outcome's time split. */
 static void run_scen(const char *spec, const scen_t *sc, uint64_t from, outcome_t *o) {
     memset(o, 0, sizeof *o);
-    char full[256];
-    snprintf(full, sizeof full, "%s%s", spec, sc->tau ? "" : "");
-    ctl_policy_t *pol = mk(full, sc->P, NULL);
-    pcoll_rule_t init;
-    ctl_policy_initial(pol, &init);
     gen_t g;
-    gen_init(&g, sc->P, sc->seed, &init);
-    for (int p = 0; p < sc->P; p++) g.period[p] = sc->period[p];
-    g.lognormal = sc->lognormal;
-    g.apply = sc->apply;
-    g.lib_tau = sc->tau;
-    sim_start(&g, sc->jitter, sc->lat);
-    sim_report_cycles(&g);
+    ctl_policy_t *pol = scen_start(spec, sc, &g, NULL);
     uint32_t gsince[MAXP] = {0};
     double lag_sum = 0, worth = 0, t_prev = 0, t_from = 0;
     uint64_t grads = 0, lag_n = 0;
     for (uint64_t r = 0; r < sc->N; r++) {
         if (sc->change_at && r == sc->change_at) g.period[0] = sc->change_to;
-        const pcoll_record_t *rec = gen_next(&g);
         ctl_decision_t d;
-        int k = ctl_policy_observe(pol, rec, &d);
-        CHECK(k == 0 || k == 1, "observe %d", k);
-        if (k == 1) {
-            sched_push(&g.sched, &d);
+        int k;
+        const pcoll_record_t *rec = scen_step(pol, &g, &d, &k);
+        if (k) {
             declog_add(&o->L, &d);
             if (d.what & CTL_DEC_MODE) o->switches++;
             if (d.what & CTL_DEC_PROBE) o->probes++;
@@ -343,11 +356,82 @@ static void test_variants(void) {
     free(L.d);
 }
 
+/* What ctl_policy_stats reports of the rate rule (the trainer writes it into each epoch's JSON):
+ * per measured level a finite rate, lag, score and standard error with the gradients behind the
+ * score (at least 2 per rank; more than one measurement's worth once the choice has been confirmed
+ * and pooled), the rounds run per level and the switches and probes as the decisions counted them,
+ * the chosen level one of the levels; and a policy resumed from the carried state (ctl_state_t, as
+ * the trainer's next epoch) reports the same measurements. One rank 4x slower, P = 4. */
+static void test_stats(void) {
+    const int P = 4;
+    scen_t sc = alike(P, 1);
+    sc.period[P - 1] = 4;
+    sc.seed = 7;
+    ctl_policy_cfg_t cfg;
+    gen_t g;
+    ctl_policy_t *pol = scen_start("adaptive,rule=rate,window=32", &sc, &g, &cfg);
+    uint64_t ran[3] = {0}, switches = 0, probes = 0;
+    for (uint64_t r = 0; r < 6000; r++) {
+        ctl_decision_t d;
+        int k;
+        const pcoll_record_t *rec = scen_step(pol, &g, &d, &k);
+        if (k) {
+            switches += (d.what & CTL_DEC_MODE) != 0;
+            probes += (d.what & CTL_DEC_PROBE) != 0;
+        }
+        ran[mode_level(rec->mode)]++;
+    }
+    ctl_policy_stats_t st;
+    ctl_policy_stats(pol, &st);
+    CHECK(st.mode_switches == switches && st.probes == probes,
+          "stats: %llu switches %llu probes, counted %llu %llu", (unsigned long long)st.mode_switches,
+          (unsigned long long)st.probes, (unsigned long long)switches, (unsigned long long)probes);
+    CHECK(switches >= 2 && probes >= 2, "too few switches (%llu) or probes (%llu) to check the counts",
+          (unsigned long long)switches, (unsigned long long)probes);
+    for (int l = 0; l < 3; l++) {
+        CHECK(st.lv_rounds[l] == ran[l], "%s: stats say %llu rounds, the records %llu", lvname[l],
+              (unsigned long long)st.lv_rounds[l], (unsigned long long)ran[l]);
+        CHECK(isfinite(st.rate[l]) && st.rate[l] > 0 && isfinite(st.lag[l]) && st.lag[l] >= 0 &&
+                  isfinite(st.score[l]) && st.score[l] > 0 && isfinite(st.score_se[l]) && st.score_se[l] >= 0,
+              "%s: rate %g lag %g score %g +- %g", lvname[l], st.rate[l], st.lag[l], st.score[l],
+              st.score_se[l]);
+        CHECK(st.samples[l] >= (uint64_t)(2 * P), "%s: %llu gradients behind its score", lvname[l],
+              (unsigned long long)st.samples[l]);
+    }
+    CHECK(st.choice >= 0 && st.choice < 3 && !st.probing, "choice %d, probing %d", st.choice, st.probing);
+    if (st.choice >= 0 && st.choice < 3)
+        CHECK(st.samples[st.choice] > (uint64_t)cfg.window,
+              "chosen %s: %llu gradients, no more than one window", lvname[st.choice],
+              (unsigned long long)st.samples[st.choice]);
+    ctl_state_t *cs = ctl_policy_state(pol);
+    char err[256] = "";
+    ctl_policy_t *res = cs ? ctl_policy_resume(&cfg, P, cs, err, sizeof err) : NULL;
+    CHECK(res != NULL, "resume: %s", err);
+    if (res) {
+        ctl_policy_stats_t rs;
+        ctl_policy_stats(res, &rs);
+        CHECK(!memcmp(rs.rate, st.rate, sizeof st.rate) && !memcmp(rs.lag, st.lag, sizeof st.lag) &&
+                  !memcmp(rs.score, st.score, sizeof st.score) &&
+                  !memcmp(rs.score_se, st.score_se, sizeof st.score_se) &&
+                  !memcmp(rs.samples, st.samples, sizeof st.samples) && rs.choice == st.choice &&
+                  rs.probing == st.probing && rs.mode == st.mode,
+              "the resumed policy reports other measurements than the one it continues");
+        CHECK(rs.rounds == 0 && rs.lv_rounds[0] + rs.lv_rounds[1] + rs.lv_rounds[2] == 0 &&
+                  rs.mode_switches == 0,
+              "a resumed policy's per-handle counts do not start at 0");
+    }
+    ctl_policy_free(res);
+    ctl_state_free(cs);
+    ctl_policy_free(pol);
+    gen_free(&g);
+}
+
 int main(int argc, char **argv) {
     verbose = argc > 1 && !strcmp(argv[1], "-v") ? 1 : argc > 1 && !strcmp(argv[1], "-vv") ? 2 : 0;
     const named_test_t tests[] = {
         {"alike", test_alike},     {"straggler", test_straggler}, {"skew", test_skew},
         {"appears", test_appears}, {"noisy", test_noisy},         {"variants", test_variants},
+        {"stats", test_stats},
     };
     return run_tests(tests, sizeof tests / sizeof tests[0]);
 }

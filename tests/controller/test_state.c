@@ -361,9 +361,9 @@ static void test_corrupt(void) {
     expect_bad(NULL, n, "no bytes", "NULL buffer");
     /* valid checksums, bad contents */
     memcpy(b, a, n);
-    b[8] = 2;
+    b[8] = 99; /* a version this build does not read */
     reseal(b, n);
-    expect_bad(b, n, "version 2", "version 2");
+    expect_bad(b, n, "version 99", "version 99");
     memcpy(b, a, n);
     b[12] = 0;
     b[13] = 0;

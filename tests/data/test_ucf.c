@@ -165,7 +165,7 @@ int main(void) {
     CHECK_ERR(err, "trainlist01.txt", "no videos");
     t_write(ci, "1 A\n3 B\n", 8);
     CHECK(data_open(&sp, err, sizeof err) == NULL);
-    CHECK_ERR(err, "classInd.txt", "line 2");
+    CHECK_ERR(err, "classInd.txt", "line 2", "expected \"2 ClassName\"", "got \"3 B\"");
     unlink(ci);
     CHECK(data_open(&sp, err, sizeof err) == NULL);
     CHECK_ERR(err, "classInd.txt", "cannot open");

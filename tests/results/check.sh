@@ -294,6 +294,20 @@ plot_no_gnuplot)
   done
   [ ! -e "$TMP/fig/bench_collectives.png" ] || fail "a PNG appeared without gnuplot"
   ;;
+compare_partial)
+  # a folder with a finished run and the partial file of an unfinished one (trainer/runlog.h): the
+  # partial file validates, the folder skips it with a note, named on the command line it compares
+  mkdir -p "$TMP/runs"
+  cp $D/runs/fmnist_sync.json "$TMP/runs/a.json"
+  jq '.summary.exit = "running"' $D/runs/fmnist_solo.json >"$TMP/runs/a.partial.json"
+  rc 0 "$V" "$S" "$TMP/runs/a.partial.json"
+  rc 0 "$C" "$TMP/runs"
+  contains "$TMP/out" "note: skipping $TMP/runs/a.partial.json: the record of a run that is running or did not finish"
+  contains "$TMP/out" '| sync | 4 |'
+  lacks "$TMP/out" '| solo |'
+  rc 0 "$C" "$TMP/runs/a.partial.json"
+  contains "$TMP/out" "$TMP/runs/a.partial.json ended with exit \"running\""
+  ;;
 trainer_output)
   # real output: a tiny hyperplane run of the trainer validates and compares
   T=$B/bin/eager-train

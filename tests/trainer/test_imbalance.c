@@ -76,9 +76,21 @@ int main(void) {
         CHECK(used >= 30 && cpu >= 30, "busy 30 ms used %g ms (thread CPU %g ms): it must compute, not sleep",
               used, cpu);
     }
-    const char *bad[] = {"linear", "random:k=0,d=5", "lognormal:mean=1",      "slow:factor=2",
-                         "foo",    "linear:unit=x",  "random:k=1,d=5,busy=2", "linear:unit=5,busy=yes"};
-    for (int i = 0; i < 8; i++) {
+    const char *bad[] = {"linear",
+                         "random:k=0,d=5",
+                         "lognormal:mean=1",
+                         "slow:factor=2",
+                         "foo",
+                         "linear:unit=x",
+                         "random:k=1,d=5,busy=2",
+                         "linear:unit=5,busy=yes",
+                         "linear:unit=nan",
+                         "random:k=inf,d=5",
+                         "lognormal:mean=nan,std=1",
+                         "lognormal:mean=475,std=inf",
+                         "slow:rank=0,factor=nan",
+                         "inherent:unit=infinity"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK(imb_parse(bad[i], &m, err, sizeof err) != 0, "'%s' accepted", bad[i]);
         CHECK(strstr(err, bad[i]) != NULL, "message does not quote '%s': %s", bad[i], err);
     }

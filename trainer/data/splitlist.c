@@ -62,10 +62,11 @@ int classind_parse(const char *buf, size_t len, classind_t *ci, const char *name
         while (ns < ll && (l[ns] == ' ' || l[ns] == '\t')) ns++;
         long v;
         if (ll > MAX_LINE || parse_uint(l, sp, &v) || ns == ll || v != ci->n + 1) {
+            int want = ci->n + 1; /* classind_free zeroes ci->n */
             classind_free(ci);
             return derr(err, errlen, DATA_ERR_FORMAT,
-                        "%s: line %d (byte offset %zu): expected \"%d ClassName\"", name, lineno, st,
-                        ci->n + 1);
+                        "%s: line %d (byte offset %zu): expected \"%d ClassName\", got \"%.*s\"", name,
+                        lineno, st, want, (int)(ll > 120 ? 120 : ll), l);
         }
         for (size_t k = ns; k < ll; k++)
             if (l[k] == '/' || l[k] == ' ' || l[k] == '\t' || (unsigned char)l[k] < 32) {
