@@ -135,8 +135,10 @@ static void end_controller(run_t *r, int epoch, ctl_t *ctl, ctl_config_t *cc, ep
     uint64_t ch = 0;
     ctl_stats(ctl, &e->ctl, &ch);
     uint64_t v[3] = {ch, e->ctl.rounds, report_hash(&e->ctl)}, lo[3], hi[3];
+    watch_enter(r, "controller check");
     MPI_Allreduce(v, lo, 3, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
     MPI_Allreduce(v, hi, 3, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    watch_leave(r);
     snprintf(err, sizeof err,
              "epoch %d: the ranks' controllers disagree (decision hash %016llx..%016llx, "
              "rounds observed %llu..%llu, measurements %016llx..%016llx; internal)",
@@ -163,19 +165,23 @@ void train_epoch(run_t *r, int epoch, epoch_t *e) {
     *e = (epoch_t){.t0 = run_now()};
     epoch_io_t x = {0};
     x.it = open_epoch(r, epoch, e, &x.dl);
+    watch_enter(r, "pcoll_create");
     int rc = pcoll_create(MPI_COMM_WORLD, r->model->nparams, r->be->ops->mem, &r->pcoll, &x.h);
     run_agree(r, rc == PCOLL_OK, "pcoll_create", pcoll_last_error(NULL));
+    watch_leave(r);
     const int forced_sync = epoch < c->initial_sync || epoch >= c->epochs - c->final_sync;
     x.cc = forced_sync ? &r->ctl_sync : &r->ctl;
     ctl_t *ctl = NULL;
     if (ctl_start(x.h, x.cc, &ctl)) run_die(r, "controller", "ctl_start failed");
     e->t_dep = run_now();
+    watch_rounds(r, 1); /* libpcoll's liveness and the controller judge the peers */
     for (long s = 0; r->global || s < e->steps; s++)
         if (!step(r, epoch, s, e, &x)) break;
     pcoll_join(x.h);
     while ((rc = pcoll_wait(x.h, PCOLL_WAIT_NEWER, c->t_abort + 5, NULL)) == PCOLL_OK)
         apply_rounds(r, x.h, epoch, e, r->global ? &x.dl : NULL);
     if (rc != PCOLL_DONE) run_die(r, "pcoll_wait (epoch end)", pcoll_last_error(x.h));
+    watch_rounds(r, 0);
     runlog_rounds_flush(r, epoch);
     data_iter_free(x.it);
     end_controller(r, epoch, ctl, x.cc, e);

@@ -11,12 +11,17 @@
 static uint64_t check_replicas(run_t *r, int epoch) {
     char err[512] = "";
     backend_t *be = r->be;
-    if (be->ops->average_bn(be, MPI_COMM_WORLD, err, sizeof err)) run_die(r, "BN statistics", err);
+    watch_enter(r, "BN statistics");
+    int bn = be->ops->average_bn(be, MPI_COMM_WORLD, err, sizeof err);
+    watch_leave(r);
+    if (bn) run_die(r, "BN statistics", err);
     uint64_t h = 0;
     if (be->ops->hash(be, &h, err, sizeof err)) run_die(r, "weights hash", err);
     uint64_t *all = malloc((size_t)r->P * sizeof *all);
     if (!all) run_die(r, "weights hash", "out of memory");
+    watch_enter(r, "weights hash");
     MPI_Allgather(&h, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    watch_leave(r);
     int bad = 0;
     for (int p = 1; p < r->P; p++) bad |= all[p] != all[0];
     if (bad) {
@@ -31,7 +36,7 @@ static uint64_t check_replicas(run_t *r, int epoch) {
         snprintf(err, sizeof err, "replicas differ after epoch %d", epoch);
         runlog_finish(r, err, 1);
         MPI_Barrier(MPI_COMM_WORLD);
-        MPI_Abort(MPI_COMM_WORLD, 4);
+        run_abort(r, 4);
     }
     free(all);
     return h;
@@ -59,7 +64,9 @@ void run_evaluate(run_t *r, const data_set_t *set, double *loss, double *top1, d
     data_iter_free(it);
     be->ops->set_training(be, 1);
     double t[4];
+    watch_enter(r, "evaluation");
     MPI_Allreduce(s, t, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    watch_leave(r);
     *loss = t[3] ? t[0] / t[3] : 0;
     *top1 = t[3] ? t[1] / t[3] : 0;
     *top5 = t[3] ? t[2] / t[3] : 0;
@@ -70,12 +77,14 @@ static void sum_epoch(run_t *r, const epoch_t *e, epoch_report_t *p) {
     double loc[7] = {e->loss_sum,       (double)e->loss_n,    (double)e->correct, (double)e->seen,
                      (double)e->rounds, (double)e->fresh_sum, (double)e->mysteps},
            glob[7];
+    watch_enter(r, "epoch totals");
     MPI_Allreduce(loc, glob, 7, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     p->steps_min = p->steps_max = e->mysteps;
     if (r->global) {
         MPI_Allreduce(&e->mysteps, &p->steps_min, 1, MPI_LONG, MPI_MIN, MPI_COMM_WORLD);
         MPI_Allreduce(&e->mysteps, &p->steps_max, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
     }
+    watch_leave(r);
     p->train_loss = glob[1] ? glob[0] / glob[1] : 0;
     p->train_top1 = glob[3] ? glob[2] / glob[3] : 0;
     p->samples = glob[3];

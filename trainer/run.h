@@ -8,6 +8,8 @@
  *   curve.c     the accuracy curve (--curve-every): model snapshots, evaluated at the epoch end
  *   runlog.c    every line on the console and every field of the run's JSON
  *   run.c       fatal errors (one rank, or agreed by all) and the end of the run
+ *   watchdog.c  a rank dead or hung in a collective outside the training rounds, named and the
+ *               job ended within --t-abort
  *
  * One run_t per process, passed by pointer; nothing lives in file-scope variables.
  */
@@ -22,6 +24,7 @@
 #include "trainer/trainer.h"
 
 typedef struct runlog runlog_t;
+struct watch;
 
 typedef struct { /* this rank's timers and counters, summed over the run */
     double compute, inject, wait, apply;
@@ -96,6 +99,7 @@ typedef struct run {
     pcoll_record_t rec; /* scratch record of pcoll_next */
     runlog_t *log;      /* output: console and JSON (rank 0 writes) */
     curve_t curve;
+    struct watch *watch; /* the watchdog (watchdog.c); NULL before watch_start, after watch_stop */
 } run_t;
 
 /* ---- config.c (the options themselves: trainer.h) ---------------------------------------- */
@@ -164,11 +168,45 @@ double run_now(void);
 /* Fatal error on this rank: message naming the rank, the run's JSON closed (rank 0), every rank
  * aborted (non-zero). */
 _Noreturn void run_die(run_t *r, const char *what, const char *msg);
+/* Ends the job with status code from this rank (MPI_Abort), after making sure the launcher
+ * reports a failure: Open MPI's `mpirun --enable-recovery` exits 0 whatever its ranks' exit
+ * statuses and signals (4.1: a recoverable job skips their bookkeeping), so under it the rank
+ * first sends SIGTERM to its launcher daemon (mpirun or orted), which then ends the job with a
+ * non-zero status. */
+_Noreturn void run_abort(run_t *r, int code);
+/* The controller's stall abort (ctl_config_t.on_abort; arg: the run): the controller's message,
+ * or, when this rank itself was not running (stopped), that it is the silent one; then run_abort. */
+void run_stall_abort(void *arg, const char *msg);
 /* Collective: returns if every rank is ok; otherwise the failing ranks' messages are printed,
  * the run's JSON is closed with the reason, and every rank exits with status 1. */
 void run_agree(run_t *r, int ok, const char *what, const char *msg);
 /* Collective: the run's summary (exit "ok"), the final line; frees everything, finalizes MPI.
  * Returns the process's exit status. */
 int run_finish(run_t *r);
+
+/* ---- watchdog.c ------------------------------------------------------------------------ */
+/* Every collective outside the training rounds is covered: a peer silent for --t-warn (dead,
+ * stopped) is warned about and, after --t-abort, the job ends naming it; while this rank waits in
+ * a phase, a live peer that has not reached it is named likewise. Every rank enters the same
+ * phases in the same order.
+ * Test aid: EAGER_TEST_PAUSE=RANK:PHASE:SECONDS[:NTH] makes RANK sleep (alive) before its NTH
+ * (default 1st) entry into PHASE, after printing a line with its pid. */
+/* Starts the thread (right after MPI_Init; bounds: the controller's defaults until watch_bounds).
+ * Returns 0, or -1 (EAGER_TEST_PAUSE malformed: rank 0 said why; out of memory; MPI). */
+int watch_start(run_t *r);
+void watch_bounds(run_t *r, double t_warn, double t_abort); /* --t-warn, --t-abort */
+/* This rank now waits in the collective(s) named phase, until watch_leave. Nested calls belong to
+ * the outer phase. watch_leave never returns once the watchdog is ending the job. */
+void watch_enter(run_t *r, const char *phase);
+void watch_leave(run_t *r);
+/* on = 1: in the training rounds, where libpcoll and the controller judge the peers. */
+void watch_rounds(run_t *r, int on);
+/* From now on the main thread finishes the run log itself (the watchdog never writes it). */
+void watch_log_owned(run_t *r);
+/* 1 with a sentence in s when this rank was not running for longer than --t-warn lately (its
+ * watchdog thread woke that late, or has not run since): it is the rank that went silent. */
+int watch_self_silent(run_t *r, char *s, size_t n);
+/* Ends the thread and tells the peers this rank has finished (before MPI_Finalize). */
+void watch_stop(run_t *r);
 
 #endif

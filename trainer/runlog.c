@@ -269,11 +269,13 @@ static void epoch_line(const run_t *r, int epoch, const epoch_t *e, const epoch_
     else
         snprintf(steps, sizeof steps, "%ld steps x %d ranks", e->steps, r->P);
     double rate = p->samples / p->epoch_s;
+    char test[64] = "test -"; /* not evaluated this epoch (--eval-every) */
+    if (p->evaluated)
+        snprintf(test, sizeof test, "test %.2f%% (top-5 %.2f%%)", 100 * p->test_top1, 100 * p->test_top5);
     if (data_num_classes(r->train) > 0)
-        printf("epoch %3d/%d  %6.1f s  loss %.4f  train %.2f%%  test %s%.2f%% (top-5 %.2f%%)  "
+        printf("epoch %3d/%d  %6.1f s  loss %.4f  train %.2f%%  %s  "
                "%.0f samples/s  rounds %llu fresh %.2f  lr %.4g  [%s]\n",
-               epoch + 1, r->cfg.epochs, p->wall, p->train_loss, 100 * p->train_top1, p->evaluated ? "" : "-",
-               p->evaluated ? 100 * p->test_top1 : 0, p->evaluated ? 100 * p->test_top5 : 0, rate,
+               epoch + 1, r->cfg.epochs, p->wall, p->train_loss, 100 * p->train_top1, test, rate,
                (unsigned long long)e->rounds, p->fresh_fraction, p->lr, steps);
     else
         printf("epoch %3d/%d  %6.1f s  train loss %.6f  test loss %.6f  %.0f samples/s  rounds %llu "

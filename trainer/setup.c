@@ -22,7 +22,12 @@ int run_init(run_t *r, int *argc, char ***argv) {
     MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_size(MPI_COMM_WORLD, &r->P);
     MPI_Comm_rank(MPI_COMM_WORLD, &r->me);
-    if (provided >= MPI_THREAD_MULTIPLE) return 0;
+    if (provided >= MPI_THREAD_MULTIPLE) {
+        if (watch_start(r) == 0) return 0; /* every collective from here on is watched */
+        if (!r->me) fprintf(stderr, "eager-train: the watchdog could not start\n");
+        MPI_Finalize();
+        return 1;
+    }
     if (!r->me)
         fprintf(stderr,
                 "eager-train: the MPI library provides thread level %d, libpcoll needs "
@@ -66,8 +71,10 @@ static void out_dir_writable(const char *out, char *err, size_t n) {
 int run_configure(run_t *r, int argc, char **argv) {
     char err[1024] = "";
     int rc = cfg_parse(&r->cfg, argc, argv, err, sizeof err);
+    if (rc == 0) watch_bounds(r, r->cfg.t_warn, r->cfg.t_abort);
     if (rc == 1) {
         if (!r->me) cfg_print_help(stdout);
+        watch_stop(r);
         MPI_Finalize();
         return 1;
     }
@@ -88,7 +95,9 @@ int run_configure(run_t *r, int argc, char **argv) {
 
 void run_set_threads(run_t *r) {
     MPI_Comm node;
+    watch_enter(r, "ranks per host");
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, r->me, MPI_INFO_NULL, &node);
+    watch_leave(r);
     MPI_Comm_size(node, &r->local_ranks);
     MPI_Comm_rank(node, &r->local_rank);
     MPI_Comm_free(&node);
@@ -309,8 +318,10 @@ void run_set_rounds(run_t *r) {
     cc->t_warn = c->t_warn;
     cc->t_abort = c->t_abort;
     cc->log = stderr;
-    cc->resume = r->carried; /* --resume: the checkpoint's controller state (run_resume) */
-    r->ctl_sync = *cc;       /* the epochs of --initial-sync / --final-sync: a static sync policy */
+    cc->resume = r->carried;        /* --resume: the checkpoint's controller state (run_resume) */
+    cc->on_abort = run_stall_abort; /* a stall this rank caused itself (stopped) blames no other */
+    cc->abort_arg = r;
+    r->ctl_sync = *cc; /* the epochs of --initial-sync / --final-sync: a static sync policy */
     run_agree(r, ctl_policy_parse("sync", &r->ctl_sync.policy, err, sizeof err) == 0, "policy", err);
     r->ctl_sync.policy.tau = c->tau;
     pcoll_config_t *pc = &r->pcoll;

@@ -1,0 +1,98 @@
+#!/bin/bash
+# A rank killed (SIGKILL) or stopped (SIGSTOP) outside the training rounds: every rank must exit
+# non-zero within a bounded time, with a message naming the rank, under mpirun and under
+# mpirun --enable-recovery (whose mpirun must exit non-zero too); a stopped rank that is woken
+# says that it was the silent one instead of blaming the others; a rank alive but not arriving
+# at a collective is named as well. The test aid EAGER_TEST_PAUSE=RANK:PHASE:SECONDS[:NTH]
+# (trainer/run.h) holds rank 1 just before a phase, so that the signal lands there.
+# FAULTS (default: all): the cases to run, of kill, stop, stop-cont, hold.
+. "$(dirname "$0")/common.sh"
+WARN=1.5 ABORT=6
+# each rank reports its exit status through a wrapper line "rank R rc=N"
+WRAP='"$0" "$@"; echo "rank $OMPI_COMM_WORLD_RANK rc=$?"'
+want() { [[ " ${FAULTS:-kill stop stop-cont hold} " == *" $1 "* ]]; }
+args=(--experiment fmnist --limit-train 512 --limit-test 256 --batch 32 --quiet --threads 1 --mode sync)
+
+# start NAME PAUSE EXTRA_MPIRUN ARGS...: the job in the background; sets $job and $pid (rank 1)
+start() {
+  name=$1 pause=$2 extra=$3; shift 3
+  EAGER_TEST_PAUSE=$pause timeout 120 $MPIRUN $extra -np 3 bash -c "$WRAP" "$TRAIN" "${args[@]}" \
+    --out "$TMP/$name.json" "$@" > "$TMP/$name.log" 2>&1 &
+  job=$! pid=""
+  for _ in $(seq 1 240); do
+    pid=$(sed -n 's/.*rank 1 (pid \([0-9]*\)): EAGER_TEST_PAUSE.*/\1/p' "$TMP/$name.log")
+    [ -n "$pid" ] && break
+    kill -0 $job 2>/dev/null || break
+    sleep 0.5
+  done
+  [ -n "$pid" ] || { cat "$TMP/$name.log"; fail "$name: rank 1 never reached its pause"; }
+}
+# finish NAME: waits for the job; $rc: mpirun's status, $el: seconds since the signal
+finish() {
+  wait $job; rc=$?
+  el=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
+  kill -9 "$pid" 2>/dev/null # a stopped rank that the launcher left behind
+  echo "[$1] mpirun exit $rc, ${el} s after the signal"
+  grep -E "eager-train: rank|rc=" "$TMP/$1.log" | grep -v "EAGER_TEST_PAUSE" | sed 's/^/    /' | head -12
+  [ $rc -ne 124 ] || { cat "$TMP/$1.log"; fail "$1: the job hung (no rank ended it)"; }
+}
+failed_all() { # every rank that reported exited non-zero, and mpirun did
+  [ $rc -ne 0 ] || fail "$1: mpirun exited 0"
+  ! grep -q "rc=0$" "$TMP/$1.log" || fail "$1: a rank exited 0"
+  awk -v e="$el" -v b="$ABORT" 'BEGIN{exit !(e <= b + 30)}' || fail "$1: took $el s (t_abort $ABORT s)"
+}
+
+# (1) SIGKILL in evaluation, under mpirun and mpirun --enable-recovery
+want kill && for extra in "" "--enable-recovery"; do
+  n=kill${extra:+-recovery}
+  start $n 1:evaluation:60 "$extra" --epochs 1 --t-warn $WARN --t-abort $ABORT
+  kill -9 "$pid"; t0=$(date +%s.%N)
+  finish $n
+  failed_all $n
+  if [ -z "$extra" ]; then # mpirun ends the job itself and names the rank
+    grep -q "rank 1" "$TMP/$n.log" || fail "$n: rank 1 not named"
+  else # the survivors' watchdog names it
+    grep -Eq "eager-train: rank [02]: waiting in 'evaluation'.*silent.*: rank 1 .*aborting" "$TMP/$n.log" ||
+      fail "$n: no abort line naming rank 1 as silent in evaluation"
+  fi
+done
+
+# (2) SIGSTOP in evaluation: a warning after t_warn, then the abort, both naming rank 1
+want stop && for extra in "" "--enable-recovery"; do
+  n=stop${extra:+-recovery}
+  start $n 1:evaluation:60 "$extra" --epochs 1 --t-warn $WARN --t-abort $ABORT
+  kill -STOP "$pid"; t0=$(date +%s.%N)
+  finish $n
+  failed_all $n
+  grep -Eq "eager-train: rank [02]: waiting in 'evaluation'.*silent.*: rank 1 for [0-9.]+ s \(last heard [^;]*\)$" \
+    "$TMP/$n.log" || fail "$n: no warning naming rank 1"
+  grep -Eq "eager-train: rank [02]: waiting in 'evaluation'.*: rank 1 .*aborting" "$TMP/$n.log" ||
+    fail "$n: no abort line naming rank 1"
+done
+
+# (3) SIGSTOP then SIGCONT before t_abort: the others warn, the woken rank names itself, no rank
+#     blames another, the run finishes
+n=stop-cont ABORT=30
+want $n && {
+start $n 1:evaluation:8 "" --epochs 1 --t-warn $WARN --t-abort $ABORT
+kill -STOP "$pid"; t0=$(date +%s.%N); sleep 4; kill -CONT "$pid"
+finish $n
+[ $rc -eq 0 ] || { cat "$TMP/$n.log"; fail "$n: the run failed"; }
+grep -q "eager-train: rank 1: this rank was not running for .* it is the rank that went silent" "$TMP/$n.log" ||
+  fail "$n: the woken rank did not say it was the silent one"
+grep -Eq "eager-train: rank [02]: .*silent.*: rank 1 " "$TMP/$n.log" || fail "$n: nobody warned about rank 1"
+! grep -Eq "eager-train: rank 1: .*(silent \(no|aborting)" "$TMP/$n.log" || fail "$n: rank 1 blamed another rank"
+}
+
+# (4) a rank alive but held before the second epoch's pcoll_create (between epochs) for longer
+#     than t_abort: the others name it and end the job
+n=hold ABORT=6
+want $n && {
+start $n 1:pcoll_create:60:2 "" --epochs 2 --t-warn $WARN --t-abort $ABORT
+t0=$(date +%s.%N)
+finish $n
+failed_all $n
+grep -Eq "eager-train: rank [02]: waiting in 'pcoll_create'.*alive but not in it yet: rank 1 .*aborting" \
+  "$TMP/$n.log" || fail "$n: no abort line naming rank 1 as not arrived"
+}
+echo "ok (${FAULTS:-all}): every fault named and the job ended non-zero; the woken rank named itself"
