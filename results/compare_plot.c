@@ -1,5 +1,6 @@
 /* compare_plot.c -- pcoll-compare's figures: per table the training loss and test top-1 (or test
- * loss) against wall time, one line per row (repeats averaged epoch by epoch); per allreduce
+ * loss) against wall time, one line per row (repeats averaged epoch by epoch; the test figure
+ * draws a row's accuracy curve instead when all its runs carry one); per allreduce
  * benchmark file the paper's Fig. 9 (latency against message size, one panel per skew). Writes
  * SLUG.dat + SLUG.gp and runs gnuplot on them ($PCOLL_GNUPLOT or PATH). */
 #include "results/compare.h"
@@ -65,7 +66,47 @@ static FILE *open_out(const char *dir, const char *name) {
     return f;
 }
 
-/* per-row epoch curves (repeats: epoch-wise mean); writes SLUG.dat and SLUG.gp */
+/* the array KEY ("epochs", "curve") of run i of row r; NULL when the run has none */
+static const json_t *run_array(const row_t *r, int i, const char *key) {
+    return json_object_get(((run_t *)r->runs.v[i])->root, key);
+}
+
+/* The number of points of row r's accuracy curve ("curve", --curve-every): the shortest curve
+ * among its runs, or 0 when any run has none (the row is then drawn from its epoch ends). */
+static int row_curve_len(const row_t *r) {
+    int len = 0;
+    for (int i = 0; i < r->runs.n; i++) {
+        int k = (int)json_array_size(run_array(r, i, "curve"));
+        if (k == 0) return 0;
+        if (i == 0 || k < len) len = k;
+    }
+    return len;
+}
+
+/* Writes row r's first len curve points to d as gnuplot block idx, each the mean over the row's
+ * runs of the point with the same index. The columns put wall_s, test_loss and test_top1 where the
+ * epoch blocks have them (2, 4, 5), so the figure reads either kind with the same "using". */
+static void write_curve_block(FILE *d, const row_t *r, int idx, int len) {
+    fprintf(d,
+            "\n\n# index %d: accuracy curve of %s imbalance=%s n=%d\n# point wall_s epoch test_loss "
+            "test_top1_pct batches samples\n",
+            idx, r->label, r->imbalance, r->runs.n);
+    static const char *keys[] = {"wall_s", "epoch", "test_loss", "test_top1", "batches", "samples"};
+    double *xs = amalloc(sizeof(double) * (size_t)r->runs.n);
+    for (int p = 0; p < len; p++) {
+        fprintf(d, "%d", p);
+        for (int k = 0; k < 6; k++) {
+            for (int i = 0; i < r->runs.n; i++)
+                xs[i] = jnum(json_array_get(run_array(r, i, "curve"), (size_t)p), keys[k]);
+            double m = stat_of(xs, r->runs.n).mean;
+            fprintf(d, " %s", dnum(k == 3 ? 100 * m : m));
+        }
+        fprintf(d, "\n");
+    }
+}
+
+/* per-row epoch curves (repeats: epoch-wise mean) and, for rows whose runs all have one, the
+ * accuracy curve (repeats: point-wise mean); writes SLUG.dat and SLUG.gp */
 static int plot_group(plotctx *pc, const group_t *g, const char *pngterm) {
     char *s = slug(aprintf("%s_%s_%s_p%s_e%s_b%s", g->experiment, g->model, g->data, g->ranks_s, g->epochs_s,
                            g->batch_s));
@@ -78,9 +119,16 @@ static int plot_group(plotctx *pc, const group_t *g, const char *pngterm) {
     }
     FILE *d = open_out(pc->dir, aprintf("%s.dat", s));
     if (!d) return -1;
+    int *cidx = amalloc(sizeof(int) * (size_t)(g->rows.n ? g->rows.n : 1)), ncurves = 0;
+    for (int j = 0; j < g->rows.n; j++)
+        cidx[j] = row_curve_len(g->rows.v[j]) > 0 ? g->rows.n + ncurves++ : -1;
     fprintf(d,
             "# pcoll-compare: %s\n# one block (gnuplot index) per row; repeats are averaged epoch by epoch\n",
             group_title(g));
+    if (ncurves)
+        fprintf(d, "# then one block per row whose runs all carry an accuracy curve (--curve-every), for the "
+                   "test figure;\n# its repeats are averaged point by point (same index, up to the shortest "
+                   "curve)\n");
     for (int j = 0; j < g->rows.n; j++) {
         row_t *r = g->rows.v[j];
         int ne = 0;
@@ -107,6 +155,8 @@ static int plot_group(plotctx *pc, const group_t *g, const char *pngterm) {
             fprintf(d, "\n");
         }
     }
+    for (int j = 0; j < g->rows.n; j++)
+        if (cidx[j] >= 0) write_curve_block(d, g->rows.v[j], cidx[j], row_curve_len(g->rows.v[j]));
     fclose(d);
     FILE *f = open_out(pc->dir, aprintf("%s.gp", s));
     if (!f) return -1;
@@ -133,8 +183,9 @@ static int plot_group(plotctx *pc, const group_t *g, const char *pngterm) {
                 row_t *r = g->rows.v[j];
                 char *lab = multi_imb ? aprintf("%s (%s)", r->label, r->imbalance) : aprintf("%s", r->label);
                 if (r->runs.n > 1) lab = aprintf("%s n=%d", lab, r->runs.n);
-                fprintf(f, "%s\"%s.dat\" index %d using 2:%d with linespoints title \"%s\"",
-                        j ? ", \\\n     " : "", s, j, col, gp_quote(lab));
+                int curve = fig == 1 && cidx[j] >= 0;
+                fprintf(f, "%s\"%s.dat\" index %d using 2:%d with %s title \"%s\"", j ? ", \\\n     " : "", s,
+                        curve ? cidx[j] : j, col, curve ? "lines" : "linespoints", gp_quote(lab));
             }
             fprintf(f, "\n");
         }

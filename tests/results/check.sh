@@ -26,6 +26,15 @@ rc() {
   [ "$got" = "$want" ] || { fail "exit $got (want $want): $*"; cat "$TMP/out"; }
 }
 
+# curve_run IN OUT [JQ]: IN with the hand-made accuracy curve below (--curve-every 8), then JQ applied
+CURVE='[{"epoch":1,"batches":8,"samples":512,"wall_s":2.5,"test_top1":0.5,"test_loss":1.2},
+        {"epoch":2,"batches":16,"samples":1024,"wall_s":7.25,"test_top1":0.805,"test_loss":0.6},
+        {"epoch":2,"batches":24,"samples":1536,"wall_s":9.5,"test_top1":0.79,"test_loss":0.6}]'
+curve_run() {
+  jq --argjson c "$CURVE" ".curve = \$c | .config[\"curve-every\"] = 8 | .config[\"curve-test\"] = 2000 | ${3:-.}" \
+    "$1" >"$2"
+}
+
 HEAD_C='| mode/policy | ranks | imbalance | n | wall (s) | to target (s) | top-1 (%) | top-5 (%) | Δtop-1 (pts) | speedup | staleness mean | staleness max | max streak | fresh | wait per rank |'
 
 case "${1:-}" in
@@ -204,11 +213,7 @@ compare_curve)
   # time to target from a run's accuracy curve (--curve-every): the wall time of its first point at
   # or above the target, not the epoch end; a run without a curve (or whose curve stays below the
   # target) keeps the epoch end, and the column head and a note say which was used
-  curve='[{"epoch":1,"batches":8,"samples":512,"wall_s":2.5,"test_top1":0.5,"test_loss":1.2},
-          {"epoch":2,"batches":16,"samples":1024,"wall_s":7.25,"test_top1":0.805,"test_loss":0.6},
-          {"epoch":2,"batches":24,"samples":1536,"wall_s":9.5,"test_top1":0.79,"test_loss":0.6}]'
-  jq --argjson c "$curve" '.curve = $c | .config["curve-every"] = 8 | .config["curve-test"] = 2000' \
-    $D/runs/fmnist_solo.json >"$TMP/solo_curve.json"
+  curve_run $D/runs/fmnist_solo.json "$TMP/solo_curve.json"
   rc 0 "$V" $S "$TMP/solo_curve.json"
   rc 0 "$C" $D/runs/fmnist_sync.json "$TMP/solo_curve.json"
   contains "$TMP/out" '| mode/policy | ranks | imbalance | n | wall (s) | to target (curve/epoch, s) |'
@@ -284,6 +289,36 @@ plot)
   done
   # the curve data: solo is the mean of its two repeats epoch by epoch (wall 5.25, top-1 68.5%)
   has "$TMP/fig/fmnist_lenet_fmnist_p4_e4_b64.dat" "0 5.25 0.9 0.99 68.5 99"
+  ;;
+plot_curve)
+  # rows whose runs all carry an accuracy curve: the test figure draws the curve points (repeats
+  # averaged point by point up to the shortest curve) from a block after the epoch blocks; the
+  # training-loss figure and rows without curves keep their epoch ends
+  curve_run $D/runs/fmnist_solo.json "$TMP/solo1.json"
+  curve_run $D/repeat/fmnist_solo_seed2.json "$TMP/solo2.json" \
+    '.curve |= .[0:2] | .curve[0].wall_s = 3.5 | .curve[0].test_top1 = 0.6 | .curve[1].test_loss = 0.4'
+  curve_run $D/runs/hyperplane_solo.json "$TMP/hp_solo.json" '.curve[].test_top1 = null'
+  rc 0 "$V" $S "$TMP/solo1.json" "$TMP/solo2.json" "$TMP/hp_solo.json"
+  PCOLL_GNUPLOT="$TMP/no-such-gnuplot" rc 0 "$C" --plot "$TMP/fig" $D/runs/fmnist_sync.json \
+    "$TMP/solo1.json" "$TMP/solo2.json" $D/runs/hyperplane_sync.json "$TMP/hp_solo.json"
+  dat=$TMP/fig/fmnist_lenet_fmnist_p4_e4_b64.dat gp=$TMP/fig/fmnist_lenet_fmnist_p4_e4_b64.gp
+  contains "$dat" 'repeats are averaged point by point (same index, up to the shortest curve)'
+  has "$dat" '# index 2: accuracy curve of solo imbalance=linear:unit=20 n=2'
+  has "$dat" '# point wall_s epoch test_loss test_top1_pct batches samples'
+  has "$dat" '0 3 1 1.2 55 8 512'
+  has "$dat" '1 7.25 2 0.5 80.5 16 1024'
+  lacks "$dat" ' 24 1536'
+  has "$dat" "0 5.25 0.9 0.99 68.5 99" # the solo epoch block is still there (training loss)
+  contains "$gp" '"fmnist_lenet_fmnist_p4_e4_b64.dat" index 1 using 2:3 with linespoints title "solo n=2"'
+  contains "$gp" '"fmnist_lenet_fmnist_p4_e4_b64.dat" index 2 using 2:5 with lines title "solo n=2"'
+  contains "$gp" '"fmnist_lenet_fmnist_p4_e4_b64.dat" index 0 using 2:5 with linespoints title "sync"'
+  # regression: the test-loss figure draws the curve's test loss; top-1 is NaN
+  dat=$TMP/fig/hyperplane_hyperplane_hyperplane_p2_e3_b32.dat gp=$TMP/fig/hyperplane_hyperplane_hyperplane_p2_e3_b32.gp
+  has "$dat" '1 7.25 2 0.6 NaN 16 1024'
+  contains "$gp" '"hyperplane_hyperplane_hyperplane_p2_e3_b32.dat" index 2 using 2:4 with lines title "solo"'
+  # without curves: no curve block, no curve note
+  PCOLL_GNUPLOT="$TMP/no-such-gnuplot" rc 0 "$C" --plot "$TMP/fig0" $D/runs/fmnist_sync.json $D/runs/fmnist_solo.json
+  lacks "$TMP/fig0/fmnist_lenet_fmnist_p4_e4_b64.dat" 'curve'
   ;;
 plot_no_gnuplot)
   # without gnuplot: data + script are written, a note says so, exit 0
