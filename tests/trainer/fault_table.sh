@@ -34,12 +34,7 @@ row() { # row PHASE PAUSE VICTIM SIGNAL LAUNCHER
     --limit-train $ntrain --limit-test 256 --batch 32 --threads 1 --mode sync --epochs 2 \
     --t-warn $WARN --t-abort $ABORT --ckpt-dir "$d/ck" --ckpt-every 1 --out "$d/run.json" > "$d/log" 2>&1 &
   local job=$!
-  for _ in $(seq 1 300); do
-    pid=$(sed -n "s/.*rank $victim (pid \([0-9]*\)): EAGER_TEST_PAUSE.*/\1/p" "$d/log")
-    [ -n "$pid" ] && break
-    kill -0 $job 2>/dev/null || break
-    sleep 0.3
-  done
+  pid=$(paused_pid "$d/log" $victim $job)
   [ -n "$pid" ] || { echo "| $phase | $sig | ${extra/--oversubscribe --bind-to none/} | the rank never got there |"; wait $job; return; }
   [ "$phase" = training ] && sleep 3 # into the rounds
   kill -$sig "$pid"; t0=$(date +%s.%N)

@@ -18,13 +18,8 @@ start() {
   name=$1 pause=$2 extra=$3; shift 3
   EAGER_TEST_PAUSE=$pause timeout 120 $MPIRUN $extra -np 3 bash -c "$WRAP" "$TRAIN" "${args[@]}" \
     --out "$TMP/$name.json" "$@" > "$TMP/$name.log" 2>&1 &
-  job=$! pid=""
-  for _ in $(seq 1 240); do
-    pid=$(sed -n 's/.*rank 1 (pid \([0-9]*\)): EAGER_TEST_PAUSE.*/\1/p' "$TMP/$name.log")
-    [ -n "$pid" ] && break
-    kill -0 $job 2>/dev/null || break
-    sleep 0.5
-  done
+  job=$!
+  pid=$(paused_pid "$TMP/$name.log" 1 $job)
   [ -n "$pid" ] || { cat "$TMP/$name.log"; fail "$name: rank 1 never reached its pause"; }
 }
 # finish NAME: waits for the job; $rc: mpirun's status, $el: seconds since the signal
