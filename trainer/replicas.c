@@ -1,6 +1,7 @@
 /* replicas.c -- the epoch end: the accuracy curve's snapshots evaluated (curve.c), BN running
- * statistics averaged across ranks (as DDP broadcasts buffers), the replicas checked bitwise equal (a hash of parameters, momentum and BN
- * statistics), evaluation on the test set, the epoch's totals and record, the checkpoint. */
+ * statistics averaged across ranks (as DDP broadcasts buffers), the replicas checked bitwise
+ * equal (a hash of parameters, momentum and BN statistics), evaluation on the test set, the
+ * epoch's totals and record, the checkpoint. */
 #include "trainer/run.h"
 #include "trainer/runlog.h"
 #include <stdlib.h>
@@ -105,13 +106,11 @@ static void sum_epoch(run_t *r, const epoch_t *e, epoch_report_t *p) {
 /* Every rank takes part; rank 0 writes the model, the run's totals, its restarts and the adaptive
  * controller's state (what a resumed run continues). Failure: every rank exits naming the file. */
 static void checkpoint(run_t *r, int epoch, double wall) {
-    const run_totals_t *t = &r->tot;
     ckpt_meta_t meta = {.epoch = epoch + 1,
                         .seed = r->cfg.seed,
                         .wall_s = wall,
                         .ranks = r->P,
-                        .tot = {t->rounds, t->fresh, t->stale_n, t->decision_hash, t->stale, t->final_top1,
-                                t->final_top5, t->final_loss, t->t_target, t->max_stale, t->max_streak},
+                        .tot = r->tot,
                         .nrestarts = r->nrestarts};
     memcpy(meta.restarts, r->restarts, sizeof meta.restarts);
     char path[1200] = "", err[1200] = "";
@@ -144,7 +143,7 @@ void end_epoch(run_t *r, int epoch, epoch_t *e) {
     p.lr = nn_lr_at(&r->sched, epoch); /* the lr this epoch started with */
     sum_epoch(r, e, &p);
     runlog_epoch(r, epoch, e, &p);
-    r->tot.epochs_done = epoch + 1;
+    r->epochs_done = epoch + 1;
     if (*c->ckpt_dir && ((c->ckpt_every && (epoch + 1) % c->ckpt_every == 0) || last))
         checkpoint(r, epoch, p.wall);
     runlog_save(r);

@@ -46,15 +46,10 @@ typedef struct {      /* one epoch on this rank */
     ctl_policy_stats_t ctl; /* the controller's statistics at the epoch end (equal on all ranks) */
 } epoch_t;
 
-typedef struct { /* the run so far (equal on every rank) */
-    int epochs_done;
-    uint64_t rounds, fresh, stale_n;
-    double stale;
-    uint32_t max_stale, max_streak;
-    double final_top1, final_top5, final_loss; /* -1: not evaluated yet */
-    double t_target;        /* wall time when target_top1 was first reached (-1: not yet) */
-    uint64_t decision_hash; /* FNV-1a over every epoch's controller decision hash */
-} run_totals_t;
+/* The run so far, equal on every rank: rounds, fresh and stale gradients, staleness, the last
+ * evaluation (-1: none yet), the wall time when target_top1 was first reached (-1: not yet), the
+ * FNV-1a over every epoch's controller decision hash. The checkpoint carries it as it is. */
+typedef ckpt_totals_t run_totals_t;
 
 typedef struct {      /* one snapshot of the accuracy curve */
     int epoch;        /* 1-based */
@@ -96,6 +91,7 @@ typedef struct run {
     double t_start; /* MPI_Wtime of the run's start, less wall0 */
     rank_stats_t rs;
     run_totals_t tot;
+    int epochs_done;    /* epochs completed (the checkpoint's epoch after --resume) */
     pcoll_record_t rec; /* scratch record of pcoll_next */
     runlog_t *log;      /* output: console and JSON (rank 0 writes) */
     curve_t curve;

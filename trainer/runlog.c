@@ -384,7 +384,7 @@ static json_t *summary_json(const run_t *r, double wall, int straggler, const ch
     int cls = data_num_classes(r->train) > 0;
     json_t *s = json_object();
     set(s, "wall_s", json_real(wall));
-    set(s, "epochs", json_integer(t->epochs_done));
+    set(s, "epochs", json_integer(r->epochs_done));
     set(s, "final_test_top1", real_or_null(cls && t->final_top1 >= 0, t->final_top1));
     set(s, "final_test_top5", real_or_null(cls && t->final_top5 >= 0, t->final_top5));
     set(s, "final_train_loss", json_real(t->final_loss));
@@ -450,7 +450,7 @@ int runlog_finish(run_t *r, const char *exit_reason, int collective) {
         memcpy(all, mine, sizeof mine);
     int failed = 0;
     if (r->me == 0) {
-        runlog_rounds_flush(r, r->tot.epochs_done);
+        runlog_rounds_flush(r, r->epochs_done);
         int strag = all ? ranks_json(r, all, collective ? r->P : 1) : 0;
         char hx[32];
         snprintf(hx, sizeof hx, "%016llx", (unsigned long long)r->tot.decision_hash);

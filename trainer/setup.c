@@ -253,16 +253,11 @@ static void resume_totals(run_t *r, const ckpt_meta_t *m) {
                     r->cfg.ckpt_dir);
         return;
     }
-    const ckpt_totals_t *t = &m->tot;
-    run_totals_t *o = &r->tot;
-    o->rounds = t->rounds, o->fresh = t->fresh, o->stale_n = t->stale_n, o->stale = t->stale;
-    o->max_stale = t->max_stale, o->max_streak = t->max_streak, o->final_top1 = t->final_top1;
-    o->final_top5 = t->final_top5, o->final_loss = t->final_loss, o->t_target = t->t_target;
-    o->decision_hash = t->decision_hash;
+    r->tot = m->tot;
     /* the summary's fresh fraction is fresh / (rounds x P): on another world size the earlier
      * rounds' fresh gradients count in this P's units, so that it stays the mean over all rounds
      * of each round's fresh share */
-    if (m->ranks != r->P) o->fresh = (uint64_t)llround((double)t->fresh * r->P / m->ranks);
+    if (m->ranks != r->P) r->tot.fresh = (uint64_t)llround((double)m->tot.fresh * r->P / m->ranks);
 }
 
 /* The run's restarts from the checkpoint, this one appended (the oldest dropped beyond
@@ -300,7 +295,7 @@ void run_resume(run_t *r) {
                      c->ckpt_dir, meta.epoch, c->epochs);
         }
         run_agree(r, ok, "resume", err);
-        r->epoch0 = r->tot.epochs_done = meta.epoch;
+        r->epoch0 = r->epochs_done = meta.epoch;
         resume_totals(r, &meta);
         add_restart(r, &meta);
         free(meta.ctl);

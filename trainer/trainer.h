@@ -101,7 +101,7 @@ typedef struct {              /* one resume of the run (kept in every later chec
     double wall_lost_s;       /* wall time from the checkpoint's write to the resume (>= 0) */
     int controller_continued; /* 1: the adaptive controller's state was continued */
 } ckpt_restart_t;
-typedef struct { /* the run's totals at the checkpoint (run.h's run_totals_t) */
+typedef struct { /* the run's totals (run.h's run_totals_t), as the checkpoint carries them */
     uint64_t rounds, fresh, stale_n, decision_hash;
     double stale, final_top1, final_top5, final_loss, t_target; /* -1: not evaluated / reached */
     uint32_t max_stale, max_streak;
