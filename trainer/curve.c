@@ -101,14 +101,18 @@ void curve_end_epoch(run_t *r, int epoch, epoch_t *e) {
     /* one reduction for all the snapshots' BN statistics, one for their times; the first is where
      * the ranks meet, so the time measured from there on is the same stretch on every rank */
     const int nbn = (int)(cv->n * m->nbn_stats);
-    if (nbn && MPI_Allreduce(MPI_IN_PLACE, cv->bn, nbn, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD))
-        run_die(r, "accuracy curve", "MPI_Allreduce of the BN statistics failed");
+    watch_enter(r, "accuracy curve");
+    int bad = nbn && MPI_Allreduce(MPI_IN_PLACE, cv->bn, nbn, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    watch_leave(r);
+    if (bad) run_die(r, "accuracy curve", "MPI_Allreduce of the BN statistics failed");
     for (int i = 0; i < nbn; i++) cv->bn[i] /= (float)r->P;
     const double t0 = run_now();
     double *wall = malloc(cv->n * sizeof *wall);
     if (!wall) run_die(r, "accuracy curve", "out of memory");
     for (size_t i = 0; i < cv->n; i++) wall[i] = cv->snap[i].wall;
+    watch_enter(r, "accuracy curve");
     MPI_Allreduce(MPI_IN_PLACE, wall, (int)cv->n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    watch_leave(r);
     if (r->be->ops->to_host(r->be, err, sizeof err)) run_die(r, "accuracy curve", err);
     memcpy(cv->now, m->params, m->nparams * sizeof(float));
     memcpy(cv->now + m->nparams, m->bn_stats, m->nbn_stats * sizeof(float));
@@ -123,7 +127,9 @@ void curve_end_epoch(run_t *r, int epoch, epoch_t *e) {
     load(r, cv->now, cv->now + m->nparams); /* the replicas' hash check follows: bitwise */
     cv->n = 0;
     double dt = run_now() - t0;
+    watch_enter(r, "accuracy curve");
     MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    watch_leave(r);
     r->t_start += dt;
     e->t0 += dt;
 }
