@@ -94,12 +94,14 @@ void runlog_open(run_t *r, int argc, char **argv) {
     runlog_t *l = calloc(1, sizeof *l);
     if (!l) run_die(r, "metrics", "out of memory");
     ragg_reset(&l->agg);
+    watch_enter(r, "run file"); /* left once every rank is past the barrier below */
     gather_hosts(r, l);
     int papi_mine = metrics_papi_start();
     MPI_Allreduce(&papi_mine, &l->papi, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
     r->log = l;
     if (r->me) { /* the ranks start their clocks together: after rank 0 has written the partial file */
         MPI_Barrier(MPI_COMM_WORLD);
+        watch_leave(r);
         return;
     }
     json_t *root = l->root = json_object();
@@ -125,6 +127,7 @@ void runlog_open(run_t *r, int argc, char **argv) {
     if (r->nrestarts) set(root, "restarts", restarts_json(r));
     start_partial(r);
     MPI_Barrier(MPI_COMM_WORLD);
+    watch_leave(r);
 }
 
 void runlog_round(run_t *r, const pcoll_record_t *rec, double lr, double wd, int epoch) {
@@ -173,7 +176,9 @@ void runlog_papi_epoch(run_t *r, int epoch) {
     long long pv[3], *pall = r->me == 0 ? malloc((size_t)r->P * sizeof pv) : NULL;
     if (r->me == 0 && !pall) run_die(r, "metrics", "out of memory for the PAPI counters");
     metrics_papi_read(pv);
+    watch_enter(r, "hardware counters");
     MPI_Gather(pv, 3, MPI_LONG_LONG, pall, 3, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+    watch_leave(r);
     if (r->me) return;
     json_t *pr = json_object_get(json_object_get(r->log->root, "papi"), "per_rank");
     for (int p = 0; p < r->P; p++) {
