@@ -4,17 +4,19 @@
  * then latest.ckpt (a copy, not a link, so a crash leaves either the old or the new one, never
  * half of one). A crash can leave a .NAME.tmp behind: ckpt_clean_tmp removes it at the next start.
  *
- * Format 2: the nn tensor file (nn.h: "NNTF0001") holding
+ * Format 3: the nn tensor file (nn.h: "NNTF0001") holding
  *   param.NAME, mom.NAME   every parameter tensor and its momentum
  *   bn.NAME.mean, .var     BN running statistics
- *   trainer.meta           [2, then META_WORDS words of 64 bits (enum below), each as 4 floats
+ *   trainer.meta           [3, then META_WORDS words of 64 bits (enum below), each as 4 floats
  *                          holding 16 bits: integers < 2^16 are exact in floats; doubles go as
- *                          their bit patterns]
+ *                          their bit patterns; the words from W_POS on: the epoch in progress at
+ *                          a mid-epoch checkpoint, all 0 at an epoch's end]
  *   trainer.restarts       RESTART_WORDS words per resume of the run (present when there is one)
  *   ctl.state              the adaptive controller's state (ctl_state_save bytes, 16 bits per
  *                          float; present when the run has one)
  * followed by a 16-byte trailer: "EAGERSUM" and the FNV-1a 64 of every byte before it
- * (little-endian). Format 1 (no trailer; trainer.meta is 16 floats: 1, epoch, ranks, wall_s,
+ * (little-endian). Format 2 is format 3 without the mid-epoch words (V2_META_WORDS; always at
+ * an epoch's end) and is still read. Format 1 (no trailer; trainer.meta is 16 floats: 1, epoch, ranks, wall_s,
  * then seed, description hash and parameter count as 4 x 16 bits) is still read; it has no
  * checksum, run totals or controller state. */
 #include "trainer/nn/nn.h"
@@ -30,8 +32,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define FORMAT        2
+#define FORMAT        3
 #define V1_META_N     16
+#define V2_META_WORDS (W_CTL_LEN + 1)
 #define TRAILER_MAGIC "EAGERSUM"
 #define TRAILER_BYTES 16
 #define MAX_RANKS     (1 << 24)
@@ -61,6 +64,18 @@ enum { /* trainer.meta words after the format number */
        W_DHASH,
        W_NRESTARTS,
        W_CTL_LEN,
+       W_POS, /* format 3: ckpt_epoch_t, the epoch in progress */
+       W_E_ROUNDS,
+       W_E_FRESH,
+       W_E_STALE_N,
+       W_E_STALE,
+       W_E_MAX_STALE,
+       W_E_MAX_STREAK,
+       W_E_LOSS,
+       W_E_LOSS_N,
+       W_E_CORRECT,
+       W_E_SEEN,
+       W_E_STEPS,
        META_WORDS
 };
 enum { R_EPOCH, R_BEFORE, R_AFTER, R_LOST, R_CTL, RESTART_WORDS };
@@ -185,6 +200,27 @@ static void meta_words(const nn_model_t *m, const ckpt_meta_t *c, uint64_t *w) {
     w[W_MAX_STALE] = t->max_stale, w[W_MAX_STREAK] = t->max_streak, w[W_TOP1] = dbits(t->final_top1);
     w[W_TOP5] = dbits(t->final_top5), w[W_LOSS] = dbits(t->final_loss), w[W_T_TARGET] = dbits(t->t_target);
     w[W_DHASH] = t->decision_hash, w[W_NRESTARTS] = (uint64_t)c->nrestarts, w[W_CTL_LEN] = c->ctl_len;
+    const ckpt_epoch_t *e = &c->part;
+    w[W_POS] = (uint64_t)e->pos, w[W_E_ROUNDS] = e->rounds, w[W_E_FRESH] = e->fresh, w[W_E_STALE_N] = e->stale_n;
+    w[W_E_STALE] = dbits(e->stale), w[W_E_MAX_STALE] = e->max_stale, w[W_E_MAX_STREAK] = e->max_streak;
+    w[W_E_LOSS] = dbits(e->loss_sum), w[W_E_LOSS_N] = e->loss_n, w[W_E_CORRECT] = e->correct;
+    w[W_E_SEEN] = e->seen, w[W_E_STEPS] = e->steps;
+}
+
+/* The epoch in progress from meta words (format 3; zero before). */
+static void part_of(const uint64_t *w, ckpt_epoch_t *e) {
+    *e = (ckpt_epoch_t){.pos = (int64_t)(w[W_POS] & INT64_MAX),
+                        .rounds = w[W_E_ROUNDS],
+                        .fresh = w[W_E_FRESH],
+                        .stale_n = w[W_E_STALE_N],
+                        .stale = bitsd(w[W_E_STALE]),
+                        .max_stale = (uint32_t)w[W_E_MAX_STALE],
+                        .max_streak = (uint32_t)w[W_E_MAX_STREAK],
+                        .loss_sum = bitsd(w[W_E_LOSS]),
+                        .loss_n = w[W_E_LOSS_N],
+                        .correct = w[W_E_CORRECT],
+                        .seen = w[W_E_SEEN],
+                        .steps = w[W_E_STEPS]};
 }
 
 int ckpt_save(const char *dir, const nn_model_t *m, const ckpt_meta_t *meta, char *path_out, size_t plen,
@@ -219,7 +255,10 @@ int ckpt_save(const char *dir, const nn_model_t *m, const ckpt_meta_t *meta, cha
     for (size_t i = 0; i < meta->ctl_len; i++) cf[i / 2] += (float)(cb[i] << (8 * (i % 2)));
     if (nctl) tensor(&ts[k++], "ctl.state", cf, nctl);
     char name[64];
-    snprintf(name, sizeof name, "ckpt-%04d.ckpt", meta->epoch);
+    if (meta->part.pos)
+        snprintf(name, sizeof name, "ckpt-%04d-%08llu.ckpt", meta->epoch, (unsigned long long)meta->part.fresh);
+    else
+        snprintf(name, sizeof name, "ckpt-%04d.ckpt", meta->epoch);
     int rc = write_atomic(dir, name, ts, k, err, n);
     if (!rc) rc = write_atomic(dir, "latest.ckpt", ts, k, err, n);
     if (!rc && path_out) snprintf(path_out, plen, "%s/%s", dir, name);
@@ -256,7 +295,40 @@ static int verify_checksum(const char *path, char *err, size_t n) {
     return has;
 }
 
-/* Every scalar of a format-2 meta in range (err names the field). */
+/* The epoch in progress consistent (err names the field): nothing in it at an epoch's end; in
+ * the middle of one, at least one batch trained, each in a round (a round has at least one), one
+ * loss per batch, top-1 hits of the samples seen. The trainer checks pos against the data set and
+ * fresh x --batch == pos (setup.c). */
+static int check_part(const char *path, const uint64_t *w, const ckpt_epoch_t *e, char *err, size_t n) {
+    static const int words[] = {W_E_ROUNDS, W_E_FRESH, W_E_STALE_N,   W_E_STALE,  W_E_MAX_STALE, W_E_MAX_STREAK,
+                                W_E_LOSS,   W_E_LOSS_N, W_E_CORRECT, W_E_SEEN,   W_E_STEPS};
+    if (w[W_POS] > (uint64_t)INT64_MAX / 2)
+        return fail(err, n, path, "field 'pos' = %llu is out of range", (unsigned long long)w[W_POS]);
+    if (!e->pos) {
+        for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+            if (w[words[i]])
+                return fail(err, n, path, "trainer.meta word %d is not 0 although 'pos' is 0 (no epoch in progress)",
+                            words[i]);
+        return 0;
+    }
+    if (!e->fresh || e->fresh > (uint64_t)e->pos || e->rounds < 1 || e->rounds > e->fresh ||
+        e->stale_n > e->fresh || e->loss_n != e->fresh || e->steps != e->fresh || e->correct > e->seen ||
+        e->seen > (uint64_t)e->pos)
+        return fail(err, n, path,
+                    "the epoch in progress is inconsistent: pos %lld samples, %llu batches in %llu rounds, "
+                    "%llu stale, %llu losses, %llu steps, %llu of %llu samples right",
+                    (long long)e->pos, (unsigned long long)e->fresh, (unsigned long long)e->rounds,
+                    (unsigned long long)e->stale_n, (unsigned long long)e->loss_n, (unsigned long long)e->steps,
+                    (unsigned long long)e->correct, (unsigned long long)e->seen);
+    if (!isfinite(e->stale) || e->stale < 0 || !isfinite(e->loss_sum))
+        return fail(err, n, path, "field 'stale' = %g or 'loss_sum' = %g of the epoch in progress is not finite",
+                    e->stale, e->loss_sum);
+    if (w[W_E_MAX_STALE] > UINT32_MAX || w[W_E_MAX_STREAK] > UINT32_MAX)
+        return fail(err, n, path, "field 'max_staleness' or 'max_streak' of the epoch in progress is out of range");
+    return 0;
+}
+
+/* Every scalar of a format-2 or 3 meta in range (err names the field). */
 static int check_meta(const char *path, const uint64_t *w, const ckpt_meta_t *c, char *err, size_t n) {
     const ckpt_totals_t *t = &c->tot;
     if (w[W_EPOCH] > MAX_EPOCH)
@@ -288,7 +360,7 @@ static int check_meta(const char *path, const uint64_t *w, const ckpt_meta_t *c,
                     CKPT_MAX_RESTARTS);
     if (c->ctl_len > MAX_CTL_BYTES)
         return fail(err, n, path, "field 'ctl_len' = %zu is out of range", c->ctl_len);
-    return 0;
+    return check_part(path, w, &c->part, err, n);
 }
 
 /* Meta of either format into c (and the model checks). */
@@ -298,14 +370,15 @@ static int read_meta(const char *path, const nn_tfile_t *f, int trailer, const n
     if (!mt || mt->n < 1) return fail(err, n, path, "no 'trainer.meta' (not a checkpoint of this trainer)");
     uint64_t w[META_WORDS] = {0};
     const float *d = mt->data;
-    c->version = d[0] == 1 && mt->n == V1_META_N                 ? 1
-                 : d[0] == FORMAT && mt->n == 1 + 4 * META_WORDS ? FORMAT
-                                                                 : 0;
+    c->version = d[0] == 1 && mt->n == V1_META_N                    ? 1
+                 : d[0] == 2 && mt->n == 1 + 4 * V2_META_WORDS      ? 2
+                 : d[0] == FORMAT && mt->n == 1 + 4 * META_WORDS    ? FORMAT
+                                                                    : 0;
     if (!c->version)
         return fail(err, n, path,
-                    "field 'trainer.meta' format %g (%zu values) is not one this trainer reads (1 or %d)",
+                    "field 'trainer.meta' format %g (%zu values) is not one this trainer reads (1 to %d)",
                     d[0], mt->n, FORMAT);
-    if (c->version == FORMAT && !trailer)
+    if (c->version >= 2 && !trailer)
         return fail(err, n, path, "no checksum trailer (the file is damaged or truncated)");
     if (c->version == 1) {
         if (!(d[1] >= 0 && d[1] <= MAX_EPOCH && d[2] >= 1 && d[2] <= MAX_RANKS))
@@ -314,7 +387,7 @@ static int read_meta(const char *path, const nn_tfile_t *f, int trailer, const n
         if (get64(d + 4, &w[W_SEED]) || get64(d + 8, &w[W_DESC]) || get64(d + 12, &w[W_NPARAMS]))
             return fail(err, n, path, "field 'seed', 'desc_hash' or 'nparams' is damaged");
     } else
-        for (int i = 0; i < META_WORDS; i++)
+        for (int i = 0; i < (c->version == 2 ? V2_META_WORDS : META_WORDS); i++)
             if (get64(d + 1 + 4 * i, &w[i])) return fail(err, n, path, "trainer.meta word %d is damaged", i);
     if (w[W_NPARAMS] != m->nparams || w[W_DESC] != ckpt_desc_hash(m->desc, m->nparams))
         return fail(err, n, path,
@@ -333,10 +406,11 @@ static int read_meta(const char *path, const nn_tfile_t *f, int trailer, const n
     t->decision_hash = w[W_DHASH];
     c->nrestarts = (int)(w[W_NRESTARTS] <= CKPT_MAX_RESTARTS ? w[W_NRESTARTS] : CKPT_MAX_RESTARTS + 1);
     c->ctl_len = (size_t)w[W_CTL_LEN];
+    part_of(w, &c->part);
     return check_meta(path, w, c, err, n);
 }
 
-/* The restarts and controller state of a format-2 file into c (c->ctl malloc'd). */
+/* The restarts and controller state of a format-2 or 3 file into c (c->ctl malloc'd). */
 static int read_extras(const char *path, const nn_tfile_t *f, ckpt_meta_t *c, char *err, size_t n) {
     const nn_tensor_t *rt = nn_tfile_find(f, "trainer.restarts");
     size_t want = 4 * RESTART_WORDS * (size_t)c->nrestarts;
@@ -405,7 +479,7 @@ int ckpt_load(const char *dir, nn_model_t *m, ckpt_meta_t *meta, char *err, size
     int nt = 2 * m->nptensors + 2 * m->nbns;
     const float **src = calloc((size_t)nt + 1, sizeof *src);
     int rc = !src ? fail(err, n, path, "out of memory") : read_meta(path, f, trailer, m, &c, err, n);
-    if (!rc && c.version == FORMAT) rc = read_extras(path, f, &c, err, n);
+    if (!rc && c.version >= 2) rc = read_extras(path, f, &c, err, n);
     for (int i = 0; !rc && i < nt; i++) { /* every tensor checked before any is copied */
         slot(m, i, nm, sizeof nm, &count, &kind);
         rc = (src[i] = checked(path, f, nm, count, kind, err, n)) ? 0 : -1;

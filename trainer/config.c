@@ -81,6 +81,12 @@ static const opt_t opts[] = {
       "evaluate on the test set every N epochs (and at the end)"),
     O("ckpt-every", T_INT, ckpt_every, "0", 0, 100000,
       "checkpoint every N epochs (0: only at the end if --ckpt-dir)"),
+    O("ckpt-every-steps", T_INT, ckpt_every_steps, "0", 0, 1 << 30,
+      "also checkpoint in the middle of an epoch, every N steps of each rank (shard epochs: after every "
+      "rank's step N, 2N, ...; global: once N x P, 2N x P, ... batches are dealt), and --resume continues "
+      "the epoch from there, on any number of ranks (global: from the same batch; shard: the rest of the "
+      "epoch sharded over the ranks there are). Each such checkpoint ends the rounds as an epoch end does "
+      "(every rank joins; the fast ones wait for the slowest). Needs --ckpt-dir (0: epoch ends only)"),
     O("ckpt-dir", T_STR, ckpt_dir, "", 0, 0, "checkpoint folder (\"\": no checkpoints)"),
     O("resume", T_BOOL, resume, "0", 0, 1, "continue from ckpt-dir/latest.ckpt"),
     O("out", T_STR, out, "", 0, 0, "metrics JSON file (\"\": results/runs/<experiment>-<mode>.json)"),
@@ -396,6 +402,7 @@ int cfg_parse(cfg_t *c, int argc, char **argv, char *err, size_t n) {
     if (imb_parse(c->imbalance, &im, err, n)) return -1;
     if (check_milestones(c->milestones, err, n)) return -1;
     if (c->resume && !*c->ckpt_dir) return snprintf(err, n, "--resume needs --ckpt-dir"), -1;
+    if (c->ckpt_every_steps && !*c->ckpt_dir) return snprintf(err, n, "--ckpt-every-steps needs --ckpt-dir"), -1;
     if (c->t_abort <= c->t_warn)
         return snprintf(err, n, "--t-abort (%g) must be larger than --t-warn (%g)", c->t_abort, c->t_warn),
                -1;

@@ -2,6 +2,7 @@
  * are dealt from the round history, with no message of their own.
  *
  *   before round 0   rank p holds batches p, P+p, ..., (ahead-1)P+p      cursor = ahead x P
+ *                    (from a cursor c: c+p, c+P+p, ...: a mid-epoch checkpoint's position)
  *   after round r    every rank fresh in r (in rank order; one batch per fresh deposit) takes
  *                    the next batch:  cursor(r+1) = cursor(r) + |F_r|, until cursor = nbatches
  *
@@ -15,8 +16,14 @@
 #include "trainer/trainer.h"
 
 int dealer_init(dealer_t *d, int64_t nbatches, int P, int me, int ahead) {
-    if (nbatches < 0 || P < 1 || me < 0 || me >= P || ahead < 1 || ahead > DEALER_QMAX) return -1;
-    *d = (dealer_t){.nb = nbatches, .cursor = 0, .P = P, .me = me};
+    return dealer_init_at(d, nbatches, 0, P, me, ahead);
+}
+
+int dealer_init_at(dealer_t *d, int64_t nbatches, int64_t cursor, int P, int me, int ahead) {
+    if (nbatches < 0 || cursor < 0 || cursor > nbatches || P < 1 || me < 0 || me >= P || ahead < 1 ||
+        ahead > DEALER_QMAX)
+        return -1;
+    *d = (dealer_t){.nb = nbatches, .cursor = cursor, .P = P, .me = me};
     for (int a = 0; a < ahead; a++)
         for (int p = 0; p < P && d->cursor < nbatches; p++, d->cursor++)
             if (p == me) d->q[d->tail++ % DEALER_QMAX] = d->cursor;

@@ -8,6 +8,16 @@
  * set, batches dealt from the round history (dealer.c). One libpcoll handle and one controller
  * per epoch; the controller's state at the end is checked equal on every rank and carried into
  * the next epoch's policy.
+ *
+ * Mid-epoch checkpoints (--ckpt-every-steps N): the epoch runs in parts, each ended as an epoch is
+ * (every rank joins, every round is applied), so that every rank holds the same model and every
+ * gradient of the part is in it; then the part's end is checkpointed. The ranks agree on where a
+ * part ends without a message: shard epochs after every rank's step N, 2N, ...; global epochs
+ * once N x P, 2N x P, ... batches are dealt (the dealer stops there). Either way a part ends with
+ * a prefix perm[0..pos) of the epoch's permutation trained, and a resume continues with the rest:
+ * global epochs deal it from batch pos / batch on, shard epochs shard it over the ranks there are
+ * (on the world size that wrote the checkpoint: the rest of every rank's shard, exactly). A part
+ * costs what an epoch end costs: the fast ranks wait at the join for the slowest.
  */
 #include "trainer/run.h"
 #include "trainer/runlog.h"
@@ -23,15 +33,48 @@ static void sleep_ms(double ms) {
 typedef struct {      /* what one epoch's steps work with */
     data_iter_t *it;  /* the training batches */
     dealer_t dl;      /* global epochs: who trains which batch */
-    pcoll_t *h;       /* the epoch's libpcoll handle */
+    pcoll_t *h;       /* the part's libpcoll handle */
     ctl_config_t *cc; /* the epoch's controller configuration */
+    int64_t pos0;     /* samples of the epoch's permutation trained before this process (resume) */
+    long s0, s;       /* this rank's first step in this process, its next step */
+    int64_t cursor;   /* global: the next batch to deal */
 } epoch_io_t;
 
-/* The epoch's training iterator; sets e->steps and e->nbatches (global: deals the first batches). */
-static data_iter_t *open_epoch(run_t *r, int epoch, epoch_t *e, dealer_t *dl) {
+/* Shard epoch resumed at sample pos0 of its permutation: the rest, perm[pos0..N), sharded over
+ * this run's P ranks as data_iter_new shards a whole epoch (rank q takes the positions i % P == q,
+ * the same number each, in batches of --batch, an incomplete last one dropped), through a
+ * global-mode iterator fed with those index lists. On the world size that wrote the checkpoint
+ * this is exactly the rest of every rank's shard; on another, the rest re-sharded. */
+static data_iter_t *open_rest(run_t *r, int epoch, epoch_t *e, epoch_io_t *x) {
+    const cfg_t *c = &r->cfg;
+    const int64_t N = data_count(r->train), done = x->pos0 / c->batch;
+    char err[1024] = "";
+    if (!r->perm && !(r->perm = malloc((size_t)N * sizeof *r->perm)))
+        run_die(r, "training data", "out of memory for the permutation");
+    data_permutation(N, c->seed, epoch, r->perm);
+    data_iter_t *it = data_iter_new_global(r->train, c->batch, DATA_AUGMENT | DATA_PREFETCH, err, sizeof err);
+    run_agree(r, it != NULL, "training data", err);
+    x->s0 = (long)(done / r->P);
+    long steps = (long)((N - x->pos0) / r->P / c->batch);
+    if (c->max_steps && x->s0 + steps > c->max_steps) steps = c->max_steps > x->s0 ? c->max_steps - x->s0 : 0;
+    int64_t *idx = malloc((size_t)c->batch * sizeof *idx);
+    if (!idx) run_die(r, "training data", "out of memory");
+    for (long k = 0; k < steps; k++) {
+        for (int j = 0; j < c->batch; j++) idx[j] = r->perm[x->pos0 + ((int64_t)k * c->batch + j) * r->P + r->me];
+        if (data_iter_submit(it, idx, c->batch, epoch)) run_die(r, "training data", "data_iter_submit failed");
+    }
+    free(idx);
+    e->steps = x->s0 + steps;
+    e->nbatches = done + (int64_t)steps * r->P;
+    return it;
+}
+
+/* The epoch's training iterator; sets e->steps, e->nbatches and x->s0 (global: the permutation). */
+static data_iter_t *open_epoch(run_t *r, int epoch, epoch_t *e, epoch_io_t *x) {
     const cfg_t *c = &r->cfg;
     char err[1024] = "";
     data_iter_t *it;
+    if (!r->global && x->pos0) return open_rest(r, epoch, e, x);
     if (!r->global) {
         it = data_iter_new(r->train, r->me, r->P, c->batch, epoch,
                            DATA_TRAIN_FLAGS | DATA_DROP_LAST | DATA_EVEN_SHARDS, err, sizeof err);
@@ -50,9 +93,11 @@ static data_iter_t *open_epoch(run_t *r, int epoch, epoch_t *e, dealer_t *dl) {
         e->nbatches = (int64_t)c->max_steps * r->P;
     run_agree(r, e->nbatches > 0, "training data", "no full batch: lower --batch or use more data");
     e->steps = (long)((e->nbatches + r->P - 1) / r->P);
+    x->cursor = x->pos0 / c->batch;
+    x->s0 = (long)(x->cursor / r->P);
+    run_agree(r, x->cursor <= e->nbatches, "resume",
+              "the checkpoint's position is beyond this run's epoch (fewer batches: --limit-train, --max-steps)");
     data_permutation(ntrain, c->seed, epoch, r->perm);
-    if (dealer_init(dl, e->nbatches, r->P, r->me, 2)) run_die(r, "global epoch", "dealer_init (internal)");
-    submit_dealt(r, it, dl, epoch);
     return it;
 }
 
@@ -160,30 +205,108 @@ static void end_controller(run_t *r, int epoch, ctl_t *ctl, ctl_config_t *cc, ep
     if (ctl_stop(&ctl) != CTL_OK) run_die(r, "controller", "the controller thread ended with an error");
 }
 
+/* Where the part that starts now ends: shard epochs before this rank's step (a multiple of
+ * --ckpt-every-steps N, or the epoch's last), global epochs at batch (a multiple of N x P, or the
+ * epoch's last). Without checkpoints (no --ckpt-dir) the epoch is one part. */
+static int64_t part_end(const run_t *r, const epoch_t *e, const epoch_io_t *x) {
+    const int64_t n = *r->cfg.ckpt_dir ? r->cfg.ckpt_every_steps : 0;
+    if (!r->global) return n && (x->s / n + 1) * n < e->steps ? (x->s / n + 1) * n : e->steps;
+    return n && (x->cursor / (n * r->P) + 1) * n * r->P < e->nbatches ? (x->cursor / (n * r->P) + 1) * n * r->P
+                                                                      : e->nbatches;
+}
+
+/* One part of the epoch (the whole epoch without mid-epoch checkpoints): a libpcoll handle and a
+ * controller, the steps up to part_end, the join, every round applied, the controller's end. */
+static void run_part(run_t *r, int epoch, epoch_t *e, epoch_io_t *x) {
+    const cfg_t *c = &r->cfg;
+    const int64_t end = part_end(r, e, x);
+    if (r->global) {
+        if (dealer_init_at(&x->dl, end, x->cursor, r->P, r->me, 2))
+            run_die(r, "global epoch", "dealer_init (internal)");
+        submit_dealt(r, x->it, &x->dl, epoch);
+    }
+    watch_enter(r, "pcoll_create");
+    int rc = pcoll_create(MPI_COMM_WORLD, r->model->nparams, r->be->ops->mem, &r->pcoll, &x->h);
+    run_agree(r, rc == PCOLL_OK, "pcoll_create", pcoll_last_error(NULL));
+    watch_leave(r);
+    ctl_t *ctl = NULL;
+    if (ctl_start(x->h, x->cc, &ctl)) run_die(r, "controller", "ctl_start failed");
+    e->t_dep = run_now();
+    watch_rounds(r, 1); /* libpcoll's liveness and the controller judge the peers */
+    for (; r->global || x->s < end; x->s++)
+        if (!step(r, epoch, x->s, e, x)) break;
+    pcoll_join(x->h);
+    while ((rc = pcoll_wait(x->h, PCOLL_WAIT_NEWER, c->t_abort + 5, NULL)) == PCOLL_OK)
+        apply_rounds(r, x->h, epoch, e, r->global ? &x->dl : NULL);
+    if (rc != PCOLL_DONE) run_die(r, "pcoll_wait (epoch end)", pcoll_last_error(x->h));
+    watch_rounds(r, 0);
+    runlog_rounds_flush(r, epoch);
+    end_controller(r, epoch, ctl, x->cc, e);
+    if ((rc = pcoll_finalize(&x->h, c->t_abort + 5))) run_die(r, "pcoll_finalize", pcoll_strerror(rc));
+    if (r->global) x->cursor = x->dl.cursor;
+}
+
+/* The end of a part that is not the epoch's last: the curve's snapshots so far evaluated, the
+ * replicas checked equal (BN averaged), the ranks' loss and top-1 counts summed into rank 0's
+ * (so that an uninterrupted run and one resumed here add them in the same order), and the
+ * checkpoint of the epoch in progress at sample pos of its permutation. */
+static void mid_checkpoint(run_t *r, int epoch, epoch_t *e, int64_t pos) {
+    curve_end_epoch(r, epoch, e);
+    check_replicas(r, epoch);
+    double loc[5] = {e->loss_sum, (double)e->loss_n, (double)e->correct, (double)e->seen, (double)e->mysteps};
+    double all[5];
+    watch_enter(r, "epoch totals");
+    MPI_Allreduce(loc, all, 5, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    watch_leave(r);
+    const int z = r->me != 0;
+    e->loss_sum = z ? 0 : all[0], e->loss_n = z ? 0 : (long)all[1];
+    e->correct = z ? 0 : (long)all[2], e->seen = z ? 0 : (long)all[3];
+    ckpt_epoch_t part = {.pos = pos,
+                         .rounds = e->rounds,
+                         .fresh = e->fresh_sum,
+                         .stale_n = e->stale_n,
+                         .stale = e->stale_sum,
+                         .max_stale = e->max_stale,
+                         .max_streak = e->max_streak,
+                         .loss_sum = all[0],
+                         .loss_n = (uint64_t)all[1],
+                         .correct = (uint64_t)all[2],
+                         .seen = (uint64_t)all[3],
+                         .steps = (uint64_t)all[4]};
+    checkpoint(r, epoch, &part, run_now() - r->t_start);
+}
+
+/* A resumed epoch starts from the checkpoint's part of it: the rounds' counts on every rank (every
+ * rank applied them), the losses and samples on rank 0 (mid_checkpoint's sums), the steps spread
+ * over the ranks. */
+static void continue_epoch(run_t *r, epoch_t *e) {
+    const ckpt_epoch_t *a = &r->at;
+    e->rounds = a->rounds, e->fresh_sum = a->fresh, e->stale_n = a->stale_n, e->stale_sum = a->stale;
+    e->max_stale = a->max_stale, e->max_streak = a->max_streak;
+    if (r->me == 0)
+        e->loss_sum = a->loss_sum, e->loss_n = (long)a->loss_n, e->correct = (long)a->correct,
+        e->seen = (long)a->seen;
+    e->mysteps = (long)(a->steps / (uint64_t)r->P + ((uint64_t)r->me < a->steps % (uint64_t)r->P));
+}
+
 void train_epoch(run_t *r, int epoch, epoch_t *e) {
     const cfg_t *c = &r->cfg;
     *e = (epoch_t){.t0 = run_now()};
     epoch_io_t x = {0};
-    x.it = open_epoch(r, epoch, e, &x.dl);
-    watch_enter(r, "pcoll_create");
-    int rc = pcoll_create(MPI_COMM_WORLD, r->model->nparams, r->be->ops->mem, &r->pcoll, &x.h);
-    run_agree(r, rc == PCOLL_OK, "pcoll_create", pcoll_last_error(NULL));
-    watch_leave(r);
+    if (epoch == r->epoch0 && r->at.pos) { /* --resume from a mid-epoch checkpoint */
+        x.pos0 = r->at.pos;
+        continue_epoch(r, e);
+        r->at = (ckpt_epoch_t){0};
+    }
+    x.it = open_epoch(r, epoch, e, &x);
+    x.s = x.s0;
     const int forced_sync = epoch < c->initial_sync || epoch >= c->epochs - c->final_sync;
     x.cc = forced_sync ? &r->ctl_sync : &r->ctl;
-    ctl_t *ctl = NULL;
-    if (ctl_start(x.h, x.cc, &ctl)) run_die(r, "controller", "ctl_start failed");
-    e->t_dep = run_now();
-    watch_rounds(r, 1); /* libpcoll's liveness and the controller judge the peers */
-    for (long s = 0; r->global || s < e->steps; s++)
-        if (!step(r, epoch, s, e, &x)) break;
-    pcoll_join(x.h);
-    while ((rc = pcoll_wait(x.h, PCOLL_WAIT_NEWER, c->t_abort + 5, NULL)) == PCOLL_OK)
-        apply_rounds(r, x.h, epoch, e, r->global ? &x.dl : NULL);
-    if (rc != PCOLL_DONE) run_die(r, "pcoll_wait (epoch end)", pcoll_last_error(x.h));
-    watch_rounds(r, 0);
-    runlog_rounds_flush(r, epoch);
+    for (;;) {
+        run_part(r, epoch, e, &x);
+        if (r->global ? x.cursor >= e->nbatches : x.s >= e->steps) break;
+        mid_checkpoint(r, epoch, e,
+                       r->global ? x.cursor * c->batch : x.pos0 + (int64_t)(x.s - x.s0) * c->batch * r->P);
+    }
     data_iter_free(x.it);
-    end_controller(r, epoch, ctl, x.cc, e);
-    if ((rc = pcoll_finalize(&x.h, c->t_abort + 5))) run_die(r, "pcoll_finalize", pcoll_strerror(rc));
 }

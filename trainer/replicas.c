@@ -7,9 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Averages BN statistics, then compares the ranks' model hashes; returns the hash. A mismatch
- * names the differing ranks, closes the run's JSON with the reason and aborts every rank. */
-static uint64_t check_replicas(run_t *r, int epoch) {
+uint64_t check_replicas(run_t *r, int epoch) {
     char err[512] = "";
     backend_t *be = r->be;
     watch_enter(r, "BN statistics");
@@ -103,10 +101,9 @@ static void sum_epoch(run_t *r, const epoch_t *e, epoch_report_t *p) {
     if (hit && t->t_target < 0) t->t_target = p->wall;
 }
 
-/* Every rank takes part; rank 0 writes the model, the run's totals, its restarts and the adaptive
- * controller's state (what a resumed run continues). Failure: every rank exits naming the file. */
-static void checkpoint(run_t *r, int epoch, double wall) {
-    ckpt_meta_t meta = {.epoch = epoch + 1,
+void checkpoint(run_t *r, int epochs_done, const ckpt_epoch_t *part, double wall) {
+    ckpt_meta_t meta = {.epoch = epochs_done,
+                        .part = part ? *part : (ckpt_epoch_t){0},
                         .seed = r->cfg.seed,
                         .wall_s = wall,
                         .ranks = r->P,
@@ -145,6 +142,6 @@ void end_epoch(run_t *r, int epoch, epoch_t *e) {
     runlog_epoch(r, epoch, e, &p);
     r->epochs_done = epoch + 1;
     if (*c->ckpt_dir && ((c->ckpt_every && (epoch + 1) % c->ckpt_every == 0) || last))
-        checkpoint(r, epoch, p.wall);
+        checkpoint(r, epoch + 1, NULL, p.wall);
     runlog_save(r);
 }

@@ -2,7 +2,8 @@
  *
  *   main.c      the outline: set up, train epoch after epoch, finish
  *   setup.c     MPI, options, threads, data, model, optimiser, backend, resume, round config
- *   epoch.c     one epoch: the step loop on libpcoll, the join, the controller's end of epoch
+ *   epoch.c     one epoch: the step loop on libpcoll, the join, the controller's end of epoch;
+ *               with --ckpt-every-steps, in parts, each ended like an epoch and checkpointed
  *   rounds.c    applying completed rounds (lr and weight decay of a round) and dealing batches
  *   replicas.c  the epoch end: replicas checked equal, BN averaged, evaluation, checkpoint
  *   curve.c     the accuracy curve (--curve-every): model snapshots, evaluated at the epoch end
@@ -92,6 +93,7 @@ typedef struct run {
     rank_stats_t rs;
     run_totals_t tot;
     int epochs_done;    /* epochs completed (the checkpoint's epoch after --resume) */
+    ckpt_epoch_t at;    /* --resume from a mid-epoch checkpoint: how far epoch epoch0 had got */
     pcoll_record_t rec; /* scratch record of pcoll_next */
     runlog_t *log;      /* output: console and JSON (rank 0 writes) */
     curve_t curve;
@@ -141,6 +143,13 @@ void to_batch(nn_batch_t *nb, const data_batch_t *b);
 /* The epoch end: the curve's snapshots evaluated, replicas checked equal, BN averaged,
  * evaluation, totals, log, checkpoint. */
 void end_epoch(run_t *r, int epoch, epoch_t *e);
+/* Collective: averages BN statistics, then compares the ranks' model hashes; returns the hash. A
+ * mismatch names the differing ranks, closes the run's JSON with the reason and aborts every rank. */
+uint64_t check_replicas(run_t *r, int epoch);
+/* Collective: rank 0 writes the model, the run's totals, its restarts, the adaptive controller's
+ * state and, mid-epoch (part, else NULL), the epoch in progress: what a resumed run continues.
+ * epochs_done: epochs completed. Failure: every rank exits naming the file. */
+void checkpoint(run_t *r, int epochs_done, const ckpt_epoch_t *part, double wall);
 /* Collective: evaluation of the current model on `set`, sharded over the ranks (evaluation mode,
  * BN on the running statistics as they are); every rank gets the totals. */
 void run_evaluate(run_t *r, const data_set_t *set, double *loss, double *top1, double *top5);

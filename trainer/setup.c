@@ -272,6 +272,36 @@ static void add_restart(run_t *r, const ckpt_meta_t *m) {
     r->nrestarts = keep + 1;
 }
 
+/* A mid-epoch checkpoint's position (ckpt_epoch_t.pos > 0) as where the first epoch continues
+ * (r->at; train_epoch), after checking it against this run: the epoch is one this run has, the
+ * position is inside its training set, and it is a whole number of --batch batches, one per
+ * gradient applied (a resume mid-epoch keeps the checkpoint's --batch). */
+static void resume_position(run_t *r, const ckpt_meta_t *m) {
+    const cfg_t *c = &r->cfg;
+    const ckpt_epoch_t *a = &m->part;
+    char err[1200] = "";
+    if (!a->pos) return;
+    if (m->epoch >= c->epochs)
+        snprintf(err, sizeof err, "checkpoint %s/latest.ckpt is in the middle of epoch %d, beyond --epochs %d",
+                 c->ckpt_dir, m->epoch + 1, c->epochs);
+    else if (a->pos >= data_count(r->train))
+        snprintf(err, sizeof err,
+                 "checkpoint %s/latest.ckpt: field 'pos' = %lld is beyond the %lld training samples of this run "
+                 "(--limit-train)",
+                 c->ckpt_dir, (long long)a->pos, (long long)data_count(r->train));
+    else if (a->fresh * (uint64_t)c->batch != (uint64_t)a->pos)
+        snprintf(err, sizeof err,
+                 "checkpoint %s/latest.ckpt is in the middle of epoch %d after %llu batches and %lld samples: "
+                 "not batches of --batch %d (resume mid-epoch with the --batch that wrote it)",
+                 c->ckpt_dir, m->epoch + 1, (unsigned long long)a->fresh, (long long)a->pos, c->batch);
+    run_agree(r, !*err, "resume", err);
+    r->at = *a;
+    if (r->me == 0)
+        printf("eager-train: epoch %d continues after %llu of its batches (%lld samples of its permutation), "
+               "on %d ranks (the checkpoint's: %d)\n",
+               m->epoch + 1, (unsigned long long)a->fresh, (long long)a->pos, r->P, m->ranks);
+}
+
 void run_resume(run_t *r) {
     const cfg_t *c = &r->cfg;
     char err[1200] = "";
@@ -295,6 +325,7 @@ void run_resume(run_t *r) {
                      c->ckpt_dir, meta.epoch, c->epochs);
         }
         run_agree(r, ok, "resume", err);
+        resume_position(r, &meta);
         r->epoch0 = r->epochs_done = meta.epoch;
         resume_totals(r, &meta);
         add_restart(r, &meta);

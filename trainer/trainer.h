@@ -33,6 +33,7 @@ typedef struct {
     char data[32];       /* data kind (default from the experiment) */
     char data_path[512];
     int epochs, batch, eval_every, ckpt_every, log_every, max_steps, threads;
+    int ckpt_every_steps; /* also checkpoint mid-epoch every N steps of each rank (0: epoch ends only) */
     double lr, momentum, wd, gamma, warmup, warmup_start_lr;
     int wd_bn, nesterov, base_batch;
     char milestones[128];  /* comma list of epochs */
@@ -106,9 +107,21 @@ typedef struct { /* the run's totals (run.h's run_totals_t), as the checkpoint c
     double stale, final_top1, final_top5, final_loss, t_target; /* -1: not evaluated / reached */
     uint32_t max_stale, max_streak;
 } ckpt_totals_t;
+typedef struct { /* the epoch in progress at a mid-epoch checkpoint (all zero at an epoch's end) */
+    int64_t pos;     /* samples of the epoch's permutation trained: its prefix perm[0..pos) */
+    uint64_t rounds; /* the epoch's rounds so far and their gradients (the same on every rank) */
+    uint64_t fresh;  /* batches trained in the epoch so far (every one in a round: pos = fresh x batch) */
+    uint64_t stale_n;
+    double stale;
+    uint32_t max_stale, max_streak;
+    double loss_sum; /* the epoch's training loss, top-1 and samples so far, summed over the ranks */
+    uint64_t loss_n, correct, seen, steps;
+} ckpt_epoch_t;
 typedef struct {
-    int version; /* load: the file's format (1: no checksum, totals or controller state) */
+    int version; /* load: the file's format (1: no checksum, totals or controller state; 2: no
+                    mid-epoch position) */
     int epoch;   /* epochs completed */
+    ckpt_epoch_t part; /* mid-epoch: how far epoch `epoch` + 1 had got (part.pos > 0) */
     uint64_t seed;
     double wall_s; /* training wall time so far */
     int ranks;     /* world size that wrote it */
@@ -119,8 +132,9 @@ typedef struct {
                        load: a malloc'd copy the caller frees */
     size_t ctl_len; /* its length in bytes */
 } ckpt_meta_t;
-/* Writes DIR/ckpt-EEEE.ckpt and DIR/latest.ckpt atomically (format: checkpoint.c). 0, or -1 with
- * a message naming the file. */
+/* Writes DIR/ckpt-EEEE.ckpt (mid-epoch: DIR/ckpt-EEEE-BBBBBBBB.ckpt, B = the next epoch's batches
+ * trained) and DIR/latest.ckpt atomically (format: checkpoint.c). 0, or -1 with a message naming
+ * the file. */
 int ckpt_save(const char *dir, const struct nn_model *m, const ckpt_meta_t *meta, char *path_out, size_t plen,
               char *err, size_t errlen);
 /* Loads dir/latest.ckpt into m and meta. Before anything reaches m it checks the whole file's
@@ -143,6 +157,10 @@ typedef struct {
 } dealer_t;
 /* Rank p starts with `ahead` batches (p, P+p, ...). -1 on a bad argument. */
 int dealer_init(dealer_t *d, int64_t nbatches, int P, int me, int ahead);
+/* The same from batch `cursor` on (batches 0..cursor-1 were dealt before: a mid-epoch checkpoint,
+ * or the part of the epoch before it): rank p starts with cursor+p, cursor+P+p, ..., and dealing
+ * stops at nbatches. dealer_init is dealer_init_at with cursor 0. -1 on a bad argument. */
+int dealer_init_at(dealer_t *d, int64_t nbatches, int64_t cursor, int P, int me, int ahead);
 /* After round r: fresh[p] = deposits of rank p in r (the record's fresh[]); each takes a batch.
  * -1 if this rank would hold more than DEALER_QMAX batches (it deposited without taking). */
 int dealer_round(dealer_t *d, const uint8_t *fresh);
