@@ -3,11 +3,15 @@
  *   ckpt_edit FILE flip TENSOR INDEX BIT   flips one bit of float INDEX of TENSOR, checksum left as is
  *   ckpt_edit FILE set TENSOR INDEX VALUE  sets float INDEX of TENSOR (nan, inf, 5e37 ...) and re-signs
  *   ckpt_edit FILE epoch VALUE             sets the checkpoint's epoch field and re-signs
- *   ckpt_edit FILE format1                 rewrites a format-2 checkpoint as format 1 (no trailer,
- *                                          totals, restarts or controller state)
+ *   ckpt_edit FILE word INDEX VALUE        sets word INDEX of trainer.meta (format 2 or 3; 0 = the
+ *                                          epoch, 19 = the mid-epoch position) and re-signs
+ *   ckpt_edit FILE format1                 rewrites a format-2 or 3 checkpoint as format 1 (no
+ *                                          trailer, totals, restarts or controller state)
+ *   ckpt_edit FILE format2                 rewrites a format-3 checkpoint as format 2 (its first 19
+ *                                          meta words: no mid-epoch position) and re-signs
  *
  * TENSOR may be a prefix ("bn." = the first BN tensor in the file). Re-signing rewrites the
- * trailer (format 2) so that only the range checks can catch the value; a format-1 file has no
+ * trailer (formats 2 and 3) so that only the range checks can catch the value; a format-1 file has no
  * trailer. The file is rewritten in place; on any error it is left as it was and the program
  * exits 1 with a message naming the file. */
 #include "trainer/trainer.h"
@@ -20,7 +24,8 @@
 #define MAX_TENSORS 4096
 
 static const char usage[] =
-    "usage: ckpt_edit FILE flip TENSOR INDEX BIT | set TENSOR INDEX VALUE | epoch VALUE | format1\n";
+    "usage: ckpt_edit FILE flip TENSOR INDEX BIT | set TENSOR INDEX VALUE | epoch VALUE | word INDEX VALUE |\n"
+    "       format1 | format2\n";
 
 typedef struct {
     char name[256];
@@ -144,11 +149,32 @@ static void put_tensor(FILE *f, const char *name, uint32_t n, const unsigned cha
     fwrite(data, 1, 4 * (size_t)n, f);
 }
 
-/* The trainer.meta of a format-2 checkpoint (exits with a message if the file is not one). */
-static const tensor_t *format2_meta(ckpt_t *c) {
-    const tensor_t *mt = find(c, "trainer.meta", 1);
-    if (!mt || mt->n < 1 + 4 * 6 || rdf(c->b + mt->off) != 2) die("not a format-2 checkpoint");
+/* The trainer.meta of a format-2 or 3 checkpoint (exits with a message if the file is not one). */
+static tensor_t *format2_meta(ckpt_t *c) {
+    tensor_t *mt = find(c, "trainer.meta", 1);
+    float v = mt ? rdf(c->b + mt->off) : 0;
+    if (!mt || mt->n < 1 + 4 * 6 || (v != 2 && v != 3)) die("not a format-2 or 3 checkpoint");
     return mt;
+}
+
+/* Sets meta word i to v (4 floats of 16 bits after the format number). */
+static void set_word(ckpt_t *c, const tensor_t *mt, int i, uint64_t v) {
+    if (i < 0 || 1 + 4 * ((size_t)i + 1) > mt->n) die("trainer.meta has no word %d", i);
+    for (int k = 0; k < 4; k++) wrf(c->b + mt->off + 4 * (1 + 4 * (size_t)i + k), (float)((v >> (16 * k)) & 0xFFFF));
+}
+
+/* Format 3 -> 2: trainer.meta cut to the format number and its first 19 words (the tensor's
+ * length in its header, the bytes after it moved up), the format number 2. */
+static void to_format2(ckpt_t *c) {
+    tensor_t *mt = format2_meta(c);
+    const size_t keep = 1 + 4 * 19;
+    if (rdf(c->b + mt->off) != 3 || mt->n < keep) die("not a format-3 checkpoint");
+    size_t cut = 4 * (mt->n - keep), end = mt->off + 4 * mt->n;
+    memmove(c->b + end - cut, c->b + end, c->len - end);
+    c->len -= cut;
+    wr32(c->b + mt->off - 4, (uint32_t)keep); /* the one dimension, just before the data */
+    wrf(c->b + mt->off, 2.0f);
+    mt->n = keep;
 }
 
 /* The same tensors (each as one dimension) with format 1's trainer.meta (mt: format 2's) at the
@@ -222,9 +248,18 @@ int main(int argc, char **argv) {
         int64_t v = (int64_t)d;
         if (mt->n == 16) /* format 1: the epoch as a float */
             wrf(c.b + mt->off + 4, (float)v);
-        else /* format 2: word 0 after the format number, 4 floats of 16 bits */
-            for (int k = 0; k < 4; k++)
-                wrf(c.b + mt->off + 4 + 4 * k, (float)(((uint64_t)v >> (16 * k)) & 0xFFFF));
+        else /* formats 2 and 3: word 0 after the format number, 4 floats of 16 bits */
+            set_word(&c, mt, 0, (uint64_t)v);
+        resign(&c);
+    } else if (!strcmp(op, "word") && argc == 5) {
+        char *end, *end2;
+        long i = strtol(argv[3], &end, 10);
+        unsigned long long v = strtoull(argv[4], &end2, 10);
+        if (*end || end == argv[3] || *end2 || end2 == argv[4]) die("word %s %s: not two integers", argv[3], argv[4]);
+        set_word(&c, format2_meta(&c), (int)i, (uint64_t)v);
+        resign(&c);
+    } else if (!strcmp(op, "format2") && argc == 3) {
+        to_format2(&c);
         resign(&c);
     } else if (!strcmp(op, "format1") && argc == 3) {
         save(&c, format2_meta(&c));
