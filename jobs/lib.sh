@@ -25,7 +25,9 @@
 #   B           build folder (default: build)
 #   LAUNCHER    srun | mpirun (default: srun under Slurm when it has pmix, else mpirun)
 #   RESTARTS    restart a failed run up to N times from its last checkpoint on one rank fewer
-#               (default 0; see pcoll_elastic); CKPT_EVERY (default 1) epochs between checkpoints
+#               (default 0; see pcoll_elastic); CKPT_EVERY (default 1) epochs between checkpoints;
+#               CKPT_STEPS (default none) also checkpoints every N steps of each rank within an
+#               epoch (--ckpt-every-steps), and a restart continues the epoch from there
 #   PCOLL_JOB_ID  job id used in the results folder when not under Slurm (jobs/local.sh sets
 #               local-<timestamp>); under Slurm it is $SLURM_JOB_ID
 # Exit status of pcoll_train: the first failing run's, after all modes were tried.
@@ -187,14 +189,16 @@ pcoll_shrink() {
 
 # pcoll_elastic NAME PROG ARGS...: one training run, restarted up to $RESTARTS times (default 0)
 # when it fails. With RESTARTS > 0 the run checkpoints to $RUN_DIR/ckpt-NAME every $CKPT_EVERY
-# epochs (default 1) and a restart resumes from its latest.ckpt (from scratch when there is none
+# epochs (default 1), and every $CKPT_STEPS steps within an epoch when set (--ckpt-every-steps), and
+# a restart resumes from its latest.ckpt (from scratch when there is none
 # yet) on one rank fewer (a rank died; srun --kill-on-bad-exit or mpirun ended the others). Under
 # Slurm it first waits for Slurm's verdict on the failed step (pcoll_settle). When one of the job's
 # nodes is marked down, the restart runs on the nodes left with at most the tasks Slurm placed on
 # them (pcoll_shrink; the job must be submitted with sbatch --no-kill, else Slurm ends or requeues
 # the whole job at the node's failure); when Slurm keeps no node, the loop stops with a message.
 # Each restart is a line in job.txt and on stderr:
-#   restart.NAME.K=exit R, ranks P -> P'[, node(s) N down], resumed after epoch E, lost S s
+#   restart.NAME.K=exit R, ranks P -> P'[, node(s) N down], resumed after epoch E[ + B batches], lost S s
+# (+ B batches: a mid-epoch checkpoint, B batches of epoch E+1 trained)
 # (S: seconds from the checkpoint it resumes from, or from the start, to the failure). RANKS is
 # restored afterwards, at most the tasks of the nodes left (PCOLL_SLOTS) once the job lost nodes.
 # Returns the last launch's exit status.
@@ -205,6 +209,7 @@ pcoll_elastic() {
   local -a opts=()
   ck=$RUN_DIR/ckpt-$name
   [ "${RESTARTS:-0}" -gt 0 ] && opts=(--ckpt-dir "$ck" --ckpt-every "${CKPT_EVERY:-1}")
+  [ "${RESTARTS:-0}" -gt 0 ] && [ -n "${CKPT_STEPS:-}" ] && opts+=(--ckpt-every-steps "$CKPT_STEPS")
   t0=$(date +%s)
   while :; do
     pcoll_launch "$@" "${opts[@]}"
@@ -232,7 +237,10 @@ pcoll_elastic() {
     [ "$RANKS" -ge 1 ] || { echo "$PCOLL_SCRIPT: $name: no ranks left to restart on" >&2; break; }
     e=0; lost=$((tf - t0))
     if [ -f "$ck/latest.ckpt" ]; then
-      e=$(find "$ck" -name 'ckpt-*.ckpt' -printf '%f\n' | sort | tail -n 1 | sed 's/^ckpt-0*\([0-9][0-9]*\)\.ckpt$/\1/')
+      # the newest checkpoint (latest.ckpt is a copy of it): ckpt-EEEE.ckpt after epoch E,
+      # ckpt-EEEE-BBBBBBBB.ckpt B batches into epoch E+1
+      e=$(find "$ck" -name 'ckpt-*.ckpt' -printf '%T@ %f\n' | sort -n | tail -n 1 | sed -e 's/^[^ ]* //' \
+          -e 's/^ckpt-0*\([0-9][0-9]*\)\.ckpt$/\1/' -e 's/^ckpt-0*\([0-9][0-9]*\)-0*\([0-9][0-9]*\)\.ckpt$/\1 + \2 batches/')
       lost=$((tf - $(stat -c %Y "$ck/latest.ckpt")))
       [[ " ${opts[*]} " == *" --resume "* ]] || opts+=(--resume)
     fi

@@ -277,12 +277,13 @@ static void mid_checkpoint(run_t *r, int epoch, epoch_t *e, int64_t pos) {
 }
 
 /* A resumed epoch starts from the checkpoint's part of it: the rounds' counts on every rank (every
- * rank applied them), the losses and samples on rank 0 (mid_checkpoint's sums), the steps spread
- * over the ranks. */
+ * rank applied them; their fresh share in the checkpoint's world size's units, e->share0), the
+ * losses and samples on rank 0 (mid_checkpoint's sums), the steps spread over the ranks. */
 static void continue_epoch(run_t *r, epoch_t *e) {
     const ckpt_epoch_t *a = &r->at;
     e->rounds = a->rounds, e->fresh_sum = a->fresh, e->stale_n = a->stale_n, e->stale_sum = a->stale;
     e->max_stale = a->max_stale, e->max_streak = a->max_streak;
+    e->fresh0 = a->fresh, e->share0 = (double)a->fresh / r->at_ranks;
     if (r->me == 0)
         e->loss_sum = a->loss_sum, e->loss_n = (long)a->loss_n, e->correct = (long)a->correct,
         e->seen = (long)a->seen;

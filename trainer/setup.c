@@ -296,6 +296,7 @@ static void resume_position(run_t *r, const ckpt_meta_t *m) {
                  c->ckpt_dir, m->epoch + 1, (unsigned long long)a->fresh, (long long)a->pos, c->batch);
     run_agree(r, !*err, "resume", err);
     r->at = *a;
+    r->at_ranks = m->ranks;
     if (r->me == 0)
         printf("eager-train: epoch %d continues after %llu of its batches (%lld samples of its permutation), "
                "on %d ranks (the checkpoint's: %d)\n",

@@ -3,6 +3,7 @@
 #   local_fmnist      jobs/local.sh jobs/fmnist.sbatch, tiny: schema-valid JSON in OUT/fmnist/local-*/
 #   local_allreduce   jobs/local.sh jobs/allreduce.sbatch, tiny: benchmark JSON, wrong == 0, hosts
 #   elastic_local     RESTARTS=1: a rank killed mid-epoch, the script resumes on the ranks left
+#   elastic_mid       the same with mid-epoch checkpoints (CKPT_STEPS): the restart continues the epoch
 #   missing_data      cifar10 (and imagenet, ucf101) without data: clear error, non-zero exit, no folder
 #   sweep_dry         jobs/sweep.sh --dry-run: the run sets of Figs. 9-13
 #   syntax            bash -n on every script; #SBATCH defaults of each experiment
@@ -55,50 +56,62 @@ missing_data)
   done
   [ ! -e "$T/runs" ] || fail "a failed data check left a results folder: $(find "$T/runs")"
   echo "PASS";;
-elastic_local)
+elastic_local|elastic_mid)
   # RESTARTS=1, 4 ranks, 3 epochs checkpointed every epoch: one rank killed in epoch 2, the script
-  # resumes from epoch 1's checkpoint on 3 ranks and finishes; that equals a fresh 3-rank run
+  # resumes from the last checkpoint on 3 ranks and finishes; that equals a fresh 3-rank run
   # resumed from the same checkpoint (the epochs after it: train and test loss, weights hash, and
   # top-1 where the run has one, compared exactly; hyperplane is a regression: top-1 null in both;
-  # jobs_slurm_node_fail compares fmnist's top-1)
+  # jobs_slurm_node_fail compares fmnist's top-1).
+  #   elastic_local  the rank killed after epoch 1's checkpoint: resumed after epoch 1 (or 2)
+  #   elastic_mid    CKPT_STEPS=2 (a checkpoint after every rank's step 2 of each epoch too): the
+  #                  rank killed after the one 8 batches into epoch 2; the restart continues epoch 2
+  #                  from there (its batches 9-16 re-sharded over 3 ranks)
   # (hyperplane, 64 features, 1024 samples: 4 steps per rank and epoch, and the script's default
-  # imbalance, one random rank waiting 300 ms per step, keeps epoch 2 longer than the 0.3 s the kill
-  # waits on any machine; the compute is negligible)
+  # imbalance, one random rank waiting 300 ms per step, keeps the rest of epoch 2 longer than the
+  # 0.3 s the kill waits on any machine; the compute is negligible)
   a=(--hp-features 64 --hp-samples 1024 --epochs 3 --quiet)
-  (OUT=$T/runs RANKS=4 RESTARTS=1 MODE=sync jobs/local.sh jobs/hyperplane.sbatch "${a[@]}" 2>&1 | while IFS= read -r l; do echo "$(date +%T.%N | cut -c1-12) $l"; done >"$T/run.log"; r=${PIPESTATUS[0]}; echo "$(date +%T.%N | cut -c1-12) script exited $r" >>"$T/run.log"; echo "$r" >"$T/rc") &
+  if [ "$1" = elastic_mid ]; then
+    steps=2 at=ckpt-0001-00000008 want='epoch 1 \+ 8 batches'
+  else
+    steps="" at=ckpt-0001 want='epoch [12]'
+  fi
+  (OUT=$T/runs RANKS=4 RESTARTS=1 CKPT_STEPS=$steps MODE=sync jobs/local.sh jobs/hyperplane.sbatch "${a[@]}" 2>&1 | while IFS= read -r l; do echo "$(date +%T.%N | cut -c1-12) $l"; done >"$T/run.log"; r=${PIPESTATUS[0]}; echo "$(date +%T.%N | cut -c1-12) script exited $r" >>"$T/run.log"; echo "$r" >"$T/rc") &
   killed=""
-  for _ in $(seq 1200); do  # up to 120 s: wait for epoch 1's checkpoint, then kill one rank
-    if compgen -G "$T/runs/hyperplane/local-*/ckpt-sync/ckpt-0001.ckpt" >/dev/null; then
+  for _ in $(seq 1200); do  # up to 120 s: wait for the checkpoint $at, then kill one rank
+    if compgen -G "$T/runs/hyperplane/local-*/ckpt-sync/$at.ckpt" >/dev/null; then
+      echo "$(date +%T.%N | cut -c1-12) $at.ckpt written" >>"$T/kill.log"
       sleep 0.3
       compgen -G "$T/runs/hyperplane/local-*/ckpt-sync/ckpt-0002.ckpt" >/dev/null && fail "epoch 2 ended before the kill: nothing to test"
       killed=$(pgrep -f "eager-train .*$T/runs/hyperplane/" | tail -n 1)
-      [ -n "$killed" ] && kill -KILL "$killed" && echo "$(date +%T.%N | cut -c1-12) killed rank pid $killed"
+      [ -n "$killed" ] && kill -KILL "$killed" && echo "$(date +%T.%N | cut -c1-12) killed rank pid $killed" >>"$T/kill.log"
       break
     fi
     [ -f "$T/rc" ] && break
     sleep 0.1
   done
   wait
-  cat "$T/run.log"
-  [ -n "$killed" ] || fail "no rank to kill (no checkpoint after epoch 1?)"
+  sort -s -k1,1 "$T/run.log" "$T/kill.log" 2>/dev/null
+  [ -n "$killed" ] || fail "no rank to kill (no checkpoint $at?)"
   [ "$(cat "$T/rc")" = 0 ] || fail "the restarted job exited $(cat "$T/rc")"
   d=$(echo "$T"/runs/hyperplane/local-*)
-  # (epoch 2 when the killed rank had made all its epoch-2 deposits: the others end the epoch and
-  # checkpoint it; the kill waits only 0.3 s after epoch 1's checkpoint)
-  grep -Eq '^restart\.sync\.1=exit [1-9][0-9]*, ranks 4 -> 3, resumed after epoch [12], lost [0-9]* s$' "$d/job.txt" \
-    || fail "job.txt has no restart line 'ranks 4 -> 3, resumed after epoch 1 (or 2)': $(grep restart "$d/job.txt")"
-  e=$(sed -n 's/^restart\.sync\.1=.*resumed after epoch \([0-9]*\),.*/\1/p' "$d/job.txt")
+  # (elastic_local: epoch 2 when the killed rank had made all its epoch-2 deposits: the others end
+  # the epoch and checkpoint it; the kill waits only 0.3 s after epoch 1's checkpoint)
+  grep -Eq "^restart\.sync\.1=exit [1-9][0-9]*, ranks 4 -> 3, resumed after $want, lost [0-9]* s\$" "$d/job.txt" \
+    || fail "job.txt has no restart line 'ranks 4 -> 3, resumed after $want': $(grep restart "$d/job.txt")"
+  e=$(sed -n 's/^restart\.sync\.1=.*resumed after epoch \([0-9]*\).*/\1/p' "$d/job.txt")
+  src=$d/ckpt-sync/ckpt-000$e.ckpt
+  [ "$1" = elastic_mid ] && src=$d/ckpt-sync/$at.ckpt
   "$B/bin/pcoll-validate" results/schema/run.schema.json "$d/sync.json" || fail "sync.json does not validate"
   [ "$(jq -r .environment.ranks "$d/sync.json")" = 3 ] || fail "the resumed run did not have 3 ranks"
-  mkdir -p "$T/fresh" && cp "$d/ckpt-sync/ckpt-000$e.ckpt" "$T/fresh/latest.ckpt"
-  OUT=$T/fresh RANKS=3 MODE=sync EXTRA="--ckpt-dir $T/fresh --resume" jobs/local.sh jobs/hyperplane.sbatch "${a[@]}" >/dev/null 2>&1 \
-    || fail "the fresh 3-rank run from the checkpoint failed"
+  mkdir -p "$T/fresh" && cp "$src" "$T/fresh/latest.ckpt"
+  OUT=$T/fresh RANKS=3 MODE=sync EXTRA="--ckpt-dir $T/fresh --resume${steps:+ --ckpt-every-steps $steps}" \
+    jobs/local.sh jobs/hyperplane.sbatch "${a[@]}" >/dev/null 2>&1 || fail "the fresh 3-rank run from the checkpoint failed"
   f=$(echo "$T"/fresh/hyperplane/local-*/sync.json)
   q='[.epochs[] | {epoch, train_loss, train_top1, test_loss, test_top1, weights_hash}]'
   [ "$(jq '.epochs | length' "$d/sync.json")" = $((3 - e)) ] || fail "$d/sync.json: not the $((3 - e)) epoch(s) after epoch $e"
   [ "$(jq -c "$q" "$d/sync.json")" = "$(jq -c "$q" "$f")" ] \
     || fail "after the restart: $(jq -c "$q" "$d/sync.json"); fresh 3-rank run from the checkpoint: $(jq -c "$q" "$f")"
-  echo "restart: $(grep '^restart' "$d/job.txt"); epochs after it equal a fresh 3-rank run: $(jq -c "$q" "$f")"
+  echo "restart: $(grep '^restart' "$d/job.txt"); epochs after it equal a fresh 3-rank run from $(basename "$src"): $(jq -c "$q" "$f")"
   echo "PASS";;
 sweep_dry)
   n() { jobs/sweep.sh "$@" --dry-run | grep -c '^sweep.sh: \['; }
