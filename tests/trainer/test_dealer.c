@@ -3,7 +3,8 @@
  * fresh sets are random subsets of the pending ranks (or all of them: sync); every rank's dealer
  * sees the same records. Checks: every batch of the epoch is taken exactly once, by one rank; all
  * dealers agree on the cursor; sync deals batch r*P+p to rank p; a rank that is fresh more often
- * takes more batches; bad arguments and a deposit without a batch are refused. */
+ * takes more batches; from a cursor (dealer_init_at), sync deals the rest as an epoch from 0
+ * does; bad arguments and a deposit without a batch are refused. */
 #include "trainer/trainer.h"
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,34 @@ static void epoch(int P, int64_t nb, int ahead, const double *p_fresh, int sync,
     free(fresh);
 }
 
+/* Sync from a cursor (a mid-epoch checkpoint's): every rank fresh in every round; rank p takes
+ * c+p, c+P+p, ... in order, each of batches c..nb-1 exactly once, as an epoch dealt from 0 on
+ * deals them after batch c (sync: batch r*P+p to rank p). */
+static void sync_from(int P, int64_t nb, int64_t c) {
+    dealer_t *d = calloc((size_t)P, sizeof *d);
+    uint8_t *fresh = calloc((size_t)P, 1);
+    int64_t *next = calloc((size_t)P, sizeof *next), b, seen = 0;
+    for (int p = 0; p < P; p++) {
+        CHECK(dealer_init_at(&d[p], nb, c, P, p, 2) == 0, "init_at P=%d c=%lld", P, (long long)c);
+        next[p] = c + p;
+    }
+    for (int any = 1; any;) {
+        any = 0;
+        for (int p = 0; p < P; p++) {
+            fresh[p] = (uint8_t)dealer_take(&d[p], &b);
+            if (!fresh[p]) continue;
+            any = 1, seen++;
+            CHECK(b == next[p], "P=%d from %lld: rank %d took %lld, not %lld", P, (long long)c, p, (long long)b,
+                  (long long)next[p]);
+            next[p] += P;
+        }
+        for (int p = 0; p < P; p++) CHECK(dealer_round(&d[p], fresh) == 0, "round");
+    }
+    CHECK(seen == nb - c, "P=%d from %lld: %lld batches taken, not %lld", P, (long long)c, (long long)seen,
+          (long long)(nb - c));
+    free(d), free(fresh), free(next);
+}
+
 int main(void) {
     int64_t taken[16];
     double pf[16];
@@ -117,7 +146,11 @@ int main(void) {
     epoch(4, 1000, 2, (double[]){1, 0.5, 0.33, 0.25}, 0, taken);
     printf("linear skew, P=4, 1000 batches: ranks took %lld %lld %lld %lld\n", (long long)taken[0],
            (long long)taken[1], (long long)taken[2], (long long)taken[3]);
+    for (int P = 1; P <= 5; P++)
+        for (int64_t c = 0; c <= 23; c += 7) sync_from(P, 23, c);
     dealer_t d;
+    CHECK(dealer_init_at(&d, 10, 11, 2, 0, 2) < 0, "cursor beyond the batches accepted");
+    CHECK(dealer_init_at(&d, 10, -1, 2, 0, 2) < 0, "negative cursor accepted");
     CHECK(dealer_init(&d, 10, 0, 0, 2) < 0, "P=0 accepted");
     CHECK(dealer_init(&d, 10, 2, 2, 2) < 0, "rank 2 of 2 accepted");
     CHECK(dealer_init(&d, 10, 2, 0, 0) < 0, "ahead 0 accepted");
