@@ -351,6 +351,12 @@ uint64_t ctl_state_rounds(const ctl_state_t *s);
  * of the handle run the state's latest decided rule (ctl_policy_initial). NULL with a message in
  * err on a mismatch or no memory. */
 ctl_policy_t *ctl_policy_resume(const ctl_policy_cfg_t *c, int P, const ctl_state_t *s, char *err, size_t n);
+/* The state s of a run on s's P ranks for a run on P ranks (an elastic resume on another world
+ * size; P == s's P: a plain copy): the chosen level, its schedule (dwell, probes, LIGHT block) and
+ * the rounds kept; what was measured per rank or counted in ranks (window, streaks, step times, the
+ * measurement in progress) restarted; the rate rule's pooled scores dropped and every level probed
+ * again (state.c says why). NULL on no memory or P < 1. Free with ctl_state_free. */
+ctl_state_t *ctl_state_resize(const ctl_state_t *s, int P);
 /* Byte form of a state, for a checkpoint: versioned, little-endian, with a checksum. With buf
  * NULL sets *len to the size needed and returns CTL_OK; else writes *len bytes (CTL_ERR_ARG if
  * cap is smaller). */

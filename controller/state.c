@@ -207,6 +207,45 @@ int state_copy(struct ctl_state *dst, const struct ctl_state *src) {
 
 /* ---------------------------------------------------------------- API */
 
+/* On another world size the rate rule's scores are not scaled (by P'/P) but measured again: a level's
+ * score is the gradients' worth it delivers per second, and a change of P moves the levels by
+ * different factors (sync waits for the slowest of P' ranks, majority for P'/2 + 1 of them, a
+ * straggler is 1/P' of the ranks), so one common factor would keep an order between the levels that
+ * the new world size may not have; a probe costs one measurement per level. The machine's spread
+ * between measurements (cv2, relative) and the chosen level are kept: the run goes on in its mode
+ * while the probe measures. */
+ctl_state_t *ctl_state_resize(const ctl_state_t *s, int P) {
+    if (!s || P < 1) return NULL;
+    ctl_state_t *d = malloc(sizeof *d);
+    if (!d || state_alloc(d, P, s->window, s->cost_n)) return free(d), NULL;
+    fld_t fd[MAXF], fs[MAXF];
+    int nf = fields(d, fd);
+    fields((struct ctl_state *)s, fs);
+    for (int i = 0; i < nf; i++) /* every field not sized by P; those stay as allocated (zero) */
+        if (fd[i].n == fs[i].n) memcpy(fd[i].p, fs[i].p, fs[i].n * kind_bytes(fs[i].t));
+    if (P == s->P) return window_sums(d), d;
+    const size_t W = (size_t)d->window;
+    memset(d->w_max, 0, W * sizeof *d->w_max), memset(d->w_fresh, 0, W * sizeof *d->w_fresh);
+    memset(d->w_active, 0, W * sizeof *d->w_active), memset(d->w_nmax, 0, W * sizeof *d->w_nmax);
+    memset(d->w_nfresh, 0, W * sizeof *d->w_nfresh), memset(d->w_nfree, 0, W * sizeof *d->w_nfree);
+    memset(d->w_tau, 0, W);
+    window_reset(d);
+    d->cost_seen = 0, d->m.rounds = 0;
+    memset(d->m.skip, 1, (size_t)P); /* every rank's first deposit begins its cycle elsewhere */
+    for (int l = 0; l < NLV; l++) {
+        d->score[l] = d->se[l] = d->se_in[l] = d->pool_w[l] = d->pool_sx[l] = d->pool_sxx[l] = 0;
+        d->last_x[l] = d->rate[l] = d->lag[l] = 0, d->pool_n[l] = 0, d->pool_k[l] = 0;
+        d->scored_at[l] = NONE;
+    }
+    const int order[NLV] = {LV_SYNC, LV_MAJ,
+                            LV_LIGHT}; /* the probe: every other level, least partial first */
+    d->nqueue = 0;
+    for (int k = 0; k < NLV; k++)
+        if (order[k] != d->level) d->queue[d->nqueue++] = order[k];
+    d->phase = 1, d->incumbent = -1, d->contest = 0, d->beyond = 0;
+    return d;
+}
+
 ctl_state_t *ctl_policy_state(const ctl_policy_t *p) {
     if (!p) return NULL;
     ctl_state_t *s = malloc(sizeof *s);

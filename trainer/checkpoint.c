@@ -201,7 +201,8 @@ static void meta_words(const nn_model_t *m, const ckpt_meta_t *c, uint64_t *w) {
     w[W_TOP5] = dbits(t->final_top5), w[W_LOSS] = dbits(t->final_loss), w[W_T_TARGET] = dbits(t->t_target);
     w[W_DHASH] = t->decision_hash, w[W_NRESTARTS] = (uint64_t)c->nrestarts, w[W_CTL_LEN] = c->ctl_len;
     const ckpt_epoch_t *e = &c->part;
-    w[W_POS] = (uint64_t)e->pos, w[W_E_ROUNDS] = e->rounds, w[W_E_FRESH] = e->fresh, w[W_E_STALE_N] = e->stale_n;
+    w[W_POS] = (uint64_t)e->pos, w[W_E_ROUNDS] = e->rounds, w[W_E_FRESH] = e->fresh,
+    w[W_E_STALE_N] = e->stale_n;
     w[W_E_STALE] = dbits(e->stale), w[W_E_MAX_STALE] = e->max_stale, w[W_E_MAX_STREAK] = e->max_streak;
     w[W_E_LOSS] = dbits(e->loss_sum), w[W_E_LOSS_N] = e->loss_n, w[W_E_CORRECT] = e->correct;
     w[W_E_SEEN] = e->seen, w[W_E_STEPS] = e->steps;
@@ -256,7 +257,8 @@ int ckpt_save(const char *dir, const nn_model_t *m, const ckpt_meta_t *meta, cha
     if (nctl) tensor(&ts[k++], "ctl.state", cf, nctl);
     char name[64];
     if (meta->part.pos)
-        snprintf(name, sizeof name, "ckpt-%04d-%08llu.ckpt", meta->epoch, (unsigned long long)meta->part.fresh);
+        snprintf(name, sizeof name, "ckpt-%04d-%08llu.ckpt", meta->epoch,
+                 (unsigned long long)meta->part.fresh);
     else
         snprintf(name, sizeof name, "ckpt-%04d.ckpt", meta->epoch);
     int rc = write_atomic(dir, name, ts, k, err, n);
@@ -300,14 +302,15 @@ static int verify_checksum(const char *path, char *err, size_t n) {
  * loss per batch, top-1 hits of the samples seen. The trainer checks pos against the data set and
  * fresh x --batch == pos (setup.c). */
 static int check_part(const char *path, const uint64_t *w, const ckpt_epoch_t *e, char *err, size_t n) {
-    static const int words[] = {W_E_ROUNDS, W_E_FRESH, W_E_STALE_N,   W_E_STALE,  W_E_MAX_STALE, W_E_MAX_STREAK,
-                                W_E_LOSS,   W_E_LOSS_N, W_E_CORRECT, W_E_SEEN,   W_E_STEPS};
+    static const int words[] = {W_E_ROUNDS, W_E_FRESH,  W_E_STALE_N, W_E_STALE, W_E_MAX_STALE, W_E_MAX_STREAK,
+                                W_E_LOSS,   W_E_LOSS_N, W_E_CORRECT, W_E_SEEN,  W_E_STEPS};
     if (w[W_POS] > (uint64_t)INT64_MAX / 2)
         return fail(err, n, path, "field 'pos' = %llu is out of range", (unsigned long long)w[W_POS]);
     if (!e->pos) {
         for (size_t i = 0; i < sizeof words / sizeof *words; i++)
             if (w[words[i]])
-                return fail(err, n, path, "trainer.meta word %d is not 0 although 'pos' is 0 (no epoch in progress)",
+                return fail(err, n, path,
+                            "trainer.meta word %d is not 0 although 'pos' is 0 (no epoch in progress)",
                             words[i]);
         return 0;
     }
@@ -318,13 +321,16 @@ static int check_part(const char *path, const uint64_t *w, const ckpt_epoch_t *e
                     "the epoch in progress is inconsistent: pos %lld samples, %llu batches in %llu rounds, "
                     "%llu stale, %llu losses, %llu steps, %llu of %llu samples right",
                     (long long)e->pos, (unsigned long long)e->fresh, (unsigned long long)e->rounds,
-                    (unsigned long long)e->stale_n, (unsigned long long)e->loss_n, (unsigned long long)e->steps,
-                    (unsigned long long)e->correct, (unsigned long long)e->seen);
+                    (unsigned long long)e->stale_n, (unsigned long long)e->loss_n,
+                    (unsigned long long)e->steps, (unsigned long long)e->correct,
+                    (unsigned long long)e->seen);
     if (!isfinite(e->stale) || e->stale < 0 || !isfinite(e->loss_sum))
-        return fail(err, n, path, "field 'stale' = %g or 'loss_sum' = %g of the epoch in progress is not finite",
-                    e->stale, e->loss_sum);
+        return fail(err, n, path,
+                    "field 'stale' = %g or 'loss_sum' = %g of the epoch in progress is not finite", e->stale,
+                    e->loss_sum);
     if (w[W_E_MAX_STALE] > UINT32_MAX || w[W_E_MAX_STREAK] > UINT32_MAX)
-        return fail(err, n, path, "field 'max_staleness' or 'max_streak' of the epoch in progress is out of range");
+        return fail(err, n, path,
+                    "field 'max_staleness' or 'max_streak' of the epoch in progress is out of range");
     return 0;
 }
 
@@ -370,10 +376,10 @@ static int read_meta(const char *path, const nn_tfile_t *f, int trailer, const n
     if (!mt || mt->n < 1) return fail(err, n, path, "no 'trainer.meta' (not a checkpoint of this trainer)");
     uint64_t w[META_WORDS] = {0};
     const float *d = mt->data;
-    c->version = d[0] == 1 && mt->n == V1_META_N                    ? 1
-                 : d[0] == 2 && mt->n == 1 + 4 * V2_META_WORDS      ? 2
-                 : d[0] == FORMAT && mt->n == 1 + 4 * META_WORDS    ? FORMAT
-                                                                    : 0;
+    c->version = d[0] == 1 && mt->n == V1_META_N                 ? 1
+                 : d[0] == 2 && mt->n == 1 + 4 * V2_META_WORDS   ? 2
+                 : d[0] == FORMAT && mt->n == 1 + 4 * META_WORDS ? FORMAT
+                                                                 : 0;
     if (!c->version)
         return fail(err, n, path,
                     "field 'trainer.meta' format %g (%zu values) is not one this trainer reads (1 to %d)",

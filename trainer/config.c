@@ -88,7 +88,10 @@ static const opt_t opts[] = {
       "epoch sharded over the ranks there are). Each such checkpoint ends the rounds as an epoch end does "
       "(every rank joins; the fast ones wait for the slowest). Needs --ckpt-dir (0: epoch ends only)"),
     O("ckpt-dir", T_STR, ckpt_dir, "", 0, 0, "checkpoint folder (\"\": no checkpoints)"),
-    O("resume", T_BOOL, resume, "0", 0, 1, "continue from ckpt-dir/latest.ckpt"),
+    O("resume", T_BOOL, resume, "0", 0, 1,
+      "continue from ckpt-dir/latest.ckpt, on this run's number of ranks whatever wrote it (the model, "
+      "the epoch's position, totals, the adaptive controller's level); jobs/README.md (Restarts): an "
+      "elastic run's restart loop (RESTARTS, CKPT_STEPS) and its timeline"),
     O("out", T_STR, out, "", 0, 0, "metrics JSON file (\"\": results/runs/<experiment>-<mode>.json)"),
     O("round-agg", T_INT, round_agg, "10", 1, 1 << 20,
       "per-round records are aggregated over N rounds in the JSON"),
@@ -402,7 +405,8 @@ int cfg_parse(cfg_t *c, int argc, char **argv, char *err, size_t n) {
     if (imb_parse(c->imbalance, &im, err, n)) return -1;
     if (check_milestones(c->milestones, err, n)) return -1;
     if (c->resume && !*c->ckpt_dir) return snprintf(err, n, "--resume needs --ckpt-dir"), -1;
-    if (c->ckpt_every_steps && !*c->ckpt_dir) return snprintf(err, n, "--ckpt-every-steps needs --ckpt-dir"), -1;
+    if (c->ckpt_every_steps && !*c->ckpt_dir)
+        return snprintf(err, n, "--ckpt-every-steps needs --ckpt-dir"), -1;
     if (c->t_abort <= c->t_warn)
         return snprintf(err, n, "--t-abort (%g) must be larger than --t-warn (%g)", c->t_abort, c->t_warn),
                -1;

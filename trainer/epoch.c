@@ -60,8 +60,10 @@ static data_iter_t *open_rest(run_t *r, int epoch, epoch_t *e, epoch_io_t *x) {
     int64_t *idx = malloc((size_t)c->batch * sizeof *idx);
     if (!idx) run_die(r, "training data", "out of memory");
     for (long k = 0; k < steps; k++) {
-        for (int j = 0; j < c->batch; j++) idx[j] = r->perm[x->pos0 + ((int64_t)k * c->batch + j) * r->P + r->me];
-        if (data_iter_submit(it, idx, c->batch, epoch)) run_die(r, "training data", "data_iter_submit failed");
+        for (int j = 0; j < c->batch; j++)
+            idx[j] = r->perm[x->pos0 + ((int64_t)k * c->batch + j) * r->P + r->me];
+        if (data_iter_submit(it, idx, c->batch, epoch))
+            run_die(r, "training data", "data_iter_submit failed");
     }
     free(idx);
     e->steps = x->s0 + steps;
@@ -95,8 +97,9 @@ static data_iter_t *open_epoch(run_t *r, int epoch, epoch_t *e, epoch_io_t *x) {
     e->steps = (long)((e->nbatches + r->P - 1) / r->P);
     x->cursor = x->pos0 / c->batch;
     x->s0 = (long)(x->cursor / r->P);
-    run_agree(r, x->cursor <= e->nbatches, "resume",
-              "the checkpoint's position is beyond this run's epoch (fewer batches: --limit-train, --max-steps)");
+    run_agree(
+        r, x->cursor <= e->nbatches, "resume",
+        "the checkpoint's position is beyond this run's epoch (fewer batches: --limit-train, --max-steps)");
     data_permutation(ntrain, c->seed, epoch, r->perm);
     return it;
 }
@@ -166,6 +169,20 @@ static uint64_t report_hash(const ctl_policy_stats_t *st) {
     return fnv1a64(h, st->score_se, sizeof st->score_se);
 }
 
+/* The counts of a handle's stats (per handle: per part of an epoch) summed with an earlier part's,
+ * so that the epoch's record counts its rounds, switches, probes and gain over all its parts. */
+static void add_counts(ctl_policy_stats_t *s, const ctl_policy_stats_t *b) {
+    s->rounds += b->rounds, s->decisions += b->decisions, s->mode_switches += b->mode_switches;
+    s->wait_changes += b->wait_changes, s->probes += b->probes, s->probe_failures += b->probe_failures;
+    s->light_exits += b->light_exits, s->choices += b->choices, s->choice_changes += b->choice_changes;
+    s->tau_waits += b->tau_waits, s->tau_violations += b->tau_violations;
+    for (int i = 0; i < 3; i++) s->lv_rounds[i] += b->lv_rounds[i];
+    if (!b->gain_n) return; /* the gain over the rounds of both (min/max NAN where none) */
+    if (!s->gain_n || b->gain_min < s->gain_min) s->gain_min = b->gain_min;
+    if (!s->gain_n || b->gain_max > s->gain_max) s->gain_max = b->gain_max;
+    s->gain_sum += b->gain_sum, s->gain_n += b->gain_n;
+}
+
 /* The controller thread ends by itself once it saw the all-joined round, but may still be some
  * records behind pcoll_wait's DONE: its stats are final, and the same on every rank, only then.
  * They are checked equal across ranks (the decisions, the rounds and what the epoch's record
@@ -178,7 +195,9 @@ static void end_controller(run_t *r, int epoch, ctl_t *ctl, ctl_config_t *cc, ep
                 cw == CTL_ERR_TIMEOUT ? "the thread did not end after the all-joined round"
                                       : ctl_last_error(ctl));
     uint64_t ch = 0;
+    const ctl_policy_stats_t before = e->ctl; /* the epoch's earlier parts (zero: none) */
     ctl_stats(ctl, &e->ctl, &ch);
+    add_counts(&e->ctl, &before);
     uint64_t v[3] = {ch, e->ctl.rounds, report_hash(&e->ctl)}, lo[3], hi[3];
     watch_enter(r, "controller check");
     MPI_Allreduce(v, lo, 3, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
@@ -211,8 +230,9 @@ static void end_controller(run_t *r, int epoch, ctl_t *ctl, ctl_config_t *cc, ep
 static int64_t part_end(const run_t *r, const epoch_t *e, const epoch_io_t *x) {
     const int64_t n = *r->cfg.ckpt_dir ? r->cfg.ckpt_every_steps : 0;
     if (!r->global) return n && (x->s / n + 1) * n < e->steps ? (x->s / n + 1) * n : e->steps;
-    return n && (x->cursor / (n * r->P) + 1) * n * r->P < e->nbatches ? (x->cursor / (n * r->P) + 1) * n * r->P
-                                                                      : e->nbatches;
+    return n && (x->cursor / (n * r->P) + 1) * n * r->P < e->nbatches
+               ? (x->cursor / (n * r->P) + 1) * n * r->P
+               : e->nbatches;
 }
 
 /* One part of the epoch (the whole epoch without mid-epoch checkpoints): a libpcoll handle and a

@@ -92,10 +92,12 @@ static void sum_epoch(run_t *r, const epoch_t *e, epoch_report_t *p) {
     /* the mean over the rounds of each round's fresh share (a resumed epoch's earlier rounds: of the
      * ranks then, e->share0); the totals count fresh gradients in units of this P */
     const double share = e->share0 + (double)(e->fresh_sum - e->fresh0) / r->P;
-    p->fresh_fraction = !e->rounds ? 1 : e->fresh0 ? share / (double)e->rounds
-                                                   : (double)e->fresh_sum / ((double)e->rounds * r->P);
+    p->fresh_fraction = !e->rounds  ? 1
+                        : e->fresh0 ? share / (double)e->rounds
+                                    : (double)e->fresh_sum / ((double)e->rounds * r->P);
     run_totals_t *t = &r->tot;
-    t->rounds += e->rounds, t->fresh += e->fresh_sum - e->fresh0 + (uint64_t)llround(e->share0 * r->P), t->stale += e->stale_sum, t->stale_n += e->stale_n;
+    t->rounds += e->rounds, t->fresh += e->fresh_sum - e->fresh0 + (uint64_t)llround(e->share0 * r->P),
+        t->stale += e->stale_sum, t->stale_n += e->stale_n;
     if (e->max_stale > t->max_stale) t->max_stale = e->max_stale;
     if (e->max_streak > t->max_streak) t->max_streak = e->max_streak;
     if (e->max_streak > r->rs.max_streak) r->rs.max_streak = e->max_streak;

@@ -43,8 +43,8 @@ typedef struct {      /* one epoch on this rank */
     uint64_t rounds, fresh_sum, stale_n; /* rounds applied (every rank applies every round) */
     double stale_sum;
     uint32_t max_stale, max_streak;
-    uint64_t fresh0; /* resumed mid-epoch: the fresh gradients of the rounds before the resume, */
-    double share0;   /* and the sum of those rounds' fresh shares (fresh / the ranks then) */
+    uint64_t fresh0;        /* resumed mid-epoch: the fresh gradients of the rounds before the resume, */
+    double share0;          /* and the sum of those rounds' fresh shares (fresh / the ranks then) */
     double t_dep;           /* this rank's previous deposit (MPI_Wtime; the epoch start at first) */
     ctl_policy_stats_t ctl; /* the controller's statistics at the epoch end (equal on all ranks) */
 } epoch_t;

@@ -218,9 +218,10 @@ static double wall_since_write(run_t *r, const char *dir) {
 }
 
 /* The checkpoint's adaptive controller state as r->carried (the first epoch's ctl.resume) when
- * this run can continue it: adaptive, the same world size and window; otherwise one line says
- * why the controller starts afresh. Returns 1 if continued. A state that does not load (damaged)
- * ends every rank naming the file. */
+ * this run can continue it: adaptive, the same window; on another world size converted
+ * (ctl_state_resize: the level kept, every level probed again), with one line saying so;
+ * otherwise one line says why the controller starts afresh. Returns 1 if continued. A state that
+ * does not load (damaged) ends every rank naming the file. */
 static int resume_controller(run_t *r, const ckpt_meta_t *m) {
     char err[1024] = "", why[1200] = "";
     if (!m->ctl || r->policy_cfg.kind != CTL_ADAPTIVE) return 0;
@@ -228,13 +229,25 @@ static int resume_controller(run_t *r, const ckpt_meta_t *m) {
     int ok = ctl_state_load(m->ctl, m->ctl_len, &st, err, sizeof err) == CTL_OK;
     snprintf(why, sizeof why, "checkpoint %s/latest.ckpt: tensor 'ctl.state': %s", r->cfg.ckpt_dir, err);
     run_agree(r, ok, "resume", why);
-    ctl_policy_t *p = m->ranks == r->P ? ctl_policy_resume(&r->policy_cfg, r->P, st, err, sizeof err) : NULL;
+    if (m->ranks != r->P) {
+        ctl_state_t *to = ctl_state_resize(st, r->P);
+        run_agree(r, to != NULL, "resume", "out of memory (controller state)");
+        ctl_state_free(st);
+        st = to;
+        if (r->me == 0)
+            fprintf(
+                stderr,
+                "eager-train: the checkpoint's controller state (%d ranks) continues on %d ranks: its level "
+                "kept, what it measured per rank restarted, every level probed again\n",
+                m->ranks, r->P);
+    }
+    ctl_policy_t *p = ctl_policy_resume(&r->policy_cfg, r->P, st, err, sizeof err);
     if (!p) {
         if (r->me == 0)
             fprintf(stderr,
                     "eager-train: the checkpoint's controller state (%d ranks) is not continued: %s; the "
                     "controller starts afresh\n",
-                    m->ranks, m->ranks == r->P ? err : "this run has another world size");
+                    m->ranks, err);
         ctl_state_free(st);
         return 0;
     }
@@ -282,18 +295,21 @@ static void resume_position(run_t *r, const ckpt_meta_t *m) {
     char err[1200] = "";
     if (!a->pos) return;
     if (m->epoch >= c->epochs)
-        snprintf(err, sizeof err, "checkpoint %s/latest.ckpt is in the middle of epoch %d, beyond --epochs %d",
-                 c->ckpt_dir, m->epoch + 1, c->epochs);
+        snprintf(err, sizeof err,
+                 "checkpoint %s/latest.ckpt is in the middle of epoch %d, beyond --epochs %d", c->ckpt_dir,
+                 m->epoch + 1, c->epochs);
     else if (a->pos >= data_count(r->train))
-        snprintf(err, sizeof err,
-                 "checkpoint %s/latest.ckpt: field 'pos' = %lld is beyond the %lld training samples of this run "
-                 "(--limit-train)",
-                 c->ckpt_dir, (long long)a->pos, (long long)data_count(r->train));
+        snprintf(
+            err, sizeof err,
+            "checkpoint %s/latest.ckpt: field 'pos' = %lld is beyond the %lld training samples of this run "
+            "(--limit-train)",
+            c->ckpt_dir, (long long)a->pos, (long long)data_count(r->train));
     else if (a->fresh * (uint64_t)c->batch != (uint64_t)a->pos)
-        snprintf(err, sizeof err,
-                 "checkpoint %s/latest.ckpt is in the middle of epoch %d after %llu batches and %lld samples: "
-                 "not batches of --batch %d (resume mid-epoch with the --batch that wrote it)",
-                 c->ckpt_dir, m->epoch + 1, (unsigned long long)a->fresh, (long long)a->pos, c->batch);
+        snprintf(
+            err, sizeof err,
+            "checkpoint %s/latest.ckpt is in the middle of epoch %d after %llu batches and %lld samples: "
+            "not batches of --batch %d (resume mid-epoch with the --batch that wrote it)",
+            c->ckpt_dir, m->epoch + 1, (unsigned long long)a->fresh, (long long)a->pos, c->batch);
     run_agree(r, !*err, "resume", err);
     r->at = *a;
     r->at_ranks = m->ranks;

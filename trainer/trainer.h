@@ -107,7 +107,7 @@ typedef struct { /* the run's totals (run.h's run_totals_t), as the checkpoint c
     double stale, final_top1, final_top5, final_loss, t_target; /* -1: not evaluated / reached */
     uint32_t max_stale, max_streak;
 } ckpt_totals_t;
-typedef struct { /* the epoch in progress at a mid-epoch checkpoint (all zero at an epoch's end) */
+typedef struct {     /* the epoch in progress at a mid-epoch checkpoint (all zero at an epoch's end) */
     int64_t pos;     /* samples of the epoch's permutation trained: its prefix perm[0..pos) */
     uint64_t rounds; /* the epoch's rounds so far and their gradients (the same on every rank) */
     uint64_t fresh;  /* batches trained in the epoch so far (every one in a round: pos = fresh x batch) */
@@ -118,9 +118,9 @@ typedef struct { /* the epoch in progress at a mid-epoch checkpoint (all zero at
     uint64_t loss_n, correct, seen, steps;
 } ckpt_epoch_t;
 typedef struct {
-    int version; /* load: the file's format (1: no checksum, totals or controller state; 2: no
+    int version;       /* load: the file's format (1: no checksum, totals or controller state; 2: no
                     mid-epoch position) */
-    int epoch;   /* epochs completed */
+    int epoch;         /* epochs completed */
     ckpt_epoch_t part; /* mid-epoch: how far epoch `epoch` + 1 had got (part.pos > 0) */
     uint64_t seed;
     double wall_s; /* training wall time so far */

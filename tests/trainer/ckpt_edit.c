@@ -23,9 +23,9 @@
 #define TRAILER     "EAGERSUM"
 #define MAX_TENSORS 4096
 
-static const char usage[] =
-    "usage: ckpt_edit FILE flip TENSOR INDEX BIT | set TENSOR INDEX VALUE | epoch VALUE | word INDEX VALUE |\n"
-    "       format1 | format2\n";
+static const char usage[] = "usage: ckpt_edit FILE flip TENSOR INDEX BIT | set TENSOR INDEX VALUE | epoch "
+                            "VALUE | word INDEX VALUE |\n"
+                            "       format1 | format2\n";
 
 typedef struct {
     char name[256];
@@ -160,7 +160,8 @@ static tensor_t *format2_meta(ckpt_t *c) {
 /* Sets meta word i to v (4 floats of 16 bits after the format number). */
 static void set_word(ckpt_t *c, const tensor_t *mt, int i, uint64_t v) {
     if (i < 0 || 1 + 4 * ((size_t)i + 1) > mt->n) die("trainer.meta has no word %d", i);
-    for (int k = 0; k < 4; k++) wrf(c->b + mt->off + 4 * (1 + 4 * (size_t)i + k), (float)((v >> (16 * k)) & 0xFFFF));
+    for (int k = 0; k < 4; k++)
+        wrf(c->b + mt->off + 4 * (1 + 4 * (size_t)i + k), (float)((v >> (16 * k)) & 0xFFFF));
 }
 
 /* Format 3 -> 2: trainer.meta cut to the format number and its first 19 words (the tensor's
@@ -255,7 +256,8 @@ int main(int argc, char **argv) {
         char *end, *end2;
         long i = strtol(argv[3], &end, 10);
         unsigned long long v = strtoull(argv[4], &end2, 10);
-        if (*end || end == argv[3] || *end2 || end2 == argv[4]) die("word %s %s: not two integers", argv[3], argv[4]);
+        if (*end || end == argv[3] || *end2 || end2 == argv[4])
+            die("word %s %s: not two integers", argv[3], argv[4]);
         set_word(&c, format2_meta(&c), (int)i, (uint64_t)v);
         resign(&c);
     } else if (!strcmp(op, "format2") && argc == 3) {

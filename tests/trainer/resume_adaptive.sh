@@ -2,7 +2,8 @@
 # Resume continues the run: an adaptive run under imbalance, resumed from its own checkpoint after
 # epoch 1, makes the decisions of the uninterrupted run (equal decision hash) and ends with the
 # same weights and totals; the run JSON lists every restart (kept across a chain of resumes) with
-# the world sizes, so a resume on another number of ranks (elastic) is recorded too.
+# the world sizes, so a resume on another number of ranks (elastic) is recorded too, and continues
+# the controller's level.
 # The policy: thresholds that move solo -> sync after 4 rounds and never probe again, so epoch 2
 # runs in sync (deterministic rounds) if and only if the controller's state is continued.
 . "$(dirname "$0")/common.sh"
@@ -19,14 +20,17 @@ echo "resumed:                                                             $r"
 jq -e '.restarts | length == 1 and .[0].epoch == 1 and .[0].ranks_before == 2 and .[0].ranks_after == 2
   and .[0].controller_continued == true and .[0].wall_lost_s >= 0' "$TMP/res.json" >/dev/null \
   || fail "restarts: $(jq -c .restarts "$TMP/res.json")"
-# a second resume, on 1 rank (elastic): the controller starts afresh (its state is per world
-# size), the restarts accumulate, and the run's fresh fraction stays a fraction although the
-# earlier rounds had 2 ranks
+# a second resume, on 1 rank (elastic): the controller's state continues, converted to 1 rank
+# (ctl_state_resize): its level, sync, is kept, so epoch 3 runs in sync from its first round
+# (afresh it would start in solo again); the restarts accumulate, and the run's fresh fraction
+# stays a fraction although the earlier rounds had 2 ranks
 run 1 "${A[@]}" --epochs 3 --ckpt-dir "$TMP/ck2" --resume --out "$TMP/el.json" || { cat "$TMP/out"; fail "elastic resume on 1 rank"; }
-grep -q "controller state (2 ranks) is not continued" "$TMP/out" || { cat "$TMP/out"; fail "no line saying the controller starts afresh"; }
+grep -q "controller state (2 ranks) continues on 1 ranks" "$TMP/out" || { cat "$TMP/out"; fail "no line saying the controller continues on 1 rank"; }
 jq -e '.restarts | length == 2 and .[1].epoch == 2 and .[1].ranks_before == 2 and .[1].ranks_after == 1
-  and .[1].controller_continued == false' "$TMP/el.json" >/dev/null \
+  and .[1].controller_continued == true' "$TMP/el.json" >/dev/null \
   || fail "restarts after the elastic resume: $(jq -c .restarts "$TMP/el.json")"
+lv=$(jq -c '[.epochs[0].controller.levels[] | select(.rounds > 0) | .level]' "$TMP/el.json")
+[ "$lv" = '["sync"]' ] || fail "epoch 3 on 1 rank did not run in sync only (the continued level): levels with rounds $lv"
 jq -e '(.epochs | length) == 1 and .epochs[0].epoch == 3' "$TMP/el.json" >/dev/null || fail "the elastic run did not train epoch 3"
 jq -e '.summary.fresh_fraction <= 1' "$TMP/el.json" >/dev/null || fail "fresh fraction $(jq .summary.fresh_fraction "$TMP/el.json") after 2 -> 1 ranks"
 if [ -x "$B/bin/pcoll-validate" ]; then

@@ -108,8 +108,8 @@ static void sync_from(int P, int64_t nb, int64_t c) {
             fresh[p] = (uint8_t)dealer_take(&d[p], &b);
             if (!fresh[p]) continue;
             any = 1, seen++;
-            CHECK(b == next[p], "P=%d from %lld: rank %d took %lld, not %lld", P, (long long)c, p, (long long)b,
-                  (long long)next[p]);
+            CHECK(b == next[p], "P=%d from %lld: rank %d took %lld, not %lld", P, (long long)c, p,
+                  (long long)b, (long long)next[p]);
             next[p] += P;
         }
         for (int p = 0; p < P; p++) CHECK(dealer_round(&d[p], fresh) == 0, "round");
