@@ -27,6 +27,7 @@ expect "needs a number" 2 --lr abc
 expect "mode 'fast'" 2 --mode fast
 expect "imbalance 'linear'" 2 --imbalance linear
 expect "resume needs --ckpt-dir" 2 --resume
+expect "ckpt-every-steps needs --ckpt-dir" 2 --ckpt-every-steps 4
 printf 'epochs = 1\nbogus = 3\n' > "$TMP/bad.cfg"
 expect "bad.cfg:2: unknown option 'bogus'" 2 --config "$TMP/bad.cfg"
 expect "$TMP/nope" 3 --data-path "$TMP/nope"
