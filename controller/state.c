@@ -237,8 +237,8 @@ ctl_state_t *ctl_state_resize(const ctl_state_t *s, int P) {
         d->last_x[l] = d->rate[l] = d->lag[l] = 0, d->pool_n[l] = 0, d->pool_k[l] = 0;
         d->scored_at[l] = NONE;
     }
-    const int order[NLV] = {LV_SYNC, LV_MAJ,
-                            LV_LIGHT}; /* the probe: every other level, least partial first */
+    /* the probe: every other level, least partial first */
+    const int order[NLV] = {LV_SYNC, LV_MAJ, LV_LIGHT};
     d->nqueue = 0;
     for (int k = 0; k < NLV; k++)
         if (order[k] != d->level) d->queue[d->nqueue++] = order[k];
