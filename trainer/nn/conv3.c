@@ -241,12 +241,14 @@ void nn_conv3_backward(float *din, float *dw, float *ws, const float *dout, cons
         }
     }
     /* dw += partials, summed in thread order */
+    nn_tick_t t0 = nn_prof_start();
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < KC9; i++) {
         float acc = 0.f;
         for (int t = 0; t < used; t++) acc += part[(size_t)t * KC9 + i];
         dw[i] += acc;
     }
+    nn_prof_end(NP_WSUM, 1, t0, 0);
     if (!din) return;
     pack_weights(ws, w, K, C, 1);
     direct(din, dout, ws, NULL, 1, K, C, N, H, W);

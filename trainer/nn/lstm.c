@@ -12,6 +12,7 @@ void nn_lstm_forward(float *hlast, float *xp, float *gates, float *cs, float *hs
                      const int *lens, const float *wih, const float *whh, const float *bih, const float *bhh,
                      int N, int T, int D, int H) {
     size_t R = (size_t)N * (T + 1), G4 = 4 * (size_t)H;
+    nn_tick_t t0 = nn_prof_start();
     for (int n = 0; n < N; n++) {
         float *dst = xp + (size_t)n * (T + 1) * D;
         memset(dst, 0, sizeof(float) * D);
@@ -19,10 +20,16 @@ void nn_lstm_forward(float *hlast, float *xp, float *gates, float *cs, float *hs
         memset(cs + (size_t)n * (T + 1) * H, 0, sizeof(float) * H);
         memset(hs + (size_t)n * (T + 1) * H, 0, sizeof(float) * H);
     }
+    nn_prof_end(NP_LSTM_OTHER, 0, t0, 0);
+    t0 = nn_prof_start();
     nn_sgemm(0, 1, (int)R, (int)G4, D, 1.f, xp, D, wih, D, 0.f, gates, (int)G4);
+    nn_prof_end(NP_LSTM_PROJ, 0, t0, 2.0 * R * G4 * D);
     for (int t = 0; t < T; t++) {
+        t0 = nn_prof_start();
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, (int)G4, H, 1.f, hs + (size_t)t * H,
                     (T + 1) * H, whh, H, 1.f, gates + (size_t)(t + 1) * G4, (int)((T + 1) * G4));
+        nn_prof_end(NP_LSTM_REC, 0, t0, 2.0 * N * G4 * H);
+        t0 = nn_prof_start();
 #pragma omp parallel for schedule(static)
         for (int n = 0; n < N; n++) {
             size_t r = (size_t)n * (T + 1) + t + 1;
@@ -47,9 +54,12 @@ void nn_lstm_forward(float *hlast, float *xp, float *gates, float *cs, float *hs
                 h[j] = go * tanhf(c[j]);
             }
         }
+        nn_prof_end(NP_LSTM_GATES, 0, t0, 0);
     }
+    t0 = nn_prof_start();
     for (int n = 0; n < N; n++)
         for (int j = 0; j < H; j++) hlast[(size_t)j * N + n] = hs[((size_t)n * (T + 1) + T) * H + j];
+    nn_prof_end(NP_LSTM_OTHER, 0, t0, 0);
 }
 
 void nn_lstm_backward(float *dx, float *dwih, float *dwhh, float *dbih, float *dbhh, float *dgates,
@@ -57,12 +67,15 @@ void nn_lstm_backward(float *dx, float *dwih, float *dwhh, float *dbih, float *d
                       const float *gates, const float *cs, const float *hs, const int *lens, const float *wih,
                       const float *whh, int N, int T, int D, int H) {
     size_t R = (size_t)N * (T + 1), G4 = 4 * (size_t)H;
+    nn_tick_t t0 = nn_prof_start();
     for (int n = 0; n < N; n++) {
         for (int j = 0; j < H; j++) dh[(size_t)n * H + j] = dhlast[(size_t)j * N + n];
         memset(dgates + (size_t)n * (T + 1) * G4, 0, sizeof(float) * G4);
     }
     memset(dc, 0, sizeof(float) * N * H);
+    nn_prof_end(NP_LSTM_OTHER, 1, t0, 0);
     for (int t = T - 1; t >= 0; t--) {
+        t0 = nn_prof_start();
 #pragma omp parallel for schedule(static)
         for (int n = 0; n < N; n++) {
             size_t r = (size_t)n * (T + 1) + t + 1;
@@ -86,9 +99,13 @@ void nn_lstm_backward(float *dx, float *dwih, float *dwhh, float *dbih, float *d
                 dhn[j] = 0.f;
             }
         }
+        nn_prof_end(NP_LSTM_GATES, 1, t0, 0);
+        t0 = nn_prof_start();
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, H, (int)G4, 1.f,
                     dgates + (size_t)(t + 1) * G4, (int)((T + 1) * G4), whh, H, 1.f, dh, H);
+        nn_prof_end(NP_LSTM_REC, 1, t0, 2.0 * N * G4 * H);
     }
+    t0 = nn_prof_start();
     nn_sgemm(1, 0, (int)G4, D, (int)R, 1.f, dgates, (int)G4, xp, D, 1.f, dwih, D);
     nn_sgemm(1, 0, (int)G4, H, (int)R - 1, 1.f, dgates + G4, (int)G4, hs, H, 1.f, dwhh, H);
 #pragma omp parallel for schedule(static)
@@ -104,9 +121,12 @@ void nn_lstm_backward(float *dx, float *dwih, float *dwhh, float *dbih, float *d
             dbhh[jb + j] += (float)acc[j];
         }
     }
+    nn_prof_end(NP_LSTM_WGRAD, 1, t0, 2.0 * G4 * ((double)R * D + (R - 1) * H));
     if (!dx) return;
+    t0 = nn_prof_start();
     nn_sgemm(0, 0, (int)R, D, (int)G4, 1.f, dgates, (int)G4, wih, D, 0.f, dxp, D);
     for (int n = 0; n < N; n++)
         for (size_t i = 0; i < (size_t)T * D; i++)
             dx[(size_t)n * T * D + i] += dxp[((size_t)n * (T + 1) + 1) * D + i];
+    nn_prof_end(NP_LSTM_PROJ, 1, t0, 2.0 * R * D * G4);
 }

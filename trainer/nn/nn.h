@@ -315,6 +315,23 @@ float nn_rng_normal(nn_rng_t *r);
  * it in the environment. */
 const char *nn_blas_coretype_hint(void);
 
+/* ------------------------------------------------------------------------------------------ */
+/* Step profile: wall and process CPU seconds and FLOPs of each kind of work (conv 3x3 direct,
+ * 1x1 GEMM, stem, batch norm, LSTM gates, SGD update, ...) in forward / backward / update,
+ * accumulated process-wide while enabled (nn_profile_enable(1), or NN_PROFILE=1 in the
+ * environment, which also prints the table at nn_model_free). */
+typedef struct {
+    const char *kind;
+    int nested; /* part of the kind above it (not added to the total) */
+    double wall[3], cpu[3], flop[3]; /* [forward, backward, update], seconds / operations */
+} nn_prof_row_t;
+void nn_profile_enable(int on);
+void nn_profile_reset(void);
+/* fills up to max rows (kinds with any time, in a fixed order); returns the number of such kinds */
+int nn_profile_rows(nn_prof_row_t *rows, int max);
+/* the table, in ms per step (totals divided by steps) */
+void nn_profile_print(FILE *f, const char *title, int steps);
+
 #ifdef __cplusplus
 }
 #endif

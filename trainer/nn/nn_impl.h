@@ -107,6 +107,21 @@ void nn_conv3_forward(float *out, float *ws, const float *in, const float *w, co
 void nn_conv3_backward(float *din, float *dw, float *ws, const float *dout, const float *in, const float *w,
                        int N, int C, int H, int W, int K);
 
+/* step profile (prof.c): kinds of work; phase 0 forward, 1 backward, 2 update.  Kinds from
+ * NP_IM2COL on are parts of other kinds ("of which"), timed by thread 0 inside parallel loops. */
+enum {
+    NP_INPUT, NP_CONV3, NP_CONV3S, NP_CONV1, NP_CONV1S, NP_STEM, NP_CONVX, NP_BN, NP_BNRELU, NP_RELU,
+    NP_ADD, NP_SHORTCUT, NP_MAXPOOL, NP_AVGPOOL, NP_FC, NP_LSTM_PROJ, NP_LSTM_REC, NP_LSTM_GATES,
+    NP_LSTM_WGRAD, NP_LSTM_OTHER, NP_LOSS, NP_DZERO, NP_ZERO_GRAD, NP_UPDATE,
+    NP_IM2COL, NP_WSUM, NP_NKINDS
+};
+typedef struct {
+    double wall, cpu;
+} nn_tick_t;
+extern int nn_prof_enabled; /* -1 not yet read from NN_PROFILE, 0 off, 1 on */
+nn_tick_t nn_prof_start(void);
+void nn_prof_end(int kind, int phase, nn_tick_t t0, double flop);
+
 /* model zoo (zoo.c) */
 int nn_zoo_build(nn_model_t *m, const char *desc);
 /* init (init.c) */
