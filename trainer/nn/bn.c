@@ -103,10 +103,10 @@ void nn_bn_forward(float *out, float *mean, float *invstd, float *run_mean, floa
 }
 
 /* Training-mode backward (batch statistics):
- * din += gamma*invstd/M * (M*dy - sum(dy) - xhat*sum(dy*xhat)). */
-void nn_bn_backward(float *din, float *dgamma, float *dbeta, const float *dout, const float *in,
-                    const float *mean, const float *invstd, const float *gamma, int C, size_t M,
-                    const float *relu_out) {
+ * din (+)= gamma*invstd/M * (M*dy - sum(dy) - xhat*sum(dy*xhat)); set: = instead of +=. */
+static void bn_backward(float *din, int set, float *dgamma, float *dbeta, const float *dout, const float *in,
+                        const float *mean, const float *invstd, const float *gamma, int C, size_t M,
+                        const float *relu_out) {
 #pragma omp parallel for schedule(static)
     for (int c = 0; c < C; c++) {
         const float *x = in + (size_t)c * M, *dy = dout + (size_t)c * M;
@@ -120,9 +120,25 @@ void nn_bn_backward(float *din, float *dgamma, float *dbeta, const float *dout, 
         if (!din) continue;
         float *dx = din + (size_t)c * M;
         float k = gamma[c] * is, a = (float)(sdy / (double)M), b = (float)(sdyx / (double)M) * is;
-        if (ro)
+        if (ro && set)
+            for (size_t i = 0; i < M; i++) dx[i] = k * ((ro[i] > 0.f ? dy[i] : 0.f) - a - (x[i] - mu) * b);
+        else if (ro)
             for (size_t i = 0; i < M; i++) dx[i] += k * ((ro[i] > 0.f ? dy[i] : 0.f) - a - (x[i] - mu) * b);
+        else if (set)
+            for (size_t i = 0; i < M; i++) dx[i] = k * (dy[i] - a - (x[i] - mu) * b);
         else
             for (size_t i = 0; i < M; i++) dx[i] += k * (dy[i] - a - (x[i] - mu) * b);
     }
+}
+
+void nn_bn_backward(float *din, float *dgamma, float *dbeta, const float *dout, const float *in,
+                    const float *mean, const float *invstd, const float *gamma, int C, size_t M,
+                    const float *relu_out) {
+    bn_backward(din, 0, dgamma, dbeta, dout, in, mean, invstd, gamma, C, M, relu_out);
+}
+
+void nn_bn_backward_set(float *din, float *dgamma, float *dbeta, const float *dout, const float *in,
+                        const float *mean, const float *invstd, const float *gamma, int C, size_t M,
+                        const float *relu_out) {
+    bn_backward(din, 1, dgamma, dbeta, dout, in, mean, invstd, gamma, C, M, relu_out);
 }

@@ -178,8 +178,10 @@ void nn_conv_forward(float *out, float *ws, const float *in, const float *w, con
     }
 }
 
-void nn_conv_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
-                      const float *w, int N, int C, int H, int W, int K, int kh, int kw, int s, int p) {
+/* set: din = the data gradient (written whole), else din += it */
+static void conv_backward(float *din, int set, float *dw, float *db, float *ws, const float *dout,
+                          const float *in, const float *w, int N, int C, int H, int W, int K, int kh, int kw,
+                          int s, int p) {
     int OHW = out_dim(H, kh, s, p) * out_dim(W, kw, s, p), Kc = C * kh * kw;
     int L = N * OHW, pw = is_pointwise(kh, kw, s, p);
     int cn = chunk_images(N, OHW, Kc), nch = (N + cn - 1) / cn, T = nthreads();
@@ -194,7 +196,7 @@ void nn_conv_backward(float *din, float *dw, float *db, float *ws, const float *
         }
     }
     if (use_direct(kh, kw, s, p)) {
-        nn_conv3_backward(din, dw, ws, dout, in, w, N, C, H, W, K);
+        nn_conv3_backward(din, set, dw, ws, dout, in, w, N, C, H, W, K);
         return;
     }
     /* weight gradient: with one thread straight into dw; else per-thread partials (K,Kc) summed
@@ -211,7 +213,7 @@ void nn_conv_backward(float *din, float *dw, float *db, float *ws, const float *
         if (pw) {
             /* dw (K,C) += dy (K,cols) x^T (cols,C); dx (C,cols) += w^T dy */
             GEMM(0, 1, K, Kc, cols, dy, L, in + (size_t)n0 * OHW, L, 1.f, dwp, Kc);
-            if (din) GEMM(1, 0, C, cols, K, w, Kc, dy, L, 1.f, din + (size_t)n0 * OHW, L);
+            if (din) GEMM(1, 0, C, cols, K, w, Kc, dy, L, set ? 0.f : 1.f, din + (size_t)n0 * OHW, L);
             continue;
         }
         nn_tick_t t0 = nn_prof_start();
@@ -221,6 +223,8 @@ void nn_conv_backward(float *din, float *dw, float *db, float *ws, const float *
         if (!din) continue;
         GEMM(1, 0, Kc, cols, K, w, Kc, dy, L, 0.f, col, cols);
         t0 = nn_prof_start();
+        if (set) /* this chunk's images of every channel */
+            for (int c = 0; c < C; c++) memset(din + ((size_t)c * N + n0) * H * W, 0, sizeof(float) * nc * H * W);
         col2im(din, col, N, n0, nc, C, H, W, kh, kw, s, p);
         prof_im2col(1, t0);
     }
@@ -235,4 +239,14 @@ void nn_conv_backward(float *din, float *dw, float *db, float *ws, const float *
         dw[i] += acc;
     }
     nn_prof_end(NP_WSUM, 1, t0, 0);
+}
+
+void nn_conv_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
+                      const float *w, int N, int C, int H, int W, int K, int kh, int kw, int s, int p) {
+    conv_backward(din, 0, dw, db, ws, dout, in, w, N, C, H, W, K, kh, kw, s, p);
+}
+
+void nn_conv_backward_set(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
+                          const float *w, int N, int C, int H, int W, int K, int kh, int kw, int s, int p) {
+    conv_backward(din, 1, dw, db, ws, dout, in, w, N, C, H, W, K, kh, kw, s, p);
 }

@@ -214,8 +214,8 @@ void nn_conv3_forward(float *out, float *ws, const float *in, const float *w, co
     direct(out, in, ws, b, 0, C, K, N, H, W);
 }
 
-void nn_conv3_backward(float *din, float *dw, float *ws, const float *dout, const float *in, const float *w,
-                       int N, int C, int H, int W, int K) {
+void nn_conv3_backward(float *din, int set, float *dw, float *ws, const float *dout, const float *in,
+                       const float *w, int N, int C, int H, int W, int K) {
     size_t P = (size_t)N * H * W, KC9 = (size_t)K * C * 9;
     float *part = ws + packed_size(C, K);
     int used = 1;
@@ -251,7 +251,7 @@ void nn_conv3_backward(float *din, float *dw, float *ws, const float *dout, cons
     nn_prof_end(NP_WSUM, 1, t0, 0);
     if (!din) return;
     pack_weights(ws, w, K, C, 1);
-    direct(din, dout, ws, NULL, 1, K, C, N, H, W);
+    direct(din, dout, ws, NULL, !set, K, C, N, H, W);
 }
 
 #else /* no AVX-512: the im2col path serves every convolution */
@@ -280,9 +280,10 @@ void nn_conv3_forward(float *out, float *ws, const float *in, const float *w, co
     (void)W;
     (void)K;
 }
-void nn_conv3_backward(float *din, float *dw, float *ws, const float *dout, const float *in, const float *w,
-                       int N, int C, int H, int W, int K) {
+void nn_conv3_backward(float *din, int set, float *dw, float *ws, const float *dout, const float *in,
+                       const float *w, int N, int C, int H, int W, int K) {
     (void)din;
+    (void)set;
     (void)dw;
     (void)ws;
     (void)dout;

@@ -540,8 +540,14 @@ int nn_forward(nn_model_t *m, const nn_batch_t *b) {
     return NN_OK;
 }
 
-/* activation gradient of slot s, zeroed on first use in this backward */
-static float *dslot(nn_model_t *m, int s) {
+/* activation gradient of slot s, zeroed on first use in this backward unless the caller writes
+ * it whole (*fresh = 1 then; fresh may be NULL) */
+static float *dslot_w(nn_model_t *m, int s, int *fresh) {
+    if (fresh) *fresh = !m->dinit[s];
+    if (fresh && *fresh) {
+        m->dinit[s] = 1;
+        return NN_DACT(m, s);
+    }
     if (!m->dinit[s]) {
         float *d = NN_DACT(m, s);
         size_t n = nn_slot_size(&m->slots[s]) * m->batch, blk = 1 << 16;
@@ -551,6 +557,7 @@ static float *dslot(nn_model_t *m, int s) {
     }
     return NN_DACT(m, s);
 }
+static float *dslot(nn_model_t *m, int s) { return dslot_w(m, s, NULL); }
 
 int nn_backward(nn_model_t *m) {
     int N = m->batch, T = m->steps;
@@ -576,7 +583,9 @@ int nn_backward(nn_model_t *m) {
         const float *in = NN_ACT(m, l->in);
         nn_tick_t t0 = nn_prof_start();
         const float *dout = so ? dslot(m, l->out) : NULL;
-        float *din = l->need_din ? dslot(m, l->in) : NULL;
+        /* convolutions and batch norm write their input gradient whole: no zeroing first */
+        int fresh = 0, sets = l->type == L_CONV || l->type == L_BN;
+        float *din = l->need_din ? dslot_w(m, l->in, sets ? &fresh : NULL) : NULL;
         float *din2 = l->type == L_ADD && l->in2 != 0 ? dslot(m, l->in2) : NULL;
         nn_prof_end(NP_DZERO, 1, t0, 0);
         size_t HW = (size_t)si->h * si->w;
@@ -584,11 +593,11 @@ int nn_backward(nn_model_t *m) {
         switch (l->type) {
         case L_INPUT: break;
         case L_CONV:
-            nn_conv_backward(din, NN_G(m, l->p), l->bias ? NN_G(m, l->p + 1) : NULL, m->ws, dout, in,
+            (fresh ? nn_conv_backward_set : nn_conv_backward)(din, NN_G(m, l->p), l->bias ? NN_G(m, l->p + 1) : NULL, m->ws, dout, in,
                              NN_P(m, l->p), N, si->c, si->h, si->w, so->c, l->k, l->k, l->s, l->pad);
             break;
         case L_BN:
-            nn_bn_backward(din, NN_G(m, l->p), NN_G(m, l->p + 1), dout, in, m->acts + l->ws,
+            (fresh ? nn_bn_backward_set : nn_bn_backward)(din, NN_G(m, l->p), NN_G(m, l->p + 1), dout, in, m->acts + l->ws,
                            m->acts + l->ws + si->c, NN_P(m, l->p), si->c, N * HW,
                            l->relu ? NN_ACT(m, l->out) : NULL);
             break;

@@ -72,6 +72,10 @@ void nn_conv_forward(float *out, float *ws, const float *in, const float *w, con
 /* din may be NULL (input gradient not needed); dw/db accumulate; db may be NULL. */
 void nn_conv_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
                       const float *w, int N, int C, int H, int W, int K, int kh, int kw, int s, int p);
+/* as nn_conv_backward, but din is written (=), not accumulated: its first consumer in a
+ * backward pass needs no zeroed buffer */
+void nn_conv_backward_set(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
+                          const float *w, int N, int C, int H, int W, int K, int kh, int kw, int s, int p);
 
 /* Batch norm over (C, M=N*H*W).  Training: batch statistics (biased variance for the output,
  * unbiased for the running variance, as PyTorch), saves mean/invstd (C each) and updates
@@ -84,6 +88,10 @@ void nn_bn_forward(float *out, float *mean, float *invstd, float *run_mean, floa
 void nn_bn_backward(float *din, float *dgamma, float *dbeta, const float *dout, const float *in,
                     const float *mean, const float *invstd, const float *gamma, int C, size_t M,
                     const float *relu_out);
+/* as nn_bn_backward, but din is written (=), not accumulated */
+void nn_bn_backward_set(float *din, float *dgamma, float *dbeta, const float *dout, const float *in,
+                        const float *mean, const float *invstd, const float *gamma, int C, size_t M,
+                        const float *relu_out);
 
 void nn_relu_forward(float *out, const float *in, size_t n);
 void nn_relu_backward(float *din, const float *dout, const float *out, size_t n);

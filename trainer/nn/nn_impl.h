@@ -103,9 +103,9 @@ int nn_conv3_applies(int kh, int kw, int s, int p);
 size_t nn_conv3_ws_size(int C, int K);
 void nn_conv3_forward(float *out, float *ws, const float *in, const float *w, const float *b, int N, int C,
                       int H, int W, int K);
-/* dw += filter gradient; din += data gradient unless din is NULL */
-void nn_conv3_backward(float *din, float *dw, float *ws, const float *dout, const float *in, const float *w,
-                       int N, int C, int H, int W, int K);
+/* dw += filter gradient; din += data gradient (set: din = it) unless din is NULL */
+void nn_conv3_backward(float *din, int set, float *dw, float *ws, const float *dout, const float *in,
+                       const float *w, int N, int C, int H, int W, int K);
 
 /* step profile (prof.c): kinds of work; phase 0 forward, 1 backward, 2 update.  Kinds from
  * NP_IM2COL on are parts of other kinds ("of which"), timed by thread 0 inside parallel loops. */
