@@ -24,13 +24,19 @@ void nn_add_forward(float *out, const float *a, const float *b, size_t n, int re
     }
 }
 
-void nn_add_backward(float *da, float *db, const float *dout, size_t n, const float *relu_out) {
+/* da, db (+)= dout masked by relu_out > 0 where given; set_a / set_b: = instead of += */
+void nn_add_backward_x(float *da, int set_a, float *db, int set_b, const float *dout, size_t n,
+                       const float *relu_out) {
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i++) {
         float d = relu_out && !(relu_out[i] > 0.f) ? 0.f : dout[i];
-        if (da) da[i] += d;
-        if (db) db[i] += d;
+        if (da) da[i] = (set_a ? d : da[i] + d);
+        if (db) db[i] = (set_b ? d : db[i] + d);
     }
+}
+
+void nn_add_backward(float *da, float *db, const float *dout, size_t n, const float *relu_out) {
+    nn_add_backward_x(da, 0, db, 0, dout, n, relu_out);
 }
 
 void nn_padsub_forward(float *out, const float *in, int N, int C, int H, int W, int K, int s) {

@@ -583,10 +583,11 @@ int nn_backward(nn_model_t *m) {
         const float *in = NN_ACT(m, l->in);
         nn_tick_t t0 = nn_prof_start();
         const float *dout = so ? dslot(m, l->out) : NULL;
-        /* convolutions and batch norm write their input gradient whole: no zeroing first */
-        int fresh = 0, sets = l->type == L_CONV || l->type == L_BN;
+        /* convolutions, batch norm and residual adds write their input gradients whole: no
+         * zeroing first */
+        int fresh = 0, fresh2 = 0, sets = l->type == L_CONV || l->type == L_BN || l->type == L_ADD;
         float *din = l->need_din ? dslot_w(m, l->in, sets ? &fresh : NULL) : NULL;
-        float *din2 = l->type == L_ADD && l->in2 != 0 ? dslot(m, l->in2) : NULL;
+        float *din2 = l->type == L_ADD && l->in2 != 0 ? dslot_w(m, l->in2, &fresh2) : NULL;
         nn_prof_end(NP_DZERO, 1, t0, 0);
         size_t HW = (size_t)si->h * si->w;
         t0 = nn_prof_start();
@@ -605,7 +606,8 @@ int nn_backward(nn_model_t *m) {
             if (din) nn_relu_backward(din, dout, NN_ACT(m, l->out), N * nn_slot_size(si));
             break;
         case L_ADD: {
-            nn_add_backward(din, din2, dout, N * nn_slot_size(si), l->relu ? NN_ACT(m, l->out) : NULL);
+            nn_add_backward_x(din, fresh, din2, fresh2, dout, N * nn_slot_size(si),
+                              l->relu ? NN_ACT(m, l->out) : NULL);
             break;
         }
         case L_PADSUB:

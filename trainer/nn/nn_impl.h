@@ -122,6 +122,10 @@ extern int nn_prof_enabled; /* -1 not yet read from NN_PROFILE, 0 off, 1 on */
 nn_tick_t nn_prof_start(void);
 void nn_prof_end(int kind, int phase, nn_tick_t t0, double flop);
 
+/* nn_add_backward with each input gradient written (set_x = 1) or accumulated (act.c) */
+void nn_add_backward_x(float *da, int set_a, float *db, int set_b, const float *dout, size_t n,
+                       const float *relu_out);
+
 /* model zoo (zoo.c) */
 int nn_zoo_build(nn_model_t *m, const char *desc);
 /* init (init.c) */
