@@ -1,5 +1,6 @@
 /* lstm.c: one LSTM layer over whole variable-length sequences.  The input projection of all
- * time steps is one sgemm; each step adds h_{t-1} W_hh^T for the whole batch (strided sgemm).
+ * time steps is one sgemm; each step adds h_{t-1} W_hh^T for the whole batch (strided sgemm,
+ * its columns split over the threads).
  * Buffers are (N, T+1, .) with row 0 of each sample the zero initial state, so the weight
  * gradients are single sgemms over all (n,t) rows too. */
 #include "trainer/nn/nn_impl.h"
@@ -26,8 +27,8 @@ void nn_lstm_forward(float *hlast, float *xp, float *gates, float *cs, float *hs
     nn_prof_end(NP_LSTM_PROJ, 0, t0, 2.0 * R * G4 * D);
     for (int t = 0; t < T; t++) {
         t0 = nn_prof_start();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, (int)G4, H, 1.f, hs + (size_t)t * H,
-                    (T + 1) * H, whh, H, 1.f, gates + (size_t)(t + 1) * G4, (int)((T + 1) * G4));
+        nn_sgemm(0, 1, N, (int)G4, H, 1.f, hs + (size_t)t * H, (T + 1) * H, whh, H, 1.f,
+                 gates + (size_t)(t + 1) * G4, (int)((T + 1) * G4));
         nn_prof_end(NP_LSTM_REC, 0, t0, 2.0 * N * G4 * H);
         t0 = nn_prof_start();
 #pragma omp parallel for schedule(static)
@@ -101,8 +102,8 @@ void nn_lstm_backward(float *dx, float *dwih, float *dwhh, float *dbih, float *d
         }
         nn_prof_end(NP_LSTM_GATES, 1, t0, 0);
         t0 = nn_prof_start();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, H, (int)G4, 1.f,
-                    dgates + (size_t)(t + 1) * G4, (int)((T + 1) * G4), whh, H, 1.f, dh, H);
+        nn_sgemm(0, 0, N, H, (int)G4, 1.f, dgates + (size_t)(t + 1) * G4, (int)((T + 1) * G4), whh, H, 1.f,
+                 dh, H);
         nn_prof_end(NP_LSTM_REC, 1, t0, 2.0 * N * G4 * H);
     }
     t0 = nn_prof_start();

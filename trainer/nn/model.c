@@ -65,18 +65,30 @@ static int grow(void **p, int *cap, int need, size_t elem) {
     return 0;
 }
 
+/* Activation regions start on 64-byte boundaries (one cache line = one 16-float vector) in
+ * 64-byte aligned buffers, so a kernel's vector loads at a region's start do not straddle two
+ * cache lines. */
+enum { ALIGN_FLOATS = 16 };
+static size_t align_up(size_t n) { return (n + ALIGN_FLOATS - 1) / ALIGN_FLOATS * ALIGN_FLOATS; }
+static float *alloc_aligned(size_t n) {
+    void *p = NULL;
+    return posix_memalign(&p, ALIGN_FLOATS * sizeof(float), (n ? n : 1) * sizeof(float)) ? NULL : p;
+}
+
 int nnb_slot(nn_model_t *m, int c, int h, int w) {
     if (grow((void **)&m->slots, &m->cap_slots, m->nslots + 1, sizeof(struct nn_slot))) return -1;
     struct nn_slot *s = &m->slots[m->nslots];
     s->c = c;
     s->h = h;
     s->w = w;
+    m->nacts = align_up(m->nacts);
     s->off = m->nacts;
     m->nacts += (size_t)c * h * w * m->max_batch;
     return m->nslots++;
 }
 
 size_t nnb_saved(nn_model_t *m, size_t n) {
+    m->nacts = align_up(m->nacts);
     size_t off = m->nacts;
     m->nacts += n;
     return off;
@@ -289,9 +301,9 @@ int nnb_finish(nn_model_t *m) {
     m->grads = calloc(np, sizeof(float));
     m->mom = calloc(np, sizeof(float));
     m->bn_stats = calloc(m->nbn_stats ? m->nbn_stats : 1, sizeof(float));
-    m->acts = malloc((m->nacts ? m->nacts : 1) * sizeof(float));
-    m->dacts = malloc((m->nacts ? m->nacts : 1) * sizeof(float));
-    m->ws = malloc((m->nws ? m->nws : 1) * sizeof(float));
+    m->acts = alloc_aligned(m->nacts);
+    m->dacts = alloc_aligned(m->nacts);
+    m->ws = alloc_aligned(m->nws);
     m->lens = calloc((size_t)m->max_batch, sizeof(int));
     m->dinit = calloc((size_t)m->nslots + 1, 1);
     if (!m->params || !m->grads || !m->mom || !m->bn_stats || !m->acts || !m->dacts || !m->ws || !m->lens ||
@@ -454,11 +466,12 @@ static int ensure_scratch(nn_model_t *m) {
         if (n > need) need = n;
     }
     if (need > m->nws) {
-        float *w = realloc(m->ws, need * sizeof(float));
+        float *w = alloc_aligned(need); /* scratch: no contents to keep */
         if (!w) {
             seterr(m, "out of memory growing the workspace to %zu floats for %d threads", need, T);
             return NN_ERR_NOMEM;
         }
+        free(m->ws);
         m->ws = w;
         m->nws = need;
     }
