@@ -15,13 +15,35 @@
  *
  * Threads take fixed contiguous position ranges (a function of P and the thread count only), and
  * the weight-gradient partials of the threads are summed in thread order, so results do not
- * depend on thread timing. */
+ * depend on thread timing.
+ *
+ * The kernels are compiled for AVX-512 whatever the build's -march (GCC/Clang on x86-64:
+ * target pragma) and used only where the CPU running them has it (nn_conv3_applies checks at
+ * run time), so one build runs on any x86-64; elsewhere the im2col path serves every
+ * convolution. */
 #include "trainer/nn/nn_impl.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
-#if defined(__AVX512F__)
+#if defined(__x86_64__) && defined(__GNUC__)
+/* the CPU's AVX-512 (F, BW, VL, DQ: what the kernels and the compiler's code for them use) */
+static int cpu_has_avx512(void) {
+    static int has = -1;
+    if (has < 0) {
+        __builtin_cpu_init();
+        has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    }
+    return has;
+}
+
+int nn_conv3_applies(int kh, int kw, int s, int p) {
+    return kh == 3 && kw == 3 && s == 1 && p == 1 && cpu_has_avx512();
+}
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")
 #include <immintrin.h>
 
 static int nthr(void) {
@@ -198,8 +220,6 @@ static inline __attribute__((always_inline)) void filt_tile(float *dwp, const fl
                 dwp[((size_t)(k0 + kk) * C + c) * 9 + t] += _mm512_reduce_add_ps(acc[kk][t]);
 }
 
-int nn_conv3_applies(int kh, int kw, int s, int p) { return kh == 3 && kw == 3 && s == 1 && p == 1; }
-
 /* floats of packed weights: forward (K rounded up to KB) or data gradient (C rounded up) */
 static size_t packed_size(int C, int K) {
     size_t pk = (size_t)((K + KB - 1) / KB) * KB * C * 9, pc = (size_t)((C + KB - 1) / KB) * KB * K * 9;
@@ -254,7 +274,9 @@ void nn_conv3_backward(float *din, int set, float *dw, float *ws, const float *d
     direct(din, dout, ws, NULL, !set, K, C, N, H, W);
 }
 
-#else /* no AVX-512: the im2col path serves every convolution */
+#pragma GCC pop_options
+
+#else /* not x86-64 GCC/Clang: the im2col path serves every convolution */
 int nn_conv3_applies(int kh, int kw, int s, int p) {
     (void)kh;
     (void)kw;
