@@ -54,6 +54,8 @@ static inline void prof_im2col(int phase, nn_tick_t t0) {
     if (is_thread0()) nn_prof_end(NP_IM2COL, phase, t0, 0);
 }
 
+/* images per chunk: columns of ~1 MB, at least one chunk per thread; Kc = 0 (pointwise, no
+ * columns): one chunk per thread, so each runs one GEMM over its images */
 static int chunk_images(int N, int OHW, int Kc) {
     size_t per = (size_t)OHW * Kc * sizeof(float), target = 1u << 20; /* ~1 MB of columns (L2) */
     int c = (int)(target / (per ? per : 1));
@@ -155,7 +157,7 @@ void nn_conv_forward(float *out, float *ws, const float *in, const float *w, con
     }
     int OHW = out_dim(H, kh, s, p) * out_dim(W, kw, s, p), Kc = C * kh * kw;
     int L = N * OHW, pw = is_pointwise(kh, kw, s, p);
-    int cn = chunk_images(N, OHW, Kc), nch = (N + cn - 1) / cn;
+    int cn = chunk_images(N, OHW, pw ? 0 : Kc), nch = (N + cn - 1) / cn;
     size_t slice = pw ? 0 : (size_t)cn * OHW * Kc + (size_t)K * Kc;
 #pragma omp parallel for schedule(static)
     for (int ch = 0; ch < nch; ch++) {
@@ -184,7 +186,7 @@ static void conv_backward(float *din, int set, float *dw, float *db, float *ws, 
                           int s, int p) {
     int OHW = out_dim(H, kh, s, p) * out_dim(W, kw, s, p), Kc = C * kh * kw;
     int L = N * OHW, pw = is_pointwise(kh, kw, s, p);
-    int cn = chunk_images(N, OHW, Kc), nch = (N + cn - 1) / cn, T = nthreads();
+    int cn = chunk_images(N, OHW, pw ? 0 : Kc), nch = (N + cn - 1) / cn, T = nthreads();
     size_t colsz = pw ? 0 : (size_t)cn * OHW * Kc, slice = colsz + (size_t)K * Kc;
     if (db) {
 #pragma omp parallel for schedule(static)
