@@ -90,26 +90,27 @@ int nn_profile_rows(nn_prof_row_t *rows, int max) {
     return n;
 }
 
+/* Columns: wall ms per step of each phase, then the kind's share of the step and its GFLOP/s
+ * per core, both from process CPU time (on a shared machine wall time also counts waiting for a
+ * core; CPU time of several threads includes OpenMP barrier spinning) */
 void nn_profile_print(FILE *f, const char *title, int steps) {
     nn_prof_row_t rows[NP_NKINDS];
     int n = nn_profile_rows(rows, NP_NKINDS);
     double s = steps > 0 ? steps : 1, tw[3] = {0}, tc = 0;
     for (int i = 0; i < n; i++)
         for (int p = 0; p < 3 && !rows[i].nested; p++) tw[p] += rows[i].wall[p], tc += rows[i].cpu[p];
-    double tot = tw[0] + tw[1] + tw[2];
-    fprintf(f, "profile %s: ms per step over %d steps (wall), %% of the step, process CPU ms, GFLOP/s\n", title,
-            steps);
-    fprintf(f, "  %-36s %9s %9s %9s %6s %9s %8s\n", "kind", "forward", "backward", "update", "%", "cpu",
+    fprintf(f, "profile %s: per step over %d steps: wall ms forward / backward / update, CPU ms, %% of the CPU time, GFLOP/s per CPU second\n",
+            title, steps);
+    fprintf(f, "  %-36s %9s %9s %9s %9s %6s %8s\n", "kind", "forward", "backward", "update", "cpu", "%cpu",
             "GFLOP/s");
     for (int i = 0; i < n; i++) {
         const nn_prof_row_t *r = &rows[i];
-        double w = r->wall[0] + r->wall[1] + r->wall[2], fl = r->flop[0] + r->flop[1] + r->flop[2];
+        double c = r->cpu[0] + r->cpu[1] + r->cpu[2], fl = r->flop[0] + r->flop[1] + r->flop[2];
         char gf[16] = "";
-        if (fl > 0 && w > 0) snprintf(gf, sizeof gf, "%.1f", fl / w * 1e-9);
-        fprintf(f, "  %-36s %9.2f %9.2f %9.2f %6.1f %9.2f %8s\n", r->kind, r->wall[0] / s * 1e3,
-                r->wall[1] / s * 1e3, r->wall[2] / s * 1e3, tot > 0 ? 100 * w / tot : 0,
-                (r->cpu[0] + r->cpu[1] + r->cpu[2]) / s * 1e3, gf);
+        if (fl > 0 && c > 0) snprintf(gf, sizeof gf, "%.1f", fl / c * 1e-9);
+        fprintf(f, "  %-36s %9.2f %9.2f %9.2f %9.2f %6.1f %8s\n", r->kind, r->wall[0] / s * 1e3,
+                r->wall[1] / s * 1e3, r->wall[2] / s * 1e3, c / s * 1e3, tc > 0 ? 100 * c / tc : 0, gf);
     }
-    fprintf(f, "  %-36s %9.2f %9.2f %9.2f %6.1f %9.2f\n", "total", tw[0] / s * 1e3, tw[1] / s * 1e3,
-            tw[2] / s * 1e3, 100.0, tc / s * 1e3);
+    fprintf(f, "  %-36s %9.2f %9.2f %9.2f %9.2f %6.1f\n", "total", tw[0] / s * 1e3, tw[1] / s * 1e3,
+            tw[2] / s * 1e3, tc / s * 1e3, 100.0);
 }
