@@ -248,8 +248,8 @@ void nn_conv3_backward(float *din, int set, float *dw, float *ws, const float *d
 #endif
 #pragma omp single
         used = T;
-        float *dwp = part + (size_t)tid * KC9;
-        memset(dwp, 0, sizeof(float) * KC9);
+        float *dwp = T == 1 ? dw : part + (size_t)tid * KC9; /* one thread: straight into dw */
+        if (T > 1) memset(dwp, 0, sizeof(float) * KC9);
         __mmask16 m[CHUNK / VL * 9];
         for (size_t c0 = lo; c0 < hi; c0 += CHUNK) {
             size_t c1 = c0 + CHUNK < hi ? c0 + CHUNK : hi;
@@ -260,15 +260,16 @@ void nn_conv3_backward(float *din, int set, float *dw, float *ws, const float *d
             }
         }
     }
-    /* dw += partials, summed in thread order */
-    nn_tick_t t0 = nn_prof_start();
+    if (used > 1) { /* dw += partials, summed in thread order */
+        nn_tick_t t0 = nn_prof_start();
 #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < KC9; i++) {
-        float acc = 0.f;
-        for (int t = 0; t < used; t++) acc += part[(size_t)t * KC9 + i];
-        dw[i] += acc;
+        for (size_t i = 0; i < KC9; i++) {
+            float acc = 0.f;
+            for (int t = 0; t < used; t++) acc += part[(size_t)t * KC9 + i];
+            dw[i] += acc;
+        }
+        nn_prof_end(NP_WSUM, 1, t0, 0);
     }
-    nn_prof_end(NP_WSUM, 1, t0, 0);
     if (!din) return;
     pack_weights(ws, w, K, C, 1);
     direct(din, dout, ws, NULL, !set, K, C, N, H, W);
