@@ -565,8 +565,9 @@ static void test_set_mode(int N, int C, int H, int W, int K, int k, int s, int p
         nn_bn_backward(dx1, dg, db, d, x, mean, istd, g, C, M, relu ? y : NULL);
         nn_bn_backward_set(dx2, dg, db, d, x, mean, istd, g, C, M, relu ? y : NULL);
         e = nt_relerr(dx2, dx1, nx, 1e-6);
-        nt_check(e <= 1e-6, relu ? "batch norm + ReLU backward_set on NaN = backward on zeros"
-                                 : "batch norm backward_set on NaN = backward on zeros",
+        nt_check(e <= 1e-6,
+                 relu ? "batch norm + ReLU backward_set on NaN = backward on zeros"
+                      : "batch norm backward_set on NaN = backward on zeros",
                  e, 1e-6);
     }
     free(x), free(w), free(dy), free(dx1), free(dx2), free(dw1), free(dw2), free(ws);

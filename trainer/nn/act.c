@@ -26,12 +26,12 @@ void nn_add_forward(float *out, const float *a, const float *b, size_t n, int re
 
 /* da, db (+)= dout masked by relu_out > 0 where given; set_a / set_b: = instead of +=.  One
  * loop per case, each with unconditional loads, so that each vectorises. */
-#define ADD_BWD(STMT)                                                                    \
-    do {                                                                                 \
-        _Pragma("omp parallel for schedule(static)") for (size_t i = 0; i < n; i++) {    \
-            float v = relu_out ? (relu_out[i] > 0.f ? dout[i] : 0.f) : dout[i];          \
-            STMT;                                                                        \
-        }                                                                                \
+#define ADD_BWD(STMT)                                                                 \
+    do {                                                                              \
+        _Pragma("omp parallel for schedule(static)") for (size_t i = 0; i < n; i++) { \
+            float v = relu_out ? (relu_out[i] > 0.f ? dout[i] : 0.f) : dout[i];       \
+            STMT;                                                                     \
+        }                                                                             \
     } while (0)
 void nn_add_backward_x(float *da, int set_a, float *db, int set_b, const float *dout, size_t n,
                        const float *relu_out) {

@@ -226,7 +226,8 @@ static void conv_backward(float *din, int set, float *dw, float *db, float *ws, 
         GEMM(1, 0, Kc, cols, K, w, Kc, dy, L, 0.f, col, cols);
         t0 = nn_prof_start();
         if (set) /* this chunk's images of every channel */
-            for (int c = 0; c < C; c++) memset(din + ((size_t)c * N + n0) * H * W, 0, sizeof(float) * nc * H * W);
+            for (int c = 0; c < C; c++)
+                memset(din + ((size_t)c * N + n0) * H * W, 0, sizeof(float) * nc * H * W);
         col2im(din, col, N, n0, nc, C, H, W, kh, kw, s, p);
         prof_im2col(1, t0);
     }

@@ -607,13 +607,14 @@ int nn_backward(nn_model_t *m) {
         switch (l->type) {
         case L_INPUT: break;
         case L_CONV:
-            (fresh ? nn_conv_backward_set : nn_conv_backward)(din, NN_G(m, l->p), l->bias ? NN_G(m, l->p + 1) : NULL, m->ws, dout, in,
-                             NN_P(m, l->p), N, si->c, si->h, si->w, so->c, l->k, l->k, l->s, l->pad);
+            (fresh ? nn_conv_backward_set : nn_conv_backward)(
+                din, NN_G(m, l->p), l->bias ? NN_G(m, l->p + 1) : NULL, m->ws, dout, in, NN_P(m, l->p), N,
+                si->c, si->h, si->w, so->c, l->k, l->k, l->s, l->pad);
             break;
         case L_BN:
-            (fresh ? nn_bn_backward_set : nn_bn_backward)(din, NN_G(m, l->p), NN_G(m, l->p + 1), dout, in, m->acts + l->ws,
-                           m->acts + l->ws + si->c, NN_P(m, l->p), si->c, N * HW,
-                           l->relu ? NN_ACT(m, l->out) : NULL);
+            (fresh ? nn_bn_backward_set : nn_bn_backward)(
+                din, NN_G(m, l->p), NN_G(m, l->p + 1), dout, in, m->acts + l->ws, m->acts + l->ws + si->c,
+                NN_P(m, l->p), si->c, N * HW, l->relu ? NN_ACT(m, l->out) : NULL);
             break;
         case L_RELU:
             if (din) nn_relu_backward(din, dout, NN_ACT(m, l->out), N * nn_slot_size(si));

@@ -330,7 +330,7 @@ const char *nn_blas_coretype_hint(void);
  * environment, which also prints the table at nn_model_free). */
 typedef struct {
     const char *kind;
-    int nested; /* part of the kind above it (not added to the total) */
+    int nested;                      /* part of the kind above it (not added to the total) */
     double wall[3], cpu[3], flop[3]; /* [forward, backward, update], seconds / operations */
 } nn_prof_row_t;
 void nn_profile_enable(int on);

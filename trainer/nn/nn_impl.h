@@ -110,10 +110,33 @@ void nn_conv3_backward(float *din, int set, float *dw, float *ws, const float *d
 /* step profile (prof.c): kinds of work; phase 0 forward, 1 backward, 2 update.  Kinds from
  * NP_IM2COL on are parts of other kinds ("of which"), timed by thread 0 inside parallel loops. */
 enum {
-    NP_INPUT, NP_CONV3, NP_CONV3S, NP_CONV1, NP_CONV1S, NP_STEM, NP_CONVX, NP_BN, NP_BNRELU, NP_RELU,
-    NP_ADD, NP_SHORTCUT, NP_MAXPOOL, NP_AVGPOOL, NP_FC, NP_LSTM_PROJ, NP_LSTM_REC, NP_LSTM_GATES,
-    NP_LSTM_WGRAD, NP_LSTM_OTHER, NP_LOSS, NP_DZERO, NP_ZERO_GRAD, NP_UPDATE,
-    NP_IM2COL, NP_WSUM, NP_NKINDS
+    NP_INPUT,
+    NP_CONV3,
+    NP_CONV3S,
+    NP_CONV1,
+    NP_CONV1S,
+    NP_STEM,
+    NP_CONVX,
+    NP_BN,
+    NP_BNRELU,
+    NP_RELU,
+    NP_ADD,
+    NP_SHORTCUT,
+    NP_MAXPOOL,
+    NP_AVGPOOL,
+    NP_FC,
+    NP_LSTM_PROJ,
+    NP_LSTM_REC,
+    NP_LSTM_GATES,
+    NP_LSTM_WGRAD,
+    NP_LSTM_OTHER,
+    NP_LOSS,
+    NP_DZERO,
+    NP_ZERO_GRAD,
+    NP_UPDATE,
+    NP_IM2COL,
+    NP_WSUM,
+    NP_NKINDS
 };
 typedef struct {
     double wall, cpu;

@@ -99,7 +99,9 @@ void nn_profile_print(FILE *f, const char *title, int steps) {
     double s = steps > 0 ? steps : 1, tw[3] = {0}, tc = 0;
     for (int i = 0; i < n; i++)
         for (int p = 0; p < 3 && !rows[i].nested; p++) tw[p] += rows[i].wall[p], tc += rows[i].cpu[p];
-    fprintf(f, "profile %s: per step over %d steps: wall ms forward / backward / update, CPU ms, %% of the CPU time, GFLOP/s per CPU second\n",
+    fprintf(f,
+            "profile %s: per step over %d steps: wall ms forward / backward / update, CPU ms, %% of the CPU "
+            "time, GFLOP/s per CPU second\n",
             title, steps);
     fprintf(f, "  %-36s %9s %9s %9s %9s %6s %8s\n", "kind", "forward", "backward", "update", "cpu", "%cpu",
             "GFLOP/s");

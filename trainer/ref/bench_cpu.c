@@ -27,8 +27,9 @@ static void profile_json(FILE *f, const char *name, int batch, int steps, int th
     nn_prof_row_t rows[64];
     int n = nn_profile_rows(rows, 64);
     if (n > 64) n = 64;
-    fprintf(f, "  {\"model\": \"%s\", \"batch\": %d, \"threads\": %d, \"steps\": %d, "
-               "\"median_ms\": %.2f, \"median_cpu_ms\": %.2f, \"rows\": [\n",
+    fprintf(f,
+            "  {\"model\": \"%s\", \"batch\": %d, \"threads\": %d, \"steps\": %d, "
+            "\"median_ms\": %.2f, \"median_cpu_ms\": %.2f, \"rows\": [\n",
             name, batch, threads, steps, ms[0], ms[1]);
     for (int i = 0; i < n; i++) {
         const nn_prof_row_t *r = &rows[i];
