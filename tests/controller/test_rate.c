@@ -513,6 +513,52 @@ static void test_stats(void) {
               "a resumed policy's per-handle counts do not start at 0");
     }
     ctl_policy_free(res);
+    /* an elastic resume on 3 ranks (ctl_state_resize): the chosen level is kept as the level in
+     * force, the pools are dropped and every other level is probed again, and the resumed policy
+     * settles on a choice on the new world size; on the same P the copy reports the same numbers */
+    ctl_state_t *same = ctl_state_resize(cs, P), *three = ctl_state_resize(cs, P - 1);
+    CHECK(same && three, "ctl_state_resize returned NULL");
+    ctl_policy_t *rs = same ? ctl_policy_resume(&cfg, P, same, err, sizeof err) : NULL;
+    if (rs) {
+        ctl_policy_stats_t a;
+        ctl_policy_stats(rs, &a);
+        CHECK(!memcmp(a.score, st.score, sizeof st.score) && a.choice == st.choice && a.mode == st.mode,
+              "resize to the same P changed what the policy reports");
+    }
+    ctl_policy_free(rs);
+    ctl_policy_cfg_t c3 = cfg;
+    ctl_policy_t *p3 = three ? ctl_policy_resume(&c3, P - 1, three, err, sizeof err) : NULL;
+    CHECK(p3 != NULL, "resume on %d ranks: %s", P - 1, err);
+    if (p3) {
+        ctl_policy_stats_t a;
+        ctl_policy_stats(p3, &a);
+        CHECK(a.probing && a.mode == st.mode, "resized: probing %d, mode %d (before: %d)", a.probing, a.mode,
+              st.mode);
+        for (int l = 0; l < 3; l++)
+            CHECK(a.samples[l] == 0 && !isfinite(a.score[l]), "resized: %s keeps a pooled score", lvname[l]);
+        scen_t s3 = alike(P - 1, 1);
+        s3.period[P - 2] = 4;
+        pcoll_rule_t init;
+        ctl_policy_initial(p3, &init);
+        gen_t g3;
+        gen_init(&g3, P - 1, 9, &init);
+        for (int q = 0; q < P - 1; q++) g3.period[q] = s3.period[q];
+        g3.apply = s3.apply;
+        sim_start(&g3, s3.jitter, s3.lat);
+        sim_report_cycles(&g3);
+        for (uint64_t r = 0; r < 3000; r++) {
+            ctl_decision_t d;
+            int k;
+            scen_step(p3, &g3, &d, &k);
+        }
+        ctl_policy_stats(p3, &a);
+        CHECK(a.choices >= 1 && a.choice > 0, "resized to %d ranks, one 4x slower: %llu choices, choice %d",
+              P - 1, (unsigned long long)a.choices, a.choice);
+        gen_free(&g3);
+    }
+    ctl_policy_free(p3);
+    ctl_state_free(same);
+    ctl_state_free(three);
     ctl_state_free(cs);
     ctl_policy_free(pol);
     gen_free(&g);
