@@ -156,6 +156,10 @@ typedef struct {
     uint32_t max_streak_all; /* over all ranks and rounds */
     uint32_t max_staleness;  /* over all ranks and rounds */
     double mean_staleness;   /* over all fresh contributions */
+    uint64_t driven;         /* rounds an application thread of this rank completed itself
+                                inside pcoll_wait (host memory): no thread hand-off */
+    uint64_t wait_sleeps;    /* times pcoll_wait slept until another thread (the engine)
+                                made progress: each costs a wake-up */
     uint32_t *max_streak;    /* [P] (caller-allocated, may be NULL) */
 } pcoll_stats_t;
 
