@@ -78,20 +78,28 @@
  *                                             SGD's step scaling); staleness=bound 1 (tau trusted)
  *       score S = sum_p r_p mean_p(w)         fresh-gradient equivalents per second, each rank's
  *                                             worth weighted by its rate r_p = n_p / d_p
- *   with standard errors from the spread of the cycle times and worths. Scores of a level are pooled
- *   (inverse-variance) until the run's conditions change.
+ *   Standard errors: the larger of the spread of the cycle times within a measurement and the
+ *   spread between measurements of a level (a shared machine drifts on a longer scale than one
+ *   measurement; estimated as one relative variance pooled over every level's repeated
+ *   measurements since the start, with Student's t in place of Z while it has few degrees of
+ *   freedom). Scores of a level are pooled (inverse-variance) until its conditions change.
  *   Probe: the run starts by measuring every level in turn (start level, then the others, least
- *   partial first) and keeps the least partial level that no more partial one beats by 2 standard
- *   errors (Z_SWITCH: staler gradients are never taken on a difference the noise could explain).
- *   A probe of a level already 2 standard errors below the best one measured ends early. The next
- *   probe comes after `probe` [256] sync rounds' worth of gradients (P x probe), doubled up to
- *   probe_max [4096] each time a probe keeps the choice, reset when it changes it. While settled,
- *   every measurement of the chosen level is compared with its pool: more than 3 standard errors
- *   away (Z_CHANGE, the control-chart limit) means the conditions changed (a rank became slow or
- *   recovered): the pools are dropped and every level is probed at once.
+ *   partial first). While the best score's lead over the next one is within 2 standard errors of
+ *   their difference (Z), the two are measured again, the level in force first (at most
+ *   CONTEST_MAX = 2 times); then the highest score is kept. A later probe changes the choice only
+ *   to a level that beats the incumbent by Z standard errors. A probe of a level already Z
+ *   standard errors below the best one measured ends early; a probe measurement outside its
+ *   level's pool limits replaces that pool. The next probe comes after `probe` [256] sync rounds'
+ *   worth of gradients (P x probe), doubled up to probe_max [4096] each time a probe keeps the
+ *   choice, reset when it changes it. While settled, every measurement of the chosen level is
+ *   compared with its pool: two in a row more than Z standard errors away on the same side (a
+ *   control chart's run rule) mean the conditions changed (a rank became slow or recovered): the
+ *   pools are dropped and every level is probed at once. Measurements carry across epochs (an
+ *   epoch's tail and the next epoch's first deposit of each rank are skipped, not restarted) and
+ *   checkpoints (ctl_state_t).
  *   No threshold of this rule depends on the machine: rates are in the run's own units, lambda is
- *   in sync steps, Z_SWITCH and Z_CHANGE are confidence levels. Which worth function fits a model
- *   is the one modelling choice (key staleness); none has a constant to tune. Without step times the rule cannot
+ *   in sync steps, Z is a confidence level. Which worth function fits a model is the one modelling
+ *   choice (key staleness); none has a constant to tune. Without step times the rule cannot
  *   measure and keeps the start rule.
  * 3b. rule=thresholds: thresholds on the window signals above. Defaults in brackets.
  *   LIGHT -> MAJORITY   L >= maj_enter [4.0]  or  (tau > 0 and T >= wait_enter [0.10])

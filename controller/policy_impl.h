@@ -46,19 +46,30 @@ struct ctl_state {
     uint8_t *act;      /* [P] active in the latest record */
     int32_t cost_seen; /* some rank has reported a step time */
     /* rate rule (rate.c) */
-    meas_t m;                   /* the measurement in progress (current level) */
-    uint32_t *gsince;           /* [P] gradients applied since p was last fresh */
-    double score[NLV], se[NLV]; /* score of each level pooled over its measurements since the run's
-                                   conditions last changed, and its standard error */
-    double pool_w[NLV];         /* ... the sum of the inverse variances pooled */
-    uint64_t pool_n[NLV];       /* ... the gradients counted in the measurements pooled */
-    double rate[NLV], lag[NLV]; /* latest measured rate and lag of each level (reasons, stats) */
-    uint64_t scored_at[NLV];    /* global round of the latest measurement (NONE: never) */
-    int32_t phase;              /* 0: settled, 1: probing */
-    int32_t queue[NLV], nqueue; /* probing: levels still to measure, in order */
-    int32_t incumbent;          /* probing: the level chosen before the probe (-1: none) */
-    uint64_t grads;             /* gradients taken by all rounds observed */
-    uint64_t next_probe;        /* settled: the next probe is due once grads reaches this */
+    meas_t m;                           /* the measurement in progress (current level) */
+    uint32_t *gsince;                   /* [P] gradients applied since p was last fresh */
+    double score[NLV], se[NLV];         /* score of each level pooled over its measurements since the run's
+                                   conditions last changed, and its standard error (the larger of
+                                   the within- and the between-measurement one) */
+    double se_in[NLV];                  /* ... the within-measurement standard error of the pool */
+    double pool_w[NLV];                 /* ... the sum of the inverse within-variances pooled */
+    uint64_t pool_n[NLV];               /* ... the gradients counted in the measurements pooled */
+    uint32_t pool_k[NLV];               /* ... the measurements pooled */
+    double pool_sx[NLV], pool_sxx[NLV]; /* ... the sum of the measurements and of their squares */
+    double last_x[NLV];                 /* latest measurement of each level pooled (0: none) */
+    double cv2_sum;                     /* relative sum of squares (sum (x - mean)^2 / mean^2) of the pools
+                                   dropped when the run's conditions changed ... */
+    uint32_t cv2_n;                     /* ... and its degrees of freedom */
+    int32_t beyond;                     /* settled: side (+1, -1) of the previous measurement that lay outside
+                                   the pool's limits (0: it lay inside) */
+    int32_t contest;                    /* probing: measurements taken again to resolve this probe's choice */
+    double rate[NLV], lag[NLV];         /* latest measured rate and lag of each level (reasons, stats) */
+    uint64_t scored_at[NLV];            /* global round of the latest measurement (NONE: never) */
+    int32_t phase;                      /* 0: settled, 1: probing */
+    int32_t queue[NLV], nqueue;         /* probing: levels still to measure, in order */
+    int32_t incumbent;                  /* probing: the level chosen before the probe (-1: none) */
+    uint64_t grads;                     /* gradients taken by all rounds observed */
+    uint64_t next_probe;                /* settled: the next probe is due once grads reaches this */
 };
 
 struct ctl_policy {

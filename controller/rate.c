@@ -2,26 +2,31 @@
  * per second each level delivers, in short probes of each level, and keeps the one that delivers
  * most after a discount for staleness. Pure: no MPI calls, no threads, no clocks, no globals.
  *
- * The only constants are the two confidence levels below, both dimensionless:
- *   Z_SWITCH = 2: a more partial level is chosen over a less partial one only if its score is
- *     higher by 2 standard errors (one-sided, about 98% confidence that it really is faster after
- *     the discount). Staler gradients are never taken on a difference the noise could explain.
- *   Z_CHANGE = 3: a settled choice is re-probed at once when a new measurement of it lies more than
- *     3 standard errors from the one it was chosen on (the usual control-chart limit: about one
- *     false alarm in 370 measurements), e.g. when a rank becomes slow in the middle of a run.
- * The other numbers are counts of the run's own events, not thresholds on what it measures:
- * `window` (deposits, and rounds in partial levels, per measurement), `probe` and `probe_max`
- * (sync rounds' worth of gradients between probes), and 2 deposits of every rank (the fewest a
- * spread can be estimated from). The worth of a stale gradient (key staleness) is a modelling
- * choice without a constant (worth() below). */
+ * The one constant is a confidence level, dimensionless:
+ *   Z = 2: a more partial level is chosen over a less partial one only if its score is higher by 2
+ *     standard errors of the difference (one-sided, about 98% confidence that it really is faster
+ *     after the discount): staler gradients are never taken on a difference the noise could
+ *     explain. A settled choice is re-probed when two measurements in a row of it lie more than 2
+ *     standard errors from its pool on the same side (a control chart's run rule: about one false
+ *     alarm in 2,000 measurements), e.g. when a rank becomes slow in the middle of a run.
+ * Standard errors are the larger of two: the spread of the cycle times within a measurement, and
+ * the spread between measurements of one level (a shared machine's speed drifts on a longer scale
+ * than a measurement, and only the second sees it; it is estimated as one relative variance from
+ * the measurements of every level pooled since the run started, so it exists after the first
+ * repeat of any level). The other numbers are counts of the run's own events, not thresholds on what it
+ * measures: `window` (deposits, and rounds in partial levels, per measurement), `probe` and
+ * `probe_max` (sync rounds' worth of gradients between probes), 2 deposits of every rank (the
+ * fewest a spread can be estimated from) and CONTEST_MAX (how often the two contending levels of an
+ * unresolved probe are measured again before the less partial one is kept). The worth of a stale
+ * gradient (key staleness) is a modelling choice without a constant (worth() below). */
 #include "controller/policy_impl.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#define Z_SWITCH 2.0
-#define Z_CHANGE 3.0
+#define Z           2.0
+#define CONTEST_MAX 2
 
 /* Restarts the measurement: nothing counted, and every rank's next deposit is skipped (its cycle
  * began under another rule, or before this handle). */
@@ -34,6 +39,13 @@ static void meas_reset(struct ctl_state *s) {
     s->m.rounds = 0;
 }
 
+/* Skips every rank's next deposit and keeps what is counted: a round without every rank (an
+ * epoch's tail) or the start of a handle (the next epoch) interrupts the ranks' cycles, which then
+ * include evaluation or waiting for the epoch's last batches, but not the level's measurement. */
+static void meas_skip(struct ctl_state *s) {
+    for (int i = 0; i < s->P; i++) s->m.skip[i] = 1;
+}
+
 /* Queues a probe of every level other than the current one, least partial first. */
 static void probe_queue(struct ctl_state *s) {
     const int order[NLV] = {LV_SYNC, LV_MAJ, LV_LIGHT};
@@ -42,15 +54,21 @@ static void probe_queue(struct ctl_state *s) {
         if (order[k] != s->level) s->queue[s->nqueue++] = order[k];
     s->incumbent = s->phase ? -1 : s->level;
     s->phase = 1;
+    s->contest = 0;
 }
 
 void rate_init(struct ctl_state *s, const ctl_policy_cfg_t *c) {
     (void)c;
     for (int l = 0; l < NLV; l++) {
-        s->score[l] = s->se[l] = s->rate[l] = s->lag[l] = s->pool_w[l] = 0;
+        s->score[l] = s->se[l] = s->se_in[l] = s->rate[l] = s->lag[l] = s->pool_w[l] = s->last_x[l] = 0;
+        s->pool_sx[l] = s->pool_sxx[l] = 0;
         s->pool_n[l] = 0;
+        s->pool_k[l] = 0;
         s->scored_at[l] = NONE;
     }
+    s->cv2_sum = 0;
+    s->cv2_n = 0;
+    s->beyond = 0;
     for (int i = 0; i < s->P; i++) s->gsince[i] = 0;
     s->phase = 1; /* a run starts with a probe of every level */
     probe_queue(s);
@@ -62,7 +80,7 @@ void rate_init(struct ctl_state *s, const ctl_policy_cfg_t *c) {
 void rate_start(struct ctl_state *s) {
     for (int i = 0; i < s->P; i++)
         s->gsince[i] = 0; /* every rank applied every round before the handle ended */
-    meas_reset(s);
+    meas_skip(s);
 }
 
 /* What a gradient lag sync steps old is worth, relative to a fresh one (staleness key):
@@ -81,12 +99,13 @@ static double worth(ctl_staleness_t k, double lag) {
  * gradient in this level: compute, injected delay, waiting for the round, applying rounds. The
  * lag of a gradient is the number of gradients applied between the round its rank last took
  * part in and the round that takes it, in sync steps (units of the active ranks): 0 in sync. A
- * round in which a rank is not active (an epoch's tail) restarts the measurement. */
+ * round in which a rank is not active (an epoch's tail) is not counted, and every rank's next
+ * deposit is skipped (meas_skip). */
 void rate_observe(ctl_policy_t *p, const pcoll_record_t *rec, int nactive) {
     struct ctl_state *s = &p->s;
     const int P = p->P;
     if (nactive < P) {
-        meas_reset(s);
+        meas_skip(s);
         for (int i = 0; i < P; i++) s->grads += rec->fresh[i];
         return;
     }
@@ -141,10 +160,47 @@ static int meas_score(const ctl_policy_t *p, double *score, double *se) {
     return 1;
 }
 
+/* Relative sum of squares of the measurements in level l's pool, about their mean. */
+static double pool_ss(const struct ctl_state *s, int l) {
+    const double k = s->pool_k[l], mean = k > 0 ? s->pool_sx[l] / k : 0;
+    if (k < 2 || !(mean > 0)) return 0;
+    double ss = (s->pool_sxx[l] - k * mean * mean) / (mean * mean);
+    return ss > 0 ? ss : 0;
+}
+
+/* Relative variance between measurements of one level, pooled over the levels and the pools
+ * dropped before (0 before the first repeat), and its degrees of freedom (*df, may be NULL). */
+static double cv2_df(const struct ctl_state *s, uint32_t *df) {
+    double ss = s->cv2_sum;
+    uint32_t n = s->cv2_n;
+    for (int l = 0; l < NLV; l++)
+        if (s->pool_k[l] >= 2) ss += pool_ss(s, l), n += s->pool_k[l] - 1;
+    if (df) *df = n;
+    return n ? ss / n : 0;
+}
+static double cv2(const struct ctl_state *s) { return cv2_df(s, NULL); }
+
+/* The confidence level Z for a spread estimated with df degrees of freedom: Student's t quantile
+ * of the same one-sided confidence (Cornish-Fisher expansion to 1/df^2; within 3% of the exact
+ * quantile from df = 3 on, and about 7 at df = 1, where the exact one is 14). No estimate yet
+ * (df = 0): Z itself, with the within-measurement spread. */
+static double zq(uint32_t df) {
+    if (df == 0) return Z;
+    const double z = Z, v = df, z3 = z * z * z, z5 = z3 * z * z;
+    return z + (z3 + z) / (4 * v) + (5 * z5 + 16 * z3 + 3 * z) / (96 * v * v);
+}
+
+/* Standard error of one measurement x whose cycle times spread by xse: at least the spread
+ * between measurements. */
+static double meas_se(const struct ctl_state *s, double x, double xse) {
+    double b = sqrt(cv2(s)) * x;
+    return xse > b ? xse : b;
+}
+
 /* The measurement is complete once it holds `window` deposits (and, in partial levels, `window`
  * rounds: they take a random set of ranks, e.g. a drawn initiator, and the draws must average
  * out; a sync round takes every rank). A probe of a level whose score is already below the best
- * level measured in this probe by Z_SWITCH standard errors of both ends early: it cannot be
+ * level measured in this probe by Z standard errors of both ends early: it cannot be
  * chosen, and a bad level is the one whose probe is dear (a sync round waits for a straggler).
  * Closing records the rate and lag and restarts the counts (no skip: the next deposits belong to
  * the same level). Returns 1 with the score, its standard error and the gradients counted (*ng),
@@ -154,12 +210,14 @@ static int meas_close(ctl_policy_t *p, uint64_t rg, double *score, double *se, u
     const meas_t *m = &s->m;
     if (!meas_score(p, score, se)) return 0;
     uint64_t total = 0;
+    uint32_t df;
+    cv2_df(s, &df);
     for (int i = 0; i < p->P; i++) total += m->n[i];
     int full = total >= (uint64_t)p->c.window && (s->level == LV_SYNC || m->rounds >= (uint32_t)p->c.window);
     if (!full && s->phase) {
         for (int l = 0; l < NLV && !full; l++) {
-            if (l == s->level || s->scored_at[l] == NONE || s->pool_w[l] <= 0) continue;
-            full = *score + Z_SWITCH * *se < s->score[l] - Z_SWITCH * s->se[l];
+            if (l == s->level || s->scored_at[l] == NONE || s->pool_k[l] == 0) continue;
+            full = *score + zq(df) * meas_se(s, *score, *se) < s->score[l] - zq(df) * s->se[l];
         }
     }
     if (!full) return 0;
@@ -179,18 +237,21 @@ static int meas_close(ctl_policy_t *p, uint64_t rg, double *score, double *se, u
     return 1;
 }
 
-/* The least partial level whose score no more partial level beats by Z_SWITCH standard errors. */
-static int choose(const struct ctl_state *s) {
-    const int order[NLV] = {LV_SYNC, LV_MAJ, LV_LIGHT};
-    int best = -1;
-    for (int k = 0; k < NLV; k++) {
-        int l = order[k];
-        if (s->scored_at[l] == NONE) continue;
-        if (best < 0 ||
-            s->score[l] - s->score[best] > Z_SWITCH * sqrt(s->se[l] * s->se[l] + s->se[best] * s->se[best]))
-            best = l;
-    }
-    return best;
+/* Whether level a's score is above level b's by more than the noise explains (Z standard errors
+ * of the difference, at the spread's degrees of freedom). */
+static int beats(const struct ctl_state *s, int a, int b) {
+    uint32_t df;
+    cv2_df(s, &df);
+    return s->score[a] - s->score[b] > zq(df) * sqrt(s->se[a] * s->se[a] + s->se[b] * s->se[b]);
+}
+
+/* The best-scoring level other than top that top does not beat, or -1: the choice is resolved. */
+static int runner_up(const struct ctl_state *s, int top) {
+    int r = -1;
+    for (int l = 0; l < NLV; l++)
+        if (l != top && s->scored_at[l] != NONE && !beats(s, top, l) && (r < 0 || s->score[l] > s->score[r]))
+            r = l;
+    return r;
 }
 
 static void scores_str(const ctl_policy_t *p, char *b, size_t n) {
@@ -207,22 +268,65 @@ static void scores_str(const ctl_policy_t *p, char *b, size_t n) {
     }
 }
 
-/* Adds a measurement (x +- se, of ng gradients) of level l to its pool (inverse-variance weights;
- * a measurement with no spread at all weighs as one a millionth of its value wide). */
+/* Adds a measurement (x +- se within it, of ng gradients) of level l to its pool (inverse-variance
+ * weights; a measurement with no spread at all weighs as one a millionth of its value wide). The
+ * pool's standard error is the larger of the within one and the between one, the relative
+ * variance between measurements over the measurements pooled. */
 static void pool_add(struct ctl_state *s, int l, double x, double se, uint64_t ng) {
     double e = se > 1e-6 * x ? se : 1e-6 * x, w = e > 0 ? 1 / (e * e) : 0;
+    int fresh = s->pool_k[l] == 0;
+    s->pool_n[l] = (fresh ? 0 : s->pool_n[l]) + ng;
+    s->pool_k[l] = (fresh ? 0 : s->pool_k[l]) + 1;
+    s->pool_sx[l] = (fresh ? 0 : s->pool_sx[l]) + x;
+    s->pool_sxx[l] = (fresh ? 0 : s->pool_sxx[l]) + x * x;
+    s->last_x[l] = x;
     if (!(w > 0)) {
         s->score[l] = x;
-        s->se[l] = se;
+        s->se_in[l] = se;
         s->pool_w[l] = 0;
-        s->pool_n[l] = ng;
-        return;
+    } else {
+        double sum = fresh ? 0 : s->score[l] * s->pool_w[l];
+        s->pool_w[l] = (fresh ? 0 : s->pool_w[l]) + w;
+        s->score[l] = (sum + x * w) / s->pool_w[l];
+        s->se_in[l] = 1 / sqrt(s->pool_w[l]);
     }
-    s->pool_n[l] = (s->pool_w[l] > 0 ? s->pool_n[l] : 0) + ng;
-    double sum = s->score[l] * s->pool_w[l] + x * w;
-    s->pool_w[l] += w;
-    s->score[l] = sum / s->pool_w[l];
-    s->se[l] = 1 / sqrt(s->pool_w[l]);
+    for (int k = 0; k < NLV; k++) /* cv2 may have changed: every pool's error */
+        if (s->pool_k[k]) {
+            double b = sqrt(cv2(s) / s->pool_k[k]) * s->score[k];
+            s->se[k] = s->se_in[k] > b ? s->se_in[k] : b;
+        }
+}
+
+/* Forgets what was measured of level l (its conditions changed). The spread between measurements
+ * is the machine's, not the level's: it is kept, without the `skip` latest measurements of l (the
+ * ones that showed the change). */
+static void level_drop(struct ctl_state *s, int l, int skip) {
+    if (skip && s->pool_k[l] >= 1) {
+        s->pool_k[l]--;
+        s->pool_sx[l] -= s->last_x[l];
+        s->pool_sxx[l] -= s->last_x[l] * s->last_x[l];
+    }
+    if (s->pool_k[l] >= 2) s->cv2_sum += pool_ss(s, l), s->cv2_n += s->pool_k[l] - 1;
+    s->pool_w[l] = 0, s->pool_n[l] = 0, s->pool_k[l] = 0, s->pool_sx[l] = s->pool_sxx[l] = 0;
+    s->last_x[l] = 0;
+}
+
+/* Whether measurement x (+- xse within it) of level l lies outside its pool's limits: Z standard
+ * errors of the difference. Returns the side (+1 above, -1 below, 0 inside); *lim its limit. */
+static int outside(const struct ctl_state *s, int l, double x, double xse, double *lim) {
+    uint32_t df;
+    cv2_df(s, &df);
+    const double xe = meas_se(s, x, xse), d = x - s->score[l];
+    *lim = zq(df) * sqrt(xe * xe + s->se[l] * s->se[l]);
+    return s->pool_k[l] == 0 || fabs(d) <= *lim ? 0 : d > 0 ? 1 : -1;
+}
+
+/* The level with the highest score (point estimate), or -1. */
+static int top_score(const struct ctl_state *s) {
+    int top = -1;
+    for (int l = 0; l < NLV; l++)
+        if (s->scored_at[l] != NONE && (top < 0 || s->score[l] > s->score[top])) top = l;
+    return top;
 }
 
 void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
@@ -234,36 +338,73 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
     char a[24], b[24], sc[160];
     const int l = s->level;
     if (!s->phase) {
-        /* settled: a measurement the pool of the chosen level cannot explain means the run's
+        /* settled: two measurements in a row on one side beyond the pool's limits mean the run's
          * conditions changed: everything measured before is forgotten and every level probed */
-        const double before = s->score[l], d = x - before,
-                     lim = Z_CHANGE * sqrt(xse * xse + s->se[l] * s->se[l]);
-        if (fabs(d) > lim)
-            for (int k = 0; k < NLV; k++) s->pool_w[k] = 0, s->pool_n[k] = 0;
+        double lim;
+        const double before = s->score[l], bse = s->se[l];
+        const int side = outside(s, l, x, xse, &lim), changed = side && side == s->beyond;
+        s->beyond = changed ? 0 : side;
+        if (changed) /* the previous measurement, beyond on this side too, goes with the pool */
+            for (int k = 0; k < NLV; k++) level_drop(s, k, k == l);
         pool_add(s, l, x, xse, ng);
-        if (fabs(d) <= lim && s->grads < s->next_probe) return;
+        if (!changed && s->grads < s->next_probe) return;
         probe_queue(s);
-        snprintf(v->why, sizeof v->why, "%s: %s score %.3g+-%.2g, pooled before %.3g; probe: %s -> %s",
-                 fabs(d) > lim ? "rate changed" : "probe due", level_name(p, l, a, sizeof a), x, xse, before,
-                 level_name(p, l, a, sizeof a), level_name(p, s->queue[0], b, sizeof b));
+        if (changed) s->incumbent = -1; /* what it was chosen on no longer holds */
+        snprintf(v->why, sizeof v->why, "%s: %s score %.3g+-%.2g, pooled before %.3g+-%.2g; probe: %s -> %s",
+                 changed ? "rate changed twice" : "probe due", level_name(p, l, a, sizeof a), x,
+                 meas_se(s, x, xse), before, bse, level_name(p, l, a, sizeof a),
+                 level_name(p, s->queue[0], b, sizeof b));
     } else {
+        /* probing: a level whose new measurement lies outside its pool's limits is measured under
+         * other conditions than its pool was: the new one replaces it */
+        double lim;
+        if (outside(s, l, x, xse, &lim)) level_drop(s, l, 0);
         pool_add(s, l, x, xse, ng);
     }
+    if (s->nqueue == 0) {
+        /* every level measured; while the best score's lead over the next one is within the noise,
+         * measure the two again (pooled, their errors shrink), at most CONTEST_MAX times: the level
+         * in force first, so that no switch is spent on it */
+        int top = top_score(s), run = runner_up(s, top);
+        if (run >= 0 && s->contest < CONTEST_MAX) {
+            s->contest++;
+            int first = l == top || l == run ? l : top, second = first == top ? run : top;
+            s->queue[0] = first;
+            s->queue[1] = second;
+            s->nqueue = 2;
+            scores_str(p, sc, sizeof sc);
+            snprintf(v->why, sizeof v->why, "unresolved (%s): measure again %s, then %s", sc,
+                     level_name(p, first, a, sizeof a), level_name(p, second, b, sizeof b));
+        }
+    }
     if (s->nqueue > 0) { /* probing: measure the next level */
-        v->to = s->queue[0];
-        v->probe = 1;
+        int to = s->queue[0];
         memmove(s->queue, s->queue + 1, (size_t)(--s->nqueue) * sizeof s->queue[0]);
+        if (to == l) return; /* go on measuring the level in force */
+        v->to = to;
+        v->probe = 1;
         if (!v->why[0])
             snprintf(v->why, sizeof v->why, "probe: %s score %.3g+-%.2g (%.3g/s, lag %.2f): %s -> %s",
                      level_name(p, l, a, sizeof a), s->score[l], s->se[l], s->rate[l], s->lag[l],
                      level_name(p, l, a, sizeof a), level_name(p, v->to, b, sizeof b));
         return;
     }
-    /* every level measured: keep the best; confirming the incumbent doubles the probe interval */
-    int best = choose(s);
+    /* every level measured, and the lead resolved or measured CONTEST_MAX times again: keep the
+     * highest score (two levels the noise still cannot tell apart cost about the same), unless it
+     * does not beat the incumbent (a choice changes only on a difference the noise cannot
+     * explain); confirming the incumbent doubles the probe interval */
+    int best = top_score(s), inc = s->incumbent;
+    if (inc >= 0 && best != inc && s->scored_at[inc] != NONE && !beats(s, best, inc)) {
+        best = inc; /* the best of the levels that beat the incumbent, else the incumbent */
+        for (int k = 0; k < NLV; k++)
+            if (k != inc && s->scored_at[k] != NONE && beats(s, k, inc) &&
+                (best == inc || s->score[k] > s->score[best]))
+                best = k;
+    }
     p->st.choices++;
     if (best != s->incumbent) p->st.choice_changes++;
     s->phase = 0;
+    s->beyond = 0;
     s->probe = best == s->incumbent ? backoff(s->probe, c->probe_max) : c->sync_probe;
     s->next_probe = s->grads + (uint64_t)s->probe * (uint64_t)p->P; /* probe sync rounds' worth */
     if (best == l) return;

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #define STATE_MAGIC   "CTLSTATE"
-#define STATE_VERSION 2u
+#define STATE_VERSION 3u
 #define HEADER_BYTES  (8 + 4 * 4) /* magic, version, P, window, cost_n */
 
 int state_alloc(struct ctl_state *s, int P, int window, int cost_n) {
@@ -162,6 +162,15 @@ static int fields(struct ctl_state *s, fld_t *f) {
     ARR(se, NLV, 'd');
     ARR(pool_w, NLV, 'd');
     ARR(pool_n, NLV, '8');
+    ARR(se_in, NLV, 'd');
+    ARR(pool_k, NLV, '4');
+    ARR(pool_sx, NLV, 'd');
+    ARR(pool_sxx, NLV, 'd');
+    ARR(last_x, NLV, 'd');
+    ONE(cv2_sum, 'd');
+    ONE(cv2_n, '4');
+    ONE(beyond, '4');
+    ONE(contest, '4');
     ARR(rate, NLV, 'd');
     ARR(lag, NLV, 'd');
     ARR(scored_at, NLV, '8');
@@ -316,8 +325,13 @@ static int validate(const struct ctl_state *s, char *err, size_t n) {
     for (int l = 0; l < NLV; l++)
         if (!isfinite(s->score[l]) || !isfinite(s->se[l]) || !isfinite(s->rate[l]) || !isfinite(s->lag[l]) ||
             !isfinite(s->pool_w[l]) || s->score[l] < 0 || s->se[l] < 0 || s->rate[l] < 0 || s->lag[l] < 0 ||
-            s->pool_w[l] < 0)
+            s->pool_w[l] < 0 || !(s->se_in[l] >= 0) || !isfinite(s->se_in[l]) || !(s->last_x[l] >= 0) ||
+            !isfinite(s->last_x[l]) || !(s->pool_sx[l] >= 0) || !isfinite(s->pool_sx[l]) ||
+            !(s->pool_sxx[l] >= 0) || !isfinite(s->pool_sxx[l]))
             return bad(err, n, "score of level %d is negative or not finite", l);
+    if (!(s->cv2_sum >= 0) || !isfinite(s->cv2_sum) || s->beyond < -1 || s->beyond > 1 || s->contest < 0)
+        return bad(err, n, "between-measurement spread %g / side %d / contest %d out of range", s->cv2_sum,
+                   s->beyond, s->contest);
     if (s->phase < 0 || s->phase > 1 || s->nqueue < 0 || s->nqueue > NLV || s->incumbent < -1 ||
         s->incumbent >= NLV)
         return bad(err, n, "probe phase %d / queue %d / incumbent %d out of range", s->phase, s->nqueue,

@@ -3,9 +3,9 @@
 # ("controller": level, choice, switches, probes, and per level the rounds, rate, lag, score with
 # its error and the gradients behind it), valid against results/schema/run.schema.json and named
 # on rank 0's console line of the epoch; a static run's records have no such object. 2 ranks,
-# linear skew, window=16 (a probe of every level completes within the first epoch).
+# linear skew, window=16 (a probe of every level, and its repeats, complete within the run).
 . "$(dirname "$0")/../trainer/common.sh"
-EPOCHS=2
+EPOCHS=3
 timeout 240 $MPIRUN -np 2 "$TRAIN" --experiment fmnist --limit-train 2048 --limit-test 128 --batch 32 \
   --mode adaptive --policy-opts window=16 --epochs $EPOCHS --imbalance linear:unit=20 --out "$TMP/a.json" > "$TMP/out" 2>&1 \
   || { cat "$TMP/out"; fail "adaptive run"; }

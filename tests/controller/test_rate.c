@@ -18,6 +18,7 @@ typedef struct {
     int P;
     double period[MAXP];
     double jitter, lognormal, lat, apply;
+    double rand_delay, drift, drift_every; /* see gen_t */
     uint64_t N;
     uint64_t change_at; /* from this round on, rank 0's period is change_to (0: never) */
     double change_to;
@@ -47,6 +48,9 @@ static ctl_policy_t *scen_start(const char *spec, const scen_t *sc, gen_t *g, ct
     gen_init(g, sc->P, sc->seed, &init);
     for (int p = 0; p < sc->P; p++) g->period[p] = sc->period[p];
     g->lognormal = sc->lognormal;
+    g->rand_delay = sc->rand_delay;
+    g->drift = sc->drift;
+    g->drift_every = sc->drift_every;
     g->apply = sc->apply;
     g->lib_tau = sc->tau;
     sim_start(g, sc->jitter, sc->lat);
@@ -249,37 +253,40 @@ static void test_appears(void) {
     s.change_at = 2000;
     s.change_to = 5;
     s.N = 5000;
-    outcome_t o;
-    run_scen("adaptive,rule=rate", &s, 0, &o);
-    /* the choice in force: the target of the last decision that was not a probe (a probe that
-     * ends on the level it measured last makes no decision: then that level) */
+    /* the choice in force (ctl_policy_stats: the level kept by the latest completed probe) just
+     * before the change, and the first round after it with a partial level chosen */
+    gen_t g;
+    ctl_policy_t *pol = scen_start("adaptive,rule=rate", &s, &g, NULL);
     int before = -1, after = -1;
     uint64_t switched = 0;
-    for (int i = 0; i < o.L.n; i++) {
-        const dec_t *d = &o.L.d[i];
-        if (!(d->what & CTL_DEC_MODE) || (d->what & CTL_DEC_PROBE)) continue;
-        if (d->round < 2000)
-            before = mode_level(d->to);
-        else if (!switched && mode_level(d->to) != 0) {
-            switched = d->round;
-            after = mode_level(d->to);
-        }
+    pcoll_mode_t final_mode = PCOLL_SYNC;
+    for (uint64_t r = 0; r < s.N; r++) {
+        if (r == s.change_at) g.period[0] = s.change_to;
+        ctl_decision_t d;
+        int k;
+        scen_step(pol, &g, &d, &k);
+        ctl_policy_stats_t st;
+        ctl_policy_stats(pol, &st);
+        if (r == s.change_at - 1) before = st.choice;
+        if (r >= s.change_at && !switched && !st.probing && st.choice > 0) switched = r, after = st.choice;
+        final_mode = st.mode;
     }
+    ctl_policy_free(pol);
+    gen_free(&g);
     if (verbose)
         printf("    appears: %s before, %s from round %llu\n", before >= 0 ? lvname[before] : "-",
                after >= 0 ? lvname[after] : "-", (unsigned long long)switched);
     CHECK(before == 0, "before the change: last choice %d, not sync", before);
     CHECK(switched && switched < 2000 + 200, "after the change: %s at round %llu",
           after >= 0 ? lvname[after] : "-", (unsigned long long)switched);
-    CHECK(o.final_mode != PCOLL_SYNC, "ends in sync");
-    free(o.L.d);
+    CHECK(final_mode != PCOLL_SYNC, "ends in sync");
+    outcome_t o;
     double sc3[3];
     truth(&s, 2400, sc3);
-    outcome_t o2;
-    run_scen("adaptive,rule=rate", &s, 2400, &o2);
-    int m = main_level(&o2);
+    run_scen("adaptive,rule=rate", &s, 2400, &o);
+    int m = main_level(&o);
     CHECK(sc3[m] >= 0.95 * (sc3[1] > sc3[2] ? sc3[1] : sc3[2]), "after the change: mostly %s", lvname[m]);
-    free(o2.L.d);
+    free(o.L.d);
     /* recovery: a 5x straggler until round 2000, alike after */
     scen_t r = alike(4, 1);
     r.period[0] = 5;
@@ -322,6 +329,91 @@ static void test_noisy(void) {
               100 * o.time[m] / o.total, lvname[m]);
         CHECK(o.score >= 0.85 * sc3[best], "%s: delivered %.3f, the best static %.3f", name, o.score,
               sc3[best]);
+        free(o.L.d);
+    }
+}
+
+/* The paper's random straggler (a rank's step waits 3 more steps with probability 1/P): partial
+ * levels pay, and the noise of a short probe must not send the choice back to sync. Over the run
+ * the level kept most scores within 10% of the best static one and the run delivers 85% of it,
+ * probes included (majority and solo score within 9% of each other here). Also checked on a
+ * short run, over 8 draws: the first choice, after one probe of every level (and the repeats
+ * of an unresolved one), scores within 10% of the best in 7 of them (sync scores 16-26% below;
+ * one probe window of sync holds only window/P rounds, so one draw in 8 may still mislead). */
+static void test_random(void) {
+    int Ps[] = {4, 8};
+    for (int i = 0; i < 2; i++) {
+        scen_t s = alike(Ps[i], 1);
+        s.rand_delay = 3;
+        char name[64];
+        snprintf(name, sizeof name, "random straggler P=%d", Ps[i]);
+        double sc3[3];
+        int best = truth(&s, 0, sc3), wrong = 0;
+        outcome_t o;
+        run_scen("adaptive,rule=rate", &s, 0, &o);
+        int m = main_level(&o);
+        if (verbose)
+            printf("    %-28s truth sync %.3f maj %.3f solo %.3f | adaptive %s %.0f%% of the time, %llu "
+                   "choices, "
+                   "score %.3f\n",
+                   name, sc3[0], sc3[1], sc3[2], lvname[m], 100 * o.time[m] / o.total,
+                   (unsigned long long)o.choices, o.score);
+        CHECK(sc3[m] >= 0.9 * sc3[best] && o.score >= 0.85 * sc3[best],
+              "%s: mostly %s (true score %.3f), delivered %.3f, best %s %.3f", name, lvname[m], sc3[m],
+              o.score, lvname[best], sc3[best]);
+        free(o.L.d);
+        for (uint64_t seed = 1; seed <= 8; seed++) { /* the first choice, on several draws */
+            s.seed = seed;
+            ctl_policy_cfg_t cfg;
+            gen_t g;
+            ctl_policy_t *pol = scen_start("adaptive,rule=rate", &s, &g, &cfg);
+            ctl_policy_stats_t st = {0};
+            uint64_t r = 0;
+            for (; r < 3000 && st.choices == 0; r++) {
+                ctl_decision_t d;
+                int k;
+                scen_step(pol, &g, &d, &k);
+                if (k && verbose > 1) printf("      r=%llu %s\n", (unsigned long long)d.round, d.reason);
+                ctl_policy_stats(pol, &st);
+            }
+            if (verbose)
+                printf("    %s seed %llu: first choice %s after %llu rounds\n", name,
+                       (unsigned long long)seed, st.choice >= 0 ? lvname[st.choice] : "none",
+                       (unsigned long long)r);
+            CHECK(st.choices == 1, "%s seed %llu: no choice in %llu rounds", name, (unsigned long long)seed,
+                  (unsigned long long)r);
+            wrong += !(st.choice >= 0 && sc3[st.choice] >= 0.9 * sc3[best]);
+            ctl_policy_free(pol);
+            gen_free(&g);
+        }
+        CHECK(wrong <= 1, "%s: %d of 8 first choices score more than 10%% below the best (%s)", name, wrong,
+              lvname[best]);
+    }
+}
+
+/* The machine's speed drifts by +-12% over spans of about 3 measurements (alike ranks, and one
+ * rank 4x slower): the rule must not read the drift as a change of the run's conditions. Every
+ * probe beyond the doubling schedule is one the drift caused; at most one is allowed. */
+static void test_drift(void) {
+    for (int c = 0; c < 2; c++) {
+        scen_t s = alike(4, 1);
+        if (c) s.period[3] = 4;
+        s.drift = 0.12;
+        s.drift_every = c ? 40 : 25;
+        s.N = 12000;
+        outcome_t o;
+        run_scen("adaptive,rule=rate", &s, 0, &o);
+        int alarms = 0;
+        for (int i = 0; i < o.L.n; i++) alarms += !strncmp(o.L.d[i].reason, "rate changed", 12);
+        double sc3[3];
+        int best = truth(&s, 0, sc3), m = main_level(&o);
+        if (verbose)
+            printf("    drift %s: %d re-probes for a change, %llu choices, mostly %s (best %s)\n",
+                   c ? "straggler" : "alike", alarms, (unsigned long long)o.choices, lvname[m], lvname[best]);
+        CHECK(alarms <= 1, "drift %s: %d re-probes for a change that did not happen",
+              c ? "straggler" : "alike", alarms);
+        CHECK(sc3[m] >= 0.95 * sc3[best], "drift: mostly %s (true score %.3f), best %s (%.3f)", lvname[m],
+              sc3[m], lvname[best], sc3[best]);
         free(o.L.d);
     }
 }
@@ -430,8 +522,8 @@ int main(int argc, char **argv) {
     verbose = argc > 1 && !strcmp(argv[1], "-v") ? 1 : argc > 1 && !strcmp(argv[1], "-vv") ? 2 : 0;
     const named_test_t tests[] = {
         {"alike", test_alike},     {"straggler", test_straggler}, {"skew", test_skew},
-        {"appears", test_appears}, {"noisy", test_noisy},         {"variants", test_variants},
-        {"stats", test_stats},
+        {"appears", test_appears}, {"noisy", test_noisy},         {"random", test_random},
+        {"drift", test_drift},     {"variants", test_variants},   {"stats", test_stats},
     };
     return run_tests(tests, sizeof tests / sizeof tests[0]);
 }

@@ -88,11 +88,19 @@ typedef struct {
     void *qarg; /* probabilistic: fresh probability */
     /* event time */
     double *period, jitter, lat, t_free, *ready;
-    double *cur;      /* duration of the step in progress (reported with its deposit) */
-    int cycle_costs;  /* report the wall time since the rank's previous deposit instead */
-    double *last_dep; /* time of each rank's previous deposit */
-    double apply;     /* time a rank takes to apply one round (it applies every round) */
-    double lognormal; /* > 0: step times are period * exp(s z - s^2/2), z normal (mean period) */
+    double *cur;               /* duration of the step in progress (reported with its deposit) */
+    int cycle_costs;           /* report the wall time since the rank's previous deposit instead */
+    double *last_dep;          /* time of each rank's previous deposit */
+    double apply;              /* time a rank takes to apply one round (it applies every round) */
+    double lognormal;          /* > 0: step times are period * exp(s z - s^2/2), z normal (mean period) */
+    double rand_delay;         /* > 0: the paper's random straggler: each step of each rank waits
+                          rand_delay periods more with probability 1/P (the trainer's random:k=1
+                          draws one rank per step index; once ranks' step counts differ, as after
+                          any partial round, that is an independent 1/P per rank and step) */
+    double drift, drift_every; /* > 0: the machine's speed drifts: every step started in the same
+                                  span of drift_every time units is scaled by one factor drawn
+                                  uniformly from 1 +- drift (all ranks alike) */
+    double now;                /* time at which the step being drawn starts */
     uint64_t *steps;
     pcoll_record_t rec;
     uint32_t streak[MAXP];
@@ -133,13 +141,19 @@ static void gen_free(gen_t *g) {
 }
 
 static double step_time(gen_t *g, int p) {
+    double t, f = 1;
     if (g->lognormal > 0) { /* Box-Muller from two draws of (seed, step, rank) */
         double u1 = u01(g->seed, g->steps[p], 2000 + p), u2 = u01(g->seed, g->steps[p], 3000 + p);
         double z = sqrt(-2 * log(u1 > 0 ? u1 : 1e-300)) * cos(6.283185307179586 * u2), s = g->lognormal;
-        return g->period[p] * exp(s * z - s * s / 2);
+        t = g->period[p] * exp(s * z - s * s / 2);
+    } else {
+        double j = g->jitter * (2 * u01(g->seed, g->steps[p], 1000 + p) - 1);
+        t = g->period[p] * (1 + j);
     }
-    double j = g->jitter * (2 * u01(g->seed, g->steps[p], 1000 + p) - 1);
-    return g->period[p] * (1 + j);
+    if (g->rand_delay > 0 && u01(g->seed, g->steps[p], 4000 + p) * g->P < 1)
+        t += g->rand_delay * g->period[p];
+    if (g->drift > 0) f = 1 + g->drift * (2 * u01(g->seed, (uint64_t)(g->now / g->drift_every), 5000) - 1);
+    return t * f;
 }
 
 static void sim_start(gen_t *g, double jitter, double lat) {
@@ -237,6 +251,7 @@ static const pcoll_record_t *gen_next(gen_t *g) {
             if (rec->cost) rec->cost[p] = (float)(g->cycle_costs ? g->ready[p] - g->last_dep[p] : g->cur[p]);
             g->last_dep[p] = g->ready[p];
             g->steps[p]++;
+            g->now = end;
             g->cur[p] = step_time(g, p);
             g->ready[p] = end + g->apply * (g->streak[p] + 1) + g->cur[p];
         }
