@@ -261,6 +261,46 @@ static void summarize(row_t *w) {
     w->p99 = n ? quantile(w->pool, n, 0.99) * 1e6 : 0;
 }
 
+/* Prints row w (size n floats, skew sk, mode m) of the table and returns its JSON object; base:
+ * the plain MPI_Allreduce row of the same size and skew (NULL if it did not run), for the ratios
+ * of the means and medians and the range of the per-repetition ratio of the means. */
+static json_t *report_row(const row_t *w, const row_t *base, int reps, size_t n, int sk, int m) {
+    int cmp = base && base->mean > 0;
+    double rmin = 0, rmax = 0;
+    for (int k = 0; cmp && k < reps; k++) {
+        double q = w->rep_mean[k] / base->rep_mean[k];
+        if (!k || q < rmin) rmin = q;
+        if (!k || q > rmax) rmax = q;
+    }
+    char range[32] = "-";
+    if (cmp) snprintf(range, sizeof range, "%.2f-%.2f", rmin, rmax);
+    printf("%12zu %10zu %6s %14s %6s %11.1f %10.1f %11.1f %11.1f %11.1f %11.1f %6.2f %6ld %9.2f %9.2f %15s\n",
+           n * 4, n, "float", modes[m], sk ? "linear" : "none", w->mean, w->min, w->p50, w->p90, w->p99, w->max,
+           w->fresh, w->wrong, cmp ? w->mean / base->mean : NAN, cmp ? w->p50 / base->p50 : NAN, range);
+    fflush(stdout);
+    json_t *o = json_object(), *rm = json_array();
+    json_object_set_new(o, "mode", json_string(modes[m]));
+    json_object_set_new(o, "skew", json_string(sk ? "linear" : "none"));
+    json_object_set_new(o, "bytes", json_integer((json_int_t)(n * 4)));
+    json_object_set_new(o, "count", json_integer((json_int_t)n));
+    const char *names[] = {"mean_latency_us",   "min_latency_us", "max_latency_us",
+                           "median_latency_us", "p90_latency_us", "p99_latency_us"};
+    const double vals[] = {w->mean, w->min, w->max, w->p50, w->p90, w->p99};
+    for (int i = 0; i < 6; i++) json_object_set_new(o, names[i], json_real(vals[i]));
+    for (int k = 0; k < reps; k++) json_array_append_new(rm, json_real(w->rep_mean[k]));
+    json_object_set_new(o, "rep_mean_latency_us", rm);
+    if (cmp) {
+        json_object_set_new(o, "mean_ratio_mpi", json_real(w->mean / base->mean));
+        json_object_set_new(o, "median_ratio_mpi", json_real(w->p50 / base->p50));
+        json_object_set_new(o, "rep_mean_ratio_mpi_min", json_real(rmin));
+        json_object_set_new(o, "rep_mean_ratio_mpi_max", json_real(rmax));
+    }
+    json_object_set_new(o, "fresh_fraction", json_real(w->fresh));
+    json_object_set_new(o, "wait", json_string(m >= 2 ? "newer" : m == 0 ? "blocking" : "consumed"));
+    json_object_set_new(o, "wrong", json_integer(w->wrong));
+    return o;
+}
+
 int main(int argc, char **argv) {
     int provided;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -385,44 +425,7 @@ int main(int argc, char **argv) {
                 row_t *w = &rows[((int)z * 2 + sk) * NMODES + m], *base = &rows[((int)z * 2 + sk) * NMODES];
                 if (!w->ran) continue;
                 wrong_all += w->wrong;
-                int cmp = base->ran && base->mean > 0;
-                double rmin = 0, rmax = 0;
-                for (int k = 0; cmp && k < reps; k++) {
-                    double q = w->rep_mean[k] / base->rep_mean[k];
-                    if (!k || q < rmin) rmin = q;
-                    if (!k || q > rmax) rmax = q;
-                }
-                char range[32] = "-";
-                if (cmp) snprintf(range, sizeof range, "%.2f-%.2f", rmin, rmax);
-                printf("%12zu %10zu %6s %14s %6s %11.1f %10.1f %11.1f %11.1f %11.1f %11.1f %6.2f %6ld %9.2f %9.2f "
-                       "%15s\n",
-                       szs[z] * 4, szs[z], "float", modes[m], sk ? "linear" : "none", w->mean, w->min, w->p50,
-                       w->p90, w->p99, w->max, w->fresh, w->wrong, cmp ? w->mean / base->mean : NAN,
-                       cmp ? w->p50 / base->p50 : NAN, range);
-                json_t *o = json_object();
-                json_object_set_new(o, "mode", json_string(modes[m]));
-                json_object_set_new(o, "skew", json_string(sk ? "linear" : "none"));
-                json_object_set_new(o, "bytes", json_integer((json_int_t)(szs[z] * 4)));
-                json_object_set_new(o, "count", json_integer((json_int_t)szs[z]));
-                json_object_set_new(o, "mean_latency_us", json_real(w->mean));
-                json_object_set_new(o, "min_latency_us", json_real(w->min));
-                json_object_set_new(o, "max_latency_us", json_real(w->max));
-                json_object_set_new(o, "median_latency_us", json_real(w->p50));
-                json_object_set_new(o, "p90_latency_us", json_real(w->p90));
-                json_object_set_new(o, "p99_latency_us", json_real(w->p99));
-                json_t *rm = json_array();
-                for (int k = 0; k < reps; k++) json_array_append_new(rm, json_real(w->rep_mean[k]));
-                json_object_set_new(o, "rep_mean_latency_us", rm);
-                if (cmp) {
-                    json_object_set_new(o, "mean_ratio_mpi", json_real(w->mean / base->mean));
-                    json_object_set_new(o, "median_ratio_mpi", json_real(w->p50 / base->p50));
-                    json_object_set_new(o, "rep_mean_ratio_mpi_min", json_real(rmin));
-                    json_object_set_new(o, "rep_mean_ratio_mpi_max", json_real(rmax));
-                }
-                json_object_set_new(o, "fresh_fraction", json_real(w->fresh));
-                json_object_set_new(o, "wait", json_string(m >= 2 ? "newer" : m == 0 ? "blocking" : "consumed"));
-                json_object_set_new(o, "wrong", json_integer(w->wrong));
-                json_array_append_new(arr, o);
+                json_array_append_new(arr, report_row(w, base->ran ? base : NULL, reps, szs[z], sk, m));
             }
     for (int i = 0; i < nrow; i++) {
         free(rows[i].pool);
