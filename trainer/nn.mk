@@ -4,7 +4,12 @@ NN_SRCS   := $(wildcard trainer/nn/*.c)
 NN_OBJS   := $(patsubst %.c,$(B)/%.o,$(NN_SRCS))
 NN_LIB    := $(B)/libnn.a
 NN_OMP    := $(if $(HAVE_OPENMP),-fopenmp,)
-NN_CFLAGS := $(CFLAGS) -O3 -march=native -I$(BLAS_INC) $(if $(HAVE_OPENMP),-fopenmp,-Wno-unknown-pragmas)
+# NN_ARCH: the -march of the library's loops (BN, activations, LSTM gates, SGD).  native suits a
+# build on the machine that trains; for nodes with other CPUs than the build machine use e.g.
+# NN_ARCH=x86-64-v3 or x86-64.  The AVX-512 3x3 convolution is compiled in either way and chosen
+# at run time where the CPU has AVX-512 (conv3.c).
+NN_ARCH   ?= native
+NN_CFLAGS := $(CFLAGS) -O3 -march=$(NN_ARCH) -I$(BLAS_INC) $(if $(HAVE_OPENMP),-fopenmp,-Wno-unknown-pragmas)
 NN_LDLIBS := -lopenblas $(NN_OMP) -lm
 
 NN_TESTS  := $(B)/tests/test_nn_layers $(B)/tests/test_nn_ref $(B)/tests/test_nn_optim \
@@ -29,7 +34,11 @@ $(NN_BENCH): trainer/ref/bench_cpu.c $(NN_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(NN_CFLAGS) $< -o $@ $(LDFLAGS) $(NN_LIB) $(NN_LDLIBS) $(LDLIBS)
 
-.PHONY: bench-cpu
+.PHONY: bench-cpu bench-cpu-profile
 # bench-cpu: our step times next to PyTorch CPU with the same thread count; writes $(B)/bench/cpu.json
 bench-cpu: $(NN_BENCH)
 	@sh trainer/ref/bench_cpu.sh $(B)
+# bench-cpu-profile: where our step's time goes per kind of work (conv 3x3/1x1/stem, BN, LSTM gates,
+# update, ...), same settings as bench-cpu; writes $(B)/bench/cpu_profile.json
+bench-cpu-profile: $(NN_BENCH)
+	@NN_BENCH_PROFILE=1 sh trainer/ref/bench_cpu.sh $(B)

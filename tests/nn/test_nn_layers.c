@@ -536,6 +536,43 @@ static void test_conv3_loops(int N, int C, int H, int W, int K) {
     free(rdw);
 }
 
+/* The "set" backward variants (the input gradient written, not accumulated: the model's first
+ * consumer of a gradient slot uses them instead of zeroing it) equal the accumulating ones on a
+ * zeroed buffer, whatever the buffer held (here NaN): every convolution path and batch norm. */
+static void test_set_mode(int N, int C, int H, int W, int K, int k, int s, int p) {
+    int OH = (H + 2 * p - k) / s + 1, OW = (W + 2 * p - k) / s + 1;
+    size_t nx = (size_t)C * N * H * W, ny = (size_t)K * N * OH * OW, nw = (size_t)K * C * k * k;
+    float *x = vec(nx, -1, 1), *w = vec(nw, -1, 1), *dy = vec(ny, -1, 1);
+    float *dx1 = calloc(nx, sizeof(float)), *dx2 = malloc(nx * sizeof(float));
+    float *dw1 = calloc(nw, sizeof(float)), *dw2 = calloc(nw, sizeof(float));
+    for (size_t i = 0; i < nx; i++) dx2[i] = NAN;
+    float *ws = malloc(nn_conv_ws_size(N, C, H, W, K, k, k, s, p) * sizeof(float));
+    nn_conv_backward(dx1, dw1, NULL, ws, dy, x, w, N, C, H, W, K, k, k, s, p);
+    nn_conv_backward_set(dx2, dw2, NULL, ws, dy, x, w, N, C, H, W, K, k, k, s, p);
+    char what[128];
+    snprintf(what, sizeof what, "conv %dx%d s%d p%d backward_set on NaN = backward on zeros", k, k, s, p);
+    double e = nt_relerr(dx2, dx1, nx, 1e-6), e2 = nt_relerr(dw2, dw1, nw, 1e-6);
+    nt_check(e <= 1e-6 && e2 <= 1e-6, what, e2 > e ? e2 : e, 1e-6);
+    /* batch norm over the convolution's input, plain and with the fused ReLU's mask */
+    size_t M = (size_t)N * H * W;
+    float *g = vec(C, 0.5f, 1.5f), *b = vec(C, -1, 1), *mean = malloc(C * sizeof(float)),
+          *istd = malloc(C * sizeof(float)), *y = malloc(nx * sizeof(float)), *d = vec(nx, -1, 1);
+    float *dg = calloc(C, sizeof(float)), *db = calloc(C, sizeof(float));
+    for (int relu = 0; relu < 2; relu++) {
+        nn_bn_forward(y, mean, istd, NULL, NULL, x, g, b, C, M, 0.1f, 1e-5f, 1, relu);
+        memset(dx1, 0, nx * sizeof(float));
+        for (size_t i = 0; i < nx; i++) dx2[i] = NAN;
+        nn_bn_backward(dx1, dg, db, d, x, mean, istd, g, C, M, relu ? y : NULL);
+        nn_bn_backward_set(dx2, dg, db, d, x, mean, istd, g, C, M, relu ? y : NULL);
+        e = nt_relerr(dx2, dx1, nx, 1e-6);
+        nt_check(e <= 1e-6, relu ? "batch norm + ReLU backward_set on NaN = backward on zeros"
+                                 : "batch norm backward_set on NaN = backward on zeros",
+                 e, 1e-6);
+    }
+    free(x), free(w), free(dy), free(dx1), free(dx2), free(dw1), free(dw2), free(ws);
+    free(g), free(b), free(mean), free(istd), free(y), free(d), free(dg), free(db);
+}
+
 int main(void) {
     nn_rng_seed(&R, 7);
     test_conv(2, 3, 7, 5, 4, 3, 2, 1, 1);   /* strided, padded, odd sizes, bias */
@@ -550,6 +587,10 @@ int main(void) {
     test_conv3_loops(9, 3, 32, 32, 17);     /* 9216 positions: several mask chunks per thread */
     test_conv3_loops(2, 4, 1, 6, 3);        /* one-row images */
     test_conv3_loops(1, 5, 3, 1, 2);        /* one-column images */
+    test_set_mode(3, 9, 5, 7, 11, 3, 1, 1); /* direct 3x3 */
+    test_set_mode(3, 6, 5, 7, 5, 1, 1, 0);  /* pointwise GEMM */
+    test_set_mode(3, 6, 7, 5, 5, 3, 2, 1);  /* im2col + col2im */
+    test_set_mode(2, 3, 11, 11, 4, 7, 2, 3);
     test_bn(3, 30);
     test_bn(4, 6);
     test_simple("maxpool 3x3 s2 p1 on 7x6", 0, 2, 3, 7, 6, 3, 2, 1, 0, 0);

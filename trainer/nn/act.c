@@ -24,13 +24,33 @@ void nn_add_forward(float *out, const float *a, const float *b, size_t n, int re
     }
 }
 
-void nn_add_backward(float *da, float *db, const float *dout, size_t n, const float *relu_out) {
-#pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++) {
-        float d = relu_out && !(relu_out[i] > 0.f) ? 0.f : dout[i];
-        if (da) da[i] += d;
-        if (db) db[i] += d;
+/* da, db (+)= dout masked by relu_out > 0 where given; set_a / set_b: = instead of +=.  One
+ * loop per case, each with unconditional loads, so that each vectorises. */
+#define ADD_BWD(STMT)                                                                    \
+    do {                                                                                 \
+        _Pragma("omp parallel for schedule(static)") for (size_t i = 0; i < n; i++) {    \
+            float v = relu_out ? (relu_out[i] > 0.f ? dout[i] : 0.f) : dout[i];          \
+            STMT;                                                                        \
+        }                                                                                \
+    } while (0)
+void nn_add_backward_x(float *da, int set_a, float *db, int set_b, const float *dout, size_t n,
+                       const float *relu_out) {
+    int mode = (da ? (set_a ? 1 : 2) : 0) * 3 + (db ? (set_b ? 1 : 2) : 0);
+    switch (mode) { /* da: none / set / add  x  db: none / set / add */
+    case 1: ADD_BWD(db[i] = v); break;
+    case 2: ADD_BWD(db[i] += v); break;
+    case 3: ADD_BWD(da[i] = v); break;
+    case 4: ADD_BWD(da[i] = v; db[i] = v); break;
+    case 5: ADD_BWD(da[i] = v; db[i] += v); break;
+    case 6: ADD_BWD(da[i] += v); break;
+    case 7: ADD_BWD(da[i] += v; db[i] = v); break;
+    case 8: ADD_BWD(da[i] += v; db[i] += v); break;
     }
+}
+#undef ADD_BWD
+
+void nn_add_backward(float *da, float *db, const float *dout, size_t n, const float *relu_out) {
+    nn_add_backward_x(da, 0, db, 0, dout, n, relu_out);
 }
 
 void nn_padsub_forward(float *out, const float *in, int N, int C, int H, int W, int K, int s) {

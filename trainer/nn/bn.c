@@ -12,30 +12,24 @@ static inline double lane_total(const double *acc) {
     return s;
 }
 
-/* sum x */
-static double sum_x(const float *x, size_t M) {
-    double acc[NL] = {0};
-    size_t i = 0;
-    for (; i + NL <= M; i += NL)
-        for (int l = 0; l < NL; l++) acc[l] += x[i + l];
-    for (int l = 0; i < M; i++, l++) acc[l] += x[i];
-    return lane_total(acc);
-}
-
-/* sum (x - mu)^2 */
-static double sum_sqdev(const float *x, size_t M, double mu) {
-    double acc[NL] = {0};
+/* *s1 = sum x, *s2 = sum x^2, in one pass (double: the variance s2/M - (s1/M)^2 keeps ~16 - 2
+ * log10(|mean|/std) digits, far beyond float's 7 for any activation scale) */
+static void sum_x_x2(const float *x, size_t M, double *s1, double *s2) {
+    double a1[NL] = {0}, a2[NL] = {0};
     size_t i = 0;
     for (; i + NL <= M; i += NL)
         for (int l = 0; l < NL; l++) {
-            double d = x[i + l] - mu;
-            acc[l] += d * d;
+            double v = x[i + l];
+            a1[l] += v;
+            a2[l] += v * v;
         }
     for (int l = 0; i < M; i++, l++) {
-        double d = x[i] - mu;
-        acc[l] += d * d;
+        double v = x[i];
+        a1[l] += v;
+        a2[l] += v * v;
     }
-    return lane_total(acc);
+    *s1 = lane_total(a1);
+    *s2 = lane_total(a2);
 }
 
 /* *sdy = sum g, *sdyx = sum g (x - mu), g = dy masked by ro > 0 where ro is given */
@@ -74,7 +68,10 @@ void nn_bn_forward(float *out, float *mean, float *invstd, float *run_mean, floa
         float *y = out + (size_t)c * M;
         float mu, is;
         if (training) {
-            double dm = sum_x(x, M) / (double)M, s2 = sum_sqdev(x, M, dm);
+            double s1, sq;
+            sum_x_x2(x, M, &s1, &sq);
+            double dm = s1 / (double)M, s2 = sq - s1 * dm; /* sum (x - mean)^2 */
+            if (s2 < 0) s2 = 0;
             double var = s2 / (double)M;
             mu = (float)dm;
             is = (float)(1.0 / sqrt(var + eps));
@@ -103,10 +100,10 @@ void nn_bn_forward(float *out, float *mean, float *invstd, float *run_mean, floa
 }
 
 /* Training-mode backward (batch statistics):
- * din += gamma*invstd/M * (M*dy - sum(dy) - xhat*sum(dy*xhat)). */
-void nn_bn_backward(float *din, float *dgamma, float *dbeta, const float *dout, const float *in,
-                    const float *mean, const float *invstd, const float *gamma, int C, size_t M,
-                    const float *relu_out) {
+ * din (+)= gamma*invstd/M * (M*dy - sum(dy) - xhat*sum(dy*xhat)); set: = instead of +=. */
+static void bn_backward(float *din, int set, float *dgamma, float *dbeta, const float *dout, const float *in,
+                        const float *mean, const float *invstd, const float *gamma, int C, size_t M,
+                        const float *relu_out) {
 #pragma omp parallel for schedule(static)
     for (int c = 0; c < C; c++) {
         const float *x = in + (size_t)c * M, *dy = dout + (size_t)c * M;
@@ -120,9 +117,25 @@ void nn_bn_backward(float *din, float *dgamma, float *dbeta, const float *dout, 
         if (!din) continue;
         float *dx = din + (size_t)c * M;
         float k = gamma[c] * is, a = (float)(sdy / (double)M), b = (float)(sdyx / (double)M) * is;
-        if (ro)
+        if (ro && set)
+            for (size_t i = 0; i < M; i++) dx[i] = k * ((ro[i] > 0.f ? dy[i] : 0.f) - a - (x[i] - mu) * b);
+        else if (ro)
             for (size_t i = 0; i < M; i++) dx[i] += k * ((ro[i] > 0.f ? dy[i] : 0.f) - a - (x[i] - mu) * b);
+        else if (set)
+            for (size_t i = 0; i < M; i++) dx[i] = k * (dy[i] - a - (x[i] - mu) * b);
         else
             for (size_t i = 0; i < M; i++) dx[i] += k * (dy[i] - a - (x[i] - mu) * b);
     }
+}
+
+void nn_bn_backward(float *din, float *dgamma, float *dbeta, const float *dout, const float *in,
+                    const float *mean, const float *invstd, const float *gamma, int C, size_t M,
+                    const float *relu_out) {
+    bn_backward(din, 0, dgamma, dbeta, dout, in, mean, invstd, gamma, C, M, relu_out);
+}
+
+void nn_bn_backward_set(float *din, float *dgamma, float *dbeta, const float *dout, const float *in,
+                        const float *mean, const float *invstd, const float *gamma, int C, size_t M,
+                        const float *relu_out) {
+    bn_backward(din, 1, dgamma, dbeta, dout, in, mean, invstd, gamma, C, M, relu_out);
 }

@@ -42,6 +42,20 @@ static inline float *tslice(float *ws, size_t slice) {
 #endif
 }
 
+/* im2col / col2im timed by thread 0 only (an "of which" row of the profile) */
+static inline int is_thread0(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num() == 0;
+#else
+    return 1;
+#endif
+}
+static inline void prof_im2col(int phase, nn_tick_t t0) {
+    if (is_thread0()) nn_prof_end(NP_IM2COL, phase, t0, 0);
+}
+
+/* images per chunk: columns of ~1 MB, at least one chunk per thread; Kc = 0 (pointwise, no
+ * columns): one chunk per thread, so each runs one GEMM over its images */
 static int chunk_images(int N, int OHW, int Kc) {
     size_t per = (size_t)OHW * Kc * sizeof(float), target = 1u << 20; /* ~1 MB of columns (L2) */
     int c = (int)(target / (per ? per : 1));
@@ -143,7 +157,7 @@ void nn_conv_forward(float *out, float *ws, const float *in, const float *w, con
     }
     int OHW = out_dim(H, kh, s, p) * out_dim(W, kw, s, p), Kc = C * kh * kw;
     int L = N * OHW, pw = is_pointwise(kh, kw, s, p);
-    int cn = chunk_images(N, OHW, Kc), nch = (N + cn - 1) / cn;
+    int cn = chunk_images(N, OHW, pw ? 0 : Kc), nch = (N + cn - 1) / cn;
     size_t slice = pw ? 0 : (size_t)cn * OHW * Kc + (size_t)K * Kc;
 #pragma omp parallel for schedule(static)
     for (int ch = 0; ch < nch; ch++) {
@@ -153,7 +167,9 @@ void nn_conv_forward(float *out, float *ws, const float *in, const float *w, con
         if (pw) {
             GEMM(0, 0, K, nc * OHW, Kc, w, Kc, in + (size_t)n0 * OHW, L, 0.f, o, L);
         } else {
+            nn_tick_t t0 = nn_prof_start();
             im2col(col, in, N, n0, nc, C, H, W, kh, kw, s, p);
+            prof_im2col(0, t0);
             GEMM(0, 0, K, nc * OHW, Kc, w, Kc, col, nc * OHW, 0.f, o, L);
         }
         if (b)
@@ -164,11 +180,13 @@ void nn_conv_forward(float *out, float *ws, const float *in, const float *w, con
     }
 }
 
-void nn_conv_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
-                      const float *w, int N, int C, int H, int W, int K, int kh, int kw, int s, int p) {
+/* set: din = the data gradient (written whole), else din += it */
+static void conv_backward(float *din, int set, float *dw, float *db, float *ws, const float *dout,
+                          const float *in, const float *w, int N, int C, int H, int W, int K, int kh, int kw,
+                          int s, int p) {
     int OHW = out_dim(H, kh, s, p) * out_dim(W, kw, s, p), Kc = C * kh * kw;
     int L = N * OHW, pw = is_pointwise(kh, kw, s, p);
-    int cn = chunk_images(N, OHW, Kc), nch = (N + cn - 1) / cn, T = nthreads();
+    int cn = chunk_images(N, OHW, pw ? 0 : Kc), nch = (N + cn - 1) / cn, T = nthreads();
     size_t colsz = pw ? 0 : (size_t)cn * OHW * Kc, slice = colsz + (size_t)K * Kc;
     if (db) {
 #pragma omp parallel for schedule(static)
@@ -180,35 +198,57 @@ void nn_conv_backward(float *din, float *dw, float *db, float *ws, const float *
         }
     }
     if (use_direct(kh, kw, s, p)) {
-        nn_conv3_backward(din, dw, ws, dout, in, w, N, C, H, W, K);
+        nn_conv3_backward(din, set, dw, ws, dout, in, w, N, C, H, W, K);
         return;
     }
-    for (int t = 0; t < T; t++) memset(ws + (size_t)t * slice + colsz, 0, sizeof(float) * K * Kc);
+    /* weight gradient: with one thread straight into dw; else per-thread partials (K,Kc) summed
+     * in thread order (a fixed order: static chunk -> thread map) */
+    int direct_dw = T == 1 || nch == 1;
+    if (!direct_dw)
+        for (int t = 0; t < T; t++) memset(ws + (size_t)t * slice + colsz, 0, sizeof(float) * K * Kc);
 #pragma omp parallel for schedule(static)
     for (int ch = 0; ch < nch; ch++) {
         int n0 = ch * cn, nc = n0 + cn > N ? N - n0 : cn, cols = nc * OHW;
         float *col = tslice(ws, slice);
-        float *dwp = col + colsz;
+        float *dwp = direct_dw ? dw : col + colsz;
         const float *dy = dout + (size_t)n0 * OHW;
         if (pw) {
             /* dw (K,C) += dy (K,cols) x^T (cols,C); dx (C,cols) += w^T dy */
-            GEMM(0, 1, Kc, K, cols, in + (size_t)n0 * OHW, L, dy, L, 1.f, dwp, K); /* dw^T (Kc,K) */
-            if (din) GEMM(1, 0, C, cols, K, w, Kc, dy, L, 1.f, din + (size_t)n0 * OHW, L);
+            GEMM(0, 1, K, Kc, cols, dy, L, in + (size_t)n0 * OHW, L, 1.f, dwp, Kc);
+            if (din) GEMM(1, 0, C, cols, K, w, Kc, dy, L, set ? 0.f : 1.f, din + (size_t)n0 * OHW, L);
             continue;
         }
+        nn_tick_t t0 = nn_prof_start();
         im2col(col, in, N, n0, nc, C, H, W, kh, kw, s, p);
-        GEMM(0, 1, Kc, K, cols, col, cols, dy, L, 1.f, dwp, K); /* dw^T (Kc,K) */
+        prof_im2col(1, t0);
+        GEMM(0, 1, K, Kc, cols, dy, L, col, cols, 1.f, dwp, Kc); /* dw (K,Kc) */
         if (!din) continue;
         GEMM(1, 0, Kc, cols, K, w, Kc, dy, L, 0.f, col, cols);
+        t0 = nn_prof_start();
+        if (set) /* this chunk's images of every channel */
+            for (int c = 0; c < C; c++) memset(din + ((size_t)c * N + n0) * H * W, 0, sizeof(float) * nc * H * W);
         col2im(din, col, N, n0, nc, C, H, W, kh, kw, s, p);
+        prof_im2col(1, t0);
     }
-    /* dw (K,Kc) += sum over threads of the partial dw^T (Kc,K) */
+    if (direct_dw) return;
+    nn_tick_t t0 = nn_prof_start();
     int used = nch < T ? nch : T;
+    size_t KKc = (size_t)K * Kc;
 #pragma omp parallel for schedule(static)
-    for (int k = 0; k < K; k++)
-        for (int j = 0; j < Kc; j++) {
-            float acc = 0.f;
-            for (int t = 0; t < used; t++) acc += ws[(size_t)t * slice + colsz + (size_t)j * K + k];
-            dw[(size_t)k * Kc + j] += acc;
-        }
+    for (size_t i = 0; i < KKc; i++) {
+        float acc = 0.f;
+        for (int t = 0; t < used; t++) acc += ws[(size_t)t * slice + colsz + i];
+        dw[i] += acc;
+    }
+    nn_prof_end(NP_WSUM, 1, t0, 0);
+}
+
+void nn_conv_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
+                      const float *w, int N, int C, int H, int W, int K, int kh, int kw, int s, int p) {
+    conv_backward(din, 0, dw, db, ws, dout, in, w, N, C, H, W, K, kh, kw, s, p);
+}
+
+void nn_conv_backward_set(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
+                          const float *w, int N, int C, int H, int W, int K, int kh, int kw, int s, int p) {
+    conv_backward(din, 1, dw, db, ws, dout, in, w, N, C, H, W, K, kh, kw, s, p);
 }

@@ -15,13 +15,35 @@
  *
  * Threads take fixed contiguous position ranges (a function of P and the thread count only), and
  * the weight-gradient partials of the threads are summed in thread order, so results do not
- * depend on thread timing. */
+ * depend on thread timing.
+ *
+ * The kernels are compiled for AVX-512 whatever the build's -march (GCC/Clang on x86-64:
+ * target pragma) and used only where the CPU running them has it (nn_conv3_applies checks at
+ * run time), so one build runs on any x86-64; elsewhere the im2col path serves every
+ * convolution. */
 #include "trainer/nn/nn_impl.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
-#if defined(__AVX512F__)
+#if defined(__x86_64__) && defined(__GNUC__)
+/* the CPU's AVX-512 (F, BW, VL, DQ: what the kernels and the compiler's code for them use) */
+static int cpu_has_avx512(void) {
+    static int has = -1;
+    if (has < 0) {
+        __builtin_cpu_init();
+        has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    }
+    return has;
+}
+
+int nn_conv3_applies(int kh, int kw, int s, int p) {
+    return kh == 3 && kw == 3 && s == 1 && p == 1 && cpu_has_avx512();
+}
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")
 #include <immintrin.h>
 
 static int nthr(void) {
@@ -198,8 +220,6 @@ static inline __attribute__((always_inline)) void filt_tile(float *dwp, const fl
                 dwp[((size_t)(k0 + kk) * C + c) * 9 + t] += _mm512_reduce_add_ps(acc[kk][t]);
 }
 
-int nn_conv3_applies(int kh, int kw, int s, int p) { return kh == 3 && kw == 3 && s == 1 && p == 1; }
-
 /* floats of packed weights: forward (K rounded up to KB) or data gradient (C rounded up) */
 static size_t packed_size(int C, int K) {
     size_t pk = (size_t)((K + KB - 1) / KB) * KB * C * 9, pc = (size_t)((C + KB - 1) / KB) * KB * K * 9;
@@ -214,8 +234,8 @@ void nn_conv3_forward(float *out, float *ws, const float *in, const float *w, co
     direct(out, in, ws, b, 0, C, K, N, H, W);
 }
 
-void nn_conv3_backward(float *din, float *dw, float *ws, const float *dout, const float *in, const float *w,
-                       int N, int C, int H, int W, int K) {
+void nn_conv3_backward(float *din, int set, float *dw, float *ws, const float *dout, const float *in,
+                       const float *w, int N, int C, int H, int W, int K) {
     size_t P = (size_t)N * H * W, KC9 = (size_t)K * C * 9;
     float *part = ws + packed_size(C, K);
     int used = 1;
@@ -228,8 +248,8 @@ void nn_conv3_backward(float *din, float *dw, float *ws, const float *dout, cons
 #endif
 #pragma omp single
         used = T;
-        float *dwp = part + (size_t)tid * KC9;
-        memset(dwp, 0, sizeof(float) * KC9);
+        float *dwp = T == 1 ? dw : part + (size_t)tid * KC9; /* one thread: straight into dw */
+        if (T > 1) memset(dwp, 0, sizeof(float) * KC9);
         __mmask16 m[CHUNK / VL * 9];
         for (size_t c0 = lo; c0 < hi; c0 += CHUNK) {
             size_t c1 = c0 + CHUNK < hi ? c0 + CHUNK : hi;
@@ -240,19 +260,24 @@ void nn_conv3_backward(float *din, float *dw, float *ws, const float *dout, cons
             }
         }
     }
-    /* dw += partials, summed in thread order */
+    if (used > 1) { /* dw += partials, summed in thread order */
+        nn_tick_t t0 = nn_prof_start();
 #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < KC9; i++) {
-        float acc = 0.f;
-        for (int t = 0; t < used; t++) acc += part[(size_t)t * KC9 + i];
-        dw[i] += acc;
+        for (size_t i = 0; i < KC9; i++) {
+            float acc = 0.f;
+            for (int t = 0; t < used; t++) acc += part[(size_t)t * KC9 + i];
+            dw[i] += acc;
+        }
+        nn_prof_end(NP_WSUM, 1, t0, 0);
     }
     if (!din) return;
     pack_weights(ws, w, K, C, 1);
-    direct(din, dout, ws, NULL, 1, K, C, N, H, W);
+    direct(din, dout, ws, NULL, !set, K, C, N, H, W);
 }
 
-#else /* no AVX-512: the im2col path serves every convolution */
+#pragma GCC pop_options
+
+#else /* not x86-64 GCC/Clang: the im2col path serves every convolution */
 int nn_conv3_applies(int kh, int kw, int s, int p) {
     (void)kh;
     (void)kw;
@@ -278,9 +303,10 @@ void nn_conv3_forward(float *out, float *ws, const float *in, const float *w, co
     (void)W;
     (void)K;
 }
-void nn_conv3_backward(float *din, float *dw, float *ws, const float *dout, const float *in, const float *w,
-                       int N, int C, int H, int W, int K) {
+void nn_conv3_backward(float *din, int set, float *dw, float *ws, const float *dout, const float *in,
+                       const float *w, int N, int C, int H, int W, int K) {
     (void)din;
+    (void)set;
     (void)dw;
     (void)ws;
     (void)dout;

@@ -1,5 +1,6 @@
 /* lstm.c: one LSTM layer over whole variable-length sequences.  The input projection of all
- * time steps is one sgemm; each step adds h_{t-1} W_hh^T for the whole batch (strided sgemm).
+ * time steps is one sgemm; each step adds h_{t-1} W_hh^T for the whole batch (strided sgemm,
+ * its columns split over the threads).
  * Buffers are (N, T+1, .) with row 0 of each sample the zero initial state, so the weight
  * gradients are single sgemms over all (n,t) rows too. */
 #include "trainer/nn/nn_impl.h"
@@ -12,6 +13,7 @@ void nn_lstm_forward(float *hlast, float *xp, float *gates, float *cs, float *hs
                      const int *lens, const float *wih, const float *whh, const float *bih, const float *bhh,
                      int N, int T, int D, int H) {
     size_t R = (size_t)N * (T + 1), G4 = 4 * (size_t)H;
+    nn_tick_t t0 = nn_prof_start();
     for (int n = 0; n < N; n++) {
         float *dst = xp + (size_t)n * (T + 1) * D;
         memset(dst, 0, sizeof(float) * D);
@@ -19,10 +21,16 @@ void nn_lstm_forward(float *hlast, float *xp, float *gates, float *cs, float *hs
         memset(cs + (size_t)n * (T + 1) * H, 0, sizeof(float) * H);
         memset(hs + (size_t)n * (T + 1) * H, 0, sizeof(float) * H);
     }
+    nn_prof_end(NP_LSTM_OTHER, 0, t0, 0);
+    t0 = nn_prof_start();
     nn_sgemm(0, 1, (int)R, (int)G4, D, 1.f, xp, D, wih, D, 0.f, gates, (int)G4);
+    nn_prof_end(NP_LSTM_PROJ, 0, t0, 2.0 * R * G4 * D);
     for (int t = 0; t < T; t++) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, (int)G4, H, 1.f, hs + (size_t)t * H,
-                    (T + 1) * H, whh, H, 1.f, gates + (size_t)(t + 1) * G4, (int)((T + 1) * G4));
+        t0 = nn_prof_start();
+        nn_sgemm(0, 1, N, (int)G4, H, 1.f, hs + (size_t)t * H, (T + 1) * H, whh, H, 1.f,
+                 gates + (size_t)(t + 1) * G4, (int)((T + 1) * G4));
+        nn_prof_end(NP_LSTM_REC, 0, t0, 2.0 * N * G4 * H);
+        t0 = nn_prof_start();
 #pragma omp parallel for schedule(static)
         for (int n = 0; n < N; n++) {
             size_t r = (size_t)n * (T + 1) + t + 1;
@@ -47,9 +55,12 @@ void nn_lstm_forward(float *hlast, float *xp, float *gates, float *cs, float *hs
                 h[j] = go * tanhf(c[j]);
             }
         }
+        nn_prof_end(NP_LSTM_GATES, 0, t0, 0);
     }
+    t0 = nn_prof_start();
     for (int n = 0; n < N; n++)
         for (int j = 0; j < H; j++) hlast[(size_t)j * N + n] = hs[((size_t)n * (T + 1) + T) * H + j];
+    nn_prof_end(NP_LSTM_OTHER, 0, t0, 0);
 }
 
 void nn_lstm_backward(float *dx, float *dwih, float *dwhh, float *dbih, float *dbhh, float *dgates,
@@ -57,12 +68,15 @@ void nn_lstm_backward(float *dx, float *dwih, float *dwhh, float *dbih, float *d
                       const float *gates, const float *cs, const float *hs, const int *lens, const float *wih,
                       const float *whh, int N, int T, int D, int H) {
     size_t R = (size_t)N * (T + 1), G4 = 4 * (size_t)H;
+    nn_tick_t t0 = nn_prof_start();
     for (int n = 0; n < N; n++) {
         for (int j = 0; j < H; j++) dh[(size_t)n * H + j] = dhlast[(size_t)j * N + n];
         memset(dgates + (size_t)n * (T + 1) * G4, 0, sizeof(float) * G4);
     }
     memset(dc, 0, sizeof(float) * N * H);
+    nn_prof_end(NP_LSTM_OTHER, 1, t0, 0);
     for (int t = T - 1; t >= 0; t--) {
+        t0 = nn_prof_start();
 #pragma omp parallel for schedule(static)
         for (int n = 0; n < N; n++) {
             size_t r = (size_t)n * (T + 1) + t + 1;
@@ -86,9 +100,13 @@ void nn_lstm_backward(float *dx, float *dwih, float *dwhh, float *dbih, float *d
                 dhn[j] = 0.f;
             }
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, H, (int)G4, 1.f,
-                    dgates + (size_t)(t + 1) * G4, (int)((T + 1) * G4), whh, H, 1.f, dh, H);
+        nn_prof_end(NP_LSTM_GATES, 1, t0, 0);
+        t0 = nn_prof_start();
+        nn_sgemm(0, 0, N, H, (int)G4, 1.f, dgates + (size_t)(t + 1) * G4, (int)((T + 1) * G4), whh, H, 1.f,
+                 dh, H);
+        nn_prof_end(NP_LSTM_REC, 1, t0, 2.0 * N * G4 * H);
     }
+    t0 = nn_prof_start();
     nn_sgemm(1, 0, (int)G4, D, (int)R, 1.f, dgates, (int)G4, xp, D, 1.f, dwih, D);
     nn_sgemm(1, 0, (int)G4, H, (int)R - 1, 1.f, dgates + G4, (int)G4, hs, H, 1.f, dwhh, H);
 #pragma omp parallel for schedule(static)
@@ -104,9 +122,12 @@ void nn_lstm_backward(float *dx, float *dwih, float *dwhh, float *dbih, float *d
             dbhh[jb + j] += (float)acc[j];
         }
     }
+    nn_prof_end(NP_LSTM_WGRAD, 1, t0, 2.0 * G4 * ((double)R * D + (R - 1) * H));
     if (!dx) return;
+    t0 = nn_prof_start();
     nn_sgemm(0, 0, (int)R, D, (int)G4, 1.f, dgates, (int)G4, wih, D, 0.f, dxp, D);
     for (int n = 0; n < N; n++)
         for (size_t i = 0; i < (size_t)T * D; i++)
             dx[(size_t)n * T * D + i] += dxp[((size_t)n * (T + 1) + 1) * D + i];
+    nn_prof_end(NP_LSTM_PROJ, 1, t0, 2.0 * R * D * G4);
 }

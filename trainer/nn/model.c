@@ -14,22 +14,36 @@ static int cur_threads(void) {
 #endif
 }
 
-/* NN_PROFILE=1 in the environment: time per layer type, printed by nn_model_free */
-static const char *ltname[] = {"input",   "conv", "bn", "relu", "add",        "shortcutA", "maxpool",
-                               "avgpool", "gap",  "fc", "lstm", "softmax_ce", "mse"};
-static double prof_t[2][16];
-static int prof_on = -1;
-static double tnow(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
+/* the profile kind of a layer (prof.c); LSTM layers time their own parts */
+static int layer_kind(const nn_layer_t *l) {
+    switch (l->type) {
+    case L_INPUT: return NP_INPUT;
+    case L_CONV:
+        if (l->k == 3) return l->s == 1 && l->pad == 1 ? NP_CONV3 : NP_CONV3S;
+        if (l->k == 1) return l->s == 1 ? NP_CONV1 : NP_CONV1S;
+        return l->k >= 7 ? NP_STEM : NP_CONVX;
+    case L_BN: return l->relu ? NP_BNRELU : NP_BN;
+    case L_RELU: return NP_RELU;
+    case L_ADD: return NP_ADD;
+    case L_PADSUB: return NP_SHORTCUT;
+    case L_MAXPOOL: return NP_MAXPOOL;
+    case L_AVGPOOL:
+    case L_GAP: return NP_AVGPOOL;
+    case L_FC: return NP_FC;
+    case L_LSTM: return -1;
+    case L_SOFTMAX_CE:
+    case L_MSE: return NP_LOSS;
+    }
+    return -1;
 }
-static inline double prof_start(void) {
-    if (prof_on < 0) prof_on = getenv("NN_PROFILE") != NULL;
-    return prof_on ? tnow() : 0;
-}
-static inline void prof_end(int bwd, int type, double t0) {
-    if (prof_on > 0) prof_t[bwd][type] += tnow() - t0;
+
+/* multiply-adds x 2 of a convolution / fully connected layer's forward pass (backward: twice
+ * that with the input gradient, once without) */
+static double layer_flop(const nn_model_t *m, const nn_layer_t *l, int N) {
+    const struct nn_slot *si = &m->slots[l->in], *so = &m->slots[l->out];
+    if (l->type == L_CONV) return 2.0 * N * so->h * so->w * so->c * si->c * l->k * l->k;
+    if (l->type == L_FC) return 2.0 * N * si->c * so->c;
+    return 0;
 }
 
 static void seterr(nn_model_t *m, const char *fmt, ...) {
@@ -51,18 +65,30 @@ static int grow(void **p, int *cap, int need, size_t elem) {
     return 0;
 }
 
+/* Activation regions start on 64-byte boundaries (one cache line = one 16-float vector) in
+ * 64-byte aligned buffers, so a kernel's vector loads at a region's start do not straddle two
+ * cache lines. */
+enum { ALIGN_FLOATS = 16 };
+static size_t align_up(size_t n) { return (n + ALIGN_FLOATS - 1) / ALIGN_FLOATS * ALIGN_FLOATS; }
+static float *alloc_aligned(size_t n) {
+    void *p = NULL;
+    return posix_memalign(&p, ALIGN_FLOATS * sizeof(float), (n ? n : 1) * sizeof(float)) ? NULL : p;
+}
+
 int nnb_slot(nn_model_t *m, int c, int h, int w) {
     if (grow((void **)&m->slots, &m->cap_slots, m->nslots + 1, sizeof(struct nn_slot))) return -1;
     struct nn_slot *s = &m->slots[m->nslots];
     s->c = c;
     s->h = h;
     s->w = w;
+    m->nacts = align_up(m->nacts);
     s->off = m->nacts;
     m->nacts += (size_t)c * h * w * m->max_batch;
     return m->nslots++;
 }
 
 size_t nnb_saved(nn_model_t *m, size_t n) {
+    m->nacts = align_up(m->nacts);
     size_t off = m->nacts;
     m->nacts += n;
     return off;
@@ -275,9 +301,9 @@ int nnb_finish(nn_model_t *m) {
     m->grads = calloc(np, sizeof(float));
     m->mom = calloc(np, sizeof(float));
     m->bn_stats = calloc(m->nbn_stats ? m->nbn_stats : 1, sizeof(float));
-    m->acts = malloc((m->nacts ? m->nacts : 1) * sizeof(float));
-    m->dacts = malloc((m->nacts ? m->nacts : 1) * sizeof(float));
-    m->ws = malloc((m->nws ? m->nws : 1) * sizeof(float));
+    m->acts = alloc_aligned(m->nacts);
+    m->dacts = alloc_aligned(m->nacts);
+    m->ws = alloc_aligned(m->nws);
     m->lens = calloc((size_t)m->max_batch, sizeof(int));
     m->dinit = calloc((size_t)m->nslots + 1, 1);
     if (!m->params || !m->grads || !m->mom || !m->bn_stats || !m->acts || !m->dacts || !m->ws || !m->lens ||
@@ -319,12 +345,9 @@ nn_model_t *nn_model_build(const char *desc, int max_batch, uint64_t seed, char 
 
 void nn_model_free(nn_model_t *m) {
     if (!m) return;
-    if (prof_on > 0) {
-        fprintf(stderr, "NN_PROFILE %s (seconds, forward / backward):\n", m->desc);
-        for (int i = 0; i <= L_MSE; i++)
-            if (prof_t[0][i] + prof_t[1][i] > 0)
-                fprintf(stderr, "  %-11s %8.3f %8.3f\n", ltname[i], prof_t[0][i], prof_t[1][i]);
-        memset(prof_t, 0, sizeof prof_t);
+    if (nn_prof_enabled > 0 && getenv("NN_PROFILE")) {
+        nn_profile_print(stderr, m->desc, 1);
+        nn_profile_reset();
     }
     free(m->params);
     free(m->grads);
@@ -356,7 +379,11 @@ void nn_model_init(nn_model_t *m, uint64_t seed) {
 }
 
 void nn_set_training(nn_model_t *m, int training) { m->training = training ? 1 : 0; }
-void nn_zero_grad(nn_model_t *m) { memset(m->grads, 0, m->nparams * sizeof(float)); }
+void nn_zero_grad(nn_model_t *m) {
+    nn_tick_t t0 = nn_prof_start();
+    memset(m->grads, 0, m->nparams * sizeof(float));
+    nn_prof_end(NP_ZERO_GRAD, 2, t0, 0);
+}
 
 const nn_param_t *nn_param_find(const nn_model_t *m, const char *name) {
     for (int i = 0; i < m->nptensors; i++)
@@ -439,11 +466,12 @@ static int ensure_scratch(nn_model_t *m) {
         if (n > need) need = n;
     }
     if (need > m->nws) {
-        float *w = realloc(m->ws, need * sizeof(float));
+        float *w = alloc_aligned(need); /* scratch: no contents to keep */
         if (!w) {
             seterr(m, "out of memory growing the workspace to %zu floats for %d threads", need, T);
             return NN_ERR_NOMEM;
         }
+        free(m->ws);
         m->ws = w;
         m->nws = need;
     }
@@ -470,7 +498,7 @@ int nn_forward(nn_model_t *m, const nn_batch_t *b) {
         float *out = so ? NN_ACT(m, l->out) : NULL;
         const float *in = si ? NN_ACT(m, l->in) : NULL;
         size_t HW = si ? (size_t)si->h * si->w : 0;
-        double t0 = prof_start();
+        nn_tick_t t0 = nn_prof_start();
         switch (l->type) {
         case L_INPUT: {
             size_t per = nn_slot_size(so);
@@ -520,13 +548,19 @@ int nn_forward(nn_model_t *m, const nn_batch_t *b) {
             m->top1 = m->top5 = 0;
             break;
         }
-        prof_end(0, l->type, t0);
+        nn_prof_end(layer_kind(l), 0, t0, l->type == L_CONV || l->type == L_FC ? layer_flop(m, l, N) : 0);
     }
     return NN_OK;
 }
 
-/* activation gradient of slot s, zeroed on first use in this backward */
-static float *dslot(nn_model_t *m, int s) {
+/* activation gradient of slot s, zeroed on first use in this backward unless the caller writes
+ * it whole (*fresh = 1 then; fresh may be NULL) */
+static float *dslot_w(nn_model_t *m, int s, int *fresh) {
+    if (fresh) *fresh = !m->dinit[s];
+    if (fresh && *fresh) {
+        m->dinit[s] = 1;
+        return NN_DACT(m, s);
+    }
     if (!m->dinit[s]) {
         float *d = NN_DACT(m, s);
         size_t n = nn_slot_size(&m->slots[s]) * m->batch, blk = 1 << 16;
@@ -536,6 +570,7 @@ static float *dslot(nn_model_t *m, int s) {
     }
     return NN_DACT(m, s);
 }
+static float *dslot(nn_model_t *m, int s) { return dslot_w(m, s, NULL); }
 
 int nn_backward(nn_model_t *m) {
     int N = m->batch, T = m->steps;
@@ -559,18 +594,24 @@ int nn_backward(nn_model_t *m) {
         struct nn_slot *si = &m->slots[l->in];
         struct nn_slot *so = l->out >= 0 ? &m->slots[l->out] : NULL;
         const float *in = NN_ACT(m, l->in);
+        nn_tick_t t0 = nn_prof_start();
         const float *dout = so ? dslot(m, l->out) : NULL;
-        float *din = l->need_din ? dslot(m, l->in) : NULL;
+        /* convolutions, batch norm and residual adds write their input gradients whole: no
+         * zeroing first */
+        int fresh = 0, fresh2 = 0, sets = l->type == L_CONV || l->type == L_BN || l->type == L_ADD;
+        float *din = l->need_din ? dslot_w(m, l->in, sets ? &fresh : NULL) : NULL;
+        float *din2 = l->type == L_ADD && l->in2 != 0 ? dslot_w(m, l->in2, &fresh2) : NULL;
+        nn_prof_end(NP_DZERO, 1, t0, 0);
         size_t HW = (size_t)si->h * si->w;
-        double t0 = prof_start();
+        t0 = nn_prof_start();
         switch (l->type) {
         case L_INPUT: break;
         case L_CONV:
-            nn_conv_backward(din, NN_G(m, l->p), l->bias ? NN_G(m, l->p + 1) : NULL, m->ws, dout, in,
+            (fresh ? nn_conv_backward_set : nn_conv_backward)(din, NN_G(m, l->p), l->bias ? NN_G(m, l->p + 1) : NULL, m->ws, dout, in,
                              NN_P(m, l->p), N, si->c, si->h, si->w, so->c, l->k, l->k, l->s, l->pad);
             break;
         case L_BN:
-            nn_bn_backward(din, NN_G(m, l->p), NN_G(m, l->p + 1), dout, in, m->acts + l->ws,
+            (fresh ? nn_bn_backward_set : nn_bn_backward)(din, NN_G(m, l->p), NN_G(m, l->p + 1), dout, in, m->acts + l->ws,
                            m->acts + l->ws + si->c, NN_P(m, l->p), si->c, N * HW,
                            l->relu ? NN_ACT(m, l->out) : NULL);
             break;
@@ -578,8 +619,8 @@ int nn_backward(nn_model_t *m) {
             if (din) nn_relu_backward(din, dout, NN_ACT(m, l->out), N * nn_slot_size(si));
             break;
         case L_ADD: {
-            float *db = l->in2 != 0 ? dslot(m, l->in2) : NULL;
-            nn_add_backward(din, db, dout, N * nn_slot_size(si), l->relu ? NN_ACT(m, l->out) : NULL);
+            nn_add_backward_x(din, fresh, din2, fresh2, dout, N * nn_slot_size(si),
+                              l->relu ? NN_ACT(m, l->out) : NULL);
             break;
         }
         case L_PADSUB:
@@ -611,7 +652,8 @@ int nn_backward(nn_model_t *m) {
         case L_SOFTMAX_CE: nn_softmax_ce_backward(din, m->acts + l->ws, m->labels, N, si->c, 1.f); break;
         case L_MSE: nn_mse_backward(din, in, m->targets, N, si->c, 1.f); break;
         }
-        prof_end(1, l->type, t0);
+        nn_prof_end(layer_kind(l), 1, t0,
+                    l->type == L_CONV || l->type == L_FC ? layer_flop(m, l, N) * (din ? 2 : 1) : 0);
     }
     return NN_OK;
 }

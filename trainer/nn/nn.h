@@ -72,6 +72,10 @@ void nn_conv_forward(float *out, float *ws, const float *in, const float *w, con
 /* din may be NULL (input gradient not needed); dw/db accumulate; db may be NULL. */
 void nn_conv_backward(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
                       const float *w, int N, int C, int H, int W, int K, int kh, int kw, int s, int p);
+/* as nn_conv_backward, but din is written (=), not accumulated: its first consumer in a
+ * backward pass needs no zeroed buffer */
+void nn_conv_backward_set(float *din, float *dw, float *db, float *ws, const float *dout, const float *in,
+                          const float *w, int N, int C, int H, int W, int K, int kh, int kw, int s, int p);
 
 /* Batch norm over (C, M=N*H*W).  Training: batch statistics (biased variance for the output,
  * unbiased for the running variance, as PyTorch), saves mean/invstd (C each) and updates
@@ -84,6 +88,10 @@ void nn_bn_forward(float *out, float *mean, float *invstd, float *run_mean, floa
 void nn_bn_backward(float *din, float *dgamma, float *dbeta, const float *dout, const float *in,
                     const float *mean, const float *invstd, const float *gamma, int C, size_t M,
                     const float *relu_out);
+/* as nn_bn_backward, but din is written (=), not accumulated */
+void nn_bn_backward_set(float *din, float *dgamma, float *dbeta, const float *dout, const float *in,
+                        const float *mean, const float *invstd, const float *gamma, int C, size_t M,
+                        const float *relu_out);
 
 void nn_relu_forward(float *out, const float *in, size_t n);
 void nn_relu_backward(float *din, const float *dout, const float *out, size_t n);
@@ -314,6 +322,23 @@ float nn_rng_normal(nn_rng_t *r);
  * them, else NULL (detection fine, or not x86).  Takes effect only in a process started with
  * it in the environment. */
 const char *nn_blas_coretype_hint(void);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Step profile: wall and process CPU seconds and FLOPs of each kind of work (conv 3x3 direct,
+ * 1x1 GEMM, stem, batch norm, LSTM gates, SGD update, ...) in forward / backward / update,
+ * accumulated process-wide while enabled (nn_profile_enable(1), or NN_PROFILE=1 in the
+ * environment, which also prints the table at nn_model_free). */
+typedef struct {
+    const char *kind;
+    int nested; /* part of the kind above it (not added to the total) */
+    double wall[3], cpu[3], flop[3]; /* [forward, backward, update], seconds / operations */
+} nn_prof_row_t;
+void nn_profile_enable(int on);
+void nn_profile_reset(void);
+/* fills up to max rows (kinds with any time, in a fixed order); returns the number of such kinds */
+int nn_profile_rows(nn_prof_row_t *rows, int max);
+/* the table, in ms per step (totals divided by steps) */
+void nn_profile_print(FILE *f, const char *title, int steps);
 
 #ifdef __cplusplus
 }

@@ -103,9 +103,28 @@ int nn_conv3_applies(int kh, int kw, int s, int p);
 size_t nn_conv3_ws_size(int C, int K);
 void nn_conv3_forward(float *out, float *ws, const float *in, const float *w, const float *b, int N, int C,
                       int H, int W, int K);
-/* dw += filter gradient; din += data gradient unless din is NULL */
-void nn_conv3_backward(float *din, float *dw, float *ws, const float *dout, const float *in, const float *w,
-                       int N, int C, int H, int W, int K);
+/* dw += filter gradient; din += data gradient (set: din = it) unless din is NULL */
+void nn_conv3_backward(float *din, int set, float *dw, float *ws, const float *dout, const float *in,
+                       const float *w, int N, int C, int H, int W, int K);
+
+/* step profile (prof.c): kinds of work; phase 0 forward, 1 backward, 2 update.  Kinds from
+ * NP_IM2COL on are parts of other kinds ("of which"), timed by thread 0 inside parallel loops. */
+enum {
+    NP_INPUT, NP_CONV3, NP_CONV3S, NP_CONV1, NP_CONV1S, NP_STEM, NP_CONVX, NP_BN, NP_BNRELU, NP_RELU,
+    NP_ADD, NP_SHORTCUT, NP_MAXPOOL, NP_AVGPOOL, NP_FC, NP_LSTM_PROJ, NP_LSTM_REC, NP_LSTM_GATES,
+    NP_LSTM_WGRAD, NP_LSTM_OTHER, NP_LOSS, NP_DZERO, NP_ZERO_GRAD, NP_UPDATE,
+    NP_IM2COL, NP_WSUM, NP_NKINDS
+};
+typedef struct {
+    double wall, cpu;
+} nn_tick_t;
+extern int nn_prof_enabled; /* -1 not yet read from NN_PROFILE, 0 off, 1 on */
+nn_tick_t nn_prof_start(void);
+void nn_prof_end(int kind, int phase, nn_tick_t t0, double flop);
+
+/* nn_add_backward with each input gradient written (set_x = 1) or accumulated (act.c) */
+void nn_add_backward_x(float *da, int set_a, float *db, int set_b, const float *dout, size_t n,
+                       const float *relu_out);
 
 /* model zoo (zoo.c) */
 int nn_zoo_build(nn_model_t *m, const char *desc);

@@ -4,6 +4,7 @@
 
 void nn_sgd_step_grad(nn_model_t *m, const float *grad, const nn_sgd_t *o) {
     float lr = o->lr, mu = o->momentum;
+    nn_tick_t t0 = nn_prof_start();
     for (int t = 0; t < m->nptensors; t++) {
         const nn_param_t *p = &m->ptensors[t];
         float wd = (p->decay || o->wd_all) ? o->wd : 0.f;
@@ -25,6 +26,7 @@ void nn_sgd_step_grad(nn_model_t *m, const float *grad, const nn_sgd_t *o) {
             }
         }
     }
+    nn_prof_end(NP_UPDATE, 2, t0, 0);
 }
 
 void nn_sgd_step(nn_model_t *m, const nn_sgd_t *o) { nn_sgd_step_grad(m, m->grads, o); }

@@ -28,7 +28,8 @@ void nn_maxpool_forward(float *out, const float *in, int NC, int H, int W, int k
     }
 }
 
-/* gradient to the first maximum of each window (as PyTorch) */
+/* gradient to the first maximum of each window (as PyTorch); the window's arg max is found
+ * with conditional moves, not branches (which mispredict on data-dependent comparisons) */
 void nn_maxpool_backward(float *din, const float *dout, const float *in, int NC, int H, int W, int k, int s,
                          int p) {
     int OH = od(H, k, s, p), OW = od(W, k, s, p);
@@ -37,25 +38,24 @@ void nn_maxpool_backward(float *din, const float *dout, const float *in, int NC,
         const float *x = in + (size_t)q * H * W;
         const float *dy = dout + (size_t)q * OH * OW;
         float *dx = din + (size_t)q * H * W;
-        for (int oh = 0; oh < OH; oh++)
+        for (int oh = 0; oh < OH; oh++) {
+            int ih0 = oh * s - p, ilo = ih0 < 0 ? 0 : ih0, ihi = ih0 + k > H ? H : ih0 + k;
             for (int ow = 0; ow < OW; ow++) {
-                float mx = -FLT_MAX;
-                int am = -1;
-                for (int i = 0; i < k; i++) {
-                    int ih = oh * s - p + i;
-                    if (ih < 0 || ih >= H) continue;
-                    for (int j = 0; j < k; j++) {
-                        int iw = ow * s - p + j;
-                        if (iw < 0 || iw >= W) continue;
-                        float v = x[ih * W + iw];
-                        if (v > mx || am < 0) {
-                            mx = v;
-                            am = ih * W + iw;
-                        }
+                int iw0 = ow * s - p, jlo = iw0 < 0 ? 0 : iw0, jhi = iw0 + k > W ? W : iw0 + k;
+                if (ilo >= ihi || jlo >= jhi) continue;
+                int am = ilo * W + jlo;
+                float mx = x[am];
+                for (int ih = ilo; ih < ihi; ih++)
+                    for (int iw = jlo; iw < jhi; iw++) {
+                        int idx = ih * W + iw;
+                        float v = x[idx];
+                        int gt = v > mx;
+                        mx = gt ? v : mx;
+                        am = gt ? idx : am;
                     }
-                }
-                if (am >= 0) dx[am] += dy[oh * OW + ow];
+                dx[am] += dy[oh * OW + ow];
             }
+        }
     }
 }
 

@@ -1,12 +1,48 @@
 /* bench_cpu.c: step time (forward + backward + SGD update) of the paper's models on the CPU.
- * Usage: nn_bench_cpu [iters=5] [model ...]   models: resnet32 resnet50 lstm fmnist
+ * Usage: nn_bench_cpu [--profile JSON] [iters=5] [model ...]   models: resnet32 resnet50 lstm fmnist
  *        nn_bench_cpu --blas-coretype   prints nn_blas_coretype_hint() (nothing if none)
+ * --profile: after each model's line, the step profile of its timed steps (time per kind of work:
+ * conv 3x3 / 1x1 / stem, batch norm, LSTM gates, update, ...; nn_profile_print), and all models'
+ * profiles as JSON in the file JSON.
  * Prints one line per model: "model batch median_ms min_ms cpu_ms" (median wall time of iters
  * after 2 warm-ups, the fastest, and the median process CPU time: on a shared machine the CPU
  * time is the steadier figure, since waiting for a core does not count). */
 #include "trainer/nn/nn.h"
 #include <string.h>
 #include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static int nn_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+/* one model's profile as a JSON object (rows in ms per step) */
+static void profile_json(FILE *f, const char *name, int batch, int steps, int threads, const double *ms) {
+    nn_prof_row_t rows[64];
+    int n = nn_profile_rows(rows, 64);
+    if (n > 64) n = 64;
+    fprintf(f, "  {\"model\": \"%s\", \"batch\": %d, \"threads\": %d, \"steps\": %d, "
+               "\"median_ms\": %.2f, \"median_cpu_ms\": %.2f, \"rows\": [\n",
+            name, batch, threads, steps, ms[0], ms[1]);
+    for (int i = 0; i < n; i++) {
+        const nn_prof_row_t *r = &rows[i];
+        const char *k = r->kind;
+        while (*k == ' ') k++;
+        fprintf(f,
+                "    {\"kind\": \"%s\", \"nested\": %s, \"forward_ms\": %.3f, \"backward_ms\": %.3f, "
+                "\"update_ms\": %.3f, \"cpu_ms\": %.3f, \"gflop\": %.4f}%s\n",
+                k, r->nested ? "true" : "false", r->wall[0] / steps * 1e3, r->wall[1] / steps * 1e3,
+                r->wall[2] / steps * 1e3, (r->cpu[0] + r->cpu[1] + r->cpu[2]) / steps * 1e3,
+                (r->flop[0] + r->flop[1] + r->flop[2]) / steps * 1e-9, i + 1 < n ? "," : "");
+    }
+    fprintf(f, "  ]}");
+}
 
 static double clock_ms(clockid_t id) {
     struct timespec t;
@@ -24,6 +60,19 @@ int main(int argc, char **argv) {
         if (h) printf("%s\n", h);
         return 0;
     }
+    FILE *pj = NULL;
+    int a0 = 1, npj = 0;
+    if (argc > 2 && !strcmp(argv[1], "--profile")) {
+        pj = fopen(argv[2], "w");
+        if (!pj) {
+            fprintf(stderr, "nn_bench_cpu: cannot write the profile file %s\n", argv[2]);
+            return 1;
+        }
+        fprintf(pj, "[\n");
+        a0 = 3;
+    }
+    argc -= a0 - 1;
+    argv += a0 - 1;
     int iters = argc > 1 ? atoi(argv[1]) : 5;
     if (iters < 1) iters = 1;
     struct {
@@ -61,6 +110,10 @@ int main(int argc, char **argv) {
         nn_sgd_t o = {.lr = 0.01f, .momentum = 0.9f, .wd = 1e-4f};
         double *t = malloc(sizeof(double) * iters), *cpu = malloc(sizeof(double) * iters);
         for (int it = -2; it < iters; it++) {
+            if (pj && it == 0) {
+                nn_profile_reset();
+                nn_profile_enable(1);
+            }
             double t0 = clock_ms(CLOCK_MONOTONIC), c0 = clock_ms(CLOCK_PROCESS_CPUTIME_ID);
             nn_zero_grad(m);
             nnCheck(nn_forward(m, &b), m->err, "forward");
@@ -74,6 +127,13 @@ int main(int argc, char **argv) {
         qsort(t, iters, sizeof(double), cmp);
         qsort(cpu, iters, sizeof(double), cmp);
         printf("%s %d %.1f %.1f %.1f\n", all[k].name, N, t[iters / 2], t[0], cpu[iters / 2]);
+        if (pj) {
+            nn_profile_enable(0);
+            nn_profile_print(stdout, all[k].name, iters);
+            double med[2] = {t[iters / 2], cpu[iters / 2]};
+            fprintf(pj, "%s", npj++ ? ",\n" : "");
+            profile_json(pj, all[k].name, N, iters, nn_threads(), med);
+        }
         fflush(stdout);
         free(t);
         free(cpu);
@@ -81,6 +141,13 @@ int main(int argc, char **argv) {
         free(lab);
         free(len);
         nn_model_free(m);
+    }
+    if (pj) {
+        fprintf(pj, "\n]\n");
+        if (fclose(pj)) {
+            fprintf(stderr, "nn_bench_cpu: error writing the profile file\n");
+            return 1;
+        }
     }
     return 0;
 }

@@ -5,6 +5,8 @@
 # Median of NN_BENCH_ITERS (5) steps after 2 warm-ups, the fastest step, and the median process
 # CPU time per step (steadier than wall time on a shared machine).  Writes BUILD_DIR/bench/cpu.json.
 # NN_BENCH_MODELS selects models; NN_BENCH_THREADS (2); NN_BENCH_NO_TORCH=1 skips PyTorch.
+# NN_BENCH_PROFILE=1: instead, our step profile per kind of work (nn_bench_cpu --profile), the
+# tables on stdout and BUILD_DIR/bench/cpu_profile.json.
 # Where OpenBLAS does not know the CPU model and falls back to its generic SSE3 kernels,
 # OPENBLAS_CORETYPE is set (unless already set) to the core matching the CPU's vector extensions
 # (nn_blas_coretype_hint), as PyTorch's own kernels detect them.
@@ -22,6 +24,12 @@ if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
   fi
 fi
 echo "bench-cpu: $T threads, median of $IT steps after 2 warm-ups ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg))"
+if [ -n "${NN_BENCH_PROFILE:-}" ]; then
+  # shellcheck disable=SC2086
+  "$B/bench/nn_bench_cpu" --profile "$B/bench/cpu_profile.json" "$IT" $MODELS || exit 1
+  echo "wrote $B/bench/cpu_profile.json"
+  exit 0
+fi
 if [ -z "${NN_BENCH_NO_TORCH:-}" ] && python3 -c 'import torch' 2>/dev/null; then
   tv=$(python3 -c 'import torch; print(torch.__version__)')
 else
