@@ -239,7 +239,7 @@ static const char *modes[] = {"mpi_allreduce", "sync", "solo", "majority", "quor
 
 /* One row of the table (size, skew, mode) over the repetitions; pool and rep_mean on rank 0. */
 typedef struct {
-    double *pool;     /* every latency (s) of every repetition */
+    double *pool; /* every latency (s) of every repetition */
     int npool, ran;
     double *rep_mean; /* [reps] mean latency (us) of each repetition */
     double fresh;
@@ -275,8 +275,9 @@ static json_t *report_row(const row_t *w, const row_t *base, int reps, size_t n,
     char range[32] = "-";
     if (cmp) snprintf(range, sizeof range, "%.2f-%.2f", rmin, rmax);
     printf("%12zu %10zu %6s %14s %6s %11.1f %10.1f %11.1f %11.1f %11.1f %11.1f %6.2f %6ld %9.2f %9.2f %15s\n",
-           n * 4, n, "float", modes[m], sk ? "linear" : "none", w->mean, w->min, w->p50, w->p90, w->p99, w->max,
-           w->fresh, w->wrong, cmp ? w->mean / base->mean : NAN, cmp ? w->p50 / base->p50 : NAN, range);
+           n * 4, n, "float", modes[m], sk ? "linear" : "none", w->mean, w->min, w->p50, w->p90, w->p99,
+           w->max, w->fresh, w->wrong, cmp ? w->mean / base->mean : NAN, cmp ? w->p50 / base->p50 : NAN,
+           range);
     fflush(stdout);
     json_t *o = json_object(), *rm = json_array();
     json_object_set_new(o, "mode", json_string(modes[m]));
@@ -388,7 +389,8 @@ int main(int argc, char **argv) {
         nomem |= !(rows[i].rep_mean = calloc((size_t)reps, sizeof(double)));
     }
     if (nomem) {
-        fprintf(stderr, "bench_collectives: rank %d: out of memory for %d rows of %d latencies\n", me, nrow, per);
+        fprintf(stderr, "bench_collectives: rank %d: out of memory for %d rows of %d latencies\n", me, nrow,
+                per);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     if (!me) {
@@ -413,9 +415,9 @@ int main(int argc, char **argv) {
                 }
     long wrong_all = 0;
     if (!me) {
-        printf("%12s %10s %6s %14s %6s %11s %10s %11s %11s %11s %11s %6s %6s %9s %9s %15s\n", "size(B)", "count",
-               "type", "mode", "skew", "mean(us)", "min(us)", "median(us)", "p90(us)", "p99(us)", "max(us)",
-               "fresh", "#wrong", "mean/mpi", "med/mpi", "mean/mpi range");
+        printf("%12s %10s %6s %14s %6s %11s %10s %11s %11s %11s %11s %6s %6s %9s %9s %15s\n", "size(B)",
+               "count", "type", "mode", "skew", "mean(us)", "min(us)", "median(us)", "p90(us)", "p99(us)",
+               "max(us)", "fresh", "#wrong", "mean/mpi", "med/mpi", "mean/mpi range");
         for (int i = 0; i < nrow; i++)
             if (rows[i].ran) summarize(&rows[i]);
     }

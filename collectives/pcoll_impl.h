@@ -79,19 +79,19 @@ enum { DRV_NONE = 0, DRV_ENGINE = 1, DRV_APP = 2 };
 
 /* The round in progress [token]. */
 typedef struct {
-    uint64_t r;          /* the round */
-    int stage;           /* ST_* */
-    int rc;              /* ST_FAILED: the error */
-    int act_from;        /* ST_ACT: sender of ACT(r), or NOT_ACTIVATED */
-    int sent_ready;      /* ST_ACT: READY(r) sent to the coordinator */
-    uint64_t sent_cnt;   /* ST_ACT: last COUNT(r) sent up the tree */
-    ring_slot_t *slot;   /* result slot (NULL: results dropped) */
-    float *send, *recv;  /* contribution (deposit or zeros) and result buffer */
-    int failed;          /* this rank had failed when the round started: contributes zeros */
-    double t_dep;        /* when the contributed deposit was made (0: none) */
+    uint64_t r;         /* the round */
+    int stage;          /* ST_* */
+    int rc;             /* ST_FAILED: the error */
+    int act_from;       /* ST_ACT: sender of ACT(r), or NOT_ACTIVATED */
+    int sent_ready;     /* ST_ACT: READY(r) sent to the coordinator */
+    uint64_t sent_cnt;  /* ST_ACT: last COUNT(r) sent up the tree */
+    ring_slot_t *slot;  /* result slot (NULL: results dropped) */
+    float *send, *recv; /* contribution (deposit or zeros) and result buffer */
+    int failed;         /* this rank had failed when the round started: contributes zeros */
+    double t_dep;       /* when the contributed deposit was made (0: none) */
     double t_start, t_end;
-    const float *rm;     /* ST_PUBLISH: the reduced metadata (host memory) */
-    MPI_Request req;     /* ST_REDUCE: the round's MPI_Iallreduce */
+    const float *rm; /* ST_PUBLISH: the reduced metadata (host memory) */
+    MPI_Request req; /* ST_REDUCE: the round's MPI_Iallreduce */
 } round_t;
 
 /* Heartbeat message of the liveness thread (doubles): sequence number, pending, pending_s,
@@ -149,13 +149,13 @@ struct pcoll {
     int R;
 
     /* the drive token and the round in progress */
-    int driver;       /* [mu] DRV_*: who runs pcoll_drive now */
-    int app_want;     /* [mu] application threads waiting for the engine to give the token up */
-    int eng_parked;   /* [mu] the engine waits while an application thread drives */
-    int drive_end;    /* [mu] the state machine has ended (ST_END or ST_FAILED) */
-    uint64_t events;  /* [mu] local events that may unblock a round (deposit, join, horizon,
+    int driver;      /* [mu] DRV_*: who runs pcoll_drive now */
+    int app_want;    /* [mu] application threads waiting for the engine to give the token up */
+    int eng_parked;  /* [mu] the engine waits while an application thread drives */
+    int drive_end;   /* [mu] the state machine has ended (ST_END or ST_FAILED) */
+    uint64_t events; /* [mu] local events that may unblock a round (deposit, join, horizon,
                          pcoll_next, error, token given back): counted, then cv_eng signalled */
-    round_t cur;      /* [token] */
+    round_t cur;     /* [token] */
 
     /* state of the token holder (agreed, from the records) [token] */
     uint8_t *joined;  /* [P] */
