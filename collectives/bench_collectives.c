@@ -2,12 +2,17 @@
  *
  * P ranks; per iteration: MPI_Barrier, rank r sleeps r x unit ms (linear skew) or nothing,
  * then deposit -> wait (or plain MPI_Allreduce); latency = deposit to completion, per rank.
- * Reported: mean over ranks and iterations, min, median, 90th and 99th percentiles and max of
- * all P x iters latencies (one outlier can move the mean of a short run far; the median cannot);
+ * Rows (size, skew, mode) run in turn; with --reps R the whole set of rows runs R times, so the
+ * rows of one repetition are measured side by side in time. Reported over all P x iters x R
+ * latencies of a row: mean, min, median, 90th and 99th percentiles and max (one outlier can move
+ * the mean of a short run far; the median cannot); the ratio of the mean and of the median to
+ * plain MPI_Allreduce of the same size and skew (mean/mpi, med/mpi), and the range of the ratio
+ * of the means over the repetitions (each repetition's own pair): the spread of the figure.
  * #wrong counts rounds whose result is not the sum of what the fresh ranks deposited (each rank
  * deposits all elements = rank + 1).
  * Modes: mpi_allreduce, sync, solo, majority, quorum (Q = P/2).
- * The JSON also names each rank's host (MPI_Get_processor_name), "hosts"[r] for rank r.
+ * The JSON also names each rank's host (MPI_Get_processor_name), "hosts"[r] for rank r, and per
+ * row each repetition's mean ("rep_mean_latency_us") and the ratios.
  * Wait semantics: sync waits until its own deposit's round completed. The partial modes use the
  * original eager-SGD semantics: a late rank does not wait for a round of its own
  * (PCOLL_WAIT_NEWER: it returns as soon as a round it has not applied yet is complete; its
@@ -15,8 +20,10 @@
  * consumption would deadlock majority and quorum against the per-iteration barrier: the next
  * round's initiator, or the ranks that would complete the quorum, are at that barrier.
  *
- * usage: mpirun -np P bench_collectives [--unit-ms 1] [--iters 64] [--warmup 4]
+ * usage: mpirun -np P bench_collectives [--unit-ms 1] [--iters 64] [--reps 1] [--warmup 4]
  *                 [--sizes 8,4194304] [--json build/bench/collectives.json]
+ *                 [--only mode,mode...] [--poll-us U] [--spin-us U] (libpcoll's cfg.poll_max_us,
+ *                 cfg.spin_us)
  *        [--device]  device buffers (PCOLL_MEM_DEVICE: NCCL, or staged through the host when ranks
  *                    share a GPU); only in build/bench/bench_collectives_cuda (-DPCOLL_HAVE_NCCL);
  *                    rank r uses GPU (local rank % devices); mpi_allreduce stays a host baseline.
@@ -79,7 +86,7 @@ static void sleep_ms(double ms) {
     } while (0)
 
 typedef struct {
-    double mean, min, max, p50, p90, p99, fresh_frac;
+    double mean, min, max, fresh_frac; /* mean over ranks and iterations (us) */
     long wrong;
 } result_t;
 
@@ -117,8 +124,11 @@ static long check_round(const float *res, size_t n, const pcoll_record_t *rec) {
     return 0;
 }
 
-static result_t run(const char *mode, size_t n, int linear, double unit, int iters, int warm) {
-    result_t out = {0, 1e30, 0, 0, 0, 0, 0, 0};
+/* One row, one repetition: every rank's iters latencies; rank 0 appends all P x iters of them
+ * (seconds) to pool[*npool...] (pool has room for them), for percentiles over repetitions. */
+static result_t run(const char *mode, size_t n, int linear, double unit, int iters, int warm, double *pool,
+                    int *npool) {
+    result_t out = {0, 1e30, 0, 0, 0};
     double *lats = malloc((size_t)iters * sizeof *lats);
     float *g = malloc(n * sizeof *g), *r = malloc(n * sizeof *r);
     for (size_t i = 0; i < n; i++) g[i] = (float)(me + 1);
@@ -211,16 +221,8 @@ static result_t run(const char *mode, size_t n, int linear, double unit, int ite
     out.min = gmin * 1e6;
     out.max = gmax * 1e6;
     out.wrong = gw;
-    double *all = me ? NULL : malloc((size_t)iters * (size_t)P * sizeof *all);
-    MPI_Gather(lats, iters, MPI_DOUBLE, all, iters, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    if (!me) {
-        int na = iters * P;
-        qsort(all, (size_t)na, sizeof *all, cmp_double);
-        out.p50 = quantile(all, na, 0.5) * 1e6;
-        out.p90 = quantile(all, na, 0.9) * 1e6;
-        out.p99 = quantile(all, na, 0.99) * 1e6;
-    }
-    free(all);
+    MPI_Gather(lats, iters, MPI_DOUBLE, me ? NULL : pool + *npool, iters, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (!me) *npool += iters * P;
     free(lats);
     out.fresh_frac = rounds ? (double)fresh / ((double)rounds * P) : 1.0;
     pcoll_record_free(&rec);
@@ -232,18 +234,88 @@ static result_t run(const char *mode, size_t n, int linear, double unit, int ite
     return out;
 }
 
+static const char *modes[] = {"mpi_allreduce", "sync", "solo", "majority", "quorum"};
+#define NMODES 5
+
+/* One row of the table (size, skew, mode) over the repetitions; pool and rep_mean on rank 0. */
+typedef struct {
+    double *pool; /* every latency (s) of every repetition */
+    int npool, ran;
+    double *rep_mean; /* [reps] mean latency (us) of each repetition */
+    double fresh;
+    long wrong;
+    double mean, min, max, p50, p90, p99; /* us, over the pool */
+} row_t;
+
+/* Statistics over the pooled latencies of a row (rank 0). */
+static void summarize(row_t *w) {
+    int n = w->npool;
+    qsort(w->pool, (size_t)n, sizeof *w->pool, cmp_double);
+    double sum = 0;
+    for (int i = 0; i < n; i++) sum += w->pool[i];
+    w->mean = n ? sum / n * 1e6 : 0;
+    w->min = n ? w->pool[0] * 1e6 : 0;
+    w->max = n ? w->pool[n - 1] * 1e6 : 0;
+    w->p50 = n ? quantile(w->pool, n, 0.5) * 1e6 : 0;
+    w->p90 = n ? quantile(w->pool, n, 0.9) * 1e6 : 0;
+    w->p99 = n ? quantile(w->pool, n, 0.99) * 1e6 : 0;
+}
+
+/* Prints row w (size n floats, skew sk, mode m) of the table and returns its JSON object; base:
+ * the plain MPI_Allreduce row of the same size and skew (NULL if it did not run), for the ratios
+ * of the means and medians and the range of the per-repetition ratio of the means. */
+static json_t *report_row(const row_t *w, const row_t *base, int reps, size_t n, int sk, int m) {
+    int cmp = base && base->mean > 0;
+    double rmin = 0, rmax = 0;
+    for (int k = 0; cmp && k < reps; k++) {
+        double q = w->rep_mean[k] / base->rep_mean[k];
+        if (!k || q < rmin) rmin = q;
+        if (!k || q > rmax) rmax = q;
+    }
+    char range[32] = "-";
+    if (cmp) snprintf(range, sizeof range, "%.2f-%.2f", rmin, rmax);
+    printf("%12zu %10zu %6s %14s %6s %11.1f %10.1f %11.1f %11.1f %11.1f %11.1f %6.2f %6ld %9.2f %9.2f %15s\n",
+           n * 4, n, "float", modes[m], sk ? "linear" : "none", w->mean, w->min, w->p50, w->p90, w->p99,
+           w->max, w->fresh, w->wrong, cmp ? w->mean / base->mean : NAN, cmp ? w->p50 / base->p50 : NAN,
+           range);
+    fflush(stdout);
+    json_t *o = json_object(), *rm = json_array();
+    json_object_set_new(o, "mode", json_string(modes[m]));
+    json_object_set_new(o, "skew", json_string(sk ? "linear" : "none"));
+    json_object_set_new(o, "bytes", json_integer((json_int_t)(n * 4)));
+    json_object_set_new(o, "count", json_integer((json_int_t)n));
+    const char *names[] = {"mean_latency_us",   "min_latency_us", "max_latency_us",
+                           "median_latency_us", "p90_latency_us", "p99_latency_us"};
+    const double vals[] = {w->mean, w->min, w->max, w->p50, w->p90, w->p99};
+    for (int i = 0; i < 6; i++) json_object_set_new(o, names[i], json_real(vals[i]));
+    for (int k = 0; k < reps; k++) json_array_append_new(rm, json_real(w->rep_mean[k]));
+    json_object_set_new(o, "rep_mean_latency_us", rm);
+    if (cmp) {
+        json_object_set_new(o, "mean_ratio_mpi", json_real(w->mean / base->mean));
+        json_object_set_new(o, "median_ratio_mpi", json_real(w->p50 / base->p50));
+        json_object_set_new(o, "rep_mean_ratio_mpi_min", json_real(rmin));
+        json_object_set_new(o, "rep_mean_ratio_mpi_max", json_real(rmax));
+    }
+    json_object_set_new(o, "fresh_fraction", json_real(w->fresh));
+    json_object_set_new(o, "wait", json_string(m >= 2 ? "newer" : m == 0 ? "blocking" : "consumed"));
+    json_object_set_new(o, "wrong", json_integer(w->wrong));
+    return o;
+}
+
 int main(int argc, char **argv) {
     int provided;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_size(MPI_COMM_WORLD, &P);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     double unit = 1.0;
-    int iters = 64, warm = 4;
+    int iters = 64, warm = 4, reps = 1;
     const char *json = "build/bench/collectives.json", *sizes = "8,4194304";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(a, "--unit-ms"))
             unit = atof(v), i++;
+        else if (!strcmp(a, "--reps"))
+            reps = atoi(v), i++;
         else if (!strcmp(a, "--iters"))
             iters = atoi(v), i++;
         else if (!strcmp(a, "--warmup"))
@@ -264,14 +336,14 @@ int main(int argc, char **argv) {
             if (!me)
                 fprintf(stderr,
                         "bench_collectives: unknown option '%s' (options: --unit-ms "
-                        "--iters --warmup --sizes --json)\n",
+                        "--iters --reps --warmup --sizes --json --only --poll-us --spin-us --device)\n",
                         a);
             MPI_Finalize();
             return 2;
         }
     }
-    if (iters < 1 || unit < 0) {
-        if (!me) fprintf(stderr, "bench_collectives: --iters must be >= 1 and --unit-ms >= 0\n");
+    if (iters < 1 || unit < 0 || reps < 1) {
+        if (!me) fprintf(stderr, "bench_collectives: --iters and --reps must be >= 1 and --unit-ms >= 0\n");
         MPI_Finalize();
         return 2;
     }
@@ -301,59 +373,74 @@ int main(int argc, char **argv) {
         return 2;
 #endif
     }
-    const char *modes[] = {"mpi_allreduce", "sync", "solo", "majority", "quorum"};
     json_t *root = json_object(), *arr = json_array(), *hosts = gather_hosts();
-    if (!me) {
-        printf("# eager-SGD partial allreduce, %d ranks, rank r delayed r x %.3g ms (linear skew), "
-               "%d iterations (+%d warm-up), mean over ranks of deposit-to-completion latency, "
-               "%s buffers\n",
-               P, unit, iters, warm, g_device ? "device" : "host");
-        printf("%12s %10s %6s %14s %6s %11s %10s %11s %11s %11s %11s %6s %6s\n", "size(B)", "count", "type",
-               "mode", "skew", "mean(us)", "min(us)", "median(us)", "p90(us)", "p99(us)", "max(us)", "fresh",
-               "#wrong");
-    }
+    size_t nsz = 0, szs[16];
     char buf[256];
     snprintf(buf, sizeof buf, "%s", sizes);
-    long wrong_all = 0;
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        size_t bytes = (size_t)atol(tok), n = bytes / 4 ? bytes / 4 : 1;
-        for (int sk = 0; sk < 2; sk++)
-            for (int m = 0; m < 5; m++) {
-                if (g_only && !strstr(g_only, modes[m])) continue;
-                result_t r = run(modes[m], n, sk, unit, iters, warm);
-                wrong_all += r.wrong;
-                if (me) continue;
-                printf("%12zu %10zu %6s %14s %6s %11.1f %10.1f %11.1f %11.1f %11.1f %11.1f %6.2f "
-                       "%6ld\n",
-                       n * 4, n, "float", modes[m], sk ? "linear" : "none", r.mean, r.min, r.p50, r.p90,
-                       r.p99, r.max, r.fresh_frac, r.wrong);
-                fflush(stdout);
-                json_t *o = json_object();
-                json_object_set_new(o, "mode", json_string(modes[m]));
-                json_object_set_new(o, "skew", json_string(sk ? "linear" : "none"));
-                json_object_set_new(o, "bytes", json_integer((json_int_t)(n * 4)));
-                json_object_set_new(o, "count", json_integer((json_int_t)n));
-                json_object_set_new(o, "mean_latency_us", json_real(r.mean));
-                json_object_set_new(o, "min_latency_us", json_real(r.min));
-                json_object_set_new(o, "max_latency_us", json_real(r.max));
-                json_object_set_new(o, "median_latency_us", json_real(r.p50));
-                json_object_set_new(o, "p90_latency_us", json_real(r.p90));
-                json_object_set_new(o, "p99_latency_us", json_real(r.p99));
-                json_object_set_new(o, "fresh_fraction", json_real(r.fresh_frac));
-                json_object_set_new(o, "wait",
-                                    json_string(m >= 2   ? "newer"
-                                                : m == 0 ? "blocking"
-                                                         : "consumed"));
-                json_object_set_new(o, "wrong", json_integer(r.wrong));
-                json_array_append_new(arr, o);
-            }
+    for (char *tok = strtok(buf, ","); tok && nsz < 16; tok = strtok(NULL, ",")) {
+        size_t bytes = (size_t)atol(tok);
+        szs[nsz++] = bytes / 4 ? bytes / 4 : 1;
     }
+    int nrow = (int)nsz * 2 * NMODES, per = iters * P * reps;
+    row_t *rows = calloc((size_t)nrow, sizeof *rows);
+    int nomem = !rows;
+    for (int i = 0; !nomem && i < nrow; i++) {
+        if (!me) nomem |= !(rows[i].pool = malloc((size_t)per * sizeof(double)));
+        nomem |= !(rows[i].rep_mean = calloc((size_t)reps, sizeof(double)));
+    }
+    if (nomem) {
+        fprintf(stderr, "bench_collectives: rank %d: out of memory for %d rows of %d latencies\n", me, nrow,
+                per);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (!me) {
+        printf("# eager-SGD partial allreduce, %d ranks, rank r delayed r x %.3g ms (linear skew), "
+               "%d iterations (+%d warm-up) x %d repetitions, deposit-to-completion latency of every "
+               "rank and iteration, %s buffers\n",
+               P, unit, iters, warm, reps, g_device ? "device" : "host");
+        if (reps > 1) printf("# repetition 1..%d: every row in turn, then the next repetition\n", reps);
+    }
+    /* repetitions outermost: the rows of one repetition run side by side in time */
+    for (int rp = 0; rp < reps; rp++)
+        for (size_t z = 0; z < nsz; z++)
+            for (int sk = 0; sk < 2; sk++)
+                for (int m = 0; m < NMODES; m++) {
+                    if (g_only && !strstr(g_only, modes[m])) continue;
+                    row_t *w = &rows[((int)z * 2 + sk) * NMODES + m];
+                    result_t r = run(modes[m], szs[z], sk, unit, iters, warm, w->pool, &w->npool);
+                    w->ran = 1;
+                    w->rep_mean[rp] = r.mean;
+                    w->fresh += r.fresh_frac / reps;
+                    w->wrong += r.wrong;
+                }
+    long wrong_all = 0;
+    if (!me) {
+        printf("%12s %10s %6s %14s %6s %11s %10s %11s %11s %11s %11s %6s %6s %9s %9s %15s\n", "size(B)",
+               "count", "type", "mode", "skew", "mean(us)", "min(us)", "median(us)", "p90(us)", "p99(us)",
+               "max(us)", "fresh", "#wrong", "mean/mpi", "med/mpi", "mean/mpi range");
+        for (int i = 0; i < nrow; i++)
+            if (rows[i].ran) summarize(&rows[i]);
+    }
+    for (size_t z = 0; z < nsz && !me; z++)
+        for (int sk = 0; sk < 2; sk++)
+            for (int m = 0; m < NMODES; m++) {
+                row_t *w = &rows[((int)z * 2 + sk) * NMODES + m], *base = &rows[((int)z * 2 + sk) * NMODES];
+                if (!w->ran) continue;
+                wrong_all += w->wrong;
+                json_array_append_new(arr, report_row(w, base->ran ? base : NULL, reps, szs[z], sk, m));
+            }
+    for (int i = 0; i < nrow; i++) {
+        free(rows[i].pool);
+        free(rows[i].rep_mean);
+    }
+    free(rows);
     if (!me) {
         json_object_set_new(root, "ranks", json_integer(P));
         if (hosts) json_object_set_new(root, "hosts", hosts);
         json_object_set_new(root, "memory", json_string(g_device ? "device" : "host"));
         json_object_set_new(root, "unit_ms", json_real(unit));
         json_object_set_new(root, "iterations", json_integer(iters));
+        json_object_set_new(root, "repetitions", json_integer(reps));
         json_object_set_new(root, "warmup", json_integer(warm));
         int vlen = 0;
         char ver[MPI_MAX_LIBRARY_VERSION_STRING];

@@ -1,18 +1,26 @@
-/* engine.c -- the progress engine: one thread per rank that takes part in every round.
+/* engine.c -- the rounds: a state machine (pcoll_drive) and the progress engine thread.
  *
- * Loop, for r = 0, 1, 2, ... until every rank has joined:
- *   1. rule:       wait for the horizon (controller mode), fix the rule of r, plan it (trigger.c)
- *   2. activation: PATH_SYNC: wait until ready; PATH_ANY: a ready rank floods ACT(r) over a
+ * For r = 0, 1, 2, ... until every rank has joined, round r goes through the stages of round_t:
+ *   1. plan:       wait for the horizon (controller mode), fix the rule of r, plan it (trigger.c)
+ *   2. activate:   PATH_SYNC: wait until ready; PATH_ANY: a ready rank floods ACT(r) over a
  *                  binomial tree; PATH_COORD: counts up the tree (READY direct from wait-set
  *                  members) -> coordinator -> ACT(r) down the tree. Stale messages absorbed.
- *   3. contribute: take the pending deposit (fresh) or zeros; write this rank's metadata slots
- *   4. reduce:     MPI_Allreduce(sum) of n + META*P floats on the private data communicator into
- *                  ring slot r % (K+1). Blocking is right here: the engine has nothing else to do
- *                  until the round is complete, and it gets the MPI library's tuned algorithm.
- *   5. publish:    decode F_r, flags, staleness, step times; update streaks and the active set; divide;
- *                  store the record; wake the application.
- * Idle waits never spin for long: spin_us of polling with sched_yield, then sleeps that double
- * up to poll_max_us (on a condition variable, so a local deposit wakes the engine at once).
+ *   3. start:      take the pending deposit (fresh) or zeros; write this rank's metadata slots;
+ *                  MPI_Iallreduce(sum) of n + META*P floats on the private data communicator
+ *                  into ring slot r % K (device memory: pcoll_nccl.cu, blocking)
+ *   4. reduce:     MPI_Test until the reduction is complete
+ *   5. publish:    decode F_r, flags, staleness, step times; update streaks and the active set;
+ *                  divide; store the record; wake the application.
+ * pcoll_drive takes one step without ever blocking on other ranks; the thread holding the drive
+ * token calls it (pcoll_impl.h). The engine thread drives whenever nobody else does, so rounds
+ * progress while the application computes. An application thread blocked in pcoll_wait (host
+ * memory) takes the token instead of sleeping (pcoll.c): it drives the round it waits for itself,
+ * so a round costs no thread hand-off (no wake-up of the engine by the deposit, none of the
+ * application by the engine), and since the reduction is non-blocking it still returns on its
+ * timeout or a peer's failure, leaving the reduction to the engine. Every rank uses the
+ * non-blocking reduction (blocking and non-blocking collectives do not match in MPI).
+ * Idle engines do not spin for long: spin_us of polling with sched_yield, then sleeps that double
+ * up to poll_max_us (on a condition variable, so a local event wakes the engine at once).
  */
 #include "collectives/pcoll_impl.h"
 #include <errno.h>
@@ -23,6 +31,11 @@
 
 static void timed_wait(struct pcoll *h, double sec) { /* caller holds mu */
     pcoll_cond_wait_s(&h->cv_eng, &h->mu, sec);
+}
+
+void pcoll_wake_engine(struct pcoll *h) {
+    h->events++;
+    pthread_cond_signal(&h->cv_eng);
 }
 
 static int mpi_fail(struct pcoll *h, int rc, const char *what) {
@@ -122,60 +135,38 @@ static uint64_t subtree_ready(const struct pcoll *h, uint64_t r, int root, int s
     return c;
 }
 
-/* Step 2: returns PCOLL_OK once round r is activated at this rank (trigger.c says how). */
-static int activate(struct pcoll *h, uint64_t r) {
+/* Stage ST_ACT, one pass (trigger.c says how round c->r is activated): 1 once it is activated
+ * at this rank, 0 not yet (*local = 1: only a local event -- a deposit, join, error -- can change
+ * that; 0: messages from other ranks can), < 0 an error. What a pass has sent is kept in c. */
+static int activate_pass(struct pcoll *h, round_t *c, int *local) {
     plan_t *pl = &h->plan;
-    int me_active = !h->joined[h->me];
-    int sent_ready = 0, from = NOT_ACTIVATED;
+    uint64_t r = c->r;
+    int me_active = !h->joined[h->me], rc;
     int root = pl->path == PATH_ANY ? (int)(r % (uint64_t)h->P) : pl->coord;
-    uint64_t sent_cnt = 0;
-    double t0 = pcoll_now(), sleep_s = 10e-6;
-    for (;;) {
-        pthread_mutex_lock(&h->mu);
-        int ready = h->pending > 0 || h->join_req;
-        int err = h->err;
-        pthread_mutex_unlock(&h->mu);
-        if (err) ready = 1; /* a failed rank only passes zeros along */
-        int self_ready = me_active && ready, rc;
-        if (pl->path == PATH_SYNC) {
-            if (!me_active || ready) return PCOLL_OK;
-        } else {
-            if ((rc = drain_ctl(h, r, &from))) return rc;
-            if (from != NOT_ACTIVATED) return flood(h, r, root, from, pl->path == PATH_ANY);
-            if (pl->path == PATH_ANY && self_ready) return flood(h, r, root, -1, 1);
-            if (pl->path == PATH_COORD) {
-                uint64_t cnt = pl->count_up ? subtree_ready(h, r, root, self_ready) : 0;
-                if (pl->coord == h->me && plan_satisfied(h, pl, r, self_ready, cnt))
-                    return flood(h, r, root, -1, 0);
-                if (pl->need_ready && ready && !sent_ready) {
-                    if ((rc = send_ctl(h, pl->coord, TAG_READY, r, 0))) return rc;
-                    sent_ready = 1;
-                }
-                if (pl->count_up && pl->coord != h->me && cnt > sent_cnt) {
-                    if ((rc = send_ctl(h, tree_parent(h->P, root, h->me), TAG_COUNT, r, cnt))) return rc;
-                    sent_cnt = cnt;
-                }
-            }
+    pthread_mutex_lock(&h->mu);
+    int ready = h->pending > 0 || h->join_req || h->err; /* a failed rank only passes zeros along */
+    pthread_mutex_unlock(&h->mu);
+    int self_ready = me_active && ready;
+    *local = pl->path == PATH_SYNC;
+    if (pl->path == PATH_SYNC) return !me_active || ready;
+    if ((rc = drain_ctl(h, r, &c->act_from))) return rc;
+    if (c->act_from != NOT_ACTIVATED)
+        return (rc = flood(h, r, root, c->act_from, pl->path == PATH_ANY)) ? rc : 1;
+    if (pl->path == PATH_ANY && self_ready) return (rc = flood(h, r, root, -1, 1)) ? rc : 1;
+    if (pl->path == PATH_COORD) {
+        uint64_t cnt = pl->count_up ? subtree_ready(h, r, root, self_ready) : 0;
+        if (pl->coord == h->me && plan_satisfied(h, pl, r, self_ready, cnt))
+            return (rc = flood(h, r, root, -1, 0)) ? rc : 1;
+        if (pl->need_ready && ready && !c->sent_ready) {
+            if ((rc = send_ctl(h, pl->coord, TAG_READY, r, 0))) return rc;
+            c->sent_ready = 1;
         }
-        /* idle: spin a little, then sleep with exponential back-off (woken by local events) */
-        if (pcoll_now() - t0 < h->cfg.spin_us * 1e-6 && pl->path != PATH_SYNC) {
-            sched_yield();
-            continue;
-        }
-        pthread_mutex_lock(&h->mu);
-        int again = (h->pending > 0 || h->join_req) != ready;
-        if (!again) {
-            if (pl->path == PATH_SYNC)
-                timed_wait(h, 0.05);
-            else
-                timed_wait(h, sleep_s);
-        }
-        pthread_mutex_unlock(&h->mu);
-        if (!again && pl->path != PATH_SYNC) {
-            sleep_s *= 2;
-            if (sleep_s > h->cfg.poll_max_us * 1e-6) sleep_s = h->cfg.poll_max_us * 1e-6;
+        if (pl->count_up && pl->coord != h->me && cnt > c->sent_cnt) {
+            if ((rc = send_ctl(h, tree_parent(h->P, root, h->me), TAG_COUNT, r, cnt))) return rc;
+            c->sent_cnt = cnt;
         }
     }
+    return 0;
 }
 
 /* This rank's part of a round's metadata (pcoll_impl.h: META floats per rank). */
@@ -269,29 +260,26 @@ static int ring_grow(struct pcoll *h, uint64_t lent, uint64_t r) {
     return rc;
 }
 
-/* The ring slot of round r (caller holds mu; may wait, releasing it). Rounds [lent, r) are
- * completed and not yet read by the application; if slot r % K is one of them, this rank is
- * held back: the engine waits for pcoll_next, and the other ranks wait for it in round r's
+/* The ring slot of round r (caller holds mu). Rounds [lent, r) are completed and not yet read
+ * by the application; if slot r % K is one of them, this rank is held back: 0, and the round
+ * waits for pcoll_next (which wakes the engine), so the other ranks wait for it in round r's
  * reduction (backpressure on the whole job; never a failure). The one exception: while an
  * application thread is blocked in pcoll_wait(CONSUMED) it cannot call pcoll_next before its
  * deposit's round completes, so the ring doubles instead (at most one more round per such
- * wait). NULL: results are dropped (finalize, or this rank failed) or out of memory. */
-static ring_slot_t *ring_slot(struct pcoll *h, uint64_t r) {
+ * wait). 1: *out is the slot, or NULL when results are dropped (finalize, or this rank failed)
+ * or memory ran out (then the error is set). */
+static int ring_slot(struct pcoll *h, uint64_t r, ring_slot_t **out) {
+    *out = NULL;
     for (;;) {
-        if (h->drop || h->err) return NULL;
+        if (h->drop || h->err) return 1;
         uint64_t lent = h->handed ? h->handed - 1 : 0;
         if (r - lent < (uint64_t)h->K) break;
-        if (h->waiting_consumed) {
-            if (ring_grow(h, lent, r)) {
-                pcoll_set_error(h, PCOLL_ERR_NOMEM,
-                                "rank %d: out of memory growing the results "
-                                "ring to %d slots",
-                                h->me, 2 * h->K);
-                return NULL;
-            }
-            continue;
+        if (!h->waiting_consumed) return 0;
+        if (ring_grow(h, lent, r)) {
+            pcoll_set_error(h, PCOLL_ERR_NOMEM, "rank %d: out of memory growing the results ring to %d slots",
+                            h->me, 2 * h->K);
+            return 1;
         }
-        pthread_cond_wait(&h->cv_eng, &h->mu);
     }
     ring_slot_t *s = &h->ring[r % (uint64_t)h->K];
     if (!s->buf) {
@@ -306,31 +294,34 @@ static ring_slot_t *ring_slot(struct pcoll *h, uint64_t r) {
                             "rank %d: out of memory for a result buffer of "
                             "%zu floats (ring of %d)",
                             h->me, h->nbuf, h->K);
-            return NULL;
+            return 1;
         }
     }
-    return s;
+    *out = s;
+    return 1;
 }
 
-/* Steps 3-5 for round r. */
-static int run_round(struct pcoll *h, uint64_t r) {
-    int P = h->P;
-    size_t n = h->n;
-    float *send, *recv;
-    int fresh_cnt = 0, failed;
-    double t_dep = 0;
+/* Stage ST_START: contribute (the pending deposit, or zeros) and start the reduction. 1: started
+ * (host memory: the MPI_Iallreduce is in c->req; device memory: the round ran to its end), 0:
+ * held back by the results ring, < 0 an error. */
+static int start_round(struct pcoll *h, round_t *c) {
+    uint64_t r = c->r;
     uint32_t stale = 0;
     float cost = 0;
-
+    int fresh_cnt = 0;
+    c->t_dep = 0;
     pthread_mutex_lock(&h->mu);
-    ring_slot_t *slot = ring_slot(h, r);
-    failed = h->err != 0;
+    if (!ring_slot(h, r, &c->slot)) {
+        pthread_mutex_unlock(&h->mu);
+        return 0;
+    }
+    c->failed = h->err != 0;
     int send_slot = -1; /* deposit slot taken (device path: wait for its copy) */
-    if (!failed && h->pending > 0) {
+    if (!c->failed && h->pending > 0) {
         send_slot = h->dep_cur;
-        send = h->dep[h->dep_cur];
+        c->send = h->dep[h->dep_cur];
         fresh_cnt = h->pending;
-        t_dep = h->t_dep;
+        c->t_dep = h->t_dep;
         uint64_t s = r - h->applied_at_dep;
         stale = s > META_MAX ? META_MAX : (uint32_t)s;
         cost = h->dep_cost;
@@ -340,37 +331,41 @@ static int run_round(struct pcoll *h, uint64_t r) {
         h->consumed_round = r;
         h->pending = 0;
     } else {
-        send = h->zeros;
+        c->send = h->zeros;
     }
-    int flags = failed                             ? (PCOLL_F_FAILED | PCOLL_F_JOINED)
+    int flags = c->failed                          ? (PCOLL_F_FAILED | PCOLL_F_JOINED)
                 : (h->join_req && h->pending == 0) ? PCOLL_F_JOINED
                                                    : 0;
     if (h->joined[h->me]) flags |= PCOLL_F_JOINED;
     h->started = r + 1;
     pthread_mutex_unlock(&h->mu);
 
-    recv = slot && !failed ? slot->buf : h->scratch;
+    c->recv = c->slot && !c->failed ? c->slot->buf : h->scratch;
     const my_meta_t mm = {fresh_cnt, flags, stale, cost};
-    const float *rm; /* the reduced metadata (host memory) */
-    double t_start, t_end;
 #ifdef PCOLL_HAVE_NCCL
-    if (h->mem == PCOLL_MEM_DEVICE) {
-        int rc = dev_round(h, send, send_slot, recv, &mm, &rm, &t_start, &t_end);
+    if (h->mem == PCOLL_MEM_DEVICE) { /* blocking; only the engine drives device rounds */
+        int rc = dev_round(h, c->send, send_slot, c->recv, &mm, &c->rm, &c->t_start, &c->t_end);
         if (rc) return rc;
-    } else
-#endif
-    {
-        put_meta(h, send + n, &mm);
-
-        t_start = pcoll_now();
-        int rc = MPI_Allreduce(send, recv, (int)h->nbuf, MPI_FLOAT, MPI_SUM, h->data);
-        if (rc != MPI_SUCCESS) return mpi_fail(h, rc, "MPI_Allreduce (round data)");
-        t_end = pcoll_now();
-        rm = recv + n;
+        c->stage = ST_PUBLISH;
+        return 1;
     }
+#endif
     (void)send_slot;
+    put_meta(h, c->send + h->n, &mm);
+    c->t_start = pcoll_now();
+    int rc = MPI_Iallreduce(c->send, c->recv, (int)h->nbuf, MPI_FLOAT, MPI_SUM, h->data, &c->req);
+    if (rc != MPI_SUCCESS) return mpi_fail(h, rc, "MPI_Iallreduce (round data)");
+    c->stage = ST_REDUCE;
+    return 1;
+}
 
-    /* decode the agreed part */
+/* Stage ST_PUBLISH: decode F_r, flags, staleness, step times from the reduced metadata c->rm;
+ * update streaks and the active set; divide; store the record; wake the application. */
+static int publish_round(struct pcoll *h, round_t *c) {
+    int P = h->P;
+    size_t n = h->n;
+    uint64_t r = c->r;
+    const float *rm = c->rm;
     plan_t *pl = &h->plan;
     pthread_mutex_lock(&h->mu);
     pcoll_record_t *rec = &h->recs[r % (uint64_t)h->R].r;
@@ -380,9 +375,9 @@ static int run_round(struct pcoll *h, uint64_t r) {
     rec->initiator = pl->initiator;
     rec->nactive = h->nactive;
     rec->P = P;
-    rec->t_start = t_start;
-    rec->t_end = t_end;
-    rec->t_deposit = t_dep;
+    rec->t_start = c->t_start;
+    rec->t_end = c->t_end;
+    rec->t_deposit = c->t_dep;
     int nfresh = 0, ndep = 0;
     for (int p = 0; p < P; p++) {
         int f = (int)rm[META * p + 0], fl = (int)rm[META * p + 1];
@@ -410,13 +405,14 @@ static int run_round(struct pcoll *h, uint64_t r) {
         if (fl & PCOLL_F_JOINED) h->joined[p] = 1;
     }
     rec->nfresh = nfresh;
-    if (slot && !failed) pcoll_record_copy(&slot->rec, rec);
+    if (c->slot && !c->failed) pcoll_record_copy(&c->slot->rec, rec);
     h->nactive = 0;
     for (int p = 0; p < P; p++)
         if (!h->joined[p]) h->active[h->nactive++] = p;
     pthread_mutex_unlock(&h->mu);
 
-    if (!failed && ndep > 0 && h->cfg.div != PCOLL_DIV_NONE) {
+    float *recv = c->recv;
+    if (!c->failed && ndep > 0 && h->cfg.div != PCOLL_DIV_NONE) {
         float s = 1.0f / (float)(h->cfg.div == PCOLL_DIV_P ? P : ndep);
 #ifdef PCOLL_HAVE_NCCL
         if (h->mem == PCOLL_MEM_DEVICE) {
@@ -429,10 +425,82 @@ static int run_round(struct pcoll *h, uint64_t r) {
 
     pthread_mutex_lock(&h->mu);
     h->completed = r + 1;
-    if (h->drop || !slot || failed) h->handed = h->completed; /* nothing to hand out */
+    if (h->drop || !c->slot || c->failed) h->handed = h->completed; /* nothing to hand out */
+    if (h->driver == DRV_APP) h->driven++;
     pthread_cond_broadcast(&h->cv_app);
     pthread_mutex_unlock(&h->mu);
     return PCOLL_OK;
+}
+
+/* One step of the round state machine (pcoll_impl.h: round_t); the caller holds the drive token,
+ * not mu. Never blocks on other ranks (device rounds excepted, which only the engine drives).
+ * Returns PASS_ROUND once a round is published, PASS_INFLIGHT while its reduction is in flight
+ * (one MPI_Test each call), PASS_IDLE_LOCAL / PASS_IDLE_REMOTE when it must wait for a local
+ * event / for other ranks' messages, PASS_END once every rank has joined, < 0 on an error (the
+ * sticky error is set; every later call returns the same code). */
+int pcoll_drive(struct pcoll *h) {
+    round_t *c = &h->cur;
+    int rc = 0, local = 0;
+    for (;;) {
+        switch (c->stage) {
+        case ST_PLAN:
+            pthread_mutex_lock(&h->mu);
+            if (h->nactive == 0) {
+                c->stage = ST_END;
+                h->drive_end = 1;
+                pthread_mutex_unlock(&h->mu);
+                return PASS_END;
+            }
+            if (h->cfg.horizon && h->horizon < c->r + 1 && !h->err) {
+                pthread_mutex_unlock(&h->mu);
+                return PASS_IDLE_LOCAL;
+            }
+            plan_round(h, c->r, &h->plan);
+            h->resolved = c->r + 1;
+            pthread_mutex_unlock(&h->mu);
+            c->act_from = NOT_ACTIVATED;
+            c->sent_ready = 0;
+            c->sent_cnt = 0;
+            c->stage = ST_ACT;
+            break;
+        case ST_ACT:
+            if ((rc = activate_pass(h, c, &local)) < 0) break;
+            if (!rc) return local ? PASS_IDLE_LOCAL : PASS_IDLE_REMOTE;
+            c->stage = ST_START;
+            break;
+        case ST_START:
+            if ((rc = start_round(h, c)) < 0) break;
+            if (!rc) return PASS_IDLE_LOCAL;
+            break;
+        case ST_REDUCE: {
+            int done = 0;
+            if ((rc = MPI_Test(&c->req, &done, MPI_STATUS_IGNORE)) != MPI_SUCCESS) {
+                rc = mpi_fail(h, rc, "MPI_Iallreduce (round data)");
+                break;
+            }
+            if (!done) return PASS_INFLIGHT;
+            c->t_end = pcoll_now();
+            c->rm = c->recv + h->n;
+            c->stage = ST_PUBLISH;
+            break;
+        }
+        case ST_PUBLISH:
+            if ((rc = publish_round(h, c)) < 0) break;
+            c->r++;
+            c->stage = ST_PLAN;
+            return PASS_ROUND;
+        case ST_END: return PASS_END;
+        default: return c->rc; /* ST_FAILED */
+        }
+        if (rc < 0) {
+            c->stage = ST_FAILED;
+            c->rc = rc;
+            pthread_mutex_lock(&h->mu);
+            h->drive_end = 1;
+            pthread_mutex_unlock(&h->mu);
+            return rc;
+        }
+    }
 }
 
 /* After the last round: receive the control messages still in flight so the communicator is
@@ -450,31 +518,65 @@ static void final_drain(struct pcoll *h) {
     free(expect);
 }
 
+/* The engine's wait after a pass that could not go on (caller holds mu; events: h->events when
+ * the pass began, so a local event during the pass is not slept through). Local waits sleep until
+ * a local event wakes it (at most 50 ms, a safety net); remote waits poll: spin_us with
+ * sched_yield, then sleeps that double from 10 us up to poll_max_us. */
+static void engine_idle(struct pcoll *h, int pass, uint64_t events, double *t_idle, double *sleep_s) {
+    if (h->events != events) return;
+    if (pass == PASS_IDLE_LOCAL) {
+        timed_wait(h, 0.05);
+        return;
+    }
+    double t = pcoll_now();
+    if (*t_idle < 0) *t_idle = t, *sleep_s = 10e-6;
+    if (t - *t_idle < h->cfg.spin_us * 1e-6) {
+        pthread_mutex_unlock(&h->mu);
+        sched_yield();
+        pthread_mutex_lock(&h->mu);
+        return;
+    }
+    timed_wait(h, *sleep_s);
+    *sleep_s *= 2;
+    if (*sleep_s > h->cfg.poll_max_us * 1e-6) *sleep_s = h->cfg.poll_max_us * 1e-6;
+}
+
+/* The engine thread: drives the rounds whenever no application thread does (pcoll_wait may take
+ * the token, see pcoll.c), so they progress while the application computes. */
 void *pcoll_engine_main(void *arg) {
     struct pcoll *h = arg;
-    uint64_t r = 0;
-    int rc = PCOLL_OK;
+    int pass = PCOLL_OK;
+    double t_idle = -1, sleep_s = 10e-6;
 #ifdef PCOLL_HAVE_NCCL
     if (h->mem == PCOLL_MEM_DEVICE) { /* the engine thread works on the application's GPU */
         char m[256] = "";
-        if (pcoll_dev_thread_init(h->dev, m, sizeof m)) rc = dev_fail(h, m);
+        if (pcoll_dev_thread_init(h->dev, m, sizeof m)) pass = dev_fail(h, m);
     }
-    while (rc == PCOLL_OK && h->nactive > 0) {
-#else
-    while (h->nactive > 0) {
 #endif
-        pthread_mutex_lock(&h->mu);
-        while (h->cfg.horizon && h->horizon < r + 1 && !h->err) timed_wait(h, 0.05);
-        plan_round(h, r, &h->plan);
-        h->resolved = r + 1;
-        pthread_mutex_unlock(&h->mu);
-        if ((rc = activate(h, r))) break;
-        if ((rc = run_round(h, r))) break;
-        r++;
-    }
-    if (rc == PCOLL_OK) final_drain(h);
     pthread_mutex_lock(&h->mu);
-    h->clean = rc == PCOLL_OK;
+    while (pass >= 0 && pass != PASS_END) {
+        if (h->driver != DRV_NONE || h->app_want > 0) { /* an application thread drives */
+            t_idle = -1;
+            h->eng_parked = 1;
+            timed_wait(h, 0.05);
+            h->eng_parked = 0;
+            continue;
+        }
+        uint64_t events = h->events;
+        h->driver = DRV_ENGINE;
+        pthread_mutex_unlock(&h->mu);
+        pass = pcoll_drive(h);
+        pthread_mutex_lock(&h->mu);
+        h->driver = DRV_NONE;
+        if (pass == PASS_IDLE_LOCAL || pass == PASS_IDLE_REMOTE)
+            engine_idle(h, pass, events, &t_idle, &sleep_s);
+        else
+            t_idle = -1;
+    }
+    pthread_mutex_unlock(&h->mu);
+    if (pass == PASS_END) final_drain(h);
+    pthread_mutex_lock(&h->mu);
+    h->clean = pass == PASS_END;
     h->done = 1;
     pthread_cond_broadcast(&h->cv_app);
     pthread_mutex_unlock(&h->mu);

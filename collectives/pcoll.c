@@ -1,6 +1,7 @@
 /* pcoll.c -- libpcoll application side: create (with cross-rank argument check), deposit,
  * wait, next, rules, records, stats, finalize, error strings. The engine is in engine.c. */
 #include "collectives/pcoll_impl.h"
+#include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@ void pcoll_set_error(struct pcoll *h, int code, const char *fmt, ...) {
     vsnprintf(h->errmsg, sizeof h->errmsg, fmt, ap);
     va_end(ap);
     pthread_cond_broadcast(&h->cv_app);
+    h->events++;
     pthread_cond_broadcast(&h->cv_eng);
 }
 
@@ -584,7 +586,7 @@ int pcoll_deposit(pcoll_t *h, const float *g, int flags) {
     h->next_cost = 0;
     h->dep_seq++;
     h->t_last_dep = pcoll_now();
-    pthread_cond_signal(&h->cv_eng);
+    pcoll_wake_engine(h);
     leave_locked(h);
     pthread_mutex_unlock(&h->mu);
     return PCOLL_OK;
@@ -629,11 +631,41 @@ static int closing_error(struct pcoll *h) {
     return PCOLL_ERR_STATE;
 }
 
+static int past(const struct timespec *ts) {
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return t.tv_sec > ts->tv_sec || (t.tv_sec == ts->tv_sec && t.tv_nsec >= ts->tv_nsec);
+}
+
+static int wait_timeout(struct pcoll *h, double timeout_s) { /* caller holds mu */
+    pcoll_call_error(h, "rank %d: pcoll_wait timed out after %.1f s (rounds completed: %llu)", h->me,
+                     timeout_s, (unsigned long long)h->completed);
+    return PCOLL_ERR_TIMEOUT;
+}
+
+/* An application thread gives the drive token back (caller holds mu); pass: its last
+ * pcoll_drive result. The engine is woken unless only a local event can move the round on (then
+ * that event wakes it): after a synchronous round the engine is not woken at all. */
+static void give_back(struct pcoll *h, int pass) {
+    h->driver = DRV_NONE;
+    if (pass != PASS_IDLE_LOCAL) pcoll_wake_engine(h);
+}
+
+/* The waiting thread drives the rounds itself (engine.c: pcoll_drive) while it can (host memory),
+ * instead of sleeping until the engine has done them: no thread hand-off in a round. If the
+ * engine holds the token, it gives it up after its current step (app_want); this thread yields
+ * meanwhile. It sleeps only when the round waits for a local event (another thread's deposit, a
+ * horizon, pcoll_next), when every rank has joined, or after polling for other ranks' activation
+ * messages for spin_us (as the engine does before it sleeps); the engine then drives, and this
+ * thread drives again once woken. Every step is non-blocking, so the timeout and a peer's failure
+ * are checked between steps. */
 int pcoll_wait(pcoll_t *h, int how, double timeout_s, uint64_t *round) {
     if (!h || (how != PCOLL_WAIT_CONSUMED && how != PCOLL_WAIT_NEWER)) return PCOLL_ERR_ARG;
     if (!enter(h)) return PCOLL_ERR_STATE;
     struct timespec ts;
     int timed = abs_deadline(timeout_s, &ts), rc = PCOLL_OK, counted = 0;
+    int drove = 0, gave_up = 0, pass = 0;
+    double t_idle = -1;
     pthread_mutex_lock(&h->mu);
     for (;;) {
         if (h->err) {
@@ -657,7 +689,7 @@ int pcoll_wait(pcoll_t *h, int how, double timeout_s, uint64_t *round) {
                                 hold back waiting for it (engine.c: ring_slot) */
                 counted = 1;
                 h->waiting_consumed++;
-                pthread_cond_signal(&h->cv_eng);
+                pcoll_wake_engine(h);
             }
         } else if (h->completed > h->handed) {
             if (round) *round = h->completed - 1;
@@ -667,17 +699,63 @@ int pcoll_wait(pcoll_t *h, int how, double timeout_s, uint64_t *round) {
             rc = h->join_req ? PCOLL_DONE : PCOLL_ERR_STATE;
             break;
         }
+        if (timed && past(&ts)) {
+            rc = wait_timeout(h, timeout_s);
+            break;
+        }
+        if (h->mem == PCOLL_MEM_HOST && !h->drive_end && !gave_up) {
+            if (!drove && h->driver == DRV_NONE) {
+                h->driver = DRV_APP;
+                drove = 1;
+            }
+            if (drove) {
+                pthread_mutex_unlock(&h->mu);
+                pass = pcoll_drive(h);
+                pthread_mutex_lock(&h->mu);
+                if (pass < 0 || pass == PASS_ROUND || pass == PASS_INFLIGHT) {
+                    t_idle = -1;
+                    continue;
+                }
+                if (pass == PASS_IDLE_REMOTE) {
+                    double t = pcoll_now();
+                    if (t_idle < 0) t_idle = t;
+                    if (t - t_idle < h->cfg.spin_us * 1e-6) {
+                        pthread_mutex_unlock(&h->mu);
+                        sched_yield();
+                        pthread_mutex_lock(&h->mu);
+                        continue;
+                    }
+                }
+                give_back(h, pass);
+                drove = 0;
+                gave_up = 1;
+            } else if (h->driver == DRV_ENGINE) {
+                h->app_want++;
+                pthread_mutex_unlock(&h->mu);
+                sched_yield();
+                pthread_mutex_lock(&h->mu);
+                h->app_want--;
+                continue;
+            }
+        }
+        h->wait_sleeps++;
         if (timed) {
             if (pthread_cond_timedwait(&h->cv_app, &h->mu, &ts) != 0) {
-                rc = PCOLL_ERR_TIMEOUT;
-                pcoll_call_error(h,
-                                 "rank %d: pcoll_wait timed out after %.1f s (rounds "
-                                 "completed: %llu)",
-                                 h->me, timeout_s, (unsigned long long)h->completed);
+                rc = wait_timeout(h, timeout_s);
                 break;
             }
         } else
             pthread_cond_wait(&h->cv_app, &h->mu);
+        gave_up = 0;
+        t_idle = -1;
+    }
+    if (drove) {
+        if (rc == PCOLL_OK) { /* one more step: does the next round need the engine? */
+            pthread_mutex_unlock(&h->mu);
+            pass = pcoll_drive(h);
+            pthread_mutex_lock(&h->mu);
+        }
+        give_back(h, pass);
     }
     if (counted) h->waiting_consumed--;
     leave_locked(h);
@@ -740,7 +818,7 @@ int pcoll_next(pcoll_t *h, uint64_t *round, const float **result, pcoll_record_t
         if (result) *result = sl->buf;
         if (rec) record_copy(rec, &sl->rec);
         h->handed = r + 1;
-        pthread_cond_signal(&h->cv_eng); /* a held-back engine may go on */
+        pcoll_wake_engine(h); /* a held-back engine may go on */
     }
     leave_locked(h);
     pthread_mutex_unlock(&h->mu);
@@ -811,7 +889,7 @@ int pcoll_set_horizon(pcoll_t *h, uint64_t through) {
     /* h->horizon = rounds below it are final; UINT64_MAX: all (no wrap to 0) */
     uint64_t hz = through == UINT64_MAX ? UINT64_MAX : through + 1;
     if (hz > h->horizon) h->horizon = hz;
-    pthread_cond_signal(&h->cv_eng);
+    pcoll_wake_engine(h);
     leave_locked(h);
     pthread_mutex_unlock(&h->mu);
     return PCOLL_OK;
@@ -897,6 +975,8 @@ int pcoll_stats(pcoll_t *h, pcoll_stats_t *st) {
     st->max_streak_all = h->max_streak_all;
     st->max_staleness = h->max_staleness;
     st->mean_staleness = h->stale_count ? h->stale_sum / (double)h->stale_count : 0.0;
+    st->driven = h->driven;
+    st->wait_sleeps = h->wait_sleeps;
     if (st->max_streak) memcpy(st->max_streak, h->max_streak, (size_t)h->P * 4);
     leave_locked(h);
     pthread_mutex_unlock(&h->mu);
@@ -964,7 +1044,7 @@ int pcoll_join(pcoll_t *h) {
     if (!enter(h)) return PCOLL_ERR_STATE;
     pthread_mutex_lock(&h->mu);
     h->join_req = 1;
-    pthread_cond_signal(&h->cv_eng);
+    pcoll_wake_engine(h);
     leave_locked(h);
     pthread_mutex_unlock(&h->mu);
     return PCOLL_OK;
@@ -985,7 +1065,7 @@ int pcoll_finalize(pcoll_t **hp, double timeout_s) {
     h->join_req = 1;
     h->drop = 1; /* nobody will hand these out: the ring need not hold them */
     h->handed = h->completed;
-    pthread_cond_broadcast(&h->cv_eng);
+    pcoll_wake_engine(h);
     while (!h->done && !h->peer_dead) {
         if (timed) {
             if (pthread_cond_timedwait(&h->cv_app, &h->mu, &ts) != 0) {

@@ -14,8 +14,14 @@
  *                                            majority : initiator hash(seed,r)%P has a deposit
  *                                            + wait set W_r: all of W_r have a deposit
  *                                          at start, contribution = pending deposit (fresh) or 0;
- *                                          blocking MPI_Allreduce on a private communicator, in
- *                                          round order (ncclAllReduce for device memory)
+ *                                          MPI_Iallreduce on a private communicator, in round
+ *                                          order (ncclAllReduce for device memory)
+ *
+ * Who runs a round: the engine, unless an application thread is blocked in pcoll_wait on a
+ * host-memory handle; that thread then runs the round itself (activation, reduction, publishing)
+ * instead of sleeping until the engine has done it, so a deposit followed by pcoll_wait costs no
+ * thread hand-off (pcoll_stats: driven, wait_sleeps). It still returns on its timeout or a peer's
+ * failure: the reduction is non-blocking and the engine takes it over.
  *
  * Guarantees (DESIGN.md section 3, checked by tests/):
  *   agreement     every rank sees the same rounds, fresh sets and bitwise-equal results;
@@ -119,7 +125,9 @@ typedef struct {
                            called, and pcoll_set_rule may change rules of rounds above the
                            horizon (a controller posts rules ahead); 0: cfg.rule for every round */
     int poll_max_us;      /* longest idle sleep of the engine between polls (default 200) */
-    int spin_us;          /* busy-poll (with sched_yield) this long before sleeping (default 50) */
+    int spin_us;          /* the engine, and a thread driving in pcoll_wait, poll for other
+                           ranks' activation messages (with sched_yield) this long before
+                           sleeping (default 50) */
     double live_period_s; /* heartbeat period of the liveness thread (0: 0.1 s). Detection of a
                            silent peer takes 100 x the longest gap seen, so at least 100 periods */
 } pcoll_config_t;
@@ -156,6 +164,10 @@ typedef struct {
     uint32_t max_streak_all; /* over all ranks and rounds */
     uint32_t max_staleness;  /* over all ranks and rounds */
     double mean_staleness;   /* over all fresh contributions */
+    uint64_t driven;         /* rounds an application thread of this rank completed itself
+                                inside pcoll_wait (host memory): no thread hand-off */
+    uint64_t wait_sleeps;    /* times pcoll_wait slept until another thread (the engine)
+                                made progress: each costs a wake-up */
     uint32_t *max_streak;    /* [P] (caller-allocated, may be NULL) */
 } pcoll_stats_t;
 

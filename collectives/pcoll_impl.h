@@ -3,9 +3,13 @@
  *
  * Threads: the application's threads (any number: e.g. a training loop and a controller), the
  * engine (engine.c) and the liveness thread (live.c). One mutex `mu` guards every field written
- * by more than one of them (marked [mu]). The engine and the liveness thread never hold it across
- * an MPI call; the application never calls MPI through the library (pcoll_finalize's collective
- * drain runs after both threads have ended).
+ * by more than one of them (marked [mu]); nobody holds it across an MPI call. The rounds are a
+ * state machine (round_t, engine.c: pcoll_drive) run by whichever thread holds the drive token
+ * (`driver`, taken and given back under mu, so each holder sees what the previous one wrote):
+ * the engine, or an application thread blocked in pcoll_wait on a host-memory handle, which
+ * drives its round itself instead of waiting to be woken (pcoll.c). The fields owned by the token
+ * holder are marked [token]. Otherwise the application calls MPI through the library only in
+ * pcoll_create and in pcoll_finalize's drain (after both threads have ended).
  *
  * Lifecycle: every public entry point counts itself in `inflight` (atomic, before it touches the
  * mutex) and returns PCOLL_ERR_STATE once `closing` is set; pcoll_finalize sets `closing` only
@@ -64,6 +68,32 @@ typedef struct {
     pcoll_record_t rec; /* P = 0 until allocated */
 } ring_slot_t;
 
+/* Stages of a round (round_t.stage): plan (fix the rule; wait for the horizon), activate,
+ * start (contribute, MPI_Iallreduce), reduce (MPI_Test until complete), publish; END once every
+ * rank has joined, FAILED after an error of this rank's own MPI calls or memory. */
+enum { ST_PLAN, ST_ACT, ST_START, ST_REDUCE, ST_PUBLISH, ST_END, ST_FAILED };
+/* What one pcoll_drive call did, or why it stopped (errors are < 0). */
+enum { PASS_ROUND = 1, PASS_INFLIGHT, PASS_IDLE_LOCAL, PASS_IDLE_REMOTE, PASS_END };
+/* Who holds the drive token. */
+enum { DRV_NONE = 0, DRV_ENGINE = 1, DRV_APP = 2 };
+
+/* The round in progress [token]. */
+typedef struct {
+    uint64_t r;         /* the round */
+    int stage;          /* ST_* */
+    int rc;             /* ST_FAILED: the error */
+    int act_from;       /* ST_ACT: sender of ACT(r), or NOT_ACTIVATED */
+    int sent_ready;     /* ST_ACT: READY(r) sent to the coordinator */
+    uint64_t sent_cnt;  /* ST_ACT: last COUNT(r) sent up the tree */
+    ring_slot_t *slot;  /* result slot (NULL: results dropped) */
+    float *send, *recv; /* contribution (deposit or zeros) and result buffer */
+    int failed;         /* this rank had failed when the round started: contributes zeros */
+    double t_dep;       /* when the contributed deposit was made (0: none) */
+    double t_start, t_end;
+    const float *rm; /* ST_PUBLISH: the reduced metadata (host memory) */
+    MPI_Request req; /* ST_REDUCE: the round's MPI_Iallreduce */
+} round_t;
+
 /* Heartbeat message of the liveness thread (doubles): sequence number, pending, pending_s,
  * completed, started, state (LIVE_*). */
 #define HB_LEN 6
@@ -118,7 +148,16 @@ struct pcoll {
     rec_slot_t *recs; /* [mu] R records, round r at r % R */
     int R;
 
-    /* engine-private state (agreed, from the records) */
+    /* the drive token and the round in progress */
+    int driver;      /* [mu] DRV_*: who runs pcoll_drive now */
+    int app_want;    /* [mu] application threads waiting for the engine to give the token up */
+    int eng_parked;  /* [mu] the engine waits while an application thread drives */
+    int drive_end;   /* [mu] the state machine has ended (ST_END or ST_FAILED) */
+    uint64_t events; /* [mu] local events that may unblock a round (deposit, join, horizon,
+                         pcoll_next, error, token given back): counted, then cv_eng signalled */
+    round_t cur;     /* [token] */
+
+    /* state of the token holder (agreed, from the records) [token] */
     uint8_t *joined;  /* [P] */
     uint32_t *streak; /* [P] */
     int *active;      /* [nactive] ranks not joined, ascending */
@@ -160,6 +199,8 @@ struct pcoll {
     double stale_sum;
     uint32_t max_streak_all, max_staleness;
     uint32_t *max_streak; /* [P] */
+    uint64_t driven;      /* rounds an application thread published itself (in pcoll_wait) */
+    uint64_t wait_sleeps; /* times pcoll_wait slept until another thread made progress */
 };
 
 #ifdef PCOLL_HAVE_NCCL
@@ -226,6 +267,9 @@ void pcoll_ring_free_buf(struct pcoll *h, float *b);
 
 /* engine.c */
 void *pcoll_engine_main(void *arg);
+int pcoll_drive(struct pcoll *h);
+/* A local event that may unblock a round (caller holds mu): counts it and wakes the engine. */
+void pcoll_wake_engine(struct pcoll *h);
 
 /* live.c: heartbeats, peer failure detection (started by pcoll_create, stopped by finalize) */
 void *pcoll_live_main(void *arg);

@@ -15,6 +15,9 @@
  *          --expect-streak-growth  --mismatch FIELD  --div p|fresh
  *          --ring K  --records R  --pause-ms MS --pause-every N (rank 1 pauses between its
  *          pcoll_wait and pcoll_next every N steps: it falls behind the results ring)
+ *          --expect-no-handoff (sync/solo, pcoll_wait(CONSUMED)): no pcoll_wait slept until the
+ *          engine made progress (pcoll_stats: wait_sleeps == 0), and rounds were completed by
+ *          the waiting application thread itself (driven > 0): a count, not a timing
  * Exit 0 = all checks passed on every rank.
  */
 #include "collectives/pcoll.h"
@@ -27,6 +30,22 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Every pcoll_wait(CONSUMED) of the steps so far found the round either complete or drivable
+ * by this thread: it never slept waiting for the engine (each such sleep is a wake-up, a thread
+ * hand-off), and some rounds were completed by this thread itself. */
+static void check_no_handoff(pcoll_t *h, int steps) {
+    pcoll_stats_t st;
+    memset(&st, 0, sizeof st);
+    pcollCheck(pcoll_stats(h, &st));
+    printf("rank %d: %d waits, %llu rounds: %llu completed by the waiting thread, %llu sleeps in "
+           "pcoll_wait\n",
+           me, steps, (unsigned long long)st.rounds, (unsigned long long)st.driven,
+           (unsigned long long)st.wait_sleeps);
+    CHECK(st.wait_sleeps == 0, "pcoll_wait slept %llu times waiting for the engine",
+          (unsigned long long)st.wait_sleeps);
+    CHECK(st.driven > 0, "no round was completed by the waiting application thread");
+}
+
 int main(int argc, char **argv) {
     int provided;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -34,7 +53,7 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     const char *mode = "sync", *mismatch = NULL, *div = NULL;
     int steps = 200, tau = 0, slow = -1, newer = 0, growth = 0, ring = 0, records = 1 << 16;
-    int pause_every = 0;
+    int pause_every = 0, no_handoff = 0;
     double pause_ms = 0;
     size_t n = 64;
     double delay_us = 500, slow_factor = 4;
@@ -71,6 +90,8 @@ int main(int argc, char **argv) {
             pause_every = atoi(v), i++;
         else if (!strcmp(a, "--newer"))
             newer = 1;
+        else if (!strcmp(a, "--expect-no-handoff"))
+            no_handoff = 1;
         else if (!strcmp(a, "--expect-streak-growth"))
             growth = 1;
         else {
@@ -172,6 +193,8 @@ int main(int argc, char **argv) {
                     w, all_sum, seen,  streak_at, 0};
     int joined = 0;
     for (int s = 0; s <= steps; s++) {
+        if (s == steps && no_handoff && !joined) /* before the drain, whose waits may sleep */
+            check_no_handoff(h, steps);
         if (s == steps) { /* join, then drain the rounds that still complete */
             pcoll_join(h);
             joined = 1;
