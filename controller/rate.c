@@ -210,11 +210,11 @@ static int meas_close(ctl_policy_t *p, uint64_t rg, double *score, double *se, u
     const meas_t *m = &s->m;
     if (!meas_score(p, score, se)) return 0;
     uint64_t total = 0;
-    uint32_t df;
-    cv2_df(s, &df);
     for (int i = 0; i < p->P; i++) total += m->n[i];
     int full = total >= (uint64_t)p->c.window && (s->level == LV_SYNC || m->rounds >= (uint32_t)p->c.window);
     if (!full && s->phase) {
+        uint32_t df;
+        cv2_df(s, &df);
         for (int l = 0; l < NLV && !full; l++) {
             if (l == s->level || s->scored_at[l] == NONE || s->pool_k[l] == 0) continue;
             full = *score + zq(df) * meas_se(s, *score, *se) < s->score[l] - zq(df) * s->se[l];
@@ -290,9 +290,10 @@ static void pool_add(struct ctl_state *s, int l, double x, double se, uint64_t n
         s->score[l] = (sum + x * w) / s->pool_w[l];
         s->se_in[l] = 1 / sqrt(s->pool_w[l]);
     }
-    for (int k = 0; k < NLV; k++) /* cv2 may have changed: every pool's error */
+    const double v = cv2(s); /* it may have changed: every pool's error */
+    for (int k = 0; k < NLV; k++)
         if (s->pool_k[k]) {
-            double b = sqrt(cv2(s) / s->pool_k[k]) * s->score[k];
+            double b = sqrt(v / s->pool_k[k]) * s->score[k];
             s->se[k] = s->se_in[k] > b ? s->se_in[k] : b;
         }
 }
@@ -312,13 +313,12 @@ static void level_drop(struct ctl_state *s, int l, int skip) {
 }
 
 /* Whether measurement x (+- xse within it) of level l lies outside its pool's limits: Z standard
- * errors of the difference. Returns the side (+1 above, -1 below, 0 inside); *lim its limit. */
-static int outside(const struct ctl_state *s, int l, double x, double xse, double *lim) {
+ * errors of the difference. Returns the side (+1 above, -1 below, 0 inside or no pool). */
+static int outside(const struct ctl_state *s, int l, double x, double xse) {
     uint32_t df;
     cv2_df(s, &df);
     const double xe = meas_se(s, x, xse), d = x - s->score[l];
-    *lim = zq(df) * sqrt(xe * xe + s->se[l] * s->se[l]);
-    return s->pool_k[l] == 0 || fabs(d) <= *lim ? 0 : d > 0 ? 1 : -1;
+    return s->pool_k[l] == 0 || fabs(d) <= zq(df) * sqrt(xe * xe + s->se[l] * s->se[l]) ? 0 : d > 0 ? 1 : -1;
 }
 
 /* The level with the highest score (point estimate), or -1. */
@@ -340,9 +340,8 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
     if (!s->phase) {
         /* settled: two measurements in a row on one side beyond the pool's limits mean the run's
          * conditions changed: everything measured before is forgotten and every level probed */
-        double lim;
         const double before = s->score[l], bse = s->se[l];
-        const int side = outside(s, l, x, xse, &lim), changed = side && side == s->beyond;
+        const int side = outside(s, l, x, xse), changed = side && side == s->beyond;
         s->beyond = changed ? 0 : side;
         if (changed) /* the previous measurement, beyond on this side too, goes with the pool */
             for (int k = 0; k < NLV; k++) level_drop(s, k, k == l);
@@ -357,8 +356,7 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
     } else {
         /* probing: a level whose new measurement lies outside its pool's limits is measured under
          * other conditions than its pool was: the new one replaces it */
-        double lim;
-        if (outside(s, l, x, xse, &lim)) level_drop(s, l, 0);
+        if (outside(s, l, x, xse)) level_drop(s, l, 0);
         pool_add(s, l, x, xse, ng);
     }
     if (s->nqueue == 0) {

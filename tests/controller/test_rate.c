@@ -41,8 +41,9 @@ static int mode_level(pcoll_mode_t m) { return m == PCOLL_SYNC ? 0 : m == PCOLL_
 static const char *lvname[3] = {"sync", "majority", "solo"};
 
 /* The policy of spec and the event-time mock of the scenario, its ranks reporting cycle times. */
-static ctl_policy_t *scen_start(const char *spec, const scen_t *sc, gen_t *g, ctl_policy_cfg_t *cfg) {
-    ctl_policy_t *pol = mk(spec, sc->P, cfg);
+/* The event-time mock of the scenario for policy pol (from its initial rule), ranks reporting cycle
+ * times. */
+static void scen_gen(ctl_policy_t *pol, const scen_t *sc, gen_t *g) {
     pcoll_rule_t init;
     ctl_policy_initial(pol, &init);
     gen_init(g, sc->P, sc->seed, &init);
@@ -55,6 +56,11 @@ static ctl_policy_t *scen_start(const char *spec, const scen_t *sc, gen_t *g, ct
     g->lib_tau = sc->tau;
     sim_start(g, sc->jitter, sc->lat);
     sim_report_cycles(g);
+}
+
+static ctl_policy_t *scen_start(const char *spec, const scen_t *sc, gen_t *g, ctl_policy_cfg_t *cfg) {
+    ctl_policy_t *pol = mk(spec, sc->P, cfg);
+    scen_gen(pol, sc, g);
     return pol;
 }
 
@@ -538,14 +544,9 @@ static void test_stats(void) {
             CHECK(a.samples[l] == 0 && !isfinite(a.score[l]), "resized: %s keeps a pooled score", lvname[l]);
         scen_t s3 = alike(P - 1, 1);
         s3.period[P - 2] = 4;
-        pcoll_rule_t init;
-        ctl_policy_initial(p3, &init);
+        s3.seed = 9;
         gen_t g3;
-        gen_init(&g3, P - 1, 9, &init);
-        for (int q = 0; q < P - 1; q++) g3.period[q] = s3.period[q];
-        g3.apply = s3.apply;
-        sim_start(&g3, s3.jitter, s3.lat);
-        sim_report_cycles(&g3);
+        scen_gen(p3, &s3, &g3);
         for (uint64_t r = 0; r < 3000; r++) {
             ctl_decision_t d;
             int k;
