@@ -40,6 +40,7 @@ static int P, me;
 static int g_poll_us = 0, g_spin_us = -1;
 static const char *g_only = NULL;
 static int g_device = 0;
+static int g_wait_next = PCOLL_WAIT_NEXT;
 #ifdef PCOLL_HAVE_NCCL
 #include <cuda_runtime.h>
 #endif
@@ -88,6 +89,7 @@ static void sleep_ms(double ms) {
 typedef struct {
     double mean, min, max, fresh_frac; /* mean over ranks and iterations (us) */
     long wrong;
+    double wakes, polls; /* per rank and round: thread wake-ups (engine + pcoll_wait), engine polls */
 } result_t;
 
 static int cmp_double(const void *a, const void *b) {
@@ -128,7 +130,7 @@ static long check_round(const float *res, size_t n, const pcoll_record_t *rec) {
  * (seconds) to pool[*npool...] (pool has room for them), for percentiles over repetitions. */
 static result_t run(const char *mode, size_t n, int linear, double unit, int iters, int warm, double *pool,
                     int *npool) {
-    result_t out = {0, 1e30, 0, 0, 0};
+    result_t out = {0, 1e30, 0, 0, 0, 0, 0};
     double *lats = malloc((size_t)iters * sizeof *lats);
     float *g = malloc(n * sizeof *g), *r = malloc(n * sizeof *r);
     for (size_t i = 0; i < n; i++) g[i] = (float)(me + 1);
@@ -179,7 +181,7 @@ static result_t run(const char *mode, size_t n, int linear, double unit, int ite
                     break;
                 }
         } else {
-            handleCheck(h, pcoll_deposit(h, dep, newer ? PCOLL_ACCUMULATE : 0));
+            handleCheck(h, pcoll_deposit(h, dep, (newer ? PCOLL_ACCUMULATE : 0) | g_wait_next));
             handleCheck(h, pcoll_wait(h, newer ? PCOLL_WAIT_NEWER : PCOLL_WAIT_CONSUMED, 120, NULL));
         }
         double lat = now() - t0;
@@ -209,6 +211,13 @@ static result_t run(const char *mode, size_t n, int linear, double unit, int ite
                 fresh += rec.nfresh;
             }
         if (rc != PCOLL_DONE) pcollCheck(rc);
+        pcoll_stats_t st = {0};
+        handleCheck(h, pcoll_stats(h, &st));
+        double mine[2] = {(double)(st.engine_wakes + st.wait_sleeps), (double)st.engine_polls}, all[2];
+        MPI_Allreduce(mine, all, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        double per = st.rounds ? 1.0 / ((double)st.rounds * P) : 0;
+        out.wakes = all[0] * per;
+        out.polls = all[1] * per;
         pcollCheck(pcoll_finalize(&h, 120));
     }
     double m = sum / iters, gm, gmin, gmax;
@@ -242,7 +251,7 @@ typedef struct {
     double *pool; /* every latency (s) of every repetition */
     int npool, ran;
     double *rep_mean; /* [reps] mean latency (us) of each repetition */
-    double fresh;
+    double fresh, wakes, polls; /* averages over the repetitions */
     long wrong;
     double mean, min, max, p50, p90, p99; /* us, over the pool */
 } row_t;
@@ -274,10 +283,10 @@ static json_t *report_row(const row_t *w, const row_t *base, int reps, size_t n,
     }
     char range[32] = "-";
     if (cmp) snprintf(range, sizeof range, "%.2f-%.2f", rmin, rmax);
-    printf("%12zu %10zu %6s %14s %6s %11.1f %10.1f %11.1f %11.1f %11.1f %11.1f %6.2f %6ld %9.2f %9.2f %15s\n",
+    printf("%12zu %10zu %6s %14s %6s %11.1f %10.1f %11.1f %11.1f %11.1f %11.1f %6.2f %6ld %9.2f %9.2f %15s %7.2f %7.1f\n",
            n * 4, n, "float", modes[m], sk ? "linear" : "none", w->mean, w->min, w->p50, w->p90, w->p99,
            w->max, w->fresh, w->wrong, cmp ? w->mean / base->mean : NAN, cmp ? w->p50 / base->p50 : NAN,
-           range);
+           range, w->wakes, w->polls);
     fflush(stdout);
     json_t *o = json_object(), *rm = json_array();
     json_object_set_new(o, "mode", json_string(modes[m]));
@@ -297,6 +306,10 @@ static json_t *report_row(const row_t *w, const row_t *base, int reps, size_t n,
         json_object_set_new(o, "rep_mean_ratio_mpi_max", json_real(rmax));
     }
     json_object_set_new(o, "fresh_fraction", json_real(w->fresh));
+    if (m > 0) { /* per rank and round, averaged over the repetitions (pcoll_stats) */
+        json_object_set_new(o, "wakeups_per_round", json_real(w->wakes));
+        json_object_set_new(o, "engine_polls_per_round", json_real(w->polls));
+    }
     json_object_set_new(o, "wait", json_string(m >= 2 ? "newer" : m == 0 ? "blocking" : "consumed"));
     json_object_set_new(o, "wrong", json_integer(w->wrong));
     return o;
@@ -332,6 +345,8 @@ int main(int argc, char **argv) {
             g_only = v, i++;
         else if (!strcmp(a, "--device"))
             g_device = 1;
+        else if (!strcmp(a, "--deposit-wakes"))
+            g_wait_next = 0;
         else {
             if (!me)
                 fprintf(stderr,
@@ -411,13 +426,15 @@ int main(int argc, char **argv) {
                     w->ran = 1;
                     w->rep_mean[rp] = r.mean;
                     w->fresh += r.fresh_frac / reps;
+                    w->wakes += r.wakes / reps;
+                    w->polls += r.polls / reps;
                     w->wrong += r.wrong;
                 }
     long wrong_all = 0;
     if (!me) {
-        printf("%12s %10s %6s %14s %6s %11s %10s %11s %11s %11s %11s %6s %6s %9s %9s %15s\n", "size(B)",
+        printf("%12s %10s %6s %14s %6s %11s %10s %11s %11s %11s %11s %6s %6s %9s %9s %15s %7s %7s\n", "size(B)",
                "count", "type", "mode", "skew", "mean(us)", "min(us)", "median(us)", "p90(us)", "p99(us)",
-               "max(us)", "fresh", "#wrong", "mean/mpi", "med/mpi", "mean/mpi range");
+               "max(us)", "fresh", "#wrong", "mean/mpi", "med/mpi", "mean/mpi range", "wake/r", "poll/r");
         for (int i = 0; i < nrow; i++)
             if (rows[i].ran) summarize(&rows[i]);
     }

@@ -29,8 +29,9 @@
 #include <string.h>
 #include <time.h>
 
-static void timed_wait(struct pcoll *h, double sec) { /* caller holds mu */
+static void timed_wait(struct pcoll *h, double sec) { /* the engine; caller holds mu */
     pcoll_cond_wait_s(&h->cv_eng, &h->mu, sec);
+    h->engine_wakes++;
 }
 
 void pcoll_wake_engine(struct pcoll *h) {
@@ -266,8 +267,11 @@ static int ring_grow(struct pcoll *h, uint64_t lent, uint64_t r) {
  * reduction (backpressure on the whole job; never a failure). The one exception: while an
  * application thread is blocked in pcoll_wait(CONSUMED) it cannot call pcoll_next before its
  * deposit's round completes, so the ring doubles instead (at most one more round per such
- * wait). 1: *out is the slot, or NULL when results are dropped (finalize, or this rank failed)
- * or memory ran out (then the error is set). */
+ * wait). The slot takes the buffer of the round the application released last (lent - 1; its
+ * slot gets the other buffer, free too): in steady state the rounds reuse two or three buffers
+ * that are in cache and mapped, instead of cycling through K cold ones, and only those are
+ * allocated. 1: *out is the slot, or NULL when results are dropped (finalize, or this rank
+ * failed) or memory ran out (then the error is set). */
 static int ring_slot(struct pcoll *h, uint64_t r, ring_slot_t **out) {
     *out = NULL;
     for (;;) {
@@ -282,6 +286,15 @@ static int ring_slot(struct pcoll *h, uint64_t r, ring_slot_t **out) {
         }
     }
     ring_slot_t *s = &h->ring[r % (uint64_t)h->K];
+    uint64_t lent = h->handed ? h->handed - 1 : 0;
+    if (lent > 0) { /* the last buffer the application released: still in cache, its pages mapped */
+        ring_slot_t *f = &h->ring[(lent - 1) % (uint64_t)h->K];
+        if (f != s && f->buf) {
+            float *b = s->buf;
+            s->buf = f->buf;
+            f->buf = b;
+        }
+    }
     if (!s->buf) {
 #ifdef PCOLL_HAVE_NCCL
         if (h->mem == PCOLL_MEM_DEVICE)
@@ -289,6 +302,7 @@ static int ring_slot(struct pcoll *h, uint64_t r, ring_slot_t **out) {
         else
 #endif
             s->buf = malloc(h->nbuf * sizeof(float));
+        h->result_buffers += s->buf != NULL;
         if (!s->buf) {
             pcoll_set_error(h, PCOLL_ERR_NOMEM,
                             "rank %d: out of memory for a result buffer of "
@@ -311,7 +325,8 @@ static int start_round(struct pcoll *h, round_t *c) {
     int fresh_cnt = 0;
     c->t_dep = 0;
     pthread_mutex_lock(&h->mu);
-    if (!ring_slot(h, r, &c->slot)) {
+    h->held_back = !ring_slot(h, r, &c->slot);
+    if (h->held_back) {
         pthread_mutex_unlock(&h->mu);
         return 0;
     }
@@ -518,27 +533,47 @@ static void final_drain(struct pcoll *h) {
     free(expect);
 }
 
-/* The engine's wait after a pass that could not go on (caller holds mu; events: h->events when
- * the pass began, so a local event during the pass is not slept through). Local waits sleep until
- * a local event wakes it (at most 50 ms, a safety net); remote waits poll: spin_us with
- * sched_yield, then sleeps that double from 10 us up to poll_max_us. */
+static double reserved(const struct pcoll *h);
+
+/* The engine's wait after a pass that could not go on (caller holds mu, not the token; events:
+ * h->events when the pass began, so a local event during the pass is not slept through). Local
+ * waits sleep until a local event wakes it (at most 50 ms, a safety net). Remote waits poll for a
+ * control message with MPI_Iprobe without holding the token (a hint: the next pass receives it),
+ * so an application thread that comes to drive never waits for an idle engine's poll: spin_us of
+ * probes with sched_yield, then sleeps between probes that double from 10 us up to poll_max_us.
+ * Returns once a message is there, a local event happened or an application thread drives. */
 static void engine_idle(struct pcoll *h, int pass, uint64_t events, double *t_idle, double *sleep_s) {
     if (h->events != events) return;
     if (pass == PASS_IDLE_LOCAL) {
         timed_wait(h, 0.05);
         return;
     }
-    double t = pcoll_now();
-    if (*t_idle < 0) *t_idle = t, *sleep_s = 10e-6;
-    if (t - *t_idle < h->cfg.spin_us * 1e-6) {
-        pthread_mutex_unlock(&h->mu);
-        sched_yield();
+    for (;;) {
+        double t = pcoll_now();
+        if (*t_idle < 0) *t_idle = t, *sleep_s = 10e-6;
+        if (t - *t_idle < h->cfg.spin_us * 1e-6) {
+            pthread_mutex_unlock(&h->mu);
+            sched_yield();
+        } else {
+            timed_wait(h, *sleep_s);
+            *sleep_s *= 2;
+            if (*sleep_s > h->cfg.poll_max_us * 1e-6) *sleep_s = h->cfg.poll_max_us * 1e-6;
+            pthread_mutex_unlock(&h->mu);
+        }
+        int flag = 0;
+        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, h->ctl, &flag, MPI_STATUS_IGNORE);
         pthread_mutex_lock(&h->mu);
-        return;
+        if (flag || h->events != events || h->driver != DRV_NONE || h->app_want > 0 || reserved(h) > 0)
+            return;
     }
-    timed_wait(h, *sleep_s);
-    *sleep_s *= 2;
-    if (*sleep_s > h->cfg.poll_max_us * 1e-6) *sleep_s = h->cfg.poll_max_us * 1e-6;
+}
+
+/* A deposit made with PCOLL_WAIT_NEXT keeps the token for the pcoll_wait that follows (which
+ * clears this): the engine leaves the round to it, for at most its 50 ms safety-net sleep in case
+ * no pcoll_wait comes (caller holds mu). */
+static double reserved(const struct pcoll *h) { /* seconds of reservation left, 0: none */
+    double left = h->wait_next > 0 ? 0.05 - (pcoll_now() - h->wait_next) : 0;
+    return left > 0 ? left : 0;
 }
 
 /* The engine thread: drives the rounds whenever no application thread does (pcoll_wait may take
@@ -555,11 +590,18 @@ void *pcoll_engine_main(void *arg) {
 #endif
     pthread_mutex_lock(&h->mu);
     while (pass >= 0 && pass != PASS_END) {
-        if (h->driver != DRV_NONE || h->app_want > 0) { /* an application thread drives */
+        int app = h->driver != DRV_NONE || h->app_want > 0;
+        double rsv = reserved(h);
+        if (app || rsv > 0) { /* an application thread drives, or will */
             t_idle = -1;
             h->eng_parked = 1;
-            timed_wait(h, 0.05);
+            timed_wait(h, app ? 0.05 : rsv);
             h->eng_parked = 0;
+            continue;
+        }
+        if (h->idle_remote) { /* an application thread left the round waiting for messages */
+            h->idle_remote = 0;
+            engine_idle(h, PASS_IDLE_REMOTE, h->idle_events, &t_idle, &sleep_s);
             continue;
         }
         uint64_t events = h->events;
@@ -568,9 +610,10 @@ void *pcoll_engine_main(void *arg) {
         pass = pcoll_drive(h);
         pthread_mutex_lock(&h->mu);
         h->driver = DRV_NONE;
-        if (pass == PASS_IDLE_LOCAL || pass == PASS_IDLE_REMOTE)
+        if (pass == PASS_IDLE_LOCAL || pass == PASS_IDLE_REMOTE) {
+            h->engine_polls++;
             engine_idle(h, pass, events, &t_idle, &sleep_s);
-        else
+        } else
             t_idle = -1;
     }
     pthread_mutex_unlock(&h->mu);

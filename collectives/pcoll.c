@@ -586,9 +586,13 @@ int pcoll_deposit(pcoll_t *h, const float *g, int flags) {
     h->next_cost = 0;
     h->dep_seq++;
     h->t_last_dep = pcoll_now();
-    pcoll_wake_engine(h);
-    leave_locked(h);
+    h->events++;
+    int wake = !(flags & PCOLL_WAIT_NEXT) || h->mem != PCOLL_MEM_HOST;
+    h->wait_next = wake ? 0 : pcoll_now();
     pthread_mutex_unlock(&h->mu);
+    /* after unlocking: the engine, woken, does not block at once on the mutex held here */
+    if (wake) pthread_cond_signal(&h->cv_eng);
+    leave(h);
     return PCOLL_OK;
 }
 
@@ -644,11 +648,16 @@ static int wait_timeout(struct pcoll *h, double timeout_s) { /* caller holds mu 
 }
 
 /* An application thread gives the drive token back (caller holds mu); pass: its last
- * pcoll_drive result. The engine is woken unless only a local event can move the round on (then
- * that event wakes it): after a synchronous round the engine is not woken at all. */
-static void give_back(struct pcoll *h, int pass) {
+ * pcoll_drive result. Returns 1 if the engine must be woken (the caller signals cv_eng, after
+ * unlocking if it can): unless only a local event can move the round on (then that event wakes
+ * it), so after a synchronous round the engine is not woken at all. */
+static int give_back(struct pcoll *h, int pass) {
     h->driver = DRV_NONE;
-    if (pass != PASS_IDLE_LOCAL) pcoll_wake_engine(h);
+    if (pass == PASS_IDLE_LOCAL) return 0;
+    h->events++;
+    h->idle_remote = pass == PASS_IDLE_REMOTE;
+    h->idle_events = h->events;
+    return 1;
 }
 
 /* The waiting thread drives the rounds itself (engine.c: pcoll_drive) while it can (host memory),
@@ -664,9 +673,10 @@ int pcoll_wait(pcoll_t *h, int how, double timeout_s, uint64_t *round) {
     if (!enter(h)) return PCOLL_ERR_STATE;
     struct timespec ts;
     int timed = abs_deadline(timeout_s, &ts), rc = PCOLL_OK, counted = 0;
-    int drove = 0, gave_up = 0, pass = 0;
+    int drove = 0, gave_up = 0, pass = 0, wake = 0;
     double t_idle = -1;
     pthread_mutex_lock(&h->mu);
+    h->wait_next = 0; /* the reservation of a PCOLL_WAIT_NEXT deposit is used up */
     for (;;) {
         if (h->err) {
             rc = h->err;
@@ -689,7 +699,7 @@ int pcoll_wait(pcoll_t *h, int how, double timeout_s, uint64_t *round) {
                                 hold back waiting for it (engine.c: ring_slot) */
                 counted = 1;
                 h->waiting_consumed++;
-                pcoll_wake_engine(h);
+                if (h->held_back) pcoll_wake_engine(h);
             }
         } else if (h->completed > h->handed) {
             if (round) *round = h->completed - 1;
@@ -726,7 +736,7 @@ int pcoll_wait(pcoll_t *h, int how, double timeout_s, uint64_t *round) {
                         continue;
                     }
                 }
-                give_back(h, pass);
+                if (give_back(h, pass)) pthread_cond_signal(&h->cv_eng);
                 drove = 0;
                 gave_up = 1;
             } else if (h->driver == DRV_ENGINE) {
@@ -755,11 +765,13 @@ int pcoll_wait(pcoll_t *h, int how, double timeout_s, uint64_t *round) {
             pass = pcoll_drive(h);
             pthread_mutex_lock(&h->mu);
         }
-        give_back(h, pass);
+        wake = give_back(h, pass);
     }
     if (counted) h->waiting_consumed--;
-    leave_locked(h);
     pthread_mutex_unlock(&h->mu);
+    /* after unlocking: the engine, woken, does not block at once on the mutex held here */
+    if (wake) pthread_cond_signal(&h->cv_eng);
+    leave(h);
     return rc;
 }
 
@@ -818,7 +830,7 @@ int pcoll_next(pcoll_t *h, uint64_t *round, const float **result, pcoll_record_t
         if (result) *result = sl->buf;
         if (rec) record_copy(rec, &sl->rec);
         h->handed = r + 1;
-        pcoll_wake_engine(h); /* a held-back engine may go on */
+        if (h->held_back) pcoll_wake_engine(h); /* it may go on */
     }
     leave_locked(h);
     pthread_mutex_unlock(&h->mu);
@@ -977,6 +989,9 @@ int pcoll_stats(pcoll_t *h, pcoll_stats_t *st) {
     st->mean_staleness = h->stale_count ? h->stale_sum / (double)h->stale_count : 0.0;
     st->driven = h->driven;
     st->wait_sleeps = h->wait_sleeps;
+    st->engine_wakes = h->engine_wakes;
+    st->engine_polls = h->engine_polls;
+    st->result_buffers = h->result_buffers;
     if (st->max_streak) memcpy(st->max_streak, h->max_streak, (size_t)h->P * 4);
     leave_locked(h);
     pthread_mutex_unlock(&h->mu);

@@ -168,6 +168,12 @@ typedef struct {
                                 inside pcoll_wait (host memory): no thread hand-off */
     uint64_t wait_sleeps;    /* times pcoll_wait slept until another thread (the engine)
                                 made progress: each costs a wake-up */
+    uint64_t engine_wakes;   /* times the engine thread woke from a sleep (signalled or timed
+                                out): thread wake-ups besides the application's */
+    uint64_t result_buffers; /* result buffers allocated (at most cfg.ring, grown ring aside;
+                                released ones are reused first, so usually two or three) */
+    uint64_t engine_polls;   /* engine steps that found the round still waiting (for other
+                                ranks' messages or a local event): each held the drive token */
     uint32_t *max_streak;    /* [P] (caller-allocated, may be NULL) */
 } pcoll_stats_t;
 
@@ -181,8 +187,13 @@ void pcoll_config_default(pcoll_config_t *cfg);
 int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t *cfg, pcoll_t **out);
 
 /* Copies g (n floats) into this rank's pending contribution. Never waits for other ranks.
- * flags: PCOLL_ACCUMULATE adds to a pending deposit instead of failing with PCOLL_ERR_PENDING. */
-enum { PCOLL_ACCUMULATE = 1 };
+ * flags: PCOLL_ACCUMULATE adds to a pending deposit instead of failing with PCOLL_ERR_PENDING.
+ * PCOLL_WAIT_NEXT: the calling thread calls pcoll_wait next, without computing in between (as a
+ * training step does: deposit, then wait). The engine is then not woken for this deposit, since
+ * the waiting thread drives the round itself (host memory): one thread wake-up less per round.
+ * Only a hint: if no pcoll_wait follows, the engine still starts the round, within its 50 ms
+ * safety-net sleep instead of at once. */
+enum { PCOLL_ACCUMULATE = 1, PCOLL_WAIT_NEXT = 2 };
 int pcoll_deposit(pcoll_t *h, const float *g, int flags);
 
 /* Step time of the next deposit: how long this rank took to produce it (seconds: data, compute,

@@ -153,6 +153,12 @@ struct pcoll {
     int app_want;    /* [mu] application threads waiting for the engine to give the token up */
     int eng_parked;  /* [mu] the engine waits while an application thread drives */
     int drive_end;   /* [mu] the state machine has ended (ST_END or ST_FAILED) */
+    int held_back;   /* [mu] the round waits for pcoll_next to free a ring slot (engine.c) */
+    int idle_remote;      /* [mu] an application thread gave the token back with the round
+                             waiting for other ranks' messages (PASS_IDLE_REMOTE) ... */
+    uint64_t idle_events; /* [mu] ... when events was this: the engine polls before driving */
+    double wait_next; /* [mu] pcoll_deposit(PCOLL_WAIT_NEXT) time: the token is kept for the
+                         pcoll_wait that follows (engine.c: reserved); 0: none */
     uint64_t events; /* [mu] local events that may unblock a round (deposit, join, horizon,
                          pcoll_next, error, token given back): counted, then cv_eng signalled */
     round_t cur;     /* [token] */
@@ -201,6 +207,7 @@ struct pcoll {
     uint32_t *max_streak; /* [P] */
     uint64_t driven;      /* rounds an application thread published itself (in pcoll_wait) */
     uint64_t wait_sleeps; /* times pcoll_wait slept until another thread made progress */
+    uint64_t engine_wakes, engine_polls, result_buffers; /* pcoll_stats_t */
 };
 
 #ifdef PCOLL_HAVE_NCCL

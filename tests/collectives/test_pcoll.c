@@ -18,6 +18,15 @@
  *          --expect-no-handoff (sync/solo, pcoll_wait(CONSUMED)): no pcoll_wait slept until the
  *          engine made progress (pcoll_stats: wait_sleeps == 0), and rounds were completed by
  *          the waiting application thread itself (driven > 0): a count, not a timing
+ *          --wait-next  deposit with PCOLL_WAIT_NEXT (pcoll_wait follows at once)
+ *          --expect-no-wake (with --wait-next, sync): the engine thread was not woken by the
+ *          rounds: its wake-ups (pcoll_stats: engine_wakes) are no more than its 50 ms safety-net
+ *          sleeps could time out in the run, plus 2
+ *          --max-buffers B: at most B result buffers were allocated (the ring reuses the ones
+ *          the application released, however many slots it has)
+ *          --max-polls X: the engine's polls that found the round still waiting (engine_polls)
+ *          are at most X per round: it holds the drive token only when a message or a local
+ *          event is there
  * Exit 0 = all checks passed on every rank.
  */
 #include "collectives/pcoll.h"
@@ -30,20 +39,39 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Every pcoll_wait(CONSUMED) of the steps so far found the round either complete or drivable
- * by this thread: it never slept waiting for the engine (each such sleep is a wake-up, a thread
- * hand-off), and some rounds were completed by this thread itself. */
-static void check_no_handoff(pcoll_t *h, int steps) {
+/* The counts of pcoll_stats after the steps (before the drain, whose waits may sleep), each
+ * checked if asked for. no_handoff: every pcoll_wait(CONSUMED) found the round either complete
+ * or drivable by this thread: it never slept waiting for the engine (each such sleep is a
+ * wake-up, a thread hand-off), and some rounds were completed by this thread itself. no_wake:
+ * the engine woke no more often than its 50 ms safety-net sleeps time out in elapsed_s, plus 2.
+ * max_polls > 0: the engine's idle polls per round are at most max_polls. */
+static void check_counts(pcoll_t *h, int steps, int no_handoff, int no_wake, double max_polls,
+                         int max_buffers, double elapsed_s) {
     pcoll_stats_t st;
     memset(&st, 0, sizeof st);
     pcollCheck(pcoll_stats(h, &st));
     printf("rank %d: %d waits, %llu rounds: %llu completed by the waiting thread, %llu sleeps in "
-           "pcoll_wait\n",
+           "pcoll_wait, %llu engine wake-ups and %llu idle polls in %.2f s, %llu result buffers\n",
            me, steps, (unsigned long long)st.rounds, (unsigned long long)st.driven,
-           (unsigned long long)st.wait_sleeps);
-    CHECK(st.wait_sleeps == 0, "pcoll_wait slept %llu times waiting for the engine",
-          (unsigned long long)st.wait_sleeps);
-    CHECK(st.driven > 0, "no round was completed by the waiting application thread");
+           (unsigned long long)st.wait_sleeps, (unsigned long long)st.engine_wakes,
+           (unsigned long long)st.engine_polls, elapsed_s, (unsigned long long)st.result_buffers);
+    if (no_handoff) {
+        CHECK(st.wait_sleeps == 0, "pcoll_wait slept %llu times waiting for the engine",
+              (unsigned long long)st.wait_sleeps);
+        CHECK(st.driven > 0, "no round was completed by the waiting application thread");
+    }
+    double timeouts = elapsed_s / 0.05 + 2;
+    if (no_wake)
+        CHECK((double)st.engine_wakes <= timeouts,
+              "the engine woke %llu times in %llu rounds (its safety-net timeouts: <= %.0f)",
+              (unsigned long long)st.engine_wakes, (unsigned long long)st.rounds, timeouts);
+    if (max_buffers > 0)
+        CHECK(st.result_buffers <= (uint64_t)max_buffers, "%llu result buffers allocated (allowed %d)",
+              (unsigned long long)st.result_buffers, max_buffers);
+    if (max_polls > 0)
+        CHECK((double)st.engine_polls <= max_polls * (double)st.rounds,
+              "the engine polled %llu times without progress in %llu rounds (allowed %.1f a round)",
+              (unsigned long long)st.engine_polls, (unsigned long long)st.rounds, max_polls);
 }
 
 int main(int argc, char **argv) {
@@ -53,7 +81,9 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     const char *mode = "sync", *mismatch = NULL, *div = NULL;
     int steps = 200, tau = 0, slow = -1, newer = 0, growth = 0, ring = 0, records = 1 << 16;
-    int pause_every = 0, no_handoff = 0;
+    int pause_every = 0, no_handoff = 0, wait_next = 0, no_wake = 0;
+    double max_polls = 0;
+    int max_buffers = 0;
     double pause_ms = 0;
     size_t n = 64;
     double delay_us = 500, slow_factor = 4;
@@ -92,6 +122,14 @@ int main(int argc, char **argv) {
             newer = 1;
         else if (!strcmp(a, "--expect-no-handoff"))
             no_handoff = 1;
+        else if (!strcmp(a, "--wait-next"))
+            wait_next = PCOLL_WAIT_NEXT;
+        else if (!strcmp(a, "--expect-no-wake"))
+            no_wake = 1;
+        else if (!strcmp(a, "--max-buffers"))
+            max_buffers = atoi(v), i++;
+        else if (!strcmp(a, "--max-polls"))
+            max_polls = atof(v), i++;
         else if (!strcmp(a, "--expect-streak-growth"))
             growth = 1;
         else {
@@ -192,9 +230,10 @@ int main(int argc, char **argv) {
     rcheck_t rc_ = {P, me,      steps, tau,       slow, (int)cfg.div, n, 0, 1469598103934665603ull,
                     w, all_sum, seen,  streak_at, 0};
     int joined = 0;
+    double t_begin = MPI_Wtime();
     for (int s = 0; s <= steps; s++) {
-        if (s == steps && no_handoff && !joined) /* before the drain, whose waits may sleep */
-            check_no_handoff(h, steps);
+        if (s == steps && !joined) /* before the drain, whose waits may sleep */
+            check_counts(h, steps, no_handoff, no_wake, max_polls, max_buffers, MPI_Wtime() - t_begin);
         if (s == steps) { /* join, then drain the rounds that still complete */
             pcoll_join(h);
             joined = 1;
@@ -206,7 +245,7 @@ int main(int argc, char **argv) {
             make_grad(g, n, me, s);
             for (size_t k = 0; k < n; k++) dep_sum[k] += g[k];
             pcollCheck(pcoll_set_cost(h, cost_of(me, s)));
-            int rc = pcoll_deposit(h, g, newer ? PCOLL_ACCUMULATE : 0);
+            int rc = pcoll_deposit(h, g, (newer ? PCOLL_ACCUMULATE : 0) | wait_next);
             if (rc) {
                 fprintf(stderr, "rank %d: deposit: %s\n", me, pcoll_last_error(h));
                 fails++;

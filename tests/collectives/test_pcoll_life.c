@@ -14,6 +14,10 @@
  *   --case evict    records = 2 and a thread that keeps reading the oldest record still kept:
  *                   pcoll_record_get returns that round's record or PCOLL_ERR_EVICTED, never
  *                   the record of the round that is overwriting it
+ *   --case nowait   deposits made with PCOLL_WAIT_NEXT that no pcoll_wait follows still go into
+ *                   rounds (the engine takes them once the reservation for the wait runs out):
+ *                   every rank deposits and polls pcoll_next without waiting, 10 times, sync and
+ *                   solo; each round completes (the runner's timeout catches a hang)
  *   --case dead     rank P-1 stops itself (SIGSTOP) after 10 rounds: every other rank's call
  *                   returns PCOLL_ERR_PEER naming it within the library's bound, and finalize
  *                   returns an error at once instead of waiting; rank 0 then writes
@@ -149,6 +153,27 @@ static void case_nodrain(void) {
     }
     rc = pcoll_finalize(&h, 60);
     CHECK(rc == PCOLL_OK, "finalize without draining: %s", pcoll_strerror(rc));
+}
+
+static void case_nowait(void) {
+    float g[64];
+    for (int k = 0; k < 64; k++) g[k] = (float)(me + 1);
+    for (int mode = PCOLL_SYNC; mode <= PCOLL_SOLO; mode++) {
+        pcoll_t *h = make(mode, 16, 0);
+        double t0 = MPI_Wtime();
+        uint64_t got = 0;
+        for (int s = 0; s < 10; s++) {
+            int fl = PCOLL_WAIT_NEXT | (mode == PCOLL_SOLO ? PCOLL_ACCUMULATE : 0);
+            CHECK(pcoll_deposit(h, g, fl) == PCOLL_OK, "deposit %d", s);
+            const float *res;
+            while (pcoll_next(h, NULL, &res, NULL) != PCOLL_OK) sleep_ms(1); /* never waits */
+            got++;
+        }
+        printf("rank %d: %s: %llu rounds without pcoll_wait in %.2f s\n", me, mode == PCOLL_SYNC ? "sync" : "solo",
+               (unsigned long long)got, MPI_Wtime() - t0);
+        pcoll_join(h);
+        CHECK(pcoll_finalize(&h, 60) == PCOLL_OK, "finalize");
+    }
 }
 
 static void case_rule(void) {
@@ -343,10 +368,12 @@ int main(int argc, char **argv) {
         case_evict();
     else if (!strcmp(c, "dead"))
         case_dead(marker);
+    else if (!strcmp(c, "nowait"))
+        case_nowait();
     else {
         if (!me)
             fprintf(stderr,
-                    "usage: test_pcoll_life --case close|nodrain|rule|args|evict|dead [--marker FILE]\n");
+                    "usage: test_pcoll_life --case close|nodrain|rule|args|evict|nowait|dead [--marker FILE]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     int tot = 0;
