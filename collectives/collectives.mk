@@ -25,7 +25,11 @@ $(B)/bench/bench_collectives: $(B)/collectives/bench_collectives.o $(LIBPCOLL)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(MPI_LIBS) -ljansson $(LDLIBS)
 
-ALL_BINS  += $(LIBPCOLL) $(B)/bench/bench_collectives
+$(B)/bench/bench_reduce: $(B)/collectives/bench_reduce.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@ $(MPI_LIBS) -ljansson $(LDLIBS)
+
+ALL_BINS  += $(LIBPCOLL) $(B)/bench/bench_collectives $(B)/bench/bench_reduce
 TEST_BINS += $(B)/tests/test_pcoll $(B)/tests/test_pcoll_life
 
 # Fig. 9: P ranks, REPS repetitions of every row (side by side in each), more arguments in BENCH_ARGS
@@ -39,6 +43,14 @@ bench-collectives: $(B)/bench/bench_collectives
 	OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none \
 	mpirun --oversubscribe --bind-to none -np $(P) $(B)/bench/bench_collectives \
 	  --unit-ms $(UNIT_MS) --reps $(REPS) --json $(B)/bench/collectives.json $(BENCH_ARGS)
+
+# a round's reduction part by part against MPI_Allreduce, and libnbc's algorithms (bench_reduce.c)
+bench-reduce: $(B)/bench/bench_reduce
+	@mkdir -p $(B)/bench
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1 \
+	OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none \
+	mpirun --oversubscribe --bind-to none -np $(P) $(B)/bench/bench_reduce \
+	  --reps $(REPS) --json $(B)/bench/reduce.json $(BENCH_ARGS)
 
 # ---- device memory (PCOLL_MEM_DEVICE): build/libpcoll_cuda.a, only with nvcc + cuDNN + NCCL ----
 # The same sources compiled with -DPCOLL_HAVE_NCCL plus collectives/pcoll_nccl.cu; the host-only
