@@ -150,7 +150,14 @@ static int activate_pass(struct pcoll *h, round_t *c, int *local) {
     int self_ready = me_active && ready;
     *local = pl->path == PATH_SYNC;
     if (pl->path == PATH_SYNC) return !me_active || ready;
+    /* A ready rank activates an any-rank round at once, without first receiving what has arrived
+     * (one MPI poll less on the round's path), if it has drained in this round or the one before,
+     * so at most two rounds of messages wait; an ACT(r) a neighbour already sent is absorbed by
+     * the next drain (and that neighbour gets one back, absorbed likewise). */
+    if (pl->path == PATH_ANY && self_ready && h->drained + 1 >= r + 1)
+        return (rc = flood(h, r, root, -1, 1)) ? rc : 1;
     if ((rc = drain_ctl(h, r, &c->act_from))) return rc;
+    h->drained = r + 1;
     if (c->act_from != NOT_ACTIVATED)
         return (rc = flood(h, r, root, c->act_from, pl->path == PATH_ANY)) ? rc : 1;
     if (pl->path == PATH_ANY && self_ready) return (rc = flood(h, r, root, -1, 1)) ? rc : 1;

@@ -172,6 +172,7 @@ struct pcoll {
     uint64_t *cnt_round;           /* [P] last round (+1) each child reported a COUNT for ... */
     uint64_t *cnt_val;             /* [P] ... and the ready ranks in its subtree */
     uint64_t *sent_to, *recv_from; /* [P] control messages, for the final drain */
+    uint64_t drained;              /* 1 + the last round whose activation received messages */
     plan_t plan;
 
     /* liveness (live.c): heartbeats on the private communicator hb, sent and read by the
