@@ -282,7 +282,11 @@ void nn_conv3_backward(float *din, int set, float *dw, float *ws, const float *d
             size_t c1 = c0 + CHUNK < P ? c0 + CHUNK : P;
             for (int u = u0; u < u1; u++) {
                 int k0 = u / C * FB, c = u % C, kb = K - k0 < FB ? K - k0 : FB;
-                filt_tile(dw, dout, in, k0, kb, c, C, c0, c1, P, W, m + c0 / VL * 9);
+                const __mmask16 *mc = m + c0 / VL * 9;
+                if (kb == FB) /* a full block: the tile without its channel-count tests */
+                    filt_tile(dw, dout, in, k0, FB, c, C, c0, c1, P, W, mc);
+                else
+                    filt_tile(dw, dout, in, k0, kb, c, C, c0, c1, P, W, mc);
             }
         }
     }
