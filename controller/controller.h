@@ -84,9 +84,10 @@
  *   measurements since the start, with Student's t in place of Z while it has few degrees of
  *   freedom). Scores of a level are pooled (inverse-variance) until its conditions change.
  *   Probe: the run starts by measuring every level in turn (start level, then the others, least
- *   partial first). While the best score's lead over the next one is within 2 standard errors of
- *   their difference (Z), the two are measured again, the level in force first (at most
- *   CONTEST_MAX = 2 times); then the highest score is kept. A later probe changes the choice only
+ *   partial first) and keeps the highest score. While its lead over the next one is within 2
+ *   standard errors of their difference (Z), the choice runs and the rival is measured again once
+ *   the choice has run for as many gradients as the probing since the probe began (a contest, at
+ *   most CONTEST_MAX = 2 times, each keeping the highest score again). A later probe changes the choice only
  *   to a level that beats the incumbent by Z standard errors. A probe of a level already Z
  *   standard errors below the best one measured ends early; a probe measurement outside its
  *   level's pool limits replaces that pool. The next probe comes after `probe` [256] sync rounds'

@@ -871,7 +871,7 @@ void ctl_policy_stats(const ctl_policy_t *p, ctl_policy_stats_t *st) {
         st->rate[i] = ok ? s->rate[lv] : NAN;
         st->lag[i] = ok ? s->lag[lv] : NAN;
         st->score[i] = ok ? s->score[lv] : NAN;
-        st->score_se[i] = ok ? s->se[lv] : NAN;
+        st->score_se[i] = ok ? rate_se(s, lv) : NAN;
         st->samples[i] = ok ? s->pool_n[lv] : 0;
     }
 }

@@ -48,9 +48,8 @@ struct ctl_state {
     /* rate rule (rate.c) */
     meas_t m;                           /* the measurement in progress (current level) */
     uint32_t *gsince;                   /* [P] gradients applied since p was last fresh */
-    double score[NLV], se[NLV];         /* score of each level pooled over its measurements since the run's
-                                   conditions last changed, and its standard error (the larger of
-                                   the within- and the between-measurement one) */
+    double score[NLV];                  /* score of each level pooled over its measurements since the run's
+                                   conditions last changed (standard error: rate_se) */
     double se_in[NLV];                  /* ... the within-measurement standard error of the pool */
     double pool_w[NLV];                 /* ... the sum of the inverse within-variances pooled */
     uint64_t pool_n[NLV];               /* ... the gradients counted in the measurements pooled */
@@ -62,14 +61,17 @@ struct ctl_state {
     uint32_t cv2_n;                     /* ... and its degrees of freedom */
     int32_t beyond;                     /* settled: side (+1, -1) of the previous measurement that lay outside
                                    the pool's limits (0: it lay inside) */
-    int32_t contest;                    /* probing: measurements taken again to resolve this probe's choice */
-    double rate[NLV], lag[NLV];         /* latest measured rate and lag of each level (reasons, stats) */
-    uint64_t scored_at[NLV];            /* global round of the latest measurement (NONE: never) */
-    int32_t phase;                      /* 0: settled, 1: probing */
-    int32_t queue[NLV], nqueue;         /* probing: levels still to measure, in order */
-    int32_t incumbent;                  /* probing: the level chosen before the probe (-1: none) */
-    uint64_t grads;                     /* gradients taken by all rounds observed */
-    uint64_t next_probe;                /* settled: the next probe is due once grads reaches this */
+    int32_t contest;            /* measurements of a rival taken again since the probe of every level */
+    int32_t rival;              /* settled: the level an unresolved choice is measured against again
+                                   when next_probe is due (-1: none, the next probe is of every level) */
+    uint64_t probe_from;        /* grads when the latest probe of every level began */
+    double rate[NLV], lag[NLV]; /* latest measured rate and lag of each level (reasons, stats) */
+    uint64_t scored_at[NLV];    /* global round of the latest measurement (NONE: never) */
+    int32_t phase;              /* 0: settled, 1: probing */
+    int32_t queue[NLV], nqueue; /* probing: levels still to measure, in order */
+    int32_t incumbent;          /* probing: the level chosen before the probe (-1: none) */
+    uint64_t grads;             /* gradients taken by all rounds observed */
+    uint64_t next_probe;        /* settled: the next probe is due once grads reaches this */
 };
 
 struct ctl_policy {
@@ -113,6 +115,7 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v);
 void rate_switched(ctl_policy_t *p, int from, int to, int probe);
 void rate_init(struct ctl_state *s, const ctl_policy_cfg_t *c);
 void rate_start(struct ctl_state *s);
+double rate_se(const struct ctl_state *s, int l);
 
 /* policy.c helpers used by rate.c */
 const char *level_name(const ctl_policy_t *p, int lv, char *b, size_t n);

@@ -16,8 +16,8 @@
  * repeat of any level). The other numbers are counts of the run's own events, not thresholds on what it
  * measures: `window` (deposits, and rounds in partial levels, per measurement), `probe` and
  * `probe_max` (sync rounds' worth of gradients between probes), 2 deposits of every rank (the
- * fewest a spread can be estimated from) and CONTEST_MAX (how often the two contending levels of an
- * unresolved probe are measured again before the less partial one is kept). The worth of a stale
+ * fewest a spread can be estimated from) and CONTEST_MAX (how often the rival of an unresolved
+ * choice is measured again before the choice stands until the next probe). The worth of a stale
  * gradient (key staleness) is a modelling choice without a constant (worth() below). */
 #include "controller/policy_impl.h"
 
@@ -55,12 +55,24 @@ static void probe_queue(struct ctl_state *s) {
     s->incumbent = s->phase ? -1 : s->level;
     s->phase = 1;
     s->contest = 0;
+    s->rival = -1;
+    s->probe_from = s->grads;
+}
+
+/* Queues a measurement of the rival alone: the contest of an unresolved choice, whose incumbent
+ * (the level in force) has been measured all along while it ran. */
+static void rival_queue(struct ctl_state *s) {
+    s->queue[0] = s->rival;
+    s->nqueue = 1;
+    s->incumbent = s->level;
+    s->phase = 1;
+    s->rival = -1;
 }
 
 void rate_init(struct ctl_state *s, const ctl_policy_cfg_t *c) {
     (void)c;
     for (int l = 0; l < NLV; l++) {
-        s->score[l] = s->se[l] = s->se_in[l] = s->rate[l] = s->lag[l] = s->pool_w[l] = s->last_x[l] = 0;
+        s->score[l] = s->se_in[l] = s->rate[l] = s->lag[l] = s->pool_w[l] = s->last_x[l] = 0;
         s->pool_sx[l] = s->pool_sxx[l] = 0;
         s->pool_n[l] = 0;
         s->pool_k[l] = 0;
@@ -70,10 +82,10 @@ void rate_init(struct ctl_state *s, const ctl_policy_cfg_t *c) {
     s->cv2_n = 0;
     s->beyond = 0;
     for (int i = 0; i < s->P; i++) s->gsince[i] = 0;
+    s->grads = 0;
     s->phase = 1; /* a run starts with a probe of every level */
     probe_queue(s);
     s->next_probe = 0;
-    s->grads = 0;
     meas_reset(s);
 }
 
@@ -180,6 +192,15 @@ static double cv2_df(const struct ctl_state *s, uint32_t *df) {
 }
 static double cv2(const struct ctl_state *s) { return cv2_df(s, NULL); }
 
+/* Standard error of level l's pooled score: the larger of the within-measurement one and the
+ * spread between measurements over the measurements pooled (a level whose pool was dropped keeps
+ * its last score and within error until it is measured again). */
+double rate_se(const struct ctl_state *s, int l) {
+    if (s->pool_k[l] == 0) return s->se_in[l];
+    double b = sqrt(cv2(s) / s->pool_k[l]) * s->score[l];
+    return s->se_in[l] > b ? s->se_in[l] : b;
+}
+
 /* The confidence level Z for a spread estimated with df degrees of freedom: Student's t quantile
  * of the same one-sided confidence (Cornish-Fisher expansion to 1/df^2; within 3% of the exact
  * quantile from df = 3 on, and about 7 at df = 1, where the exact one is 14). No estimate yet
@@ -217,7 +238,7 @@ static int meas_close(ctl_policy_t *p, uint64_t rg, double *score, double *se, u
         cv2_df(s, &df);
         for (int l = 0; l < NLV && !full; l++) {
             if (l == s->level || s->scored_at[l] == NONE || s->pool_k[l] == 0) continue;
-            full = *score + zq(df) * meas_se(s, *score, *se) < s->score[l] - zq(df) * s->se[l];
+            full = *score + zq(df) * meas_se(s, *score, *se) < s->score[l] - zq(df) * rate_se(s, l);
         }
     }
     if (!full) return 0;
@@ -242,7 +263,8 @@ static int meas_close(ctl_policy_t *p, uint64_t rg, double *score, double *se, u
 static int beats(const struct ctl_state *s, int a, int b) {
     uint32_t df;
     cv2_df(s, &df);
-    return s->score[a] - s->score[b] > zq(df) * sqrt(s->se[a] * s->se[a] + s->se[b] * s->se[b]);
+    const double ea = rate_se(s, a), eb = rate_se(s, b);
+    return s->score[a] - s->score[b] > zq(df) * sqrt(ea * ea + eb * eb);
 }
 
 /* The best-scoring level other than top that top does not beat, or -1: the choice is resolved. */
@@ -264,7 +286,7 @@ static void scores_str(const ctl_policy_t *p, char *b, size_t n) {
         char nm[24];
         k += (size_t)snprintf(b + k, n - k, "%s%s %.3g/s lag %.2f score %.3g+-%.2g", k ? ", " : "",
                               level_name(p, l, nm, sizeof nm), p->s.rate[l], p->s.lag[l], p->s.score[l],
-                              p->s.se[l]);
+                              rate_se(&p->s, l));
     }
 }
 
@@ -290,12 +312,6 @@ static void pool_add(struct ctl_state *s, int l, double x, double se, uint64_t n
         s->score[l] = (sum + x * w) / s->pool_w[l];
         s->se_in[l] = 1 / sqrt(s->pool_w[l]);
     }
-    const double v = cv2(s); /* it may have changed: every pool's error */
-    for (int k = 0; k < NLV; k++)
-        if (s->pool_k[k]) {
-            double b = sqrt(v / s->pool_k[k]) * s->score[k];
-            s->se[k] = s->se_in[k] > b ? s->se_in[k] : b;
-        }
 }
 
 /* Forgets what was measured of level l (its conditions changed). The spread between measurements
@@ -317,8 +333,8 @@ static void level_drop(struct ctl_state *s, int l, int skip) {
 static int outside(const struct ctl_state *s, int l, double x, double xse) {
     uint32_t df;
     cv2_df(s, &df);
-    const double xe = meas_se(s, x, xse), d = x - s->score[l];
-    return s->pool_k[l] == 0 || fabs(d) <= zq(df) * sqrt(xe * xe + s->se[l] * s->se[l]) ? 0 : d > 0 ? 1 : -1;
+    const double xe = meas_se(s, x, xse), d = x - s->score[l], e = rate_se(s, l);
+    return s->pool_k[l] == 0 || fabs(d) <= zq(df) * sqrt(xe * xe + e * e) ? 0 : d > 0 ? 1 : -1;
 }
 
 /* The level with the highest score (point estimate), or -1. */
@@ -340,40 +356,30 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
     if (!s->phase) {
         /* settled: two measurements in a row on one side beyond the pool's limits mean the run's
          * conditions changed: everything measured before is forgotten and every level probed */
-        const double before = s->score[l], bse = s->se[l];
+        const double before = s->score[l], bse = rate_se(s, l);
         const int side = outside(s, l, x, xse), changed = side && side == s->beyond;
         s->beyond = changed ? 0 : side;
         if (changed) /* the previous measurement, beyond on this side too, goes with the pool */
             for (int k = 0; k < NLV; k++) level_drop(s, k, k == l);
         pool_add(s, l, x, xse, ng);
         if (!changed && s->grads < s->next_probe) return;
-        probe_queue(s);
+        const int contest = !changed && s->rival >= 0;
+        if (contest)
+            rival_queue(s);
+        else
+            probe_queue(s);
         if (changed) s->incumbent = -1; /* what it was chosen on no longer holds */
         snprintf(v->why, sizeof v->why, "%s: %s score %.3g+-%.2g, pooled before %.3g+-%.2g; probe: %s -> %s",
-                 changed ? "rate changed twice" : "probe due", level_name(p, l, a, sizeof a), x,
-                 meas_se(s, x, xse), before, bse, level_name(p, l, a, sizeof a),
-                 level_name(p, s->queue[0], b, sizeof b));
+                 changed   ? "rate changed twice"
+                 : contest ? "contest due"
+                           : "probe due",
+                 level_name(p, l, a, sizeof a), x, meas_se(s, x, xse), before, bse,
+                 level_name(p, l, a, sizeof a), level_name(p, s->queue[0], b, sizeof b));
     } else {
         /* probing: a level whose new measurement lies outside its pool's limits is measured under
          * other conditions than its pool was: the new one replaces it */
         if (outside(s, l, x, xse)) level_drop(s, l, 0);
         pool_add(s, l, x, xse, ng);
-    }
-    if (s->nqueue == 0) {
-        /* every level measured; while the best score's lead over the next one is within the noise,
-         * measure the two again (pooled, their errors shrink), at most CONTEST_MAX times: the level
-         * in force first, so that no switch is spent on it */
-        int top = top_score(s), run = runner_up(s, top);
-        if (run >= 0 && s->contest < CONTEST_MAX) {
-            s->contest++;
-            int first = l == top || l == run ? l : top, second = first == top ? run : top;
-            s->queue[0] = first;
-            s->queue[1] = second;
-            s->nqueue = 2;
-            scores_str(p, sc, sizeof sc);
-            snprintf(v->why, sizeof v->why, "unresolved (%s): measure again %s, then %s", sc,
-                     level_name(p, first, a, sizeof a), level_name(p, second, b, sizeof b));
-        }
     }
     if (s->nqueue > 0) { /* probing: measure the next level */
         int to = s->queue[0];
@@ -383,32 +389,44 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
         v->probe = 1;
         if (!v->why[0])
             snprintf(v->why, sizeof v->why, "probe: %s score %.3g+-%.2g (%.3g/s, lag %.2f): %s -> %s",
-                     level_name(p, l, a, sizeof a), s->score[l], s->se[l], s->rate[l], s->lag[l],
+                     level_name(p, l, a, sizeof a), s->score[l], rate_se(s, l), s->rate[l], s->lag[l],
                      level_name(p, l, a, sizeof a), level_name(p, v->to, b, sizeof b));
         return;
     }
-    /* every level measured, and the lead resolved or measured CONTEST_MAX times again: keep the
-     * highest score (two levels the noise still cannot tell apart cost about the same), unless it
-     * does not beat the incumbent (a choice changes only on a difference the noise cannot
-     * explain); confirming the incumbent doubles the probe interval */
+    /* every level measured: keep the highest score (two levels the noise cannot tell apart cost
+     * about the same), unless, after a later probe of every level, it does not beat the incumbent
+     * (a settled choice changes only on a difference the noise cannot explain; a contest goes on
+     * deciding the probe before it); confirming the incumbent doubles the probe interval */
+    const int contest = s->contest > 0;
     int best = top_score(s), inc = s->incumbent;
-    if (inc >= 0 && best != inc && s->scored_at[inc] != NONE && !beats(s, best, inc)) {
+    if (!contest && inc >= 0 && best != inc && s->scored_at[inc] != NONE && !beats(s, best, inc)) {
         best = inc; /* the best of the levels that beat the incumbent, else the incumbent */
         for (int k = 0; k < NLV; k++)
             if (k != inc && s->scored_at[k] != NONE && beats(s, k, inc) &&
                 (best == inc || s->score[k] > s->score[best]))
                 best = k;
     }
-    p->st.choices++;
+    if (!contest) p->st.choices++;
     if (best != s->incumbent) p->st.choice_changes++;
     s->phase = 0;
     s->beyond = 0;
-    s->probe = best == s->incumbent ? backoff(s->probe, c->probe_max) : c->sync_probe;
-    s->next_probe = s->grads + (uint64_t)s->probe * (uint64_t)p->P; /* probe sync rounds' worth */
+    const int run = runner_up(s, best);
+    if (run >= 0 && s->contest < CONTEST_MAX) {
+        /* unresolved: the choice runs (its measurements keep adding to its pool) and the rival is
+         * measured again once the choice has run for as long as the probing since the probe of
+         * every level began: the contests take at most about half of the time, then a quarter */
+        s->contest++;
+        s->rival = run;
+        s->next_probe = s->grads + (s->grads - s->probe_from);
+    } else {
+        s->rival = -1;
+        s->probe = best == s->incumbent ? backoff(s->probe, c->probe_max) : c->sync_probe;
+        s->next_probe = s->grads + (uint64_t)s->probe * (uint64_t)p->P; /* probe sync rounds' worth */
+    }
     if (best == l) return;
     scores_str(p, sc, sizeof sc);
-    snprintf(v->why, sizeof v->why, "%s: %s -> %s", sc, level_name(p, l, a, sizeof a),
-             level_name(p, best, b, sizeof b));
+    snprintf(v->why, sizeof v->why, "%s: %s -> %s%s", sc, level_name(p, l, a, sizeof a),
+             level_name(p, best, b, sizeof b), s->rival >= 0 ? " (unresolved: contest due later)" : "");
     v->to = best;
 }
 

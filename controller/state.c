@@ -10,7 +10,7 @@
 #include <string.h>
 
 #define STATE_MAGIC   "CTLSTATE"
-#define STATE_VERSION 3u
+#define STATE_VERSION 4u
 #define HEADER_BYTES  (8 + 4 * 4) /* magic, version, P, window, cost_n */
 
 int state_alloc(struct ctl_state *s, int P, int window, int cost_n) {
@@ -159,7 +159,6 @@ static int fields(struct ctl_state *s, fld_t *f) {
     ONE(m.rounds, '4');
     ARR(gsince, P, '4');
     ARR(score, NLV, 'd');
-    ARR(se, NLV, 'd');
     ARR(pool_w, NLV, 'd');
     ARR(pool_n, NLV, '8');
     ARR(se_in, NLV, 'd');
@@ -171,6 +170,8 @@ static int fields(struct ctl_state *s, fld_t *f) {
     ONE(cv2_n, '4');
     ONE(beyond, '4');
     ONE(contest, '4');
+    ONE(rival, '4');
+    ONE(probe_from, '8');
     ARR(rate, NLV, 'd');
     ARR(lag, NLV, 'd');
     ARR(scored_at, NLV, '8');
@@ -233,7 +234,7 @@ ctl_state_t *ctl_state_resize(const ctl_state_t *s, int P) {
     d->cost_seen = 0, d->m.rounds = 0;
     memset(d->m.skip, 1, (size_t)P); /* every rank's first deposit begins its cycle elsewhere */
     for (int l = 0; l < NLV; l++) {
-        d->score[l] = d->se[l] = d->se_in[l] = d->pool_w[l] = d->pool_sx[l] = d->pool_sxx[l] = 0;
+        d->score[l] = d->se_in[l] = d->pool_w[l] = d->pool_sx[l] = d->pool_sxx[l] = 0;
         d->last_x[l] = d->rate[l] = d->lag[l] = 0, d->pool_n[l] = 0, d->pool_k[l] = 0;
         d->scored_at[l] = NONE;
     }
@@ -242,7 +243,7 @@ ctl_state_t *ctl_state_resize(const ctl_state_t *s, int P) {
     d->nqueue = 0;
     for (int k = 0; k < NLV; k++)
         if (order[k] != d->level) d->queue[d->nqueue++] = order[k];
-    d->phase = 1, d->incumbent = -1, d->contest = 0, d->beyond = 0;
+    d->phase = 1, d->incumbent = -1, d->contest = 0, d->beyond = 0, d->rival = -1, d->probe_from = d->grads;
     return d;
 }
 
@@ -362,8 +363,8 @@ static int validate(const struct ctl_state *s, char *err, size_t n) {
     }
     if (s->cost_seen < 0 || s->cost_seen > 1) return bad(err, n, "cost_seen %d is not 0 or 1", s->cost_seen);
     for (int l = 0; l < NLV; l++)
-        if (!isfinite(s->score[l]) || !isfinite(s->se[l]) || !isfinite(s->rate[l]) || !isfinite(s->lag[l]) ||
-            !isfinite(s->pool_w[l]) || s->score[l] < 0 || s->se[l] < 0 || s->rate[l] < 0 || s->lag[l] < 0 ||
+        if (!isfinite(s->score[l]) || !isfinite(s->rate[l]) || !isfinite(s->lag[l]) ||
+            !isfinite(s->pool_w[l]) || s->score[l] < 0 || s->rate[l] < 0 || s->lag[l] < 0 ||
             s->pool_w[l] < 0 || !(s->se_in[l] >= 0) || !isfinite(s->se_in[l]) || !(s->last_x[l] >= 0) ||
             !isfinite(s->last_x[l]) || !(s->pool_sx[l] >= 0) || !isfinite(s->pool_sx[l]) ||
             !(s->pool_sxx[l] >= 0) || !isfinite(s->pool_sxx[l]))
@@ -372,9 +373,9 @@ static int validate(const struct ctl_state *s, char *err, size_t n) {
         return bad(err, n, "between-measurement spread %g / side %d / contest %d out of range", s->cv2_sum,
                    s->beyond, s->contest);
     if (s->phase < 0 || s->phase > 1 || s->nqueue < 0 || s->nqueue > NLV || s->incumbent < -1 ||
-        s->incumbent >= NLV)
-        return bad(err, n, "probe phase %d / queue %d / incumbent %d out of range", s->phase, s->nqueue,
-                   s->incumbent);
+        s->incumbent >= NLV || s->rival < -1 || s->rival >= NLV || s->probe_from > s->grads)
+        return bad(err, n, "probe phase %d / queue %d / incumbent %d / rival %d / start %llu out of range",
+                   s->phase, s->nqueue, s->incumbent, s->rival, (unsigned long long)s->probe_from);
     for (int q = 0; q < s->nqueue; q++)
         if (s->queue[q] < 0 || s->queue[q] >= NLV)
             return bad(err, n, "probe queue entry %d out of range", s->queue[q]);

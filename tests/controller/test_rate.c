@@ -152,7 +152,8 @@ static int main_level(const outcome_t *o) {
 }
 
 /* Runs adaptive and the statics; checks that the adaptive's main level and its final choice score
- * within 5% of the best static one, that the main level holds at least min_share of the time,
+ * within 5% of the best static one, that levels scoring that well hold at least min_share of the
+ * time (two such levels the noise cannot tell apart may share it),
  * that it delivered at least 90% of the best static score (probes of worse levels included), that
  * at most max_changes of its probes changed the choice (the first one included), and that probes
  * back off: no more of them than a doubling interval from `probe` (256) allows. Returns the main
@@ -164,16 +165,19 @@ static int check_scen(const char *name, const char *spec, const scen_t *sc, uint
     outcome_t o;
     run_scen(spec, sc, from, &o);
     int m = main_level(&o);
-    double share = o.time[m] / o.total;
+    double share = 0;
+    for (int l = 0; l < 3; l++)
+        if (sc3[l] >= 0.95 * sc3[best]) share += o.time[l] / o.total;
     if (verbose)
         printf("    %-28s truth sync %.3f maj %.3f solo %.3f (best %s) | adaptive %s %.0f%% of the time, %d "
                "switches, "
                "%llu choices (%llu changed), score %.3f\n",
-               name, sc3[0], sc3[1], sc3[2], lvname[best], lvname[m], 100 * share, o.switches,
+               name, sc3[0], sc3[1], sc3[2], lvname[best], lvname[m], 100 * o.time[m] / o.total, o.switches,
                (unsigned long long)o.choices, (unsigned long long)o.changes, o.score);
     CHECK(sc3[m] >= 0.95 * sc3[best], "%s: adaptive mostly in %s (true score %.3f), best is %s (%.3f)", name,
           lvname[m], sc3[m], lvname[best], sc3[best]);
-    CHECK(share >= min_share, "%s: only %.0f%% of the time in %s", name, 100 * share, lvname[m]);
+    CHECK(share >= min_share, "%s: only %.0f%% of the time in levels within 5%% of %s", name, 100 * share,
+          lvname[best]);
     CHECK(o.changes <= (uint64_t)max_changes, "%s: %llu probes changed the choice (at most %d)", name,
           (unsigned long long)o.changes, max_changes);
     /* rounds N allow about log2(N / 256) doubled intervals, plus a new start after each change */
@@ -342,10 +346,10 @@ static void test_noisy(void) {
 /* The paper's random straggler (a rank's step waits 3 more steps with probability 1/P): partial
  * levels pay, and the noise of a short probe must not send the choice back to sync. Over the run
  * the level kept most scores within 10% of the best static one and the run delivers 85% of it,
- * probes included (majority and solo score within 9% of each other here). Also checked on a
- * short run, over 8 draws: the first choice, after one probe of every level (and the repeats
- * of an unresolved one), scores within 10% of the best in 7 of them (sync scores 16-26% below;
- * one probe window of sync holds only window/P rounds, so one draw in 8 may still mislead). */
+ * probes included (majority and solo score within 9% of each other here). Also checked over 8
+ * draws: the choice after the first probe of every level and the contests of an unresolved one
+ * (1,500 rounds) scores within 10% of the best in 7 of them (sync scores 16-26% below; one probe
+ * window of sync holds only window/P rounds, so one draw in 8 may still mislead). */
 static void test_random(void) {
     int Ps[] = {4, 8};
     for (int i = 0; i < 2; i++) {
@@ -368,14 +372,14 @@ static void test_random(void) {
               "%s: mostly %s (true score %.3f), delivered %.3f, best %s %.3f", name, lvname[m], sc3[m],
               o.score, lvname[best], sc3[best]);
         free(o.L.d);
-        for (uint64_t seed = 1; seed <= 8; seed++) { /* the first choice, on several draws */
+        for (uint64_t seed = 1; seed <= 8; seed++) { /* the choice, on several draws */
             s.seed = seed;
             ctl_policy_cfg_t cfg;
             gen_t g;
             ctl_policy_t *pol = scen_start("adaptive,rule=rate", &s, &g, &cfg);
             ctl_policy_stats_t st = {0};
             uint64_t r = 0;
-            for (; r < 3000 && st.choices == 0; r++) {
+            for (; r < 1500; r++) {
                 ctl_decision_t d;
                 int k;
                 scen_step(pol, &g, &d, &k);
@@ -383,17 +387,86 @@ static void test_random(void) {
                 ctl_policy_stats(pol, &st);
             }
             if (verbose)
-                printf("    %s seed %llu: first choice %s after %llu rounds\n", name,
-                       (unsigned long long)seed, st.choice >= 0 ? lvname[st.choice] : "none",
-                       (unsigned long long)r);
-            CHECK(st.choices == 1, "%s seed %llu: no choice in %llu rounds", name, (unsigned long long)seed,
+                printf("    %s seed %llu: choice %s after %llu rounds\n", name, (unsigned long long)seed,
+                       st.choice >= 0 ? lvname[st.choice] : "none", (unsigned long long)r);
+            CHECK(st.choices >= 1, "%s seed %llu: no choice in %llu rounds", name, (unsigned long long)seed,
                   (unsigned long long)r);
             wrong += !(st.choice >= 0 && sc3[st.choice] >= 0.9 * sc3[best]);
             ctl_policy_free(pol);
             gen_free(&g);
         }
-        CHECK(wrong <= 1, "%s: %d of 8 first choices score more than 10%% below the best (%s)", name, wrong,
+        CHECK(wrong <= 1, "%s: %d of 8 choices score more than 10%% below the best (%s)", name, wrong,
               lvname[best]);
+    }
+}
+
+/* Time spec's run takes to deliver `target` fresh-gradient equivalents (each gradient at its worth
+ * 1/(1+lag^2), lag in sync steps, as run_scen counts them). */
+static double time_to_worth(const char *spec, const scen_t *sc, double target) {
+    gen_t g;
+    ctl_policy_t *pol = scen_start(spec, sc, &g, NULL);
+    uint32_t gsince[MAXP] = {0};
+    double worth = 0, t = 0;
+    for (uint64_t r = 0; r < 1000000 && worth < target; r++) {
+        ctl_decision_t d;
+        int k;
+        const pcoll_record_t *rec = scen_step(pol, &g, &d, &k);
+        uint32_t nf = 0;
+        for (int p = 0; p < sc->P; p++) nf += rec->fresh[p];
+        for (int p = 0; p < sc->P; p++) {
+            if (rec->fresh[p]) {
+                double lag = (double)gsince[p] / sc->P;
+                worth += 1 / (1 + lag * lag);
+            }
+            gsince[p] = rec->fresh[p] ? 0 : gsince[p] + nf;
+        }
+        t = rec->t_end;
+    }
+    ctl_policy_free(pol);
+    gen_free(&g);
+    return t;
+}
+
+/* A short run: the cost of learning. A 2-epoch training run is about 100 sync steps; over one of
+ * that length, adaptive (which spends its first part measuring every level) must reach the
+ * progress of 100 sync steps (100 P fresh-gradient equivalents) in at most `bound` times what the
+ * best static rule of the same draw takes, on average over 8 draws, in every regime. */
+static void test_short(void) {
+    const double bound = 1.15;
+    struct {
+        const char *name;
+        int P, kind;
+    } reg[] = {{"alike", 4, 0},          {"straggler k=4", 4, 1},    {"linear skew", 4, 2},
+               {"log-normal 0.8", 4, 3}, {"random straggler", 4, 4}, {"alike", 8, 0},
+               {"linear skew", 8, 2},    {"random straggler", 8, 4}};
+    const char *st[3] = {"sync", "majority", "solo"};
+    for (size_t i = 0; i < sizeof reg / sizeof reg[0]; i++) {
+        double sum = 0, worst = 0;
+        int P = reg[i].P;
+        for (uint64_t seed = 1; seed <= 8; seed++) {
+            scen_t s = alike(P, 1);
+            s.seed = seed;
+            if (reg[i].kind == 1) s.period[P - 1] = 4;
+            if (reg[i].kind == 2)
+                for (int p = 0; p < P; p++) s.period[p] = 1 + p;
+            if (reg[i].kind == 3) s.jitter = 0, s.lognormal = 0.8;
+            if (reg[i].kind == 4) s.rand_delay = 3;
+            double target = 100.0 * P, best = 0;
+            for (int l = 0; l < 3; l++) {
+                double t = time_to_worth(st[l], &s, target);
+                if (l == 0 || t < best) best = t;
+            }
+            double ratio = time_to_worth("adaptive,rule=rate", &s, target) / best;
+            sum += ratio;
+            if (ratio > worst) worst = ratio;
+        }
+        if (verbose)
+            printf("    short run %-18s P=%d: adaptive's time to 100 sync steps of progress over the best "
+                   "static's: mean %.3f, worst %.3f (8 draws)\n",
+                   reg[i].name, P, sum / 8, worst);
+        CHECK(sum / 8 <= bound,
+              "short run %s P=%d: adaptive takes %.2fx the best static's time (at most %.2fx)", reg[i].name,
+              P, sum / 8, bound);
     }
 }
 
@@ -571,6 +644,7 @@ int main(int argc, char **argv) {
         {"alike", test_alike},     {"straggler", test_straggler}, {"skew", test_skew},
         {"appears", test_appears}, {"noisy", test_noisy},         {"random", test_random},
         {"drift", test_drift},     {"variants", test_variants},   {"stats", test_stats},
+        {"short", test_short},
     };
     return run_tests(tests, sizeof tests / sizeof tests[0]);
 }
