@@ -475,46 +475,48 @@ static void test_losses(void) {
     }
 }
 
-/* A "same" 3x3 convolution (the direct AVX-512 kernel where built) against plain loops in double:
- * forward with bias, data and filter gradients.  Shapes with channel counts off the kernel's
- * register blocks, planes that straddle its 16-float vectors and batches whose positions span
- * several of its mask chunks and threads. */
-static void test_conv3_loops(int N, int C, int H, int W, int K) {
-    size_t P = (size_t)N * H * W, nx = (size_t)C * P, ny = (size_t)K * P, nw = (size_t)K * C * 9;
+/* A "same" kxk convolution, k = 3 (pad 1: the direct AVX-512 kernel where built) or 1 (pointwise
+ * sgemm), against plain loops in double: forward with bias, data and filter gradients.  Shapes
+ * with channel counts off the kernel's register blocks and its filter-gradient thread split,
+ * planes that straddle its 16-float vectors and batches whose positions span several of its mask
+ * chunks and threads. */
+static void test_direct_loops(int N, int C, int H, int W, int K, int k) {
+    int pd = (k - 1) / 2;
+    size_t P = (size_t)N * H * W, nx = (size_t)C * P, ny = (size_t)K * P, nw = (size_t)K * C * k * k;
     float *x = vec(nx, -1, 1), *w = vec(nw, -1, 1), *b = vec(K, -1, 1), *dy = vec(ny, -1, 1);
     float *y = malloc(ny * sizeof(float)), *dx = vec(nx, -1, 1), *dw = vec(nw, -1, 1),
           *db = calloc(K, sizeof(float));
     float *dx0 = malloc(nx * sizeof(float)), *dw0 = malloc(nw * sizeof(float));
     memcpy(dx0, dx, nx * sizeof(float)); /* backward accumulates: start from non-zero gradients */
     memcpy(dw0, dw, nw * sizeof(float));
-    float *ws = malloc(nn_conv_ws_size(N, C, H, W, K, 3, 3, 1, 1) * sizeof(float));
-    nn_conv_forward(y, ws, x, w, b, N, C, H, W, K, 3, 3, 1, 1);
-    nn_conv_backward(dx, dw, db, ws, dy, x, w, N, C, H, W, K, 3, 3, 1, 1);
+    float *ws = malloc(nn_conv_ws_size(N, C, H, W, K, k, k, 1, pd) * sizeof(float));
+    nn_conv_forward(y, ws, x, w, b, N, C, H, W, K, k, k, 1, pd);
+    nn_conv_backward(dx, dw, db, ws, dy, x, w, N, C, H, W, K, k, k, 1, pd);
     float *ry = malloc(ny * sizeof(float)), *rdx = malloc(nx * sizeof(float)),
           *rdw = malloc(nw * sizeof(float));
     for (size_t i = 0; i < nx; i++) rdx[i] = dx0[i];
     for (size_t i = 0; i < nw; i++) rdw[i] = dw0[i];
-    for (int k = 0; k < K; k++)
+    for (int o = 0; o < K; o++)
         for (int n = 0; n < N; n++)
             for (int oh = 0; oh < H; oh++)
                 for (int ow = 0; ow < W; ow++) {
                     size_t q = ((size_t)n * H + oh) * W + ow;
-                    double acc = b[k];
+                    double acc = b[o];
                     for (int c = 0; c < C; c++)
-                        for (int i = 0; i < 3; i++)
-                            for (int j = 0; j < 3; j++) {
-                                int ih = oh + i - 1, iw = ow + j - 1;
+                        for (int i = 0; i < k; i++)
+                            for (int j = 0; j < k; j++) {
+                                int ih = oh + i - pd, iw = ow + j - pd;
                                 if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
                                 size_t xi = (size_t)c * P + ((size_t)n * H + ih) * W + iw,
-                                       wi = ((size_t)k * C + c) * 9 + i * 3 + j;
+                                       wi = (((size_t)o * C + c) * k + i) * k + j;
                                 acc += (double)w[wi] * x[xi];
-                                rdx[xi] += (float)((double)w[wi] * dy[(size_t)k * P + q]);
-                                rdw[wi] += (float)((double)dy[(size_t)k * P + q] * x[xi]);
+                                rdx[xi] += (float)((double)w[wi] * dy[(size_t)o * P + q]);
+                                rdw[wi] += (float)((double)dy[(size_t)o * P + q] * x[xi]);
                             }
-                    ry[(size_t)k * P + q] = (float)acc;
+                    ry[(size_t)o * P + q] = (float)acc;
                 }
     char what[128];
-    snprintf(what, sizeof what, "conv3x3 N%d C%d %dx%d K%d vs loops: y, dx, dw", N, C, H, W, K);
+    snprintf(what, sizeof what, "conv%dx%d N%d C%d %dx%d K%d vs loops: y, dx, dw", k, k, N, C, H, W, K);
     double e = nt_relerr(y, ry, ny, 1e-6), e2 = nt_relerr(dx, rdx, nx, 1e-6),
            e3 = nt_relerr(dw, rdw, nw, 1e-6);
     if (e2 > e) e = e2;
@@ -584,10 +586,11 @@ int main(void) {
     test_conv(2, 3, 11, 11, 4, 7, 2, 3, 0); /* 7x7 stride 2 pad 3 (ResNet-50 stem) */
     test_conv(2, 2, 4, 5, 3, 3, 1, 0, 1);   /* valid (no padding) */
     test_conv(2, 10, 5, 7, 9, 3, 1, 1, 1);  /* 3x3 same, channels past one register block */
-    test_conv3_loops(3, 9, 5, 7, 11);       /* channel tails, 35-pixel planes across vectors */
-    test_conv3_loops(9, 3, 32, 32, 17);     /* 9216 positions: several mask chunks per thread */
-    test_conv3_loops(2, 4, 1, 6, 3);        /* one-row images */
-    test_conv3_loops(1, 5, 3, 1, 2);        /* one-column images */
+    test_direct_loops(3, 9, 5, 7, 11, 3);   /* channel tails, 35-pixel planes across vectors */
+    test_direct_loops(9, 3, 32, 32, 17, 3); /* 9216 positions: several mask chunks per thread */
+    test_direct_loops(2, 4, 1, 6, 3, 3);    /* one-row images */
+    test_direct_loops(1, 5, 3, 1, 2, 3);    /* one-column images */
+    test_direct_loops(3, 9, 5, 7, 11, 1);   /* pointwise */
     test_set_mode(3, 9, 5, 7, 11, 3, 1, 1); /* direct 3x3 */
     test_set_mode(3, 6, 5, 7, 5, 1, 1, 0);  /* pointwise GEMM */
     test_set_mode(3, 6, 7, 5, 5, 3, 2, 1);  /* im2col + col2im */

@@ -77,7 +77,7 @@ static int use_direct(int kh, int kw, int s, int p) {
 }
 
 size_t nn_conv_ws_size(int N, int C, int H, int W, int K, int kh, int kw, int s, int p) {
-    if (use_direct(kh, kw, s, p)) return nn_conv3_ws_size(C, K);
+    if (use_direct(kh, kw, s, p)) return nn_conv3_ws_size(N, C, H, W, K);
     int OHW = out_dim(H, kh, s, p) * out_dim(W, kw, s, p), Kc = C * kh * kw;
     size_t cols = (size_t)chunk_images(N, OHW, Kc) * OHW * Kc;
     if (is_pointwise(kh, kw, s, p)) cols = 0;
@@ -201,9 +201,11 @@ static void conv_backward(float *din, int set, float *dw, float *db, float *ws, 
         nn_conv3_backward(din, set, dw, ws, dout, in, w, N, C, H, W, K);
         return;
     }
-    /* weight gradient: with one thread straight into dw; else per-thread partials (K,Kc) summed
-     * in thread order (a fixed order: static chunk -> thread map) */
-    int direct_dw = T == 1 || nch == 1;
+    /* weight gradient: pointwise, one sgemm over all positions whose output the threads split
+     * (each sums over the whole batch); im2col paths: with one thread straight into dw, else
+     * per-thread partials (K,Kc) summed in thread order (a fixed order: static chunk -> thread map) */
+    if (pw) nn_sgemm(0, 1, K, Kc, L, 1.f, dout, L, in, L, 1.f, dw, Kc); /* dw (K,C) += dy x^T */
+    int direct_dw = pw || T == 1 || nch == 1;
     if (!direct_dw)
         for (int t = 0; t < T; t++) memset(ws + (size_t)t * slice + colsz, 0, sizeof(float) * K * Kc);
 #pragma omp parallel for schedule(static)
@@ -212,9 +214,7 @@ static void conv_backward(float *din, int set, float *dw, float *db, float *ws, 
         float *col = tslice(ws, slice);
         float *dwp = direct_dw ? dw : col + colsz;
         const float *dy = dout + (size_t)n0 * OHW;
-        if (pw) {
-            /* dw (K,C) += dy (K,cols) x^T (cols,C); dx (C,cols) += w^T dy */
-            GEMM(0, 1, K, Kc, cols, dy, L, in + (size_t)n0 * OHW, L, 1.f, dwp, Kc);
+        if (pw) { /* dx (C,cols) (+)= w^T dy */
             if (din) GEMM(1, 0, C, cols, K, w, Kc, dy, L, set ? 0.f : 1.f, din + (size_t)n0 * OHW, L);
             continue;
         }

@@ -13,9 +13,11 @@
  *            and transposed weights, off(8-t) = -off(t))
  * Filter:    dw[k][c][t] += sum_q dy[k][q] x[c][q + off(t)]
  *
- * Threads take fixed contiguous position ranges (a function of P and the thread count only), and
- * the weight-gradient partials of the threads are summed in thread order, so results do not
- * depend on thread timing.
+ * Forward and data gradient: threads take fixed contiguous position ranges.  Filter gradient:
+ * threads take fixed contiguous ranges of (output-channel block, input channel) pairs over all
+ * positions, each writing its own entries of dw (no per-thread partials to sum; every sum runs
+ * over the whole batch in one order).  Both are functions of the shapes and the thread count
+ * only, so results do not depend on thread timing.
  *
  * The kernels are compiled for AVX-512 whatever the build's -march (GCC/Clang on x86-64:
  * target pragma) and used only where the CPU running them has it (nn_conv3_applies checks at
@@ -45,14 +47,6 @@ int nn_conv3_applies(int kh, int kw, int s, int p) {
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,fma,avx2")
 #include <immintrin.h>
-
-static int nthr(void) {
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
 
 enum {
     VL = 16,      /* floats per vector */
@@ -188,7 +182,28 @@ static void direct(float *out, const float *in, const float *wp, const float *bi
     }
 }
 
-/* dw partial (K,C,9) += filter gradient over positions [lo,hi); kb <= FB output channels */
+/* Lane i of the result = the sum of u[i]'s 16 lanes: a transposing tree of 15 adds and 30
+ * shuffles for 16 sums (a separate horizontal sum per vector costs ~8 operations each, half of
+ * them on the shuffle port that also issues FMAs).  The inputs enter the tree permuted
+ * (SUM16_MAP) so that the sums come out in order. */
+static const int SUM16_MAP[16] = {0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15};
+static inline __attribute__((always_inline)) __m512 sum16(const __m512 *u) {
+    __m512 v[16], x[8], y[4], z[2];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i++) v[SUM16_MAP[i]] = u[i];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) /* 256-bit halves: v[i]'s (lanes 0-7), v[i+8]'s (8-15) */
+        x[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[i], v[i + 8], 0x44), _mm512_shuffle_f32x4(v[i], v[i + 8], 0xEE));
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) /* 128-bit lanes: v[i], v[i+8], v[i+4], v[i+12] */
+        y[i] = _mm512_add_ps(_mm512_shuffle_f32x4(x[i], x[i + 4], 0x88), _mm512_shuffle_f32x4(x[i], x[i + 4], 0xDD));
+#pragma GCC unroll 2
+    for (int i = 0; i < 2; i++) /* per 128-bit lane: pairs of y[i]'s and y[i+2]'s, interleaved */
+        z[i] = _mm512_add_ps(_mm512_unpacklo_ps(y[i], y[i + 2]), _mm512_unpackhi_ps(y[i], y[i + 2]));
+    return _mm512_add_ps(_mm512_shuffle_ps(z[0], z[1], 0x44), _mm512_shuffle_ps(z[0], z[1], 0xEE));
+}
+
+/* dw (K,C,9) += filter gradient over positions [lo,hi); kb <= FB output channels */
 static inline __attribute__((always_inline)) void filt_tile(float *dwp, const float *dy, const float *x,
                                                             int k0, int kb, int c, int C, size_t lo,
                                                             size_t hi, size_t P, int W, const __mmask16 *m) {
@@ -212,12 +227,20 @@ static inline __attribute__((always_inline)) void filt_tile(float *dwp, const fl
             for (int kk = 0; kk < FB; kk++) acc[kk][t] = _mm512_fmadd_ps(d[kk], xv, acc[kk][t]);
         }
     }
+    /* the FB*9 = 27 sums, in (kk, t) order, then added to dw's rows of 9 taps */
+    __m512 u[32];
+#pragma GCC unroll 32
+    for (int i = 0; i < 32; i++) u[i] = i < FB * 9 ? acc[i / 9][i % 9] : _mm512_setzero_ps();
+    float sums[48]; /* 32 sums; a row of 9 read as one vector from any of the first 27 */
+    _mm512_storeu_ps(sums, sum16(u));
+    _mm512_storeu_ps(sums + 16, sum16(u + 16));
+    const __mmask16 row = 0x1FF;
 #pragma GCC unroll 3
     for (int kk = 0; kk < FB; kk++)
-        if (kk < kb)
-#pragma GCC unroll 9
-            for (int t = 0; t < 9; t++)
-                dwp[((size_t)(k0 + kk) * C + c) * 9 + t] += _mm512_reduce_add_ps(acc[kk][t]);
+        if (kk < kb) {
+            float *d = dwp + ((size_t)(k0 + kk) * C + c) * 9;
+            _mm512_mask_storeu_ps(d, row, _mm512_add_ps(_mm512_maskz_loadu_ps(row, d), _mm512_maskz_loadu_ps(row, sums + kk * 9)));
+        }
 }
 
 /* floats of packed weights: forward (K rounded up to KB) or data gradient (C rounded up) */
@@ -226,7 +249,12 @@ static size_t packed_size(int C, int K) {
     return pk > pc ? pk : pc;
 }
 
-size_t nn_conv3_ws_size(int C, int K) { return packed_size(C, K) + (size_t)nthr() * K * C * 9; }
+/* floats holding the tap masks of all P positions (9 per vector of 16) */
+static size_t masks_size(size_t P) { return ((P + VL - 1) / VL * 9 * sizeof(__mmask16) + 3) / sizeof(float); }
+
+size_t nn_conv3_ws_size(int N, int C, int H, int W, int K) {
+    return packed_size(C, K) + masks_size((size_t)N * H * W);
+}
 
 void nn_conv3_forward(float *out, float *ws, const float *in, const float *w, const float *b, int N, int C,
                       int H, int W, int K) {
@@ -236,39 +264,31 @@ void nn_conv3_forward(float *out, float *ws, const float *in, const float *w, co
 
 void nn_conv3_backward(float *din, int set, float *dw, float *ws, const float *dout, const float *in,
                        const float *w, int N, int C, int H, int W, int K) {
-    size_t P = (size_t)N * H * W, KC9 = (size_t)K * C * 9;
-    float *part = ws + packed_size(C, K);
-    int used = 1;
+    size_t P = (size_t)N * H * W, nvec = (P + VL - 1) / VL;
+    int nkb = (K + FB - 1) / FB, units = nkb * C; /* (output-channel block, input channel) pairs */
+    __mmask16 *m = (__mmask16 *)(ws + packed_size(C, K)); /* tap masks of all positions */
 #pragma omp parallel
     {
-        size_t lo, hi;
-        int T = thread_range(&lo, &hi, P), tid = 0;
+        int T = 1, tid = 0;
 #ifdef _OPENMP
+        T = omp_get_num_threads();
         tid = omp_get_thread_num();
 #endif
-#pragma omp single
-        used = T;
-        float *dwp = T == 1 ? dw : part + (size_t)tid * KC9; /* one thread: straight into dw */
-        if (T > 1) memset(dwp, 0, sizeof(float) * KC9);
-        __mmask16 m[CHUNK / VL * 9];
-        for (size_t c0 = lo; c0 < hi; c0 += CHUNK) {
-            size_t c1 = c0 + CHUNK < hi ? c0 + CHUNK : hi;
-            tap_masks(m, c0, (int)((c1 - c0 + VL - 1) / VL), c1, H, W);
-            for (int k0 = 0; k0 < K; k0 += FB) {
-                int kb = K - k0 < FB ? K - k0 : FB;
-                for (int c = 0; c < C; c++) filt_tile(dwp, dout, in, k0, kb, c, C, c0, c1, P, W, m);
+#pragma omp for schedule(static)
+        for (size_t v = 0; v < nvec; v++) tap_masks(m + v * 9, v * VL, 1, P, H, W);
+        int per = (units + T - 1) / T, u0 = tid * per < units ? tid * per : units,
+            u1 = u0 + per < units ? u0 + per : units;
+        for (size_t c0 = 0; c0 < P; c0 += CHUNK) { /* chunks of positions: dy and x rows in L2 */
+            size_t c1 = c0 + CHUNK < P ? c0 + CHUNK : P;
+            for (int u = u0; u < u1; u++) {
+                int k0 = u / C * FB, c = u % C, kb = K - k0 < FB ? K - k0 : FB;
+                const __mmask16 *mc = m + c0 / VL * 9;
+                if (kb == FB) /* a full block: the tile without its channel-count tests */
+                    filt_tile(dw, dout, in, k0, FB, c, C, c0, c1, P, W, mc);
+                else
+                    filt_tile(dw, dout, in, k0, kb, c, C, c0, c1, P, W, mc);
             }
         }
-    }
-    if (used > 1) { /* dw += partials, summed in thread order */
-        nn_tick_t t0 = nn_prof_start();
-#pragma omp parallel for schedule(static)
-        for (size_t i = 0; i < KC9; i++) {
-            float acc = 0.f;
-            for (int t = 0; t < used; t++) acc += part[(size_t)t * KC9 + i];
-            dw[i] += acc;
-        }
-        nn_prof_end(NP_WSUM, 1, t0, 0);
     }
     if (!din) return;
     pack_weights(ws, w, K, C, 1);
@@ -285,8 +305,11 @@ int nn_conv3_applies(int kh, int kw, int s, int p) {
     (void)p;
     return 0;
 }
-size_t nn_conv3_ws_size(int C, int K) {
+size_t nn_conv3_ws_size(int N, int C, int H, int W, int K) {
+    (void)N;
     (void)C;
+    (void)H;
+    (void)W;
     (void)K;
     return 0;
 }

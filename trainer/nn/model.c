@@ -381,7 +381,14 @@ void nn_model_init(nn_model_t *m, uint64_t seed) {
 void nn_set_training(nn_model_t *m, int training) { m->training = training ? 1 : 0; }
 void nn_zero_grad(nn_model_t *m) {
     nn_tick_t t0 = nn_prof_start();
-    memset(m->grads, 0, m->nparams * sizeof(float));
+    /* blocks of 64 Ki floats over the threads: one core's stores do not saturate the memory */
+    const size_t blk = (size_t)1 << 16;
+    long nb = (long)((m->nparams + blk - 1) / blk);
+#pragma omp parallel for schedule(static) if (nb > 1)
+    for (long b = 0; b < nb; b++) {
+        size_t a = (size_t)b * blk, e = a + blk < m->nparams ? a + blk : m->nparams;
+        memset(m->grads + a, 0, (e - a) * sizeof(float));
+    }
     nn_prof_end(NP_ZERO_GRAD, 2, t0, 0);
 }
 

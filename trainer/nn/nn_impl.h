@@ -98,9 +98,9 @@ void nn_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, 
 void nn_gemm_init(void); /* OpenBLAS to one thread when OpenMP drives the parallelism */
 
 /* direct 3x3 stride-1 pad-1 convolution (conv3.c; AVX-512 builds, else applies() is 0).
- * ws: nn_conv3_ws_size(C, K) floats (packed weights + per-thread weight-gradient partials). */
+ * ws: nn_conv3_ws_size(N, C, H, W, K) floats (packed weights, the filter gradient's tap masks). */
 int nn_conv3_applies(int kh, int kw, int s, int p);
-size_t nn_conv3_ws_size(int C, int K);
+size_t nn_conv3_ws_size(int N, int C, int H, int W, int K);
 void nn_conv3_forward(float *out, float *ws, const float *in, const float *w, const float *b, int N, int C,
                       int H, int W, int K);
 /* dw += filter gradient; din += data gradient (set: din = it) unless din is NULL */
