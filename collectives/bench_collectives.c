@@ -250,7 +250,7 @@ static const char *modes[] = {"mpi_allreduce", "sync", "solo", "majority", "quor
 typedef struct {
     double *pool; /* every latency (s) of every repetition */
     int npool, ran;
-    double *rep_mean; /* [reps] mean latency (us) of each repetition */
+    double *rep_mean;           /* [reps] mean latency (us) of each repetition */
     double fresh, wakes, polls; /* averages over the repetitions */
     long wrong;
     double mean, min, max, p50, p90, p99; /* us, over the pool */
@@ -283,7 +283,8 @@ static json_t *report_row(const row_t *w, const row_t *base, int reps, size_t n,
     }
     char range[32] = "-";
     if (cmp) snprintf(range, sizeof range, "%.2f-%.2f", rmin, rmax);
-    printf("%12zu %10zu %6s %14s %6s %11.1f %10.1f %11.1f %11.1f %11.1f %11.1f %6.2f %6ld %9.2f %9.2f %15s %7.2f %7.1f\n",
+    printf("%12zu %10zu %6s %14s %6s %11.1f %10.1f %11.1f %11.1f %11.1f %11.1f %6.2f %6ld %9.2f %9.2f %15s "
+           "%7.2f %7.1f\n",
            n * 4, n, "float", modes[m], sk ? "linear" : "none", w->mean, w->min, w->p50, w->p90, w->p99,
            w->max, w->fresh, w->wrong, cmp ? w->mean / base->mean : NAN, cmp ? w->p50 / base->p50 : NAN,
            range, w->wakes, w->polls);
@@ -432,9 +433,10 @@ int main(int argc, char **argv) {
                 }
     long wrong_all = 0;
     if (!me) {
-        printf("%12s %10s %6s %14s %6s %11s %10s %11s %11s %11s %11s %6s %6s %9s %9s %15s %7s %7s\n", "size(B)",
-               "count", "type", "mode", "skew", "mean(us)", "min(us)", "median(us)", "p90(us)", "p99(us)",
-               "max(us)", "fresh", "#wrong", "mean/mpi", "med/mpi", "mean/mpi range", "wake/r", "poll/r");
+        printf("%12s %10s %6s %14s %6s %11s %10s %11s %11s %11s %11s %6s %6s %9s %9s %15s %7s %7s\n",
+               "size(B)", "count", "type", "mode", "skew", "mean(us)", "min(us)", "median(us)", "p90(us)",
+               "p99(us)", "max(us)", "fresh", "#wrong", "mean/mpi", "med/mpi", "mean/mpi range", "wake/r",
+               "poll/r");
         for (int i = 0; i < nrow; i++)
             if (rows[i].ran) summarize(&rows[i]);
     }

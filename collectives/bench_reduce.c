@@ -120,7 +120,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--json"))
             json = v, i++;
         else {
-            if (!me) fprintf(stderr, "bench_reduce: unknown option '%s' (--sizes --iters --reps --json)\n", a);
+            if (!me)
+                fprintf(stderr, "bench_reduce: unknown option '%s' (--sizes --iters --reps --json)\n", a);
             MPI_Finalize();
             return 2;
         }
@@ -148,14 +149,17 @@ int main(int argc, char **argv) {
     snprintf(buf, sizeof buf, "%s", sizes);
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
         size_t n = (size_t)atol(tok) / 4 ? (size_t)atol(tok) / 4 : 1, nbuf = n + 4 * (size_t)P;
-        float *g = malloc(nbuf * sizeof *g), *dep = malloc(nbuf * sizeof *dep), *res = malloc(nbuf * sizeof *res);
+        float *g = malloc(nbuf * sizeof *g), *dep = malloc(nbuf * sizeof *dep),
+              *res = malloc(nbuf * sizeof *res);
         float *cycle[NCYCLE] = {0};
-        double *lat = malloc((size_t)nvar * per * sizeof *lat), *all = me ? NULL : malloc((size_t)per * P * sizeof *all);
+        double *lat = malloc((size_t)nvar * per * sizeof *lat),
+               *all = me ? NULL : malloc((size_t)per * P * sizeof *all);
         if (!g || !dep || !res || !lat || (!me && !all)) die("out of memory");
         for (size_t i = 0; i < nbuf; i++) g[i] = (float)(me + 1), dep[i] = res[i] = 0;
         int k[NVAR] = {0}, next = 0;
         for (int r = 0; r < reps; r++)
-            for (int v = 0; v < nvar; v++) run(v, nbuf, iters, g, dep, res, cycle, &next, lat + (size_t)v * per, &k[v]);
+            for (int v = 0; v < nvar; v++)
+                run(v, nbuf, iters, g, dep, res, cycle, &next, lat + (size_t)v * per, &k[v]);
         double block_p50 = 0;
         for (int v = 0; v < nvar; v++) {
             MPI_Gather(lat + (size_t)v * per, per, MPI_DOUBLE, all, per, MPI_DOUBLE, 0, MPI_COMM_WORLD);
@@ -164,7 +168,8 @@ int main(int argc, char **argv) {
             double p10 = pct(all, per * P, 0.1) * 1e6, p50 = pct(all, per * P, 0.5) * 1e6,
                    p90 = pct(all, per * P, 0.9) * 1e6;
             if (v == V_BLOCK) block_p50 = p50;
-            printf("%12zu %22s %11.1f %11.1f %11.1f %9.2f\n", n * 4, names[v], p10, p50, p90, p50 / block_p50);
+            printf("%12zu %22s %11.1f %11.1f %11.1f %9.2f\n", n * 4, names[v], p10, p50, p90,
+                   p50 / block_p50);
             json_t *o = json_object();
             json_object_set_new(o, "bytes", json_integer((json_int_t)(n * 4)));
             json_object_set_new(o, "variant", json_string(names[v]));

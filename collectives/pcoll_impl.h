@@ -149,19 +149,19 @@ struct pcoll {
     int R;
 
     /* the drive token and the round in progress */
-    int driver;      /* [mu] DRV_*: who runs pcoll_drive now */
-    int app_want;    /* [mu] application threads waiting for the engine to give the token up */
-    int eng_parked;  /* [mu] the engine waits while an application thread drives */
-    int drive_end;   /* [mu] the state machine has ended (ST_END or ST_FAILED) */
-    int held_back;   /* [mu] the round waits for pcoll_next to free a ring slot (engine.c) */
+    int driver;           /* [mu] DRV_*: who runs pcoll_drive now */
+    int app_want;         /* [mu] application threads waiting for the engine to give the token up */
+    int eng_parked;       /* [mu] the engine waits while an application thread drives */
+    int drive_end;        /* [mu] the state machine has ended (ST_END or ST_FAILED) */
+    int held_back;        /* [mu] the round waits for pcoll_next to free a ring slot (engine.c) */
     int idle_remote;      /* [mu] an application thread gave the token back with the round
                              waiting for other ranks' messages (PASS_IDLE_REMOTE) ... */
     uint64_t idle_events; /* [mu] ... when events was this: the engine polls before driving */
-    double wait_next; /* [mu] pcoll_deposit(PCOLL_WAIT_NEXT) time: the token is kept for the
-                         pcoll_wait that follows (engine.c: reserved); 0: none */
-    uint64_t events; /* [mu] local events that may unblock a round (deposit, join, horizon,
-                         pcoll_next, error, token given back): counted, then cv_eng signalled */
-    round_t cur;     /* [token] */
+    double wait_next;     /* [mu] pcoll_deposit(PCOLL_WAIT_NEXT) time: the token is kept for the
+                             pcoll_wait that follows (engine.c: reserved); 0: none */
+    uint64_t events;      /* [mu] local events that may unblock a round (deposit, join, horizon,
+                             pcoll_next, error, token given back): counted, then cv_eng signalled */
+    round_t cur;          /* [token] */
 
     /* state of the token holder (agreed, from the records) [token] */
     uint8_t *joined;  /* [P] */

@@ -169,8 +169,8 @@ static void case_nowait(void) {
             while (pcoll_next(h, NULL, &res, NULL) != PCOLL_OK) sleep_ms(1); /* never waits */
             got++;
         }
-        printf("rank %d: %s: %llu rounds without pcoll_wait in %.2f s\n", me, mode == PCOLL_SYNC ? "sync" : "solo",
-               (unsigned long long)got, MPI_Wtime() - t0);
+        printf("rank %d: %s: %llu rounds without pcoll_wait in %.2f s\n", me,
+               mode == PCOLL_SYNC ? "sync" : "solo", (unsigned long long)got, MPI_Wtime() - t0);
         pcoll_join(h);
         CHECK(pcoll_finalize(&h, 60) == PCOLL_OK, "finalize");
     }
@@ -372,8 +372,9 @@ int main(int argc, char **argv) {
         case_nowait();
     else {
         if (!me)
-            fprintf(stderr,
-                    "usage: test_pcoll_life --case close|nodrain|rule|args|evict|nowait|dead [--marker FILE]\n");
+            fprintf(
+                stderr,
+                "usage: test_pcoll_life --case close|nodrain|rule|args|evict|nowait|dead [--marker FILE]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     int tot = 0;
