@@ -140,7 +140,9 @@ static int step(run_t *r, int epoch, long s, epoch_t *e, epoch_io_t *x) {
     if (pcoll_set_cost(x->h, ctl_step_cost(&x->cc->policy, t2 - t0, t2 - e->t_dep)))
         run_die(r, "pcoll_set_cost", pcoll_last_error(x->h));
     e->t_dep = t2;
-    if (pcoll_deposit(x->h, be->ops->grads(be), 0)) run_die(r, "pcoll_deposit", pcoll_last_error(x->h));
+    /* the wait follows at once: this thread drives the round, the engine is not woken */
+    if (pcoll_deposit(x->h, be->ops->grads(be), PCOLL_WAIT_NEXT))
+        run_die(r, "pcoll_deposit", pcoll_last_error(x->h));
     if (pcoll_wait(x->h, PCOLL_WAIT_CONSUMED, c->t_abort + 5, NULL))
         run_die(r, "pcoll_wait", pcoll_last_error(x->h));
     double t3 = run_now();

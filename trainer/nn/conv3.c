@@ -193,10 +193,12 @@ static inline __attribute__((always_inline)) __m512 sum16(const __m512 *u) {
     for (int i = 0; i < 16; i++) v[SUM16_MAP[i]] = u[i];
 #pragma GCC unroll 8
     for (int i = 0; i < 8; i++) /* 256-bit halves: v[i]'s (lanes 0-7), v[i+8]'s (8-15) */
-        x[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[i], v[i + 8], 0x44), _mm512_shuffle_f32x4(v[i], v[i + 8], 0xEE));
+        x[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[i], v[i + 8], 0x44),
+                             _mm512_shuffle_f32x4(v[i], v[i + 8], 0xEE));
 #pragma GCC unroll 4
     for (int i = 0; i < 4; i++) /* 128-bit lanes: v[i], v[i+8], v[i+4], v[i+12] */
-        y[i] = _mm512_add_ps(_mm512_shuffle_f32x4(x[i], x[i + 4], 0x88), _mm512_shuffle_f32x4(x[i], x[i + 4], 0xDD));
+        y[i] = _mm512_add_ps(_mm512_shuffle_f32x4(x[i], x[i + 4], 0x88),
+                             _mm512_shuffle_f32x4(x[i], x[i + 4], 0xDD));
 #pragma GCC unroll 2
     for (int i = 0; i < 2; i++) /* per 128-bit lane: pairs of y[i]'s and y[i+2]'s, interleaved */
         z[i] = _mm512_add_ps(_mm512_unpacklo_ps(y[i], y[i + 2]), _mm512_unpackhi_ps(y[i], y[i + 2]));
@@ -239,7 +241,9 @@ static inline __attribute__((always_inline)) void filt_tile(float *dwp, const fl
     for (int kk = 0; kk < FB; kk++)
         if (kk < kb) {
             float *d = dwp + ((size_t)(k0 + kk) * C + c) * 9;
-            _mm512_mask_storeu_ps(d, row, _mm512_add_ps(_mm512_maskz_loadu_ps(row, d), _mm512_maskz_loadu_ps(row, sums + kk * 9)));
+            _mm512_mask_storeu_ps(
+                d, row,
+                _mm512_add_ps(_mm512_maskz_loadu_ps(row, d), _mm512_maskz_loadu_ps(row, sums + kk * 9)));
         }
 }
 
@@ -265,7 +269,7 @@ void nn_conv3_forward(float *out, float *ws, const float *in, const float *w, co
 void nn_conv3_backward(float *din, int set, float *dw, float *ws, const float *dout, const float *in,
                        const float *w, int N, int C, int H, int W, int K) {
     size_t P = (size_t)N * H * W, nvec = (P + VL - 1) / VL;
-    int nkb = (K + FB - 1) / FB, units = nkb * C; /* (output-channel block, input channel) pairs */
+    int nkb = (K + FB - 1) / FB, units = nkb * C;         /* (output-channel block, input channel) pairs */
     __mmask16 *m = (__mmask16 *)(ws + packed_size(C, K)); /* tap masks of all positions */
 #pragma omp parallel
     {
