@@ -116,6 +116,9 @@ void rate_switched(ctl_policy_t *p, int from, int to, int probe);
 void rate_init(struct ctl_state *s, const ctl_policy_cfg_t *c);
 void rate_start(struct ctl_state *s);
 double rate_se(const struct ctl_state *s, int l);
+/* Every level's measurements, scores and pools forgotten (the spread between measurements kept). */
+void rate_forget_levels(struct ctl_state *s);
+void rate_probe_all(struct ctl_state *s);
 
 /* policy.c helpers used by rate.c */
 const char *level_name(const ctl_policy_t *p, int lv, char *b, size_t n);

@@ -46,8 +46,9 @@ static void meas_skip(struct ctl_state *s) {
     for (int i = 0; i < s->P; i++) s->m.skip[i] = 1;
 }
 
-/* Queues a probe of every level other than the current one, least partial first. */
-static void probe_queue(struct ctl_state *s) {
+/* Queues a probe of every level other than the current one, least partial first (from a
+ * settled choice: that choice is the incumbent; while probing already: none). */
+void rate_probe_all(struct ctl_state *s) {
     const int order[NLV] = {LV_SYNC, LV_MAJ, LV_LIGHT};
     s->nqueue = 0;
     for (int k = 0; k < NLV; k++)
@@ -69,8 +70,7 @@ static void rival_queue(struct ctl_state *s) {
     s->rival = -1;
 }
 
-void rate_init(struct ctl_state *s, const ctl_policy_cfg_t *c) {
-    (void)c;
+void rate_forget_levels(struct ctl_state *s) {
     for (int l = 0; l < NLV; l++) {
         s->score[l] = s->se_in[l] = s->rate[l] = s->lag[l] = s->pool_w[l] = s->last_x[l] = 0;
         s->pool_sx[l] = s->pool_sxx[l] = 0;
@@ -78,13 +78,18 @@ void rate_init(struct ctl_state *s, const ctl_policy_cfg_t *c) {
         s->pool_k[l] = 0;
         s->scored_at[l] = NONE;
     }
+}
+
+void rate_init(struct ctl_state *s, const ctl_policy_cfg_t *c) {
+    (void)c;
+    rate_forget_levels(s);
     s->cv2_sum = 0;
     s->cv2_n = 0;
     s->beyond = 0;
     for (int i = 0; i < s->P; i++) s->gsince[i] = 0;
     s->grads = 0;
     s->phase = 1; /* a run starts with a probe of every level */
-    probe_queue(s);
+    rate_probe_all(s);
     s->next_probe = 0;
     meas_reset(s);
 }
@@ -367,7 +372,7 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
         if (contest)
             rival_queue(s);
         else
-            probe_queue(s);
+            rate_probe_all(s);
         if (changed) s->incumbent = -1; /* what it was chosen on no longer holds */
         snprintf(v->why, sizeof v->why, "%s: %s score %.3g+-%.2g, pooled before %.3g+-%.2g; probe: %s -> %s",
                  changed   ? "rate changed twice"

@@ -233,17 +233,10 @@ ctl_state_t *ctl_state_resize(const ctl_state_t *s, int P) {
     window_reset(d);
     d->cost_seen = 0, d->m.rounds = 0;
     memset(d->m.skip, 1, (size_t)P); /* every rank's first deposit begins its cycle elsewhere */
-    for (int l = 0; l < NLV; l++) {
-        d->score[l] = d->se_in[l] = d->pool_w[l] = d->pool_sx[l] = d->pool_sxx[l] = 0;
-        d->last_x[l] = d->rate[l] = d->lag[l] = 0, d->pool_n[l] = 0, d->pool_k[l] = 0;
-        d->scored_at[l] = NONE;
-    }
-    /* the probe: every other level, least partial first */
-    const int order[NLV] = {LV_SYNC, LV_MAJ, LV_LIGHT};
-    d->nqueue = 0;
-    for (int k = 0; k < NLV; k++)
-        if (order[k] != d->level) d->queue[d->nqueue++] = order[k];
-    d->phase = 1, d->incumbent = -1, d->contest = 0, d->beyond = 0, d->rival = -1, d->probe_from = d->grads;
+    rate_forget_levels(d);
+    d->phase = 1; /* a probe of every level, without an incumbent (it was chosen on other ranks) */
+    rate_probe_all(d);
+    d->beyond = 0;
     return d;
 }
 
