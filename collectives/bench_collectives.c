@@ -28,6 +28,7 @@
  *                    share a GPU); only in build/bench/bench_collectives_cuda (-DPCOLL_HAVE_NCCL);
  *                    rank r uses GPU (local rank % devices); mpi_allreduce stays a host baseline.
  */
+#include "collectives/bench_stats.h"
 #include "collectives/pcoll.h"
 #include <jansson.h>
 #include <math.h>
@@ -91,16 +92,6 @@ typedef struct {
     long wrong;
     double wakes, polls; /* per rank and round: thread wake-ups (engine + pcoll_wait), engine polls */
 } result_t;
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-/* q-quantile of sorted v[n] (nearest rank) */
-static double quantile(const double *v, int n, double q) {
-    int i = (int)ceil(q * n) - 1;
-    return v[i < 0 ? 0 : i >= n ? n - 1 : i];
-}
 
 /* a result as host memory (device results are copied into buf) */
 static const float *host_view(const float *res, float *buf, size_t n) {
@@ -259,15 +250,15 @@ typedef struct {
 /* Statistics over the pooled latencies of a row (rank 0). */
 static void summarize(row_t *w) {
     int n = w->npool;
-    qsort(w->pool, (size_t)n, sizeof *w->pool, cmp_double);
+    qsort(w->pool, (size_t)n, sizeof *w->pool, bench_cmp_double);
     double sum = 0;
     for (int i = 0; i < n; i++) sum += w->pool[i];
     w->mean = n ? sum / n * 1e6 : 0;
     w->min = n ? w->pool[0] * 1e6 : 0;
     w->max = n ? w->pool[n - 1] * 1e6 : 0;
-    w->p50 = n ? quantile(w->pool, n, 0.5) * 1e6 : 0;
-    w->p90 = n ? quantile(w->pool, n, 0.9) * 1e6 : 0;
-    w->p99 = n ? quantile(w->pool, n, 0.99) * 1e6 : 0;
+    w->p50 = n ? bench_quantile(w->pool, n, 0.5) * 1e6 : 0;
+    w->p90 = n ? bench_quantile(w->pool, n, 0.9) * 1e6 : 0;
+    w->p99 = n ? bench_quantile(w->pool, n, 0.99) * 1e6 : 0;
 }
 
 /* Prints row w (size n floats, skew sk, mode m) of the table and returns its JSON object; base:

@@ -19,6 +19,7 @@
  * usage: mpirun -np P bench_reduce [--sizes 8,4194304] [--iters 50] [--reps 3]
  *                                  [--json build/bench/reduce.json]
  */
+#include "collectives/bench_stats.h"
 #include <jansson.h>
 #include <math.h>
 #include <mpi.h>
@@ -57,15 +58,6 @@ static int find_cvar(void) {
 }
 static void set_alg(int a) { /* 0: libnbc's own choice, 1..4: algs[a - 1] */
     if (cvar_ok && MPI_T_cvar_write(cvar, &a) != MPI_SUCCESS) die("MPI_T_cvar_write failed");
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-static double pct(const double *v, int n, double q) { /* nearest rank, v sorted */
-    int i = (int)ceil(q * n) - 1;
-    return v[i < 0 ? 0 : i >= n ? n - 1 : i];
 }
 
 /* iters reductions of variant v over nbuf floats; appends each latency (s) to lat[*k...]. */
@@ -164,9 +156,10 @@ int main(int argc, char **argv) {
         for (int v = 0; v < nvar; v++) {
             MPI_Gather(lat + (size_t)v * per, per, MPI_DOUBLE, all, per, MPI_DOUBLE, 0, MPI_COMM_WORLD);
             if (me) continue;
-            qsort(all, (size_t)per * P, sizeof *all, cmp_double);
-            double p10 = pct(all, per * P, 0.1) * 1e6, p50 = pct(all, per * P, 0.5) * 1e6,
-                   p90 = pct(all, per * P, 0.9) * 1e6;
+            qsort(all, (size_t)per * P, sizeof *all, bench_cmp_double);
+            double p10 = bench_quantile(all, per * P, 0.1) * 1e6,
+                   p50 = bench_quantile(all, per * P, 0.5) * 1e6,
+                   p90 = bench_quantile(all, per * P, 0.9) * 1e6;
             if (v == V_BLOCK) block_p50 = p50;
             printf("%12zu %22s %11.1f %11.1f %11.1f %9.2f\n", n * 4, names[v], p10, p50, p90,
                    p50 / block_p50);

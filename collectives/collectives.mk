@@ -34,22 +34,21 @@ TEST_BINS += $(B)/tests/test_pcoll $(B)/tests/test_pcoll_life
 
 # Fig. 9: P ranks, REPS repetitions of every row (side by side in each), more arguments in BENCH_ARGS
 P ?= 8
+BENCH_MPIRUN = OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1 \
+	OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none \
+	mpirun --oversubscribe --bind-to none -np $(P)
 UNIT_MS ?= 1
 REPS ?= 5
 BENCH_ARGS ?=
 bench-collectives: $(B)/bench/bench_collectives
 	@mkdir -p $(B)/bench
-	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1 \
-	OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none \
-	mpirun --oversubscribe --bind-to none -np $(P) $(B)/bench/bench_collectives \
+	$(BENCH_MPIRUN) $(B)/bench/bench_collectives \
 	  --unit-ms $(UNIT_MS) --reps $(REPS) --json $(B)/bench/collectives.json $(BENCH_ARGS)
 
 # a round's reduction part by part against MPI_Allreduce, and libnbc's algorithms (bench_reduce.c)
 bench-reduce: $(B)/bench/bench_reduce
 	@mkdir -p $(B)/bench
-	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1 \
-	OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none \
-	mpirun --oversubscribe --bind-to none -np $(P) $(B)/bench/bench_reduce \
+	$(BENCH_MPIRUN) $(B)/bench/bench_reduce \
 	  --reps $(REPS) --json $(B)/bench/reduce.json $(BENCH_ARGS)
 
 # ---- device memory (PCOLL_MEM_DEVICE): build/libpcoll_cuda.a, only with nvcc + cuDNN + NCCL ----

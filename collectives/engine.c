@@ -29,6 +29,11 @@
 #include <string.h>
 #include <time.h>
 
+/* The longest the engine sleeps when only a local event (which signals it) or an application
+ * thread's drive can move the round on: a safety net against a missed or withheld signal (e.g. a
+ * PCOLL_WAIT_NEXT deposit without its pcoll_wait), never a timing the rounds rely on. */
+#define SAFETY_NET_S 0.05
+
 static void timed_wait(struct pcoll *h, double sec) { /* the engine; caller holds mu */
     pcoll_cond_wait_s(&h->cv_eng, &h->mu, sec);
     h->engine_wakes++;
@@ -281,9 +286,10 @@ static int ring_grow(struct pcoll *h, uint64_t lent, uint64_t r) {
  * failed) or memory ran out (then the error is set). */
 static int ring_slot(struct pcoll *h, uint64_t r, ring_slot_t **out) {
     *out = NULL;
+    uint64_t lent;
     for (;;) {
         if (h->drop || h->err) return 1;
-        uint64_t lent = h->handed ? h->handed - 1 : 0;
+        lent = h->handed ? h->handed - 1 : 0;
         if (r - lent < (uint64_t)h->K) break;
         if (!h->waiting_consumed) return 0;
         if (ring_grow(h, lent, r)) {
@@ -293,7 +299,6 @@ static int ring_slot(struct pcoll *h, uint64_t r, ring_slot_t **out) {
         }
     }
     ring_slot_t *s = &h->ring[r % (uint64_t)h->K];
-    uint64_t lent = h->handed ? h->handed - 1 : 0;
     if (lent > 0) { /* the last buffer the application released: still in cache, its pages mapped */
         ring_slot_t *f = &h->ring[(lent - 1) % (uint64_t)h->K];
         if (f != s && f->buf) {
@@ -552,7 +557,7 @@ static double reserved(const struct pcoll *h);
 static void engine_idle(struct pcoll *h, int pass, uint64_t events, double *t_idle, double *sleep_s) {
     if (h->events != events) return;
     if (pass == PASS_IDLE_LOCAL) {
-        timed_wait(h, 0.05);
+        timed_wait(h, SAFETY_NET_S);
         return;
     }
     for (;;) {
@@ -579,7 +584,7 @@ static void engine_idle(struct pcoll *h, int pass, uint64_t events, double *t_id
  * clears this): the engine leaves the round to it, for at most its 50 ms safety-net sleep in case
  * no pcoll_wait comes (caller holds mu). */
 static double reserved(const struct pcoll *h) { /* seconds of reservation left, 0: none */
-    double left = h->wait_next > 0 ? 0.05 - (pcoll_now() - h->wait_next) : 0;
+    double left = h->wait_next > 0 ? SAFETY_NET_S - (pcoll_now() - h->wait_next) : 0;
     return left > 0 ? left : 0;
 }
 
@@ -602,7 +607,7 @@ void *pcoll_engine_main(void *arg) {
         if (app || rsv > 0) { /* an application thread drives, or will */
             t_idle = -1;
             h->eng_parked = 1;
-            timed_wait(h, app ? 0.05 : rsv);
+            timed_wait(h, app ? SAFETY_NET_S : rsv);
             h->eng_parked = 0;
             continue;
         }

@@ -33,8 +33,7 @@ void pcoll_set_error(struct pcoll *h, int code, const char *fmt, ...) {
     vsnprintf(h->errmsg, sizeof h->errmsg, fmt, ap);
     va_end(ap);
     pthread_cond_broadcast(&h->cv_app);
-    h->events++;
-    pthread_cond_broadcast(&h->cv_eng);
+    pcoll_wake_engine(h);
 }
 
 /* Message of a call that failed without breaking the handle (caller holds mu). */
