@@ -4,6 +4,7 @@
 # its own network and UTS namespace, joined by veths on a bridge; slurmctld and munged shared), then
 #   0. the nodes: srun on both gives two host names, and neither node has a route out of its /24
 #   1. the Fig. 9 benchmark      sbatch -N 2 -n 4 jobs/allreduce.sbatch     (8 iterations)
+#   then, once it has ended (--dependency=afterany), at once:
 #   2. Fashion-MNIST training    sbatch -N 2 -n 4 jobs/fmnist.sbatch, MODE=sync,adaptive
 #   3. the same sync run on one  sbatch -N 1 -n 4 jobs/fmnist.sbatch, MODE=sync
 #   4. a restart across nodes    sbatch --no-kill -N 2 -n 4 jobs/hyperplane.sbatch, RESTARTS=1, one
@@ -23,7 +24,7 @@ set -uo pipefail
 # shellcheck source=tests/jobs/slurm_lib.sh
 . "$(dirname "$0")/slurm_lib.sh"
 slurm_setup "SLURM TWO-NODE TEST"
-cluster_up 2 12  # room for the four jobs at once
+cluster_up 2 12  # room for the three training jobs at once
 rc=$?
 if [ $rc = 3 ]; then
   echo "SLURM TWO-NODE TEST NOT RUN: this machine forbids network namespaces ($(grep -o 'namespaces unavailable: .*' <<<"$cluster_msg" | tail -n 1))"
@@ -47,15 +48,19 @@ two=(-N 2 -n 4 --ntasks-per-node=2)
 targs=(--limit-train 1024 --limit-test 256 --epochs 1 --quiet)
 bench_id=$(OUT=$T/runs ITERS=8 SIZES=8,4096 submit allreduce "${two[@]}" jobs/allreduce.sbatch) \
   || fail "sbatch jobs/allreduce.sbatch"
-train_id=$(OUT=$T/runs MODE=sync,adaptive submit fmnist "${two[@]}" jobs/fmnist.sbatch "${targs[@]}") \
+# the training jobs start once the benchmark has ended: its ranks poll without sleeping (a latency
+# benchmark owns its cores), and beside 12 training ranks on 2 cores they left those unscheduled
+# for 10-20 s
+after=(--dependency=afterany:"$bench_id")
+train_id=$(OUT=$T/runs MODE=sync,adaptive submit fmnist "${after[@]}" "${two[@]}" jobs/fmnist.sbatch "${targs[@]}") \
   || fail "sbatch -N 2 jobs/fmnist.sbatch"
-one_id=$(OUT=$T/one MODE=sync submit fmnist1 -N 1 -n 4 jobs/fmnist.sbatch "${targs[@]}") \
+one_id=$(OUT=$T/one MODE=sync submit fmnist1 "${after[@]}" -N 1 -n 4 jobs/fmnist.sbatch "${targs[@]}") \
   || fail "sbatch -N 1 jobs/fmnist.sbatch"
 # 4. RESTARTS=1 across the nodes: one rank on pcnode2 killed in epoch 2 of 3 (--no-kill: the
 #    allocation outlives it); the script must resume on 3 ranks from epoch 1's checkpoint
 #    (hyperplane: negligible compute; its default imbalance, one random rank waiting 300 ms per
 #    step, 4 steps per epoch, keeps epoch 2 longer than the 0.3 s the kill waits)
-el_id=$(OUT=$T/el MODE=sync RESTARTS=1 submit elastic --no-kill "${two[@]}" \
+el_id=$(OUT=$T/el MODE=sync RESTARTS=1 submit elastic --no-kill "${after[@]}" "${two[@]}" \
   jobs/hyperplane.sbatch --hp-features 64 --hp-samples 1024 --epochs 3 --quiet) || fail "sbatch RESTARTS=1 jobs/hyperplane.sbatch"
 echo "submitted: allreduce $bench_id (2 nodes), fmnist $train_id (2 nodes), fmnist $one_id (1 node), hyperplane RESTARTS=1 $el_id (2 nodes)"
 ns2=pcoll${net##*.}n2 killed=""

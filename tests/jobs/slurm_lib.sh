@@ -20,7 +20,8 @@
 
 slurm_t0=$(date +%s.%N)
 elapsed() { awk -v a="$slurm_t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}'; }
-fail() { echo "FAIL: $*" >&2; dump; exit 1; }
+# (the reason again after the dump: the test runner shows a failing log's last lines)
+fail() { echo "FAIL: $*" >&2; dump; echo "FAIL: $*" >&2; exit 1; }
 dump() {  # on failure: what the jobs and the daemons said
   local f
   for f in "$T"/out/*.out; do [ -f "$f" ] && { echo "--- $f"; tail -n 25 "$f"; }; done
@@ -118,7 +119,11 @@ wait_jobs() {  # wait_jobs SECONDS ID...
   while :; do
     pending=0
     for id in "$@"; do
-      line=$(scontrol show job -o "$id" 2>/dev/null) || fail "scontrol show job $id: job unknown"
+      # (slurmctld may not answer a loaded machine in time: asked again until the deadline)
+      line=$(scontrol show job -o "$id" 2>&1) || {
+        [ "$(date +%s)" -lt "$deadline" ] || fail "scontrol show job $id: $line"
+        pending=1; continue
+      }
       s=$(sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p' <<<"$line")
       state[$id]=$s; exitc[$id]=$(sed -n 's/.* ExitCode=\([0-9:]*\).*/\1/p' <<<"$line")
       case "$s" in PENDING|CONFIGURING|RUNNING|COMPLETING|SUSPENDED|REQUEUED|RESIZING) pending=1;; esac
