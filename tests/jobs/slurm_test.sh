@@ -3,6 +3,7 @@
 # Installs Slurm + munge if missing (root: jobs/deps.sh all), brings up a throw-away single-node
 # cluster (jobs/minicluster.sh: everything under a temp folder, no systemd), submits with sbatch
 #   1. the Fig. 9 benchmark  (jobs/allreduce.sbatch, 4 ranks, 8 iterations, small sizes)
+#   then, once it has ended (--dependency=afterany), at once:
 #   2. a tiny training job   (jobs/fmnist.sbatch, 4 ranks, majority, 1024/256 samples, 1 epoch)
 #   3. a small sweep         (jobs/sweep.sh fmnist, MODES=sync,solo: sbatch path of the sweep)
 # waits for them (scontrol show job; no accounting database), checks COMPLETED / exit 0, the JSON
@@ -21,9 +22,12 @@ pmix=0; grep -qw pmix <<<"$(srun --mpi=list 2>&1)" && pmix=1
 
 bench_id=$(OUT=$T/runs ITERS=8 SIZES=8,4096 submit allreduce -n 4 jobs/allreduce.sbatch) \
   || fail "sbatch jobs/allreduce.sbatch"
-train_id=$(OUT=$T/runs MODE=majority submit fmnist -n 4 jobs/fmnist.sbatch \
+# the others start once the benchmark has ended: its ranks poll without sleeping (a latency
+# benchmark owns its cores) and would starve the training ranks sharing 2 cores for seconds
+after=--dependency=afterany:$bench_id
+train_id=$(OUT=$T/runs MODE=majority submit fmnist "$after" -n 4 jobs/fmnist.sbatch \
   --limit-train 1024 --limit-test 256 --epochs 1 --quiet) || fail "sbatch jobs/fmnist.sbatch"
-sweep_out=$(OUT=$T/runs MODES=sync,solo SBATCH_OPTS="-n 2 --output=$T/out/%j.out" \
+sweep_out=$(OUT=$T/runs MODES=sync,solo SBATCH_OPTS="$after -n 2 --output=$T/out/%j.out" \
   bash jobs/sweep.sh fmnist -- --limit-train 512 --limit-test 128 --epochs 1 --quiet) \
   || { echo "$sweep_out"; fail "jobs/sweep.sh fmnist (sbatch) failed"; }
 echo "$sweep_out"
