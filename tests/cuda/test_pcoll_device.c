@@ -1,37 +1,45 @@
 /* test_pcoll_device.c -- libpcoll invariants with DEVICE buffers (PCOLL_MEM_DEVICE), under mpirun.
  * The host test (tests/collectives/test_pcoll.c) with gradients deposited from GPU memory and
- * rounds read back from GPU memory; same checks.  Rank r uses GPU (local rank % devices), so
- * several ranks may share one GPU: libpcoll then reduces through the host (STAGED path; NCCL
- * refuses two ranks on one GPU), else with NCCL.  --path nccl|staged forces one
- * (PCOLL_DEVICE_PATH).  Without a GPU on every rank: prints "SKIP: ..." and exits 77.
- *
- * Every rank runs `steps` steps: sleep a delay that is a pure function of (seed, step, rank),
- * deposit an integer-valued gradient that encodes (rank, step), wait, apply every completed round
- * to a double-precision replica. At the end (after finalize flushed everything) it checks:
- *   1 agreement     hash of every round's (index, rule, F_r, flags, result bits) equal on all ranks
- *   2 conservation  each (rank, step) deposit is in exactly one round; sum of results = deposits
- *   3 trigger       F_r satisfies the round's rule (sync, quorum, majority initiator, wait set)
- *   4 staleness     with --tau, no rejection streak exceeds tau
- *   5 liveness      the run ends (the test runner's timeout catches a hang)
- *   6 replicas      the replicas (weights) are bitwise equal on all ranks
+ * rounds read back from GPU memory (cudaMemcpyAsync on a non-blocking stream of this test, waited
+ * for); the same run and checks, shared through tests/collectives/pcoll_invariants.h (it says each
+ * in full): 1 agreement (with each step time), 2 conservation, 3 trigger rule, 4 staleness
+ * (--tau), 5 liveness, 6 bitwise equal replicas; a negative or NaN step time is refused;
+ * --mismatch: a clean error on every rank. The results ring holds 64 rounds without --tau.
+ * Rank r uses GPU (local rank % devices), so several ranks may share one GPU: libpcoll then
+ * reduces through the host (STAGED path; NCCL refuses two ranks on one GPU), else with NCCL.
+ * Without a GPU on every rank: prints "SKIP: ..." and exits 77.
  * Options: --mode sync|solo|majority|quorum:Q|mixed|dynamic  --steps N  --n N  --delay-us U
  *          --seed S  --slow RANK --slow-factor F  --tau T  --newer (WAIT_NEWER + ACCUMULATE)
- *          --expect-streak-growth  --mismatch FIELD  --div p|fresh
+ *          --expect-streak-growth  --mismatch n|seed|mode|arg  --div p|fresh  (pcoll_invariants.h)
+ *          and this program's own:
+ *          --path nccl|staged  force one device path (sets PCOLL_DEVICE_PATH)
  *          --reuse (then a second handle: it must reuse the first one's NCCL communicator)
  * Exit 0 = all checks passed on every rank.
  */
 #include "collectives/pcoll.h"
-#include "tests/collectives/round_check.h"
+#include "tests/collectives/pcoll_invariants.h"
 #include <cuda_runtime.h>
-#include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 long pcoll_dev_comm_inits(void); /* libpcoll_cuda.a (collectives/pcoll_impl.h): ncclCommInitRank calls */
+
+typedef struct {
+    int reuse;        /* --reuse */
+    float *gd, *resh; /* [n] the gradient in GPU memory, a round's result back in host memory */
+    cudaStream_t ts;  /* this test's copies: a non-blocking stream, waited for (never the legacy stream) */
+} gpu_t;
+
+static int gpu_option(pinv_t *t, void *ctx, const char *a, const char *v) {
+    gpu_t *d = ctx;
+    if (!strcmp(a, "--path")) {
+        setenv("PCOLL_DEVICE_PATH", v, 1);
+        return 2;
+    }
+    if (!strcmp(a, "--reuse")) return d->reuse = 1;
+    return 0;
+}
 
 /* bytes dst <- src on stream st, returns when the copy is done */
 static cudaError_t copy_wait(cudaStream_t st, void *dst, const void *src, size_t bytes) {
@@ -39,306 +47,93 @@ static cudaError_t copy_wait(cudaStream_t st, void *dst, const void *src, size_t
     return e == cudaSuccess ? cudaStreamSynchronize(st) : e;
 }
 
+/* pinv_io_t.stage: the gradient g copied into GPU memory */
+static const void *gpu_stage(void *ctx, const float *g, size_t n) {
+    gpu_t *d = ctx;
+    if (copy_wait(d->ts, d->gd, g, n * sizeof *g) != cudaSuccess) {
+        fprintf(stderr, "rank %d: cudaMemcpy failed\n", me);
+        return NULL;
+    }
+    return d->gd;
+}
+
+/* pinv_io_t.fetch: round r's result (GPU memory) copied back to the host */
+static const float *gpu_fetch(void *ctx, uint64_t r, const float *res, size_t n) {
+    gpu_t *d = ctx;
+    if (copy_wait(d->ts, d->resh, res, n * sizeof *d->resh) != cudaSuccess) {
+        fprintf(stderr, "rank %d: result %llu: cudaMemcpy failed\n", me, (unsigned long long)r);
+        return NULL;
+    }
+    return d->resh;
+}
+
+/* a GPU on every rank (rank r on local rank % devices), else 0: every rank skips */
+static int gpu_pick(void) {
+    int ndev = 0, mindev = 0, local = 0;
+    cudaError_t e = cudaGetDeviceCount(&ndev);
+    if (e != cudaSuccess) ndev = 0;
+    MPI_Allreduce(&ndev, &mindev, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (mindev < 1) {
+        if (!me)
+            printf("SKIP: no CUDA device (cudaGetDeviceCount: %s)\n",
+                   e != cudaSuccess ? cudaGetErrorString(e) : "0 devices on some rank");
+        fflush(stdout);
+        return 0;
+    }
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_free(&node);
+    if (cudaSetDevice(local % ndev) != cudaSuccess) {
+        fprintf(stderr, "rank %d: cudaSetDevice(%d) failed\n", me, local % ndev);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    return 1;
+}
+
+/* --reuse: a second handle over the same ranks (the trainer's next epoch) bootstraps no NCCL */
+static void check_reuse(pinv_t *t, const gpu_t *d) {
+    long before = pcoll_dev_comm_inits();
+    CHECK(before <= 1, "%ld NCCL communicators created by one handle", before);
+    pcoll_t *h2 = NULL;
+    pcollCheck(pcoll_create(MPI_COMM_WORLD, t->n, PCOLL_MEM_DEVICE, &t->cfg, &h2));
+    pcollCheck(pcoll_deposit(h2, d->gd, 0));
+    pcoll_join(h2);
+    const float *r2;
+    uint64_t rr;
+    int w2;
+    while ((w2 = pcoll_wait(h2, PCOLL_WAIT_NEWER, 60.0, NULL)) == PCOLL_OK)
+        while (pcoll_next(h2, &rr, &r2, &t->rec) == PCOLL_OK) {}
+    CHECK(w2 == PCOLL_DONE, "second handle: wait: %s", pcoll_strerror(w2));
+    CHECK(pcoll_finalize(&h2, 120.0) == PCOLL_OK, "second handle: finalize");
+    CHECK(pcoll_dev_comm_inits() == before, "second handle created a new NCCL communicator (%ld -> %ld)",
+          before, pcoll_dev_comm_inits());
+    if (!me) printf("reuse: %ld NCCL communicator(s) for two handles\n", pcoll_dev_comm_inits());
+}
+
 int main(int argc, char **argv) {
-    int provided;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_size(MPI_COMM_WORLD, &P);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    { /* a GPU on every rank, else skip (every rank exits 77) */
-        int ndev = 0, mindev = 0, local = 0;
-        cudaError_t e = cudaGetDeviceCount(&ndev);
-        if (e != cudaSuccess) ndev = 0;
-        MPI_Allreduce(&ndev, &mindev, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-        if (mindev < 1) {
-            if (!me)
-                printf("SKIP: no CUDA device (cudaGetDeviceCount: %s)\n",
-                       e != cudaSuccess ? cudaGetErrorString(e) : "0 devices on some rank");
-            fflush(stdout);
-            MPI_Finalize();
-            return 77;
-        }
-        MPI_Comm node;
-        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node);
-        MPI_Comm_rank(node, &local);
-        MPI_Comm_free(&node);
-        if (cudaSetDevice(local % ndev) != cudaSuccess) {
-            fprintf(stderr, "rank %d: cudaSetDevice(%d) failed\n", me, local % ndev);
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        }
-    }
-    const char *mode = "sync", *mismatch = NULL, *div = NULL;
-    int steps = 200, tau = 0, slow = -1, newer = 0, growth = 0, reuse = 0;
-    size_t n = 64;
-    double delay_us = 500, slow_factor = 4;
-    uint64_t seed = 7;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
-        if (!strcmp(a, "--mode"))
-            mode = v, i++;
-        else if (!strcmp(a, "--steps"))
-            steps = atoi(v), i++;
-        else if (!strcmp(a, "--n"))
-            n = (size_t)atol(v), i++;
-        else if (!strcmp(a, "--delay-us"))
-            delay_us = atof(v), i++;
-        else if (!strcmp(a, "--seed"))
-            seed = (uint64_t)atoll(v), i++;
-        else if (!strcmp(a, "--slow"))
-            slow = atoi(v), i++;
-        else if (!strcmp(a, "--slow-factor"))
-            slow_factor = atof(v), i++;
-        else if (!strcmp(a, "--tau"))
-            tau = atoi(v), i++;
-        else if (!strcmp(a, "--mismatch"))
-            mismatch = v, i++;
-        else if (!strcmp(a, "--div"))
-            div = v, i++;
-        else if (!strcmp(a, "--path"))
-            setenv("PCOLL_DEVICE_PATH", v, 1), i++;
-        else if (!strcmp(a, "--newer"))
-            newer = 1;
-        else if (!strcmp(a, "--reuse"))
-            reuse = 1;
-        else if (!strcmp(a, "--expect-streak-growth"))
-            growth = 1;
-        else {
-            if (!me) fprintf(stderr, "test_pcoll: unknown option %s\n", a);
-            MPI_Abort(MPI_COMM_WORLD, 2);
-        }
-    }
-    if (n < (size_t)P + 2) n = (size_t)P + 2;
-
-    pcoll_config_t cfg;
-    pcoll_config_default(&cfg);
-    cfg.seed = seed;
-    cfg.tau = tau;
-    cfg.ring = tau ? tau + 8 : 64;
-    cfg.records = 1 << 16;
-    if (div) cfg.div = !strcmp(div, "p") ? PCOLL_DIV_P : PCOLL_DIV_FRESH;
-    int dynamic = !strcmp(mode, "dynamic"), mixed = !strcmp(mode, "mixed");
-    if (dynamic)
-        cfg.horizon = 1;
-    else if (!mixed && pcoll_parse_mode(mode, &cfg.rule)) {
-        if (!me) fprintf(stderr, "test_pcoll: bad --mode %s\n", mode);
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-
-    if (mismatch) { /* every rank must get a clean error naming the field; no hang */
-        size_t nn = n;
-        if (!strcmp(mismatch, "n") && me == P - 1) nn = n + 1;
-        if (!strcmp(mismatch, "seed") && me == P - 1) cfg.seed = seed + 1;
-        if (!strcmp(mismatch, "mode") && me == P - 1) cfg.rule.mode = PCOLL_MAJORITY;
-        if (!strcmp(mismatch, "arg") && me == P - 1) cfg.ring = 0;
-        pcoll_t *h = NULL;
-        int rc = pcoll_create(MPI_COMM_WORLD, nn, PCOLL_MEM_DEVICE, &cfg, &h);
-        const char *m = pcoll_last_error(NULL);
-        printf("rank %d: rc=%d (%s): %s\n", me, rc, pcoll_strerror(rc), m);
-        int want = !strcmp(mismatch, "arg") ? PCOLL_ERR_ARG : PCOLL_ERR_MISMATCH;
-        CHECK(rc == want, "rc %d, want %d", rc, want);
-        CHECK(h == NULL, "handle created despite the mismatch");
-        const char *field = !strcmp(mismatch, "mode")  ? "rule.mode"
-                            : !strcmp(mismatch, "arg") ? "ring"
-                                                       : mismatch;
-        if (strcmp(mismatch, "arg") || me == P - 1)
-            CHECK(strstr(m, field) != NULL, "message does not name '%s': %s", field, m);
-        char rk[32];
-        snprintf(rk, sizeof rk, "rank %d", P - 1);
-        if (P > 1) CHECK(strstr(m, rk) != NULL, "message does not name %s: %s", rk, m);
-        int tot = 0;
-        MPI_Allreduce(&fails, &tot, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-        MPI_Finalize();
-        return tot ? 1 : 0;
-    }
-
-    pcoll_t *h = NULL;
-    pcollCheck(pcoll_create(MPI_COMM_WORLD, n, PCOLL_MEM_DEVICE, &cfg, &h));
-    if (mixed) { /* a static schedule of rule changes, the same on every rank */
-        static int w[1];
-        w[0] = P - 1;
-        for (int k = 1; k < 400; k++) {
-            pcoll_rule_t ru = {0};
-            switch (k % 5) {
-            case 0: ru.mode = PCOLL_SYNC; break;
-            case 1: ru.mode = PCOLL_SOLO; break;
-            case 2: ru.mode = PCOLL_MAJORITY; break;
-            case 3:
-                ru.mode = PCOLL_QUORUM;
-                ru.quorum = 2;
-                break;
-            default:
-                ru.mode = PCOLL_SOLO;
-                ru.wait = w;
-                ru.nwait = 1;
-            }
-            pcollCheck(pcoll_set_rule(h, (uint64_t)k * 13, &ru));
-        }
-    }
-    ctl_t ctl = {h, P, 0, 2};
-    pthread_t cth;
-    if (dynamic) pthread_create(&cth, NULL, dyn_ctl, &ctl);
-
-    float *g = malloc(n * sizeof *g), *gd = NULL, *resh = malloc(n * sizeof *resh);
-    if (cudaMalloc((void **)&gd, n * sizeof *gd) != cudaSuccess) {
+    pinv_t t;
+    pinv_init(&t, "test_pcoll_device", PCOLL_MEM_DEVICE, 64, &argc, &argv);
+    if (!gpu_pick()) return pinv_exit(77);
+    gpu_t d = {0};
+    pinv_parse(&t, argc, argv, gpu_option, &d);
+    if (t.mismatch) return pinv_exit(pinv_mismatch(&t));
+    pinv_start(&t);
+    d.resh = malloc(t.n * sizeof *d.resh);
+    if (cudaMalloc((void **)&d.gd, t.n * sizeof *d.gd) != cudaSuccess) {
         fprintf(stderr, "rank %d: cudaMalloc failed\n", me);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    cudaStream_t ts; /* this test's copies: a non-blocking stream, waited for (never the legacy stream) */
-    if (cudaStreamCreateWithFlags(&ts, cudaStreamNonBlocking) != cudaSuccess) {
+    if (cudaStreamCreateWithFlags(&d.ts, cudaStreamNonBlocking) != cudaSuccess) {
         fprintf(stderr, "rank %d: cudaStreamCreate failed\n", me);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    double *w = calloc(n, sizeof *w);             /* replica: w += result of every round */
-    double *dep_sum = calloc(n, sizeof *dep_sum); /* this rank's deposits, summed */
-    int *seen = calloc((size_t)steps, sizeof *seen);
-    uint64_t applied = 0;
-    pcoll_record_t rec;
-    pcoll_record_init(&rec, P);
-    uint64_t hash = 1469598103934665603ull;
-    uint32_t *streak_at = calloc(8, 4); /* max streak of the slow rank at 1/8 .. 8/8 of the run */
-    double *all_sum = calloc(n, sizeof *all_sum);
-
-    /* a slow rank runs proportionally fewer steps, so that all ranks finish at about the same
-     * time and its streaks are measured while the others are still active */
-    if (me == slow && slow_factor > 1)
-        steps = (int)(steps / slow_factor) > 0 ? (int)(steps / slow_factor) : 1;
-    rcheck_t rc_ = {P, me,      steps, tau,       slow, (int)cfg.div, n, 0, 1469598103934665603ull,
-                    w, all_sum, seen,  streak_at, 0};
-    int joined = 0;
-    for (int s = 0; s <= steps; s++) {
-        if (s == steps) { /* join, then drain the rounds that still complete */
-            pcoll_join(h);
-            joined = 1;
-        }
-        if (!joined) {
-            double d = delay_us * u01(seed, (uint64_t)s, (uint64_t)me);
-            if (me == slow) d = delay_us * slow_factor;
-            sleep_us(d);
-            make_grad(g, n, me, s);
-            for (size_t k = 0; k < n; k++) dep_sum[k] += g[k];
-            if (copy_wait(ts, gd, g, n * sizeof *g) != cudaSuccess) {
-                fprintf(stderr, "rank %d: cudaMemcpy failed\n", me);
-                fails++;
-                break;
-            }
-            pcollCheck(pcoll_set_cost(h, cost_of(me, s)));
-            int rc = pcoll_deposit(h, gd, newer ? PCOLL_ACCUMULATE : 0);
-            if (rc) {
-                fprintf(stderr, "rank %d: deposit: %s\n", me, pcoll_last_error(h));
-                fails++;
-                break;
-            }
-            rc = pcoll_wait(h, newer ? PCOLL_WAIT_NEWER : PCOLL_WAIT_CONSUMED, 60.0, NULL);
-            if (rc) {
-                fprintf(stderr, "rank %d: wait: %s\n", me, pcoll_last_error(h));
-                fails++;
-                break;
-            }
-        }
-        const float *resd, *res = resh;
-        uint64_t r;
-        while (pcoll_next(h, &r, &resd, &rec) == PCOLL_OK) {
-            if (copy_wait(ts, resh, resd, n * sizeof *resh) != cudaSuccess) {
-                fprintf(stderr, "rank %d: result %llu: cudaMemcpy failed\n", me, (unsigned long long)r);
-                fails++;
-                break;
-            }
-            rcheck_round(&rc_, r, res, &rec, s);
-        }
-        if (joined) {
-            int rc = pcoll_wait(h, PCOLL_WAIT_NEWER, 60.0, NULL);
-            if (rc == PCOLL_DONE) break;
-            if (rc) {
-                fprintf(stderr, "rank %d: drain: %s\n", me, pcoll_last_error(h));
-                fails++;
-                break;
-            }
-            s--; /* stay in the drain step */
-        }
-    }
-    applied = rc_.applied;
-    hash = rc_.hash;
-    fails += rc_.fails;
-    ctl.stop = 1;
-    if (dynamic) pthread_join(cth, NULL); /* it ends once the engine is done; then free */
-    int rc = pcoll_finalize(&h, 120.0);
-    CHECK(rc == PCOLL_OK, "finalize: %s", pcoll_strerror(rc));
-    if (!newer && !cfg.div)
-        for (int s = 0; s < steps; s++) CHECK(seen[s] == 1, "step %d seen %d times", s, seen[s]);
-    if (reuse) { /* a second handle over the same ranks (the trainer's next epoch) bootstraps no NCCL */
-        long before = pcoll_dev_comm_inits();
-        CHECK(before <= 1, "%ld NCCL communicators created by one handle", before);
-        pcoll_t *h2 = NULL;
-        pcollCheck(pcoll_create(MPI_COMM_WORLD, n, PCOLL_MEM_DEVICE, &cfg, &h2));
-        pcollCheck(pcoll_deposit(h2, gd, 0));
-        pcoll_join(h2);
-        const float *r2;
-        uint64_t rr;
-        int w2;
-        while ((w2 = pcoll_wait(h2, PCOLL_WAIT_NEWER, 60.0, NULL)) == PCOLL_OK)
-            while (pcoll_next(h2, &rr, &r2, &rec) == PCOLL_OK) {}
-        CHECK(w2 == PCOLL_DONE, "second handle: wait: %s", pcoll_strerror(w2));
-        CHECK(pcoll_finalize(&h2, 120.0) == PCOLL_OK, "second handle: finalize");
-        CHECK(pcoll_dev_comm_inits() == before, "second handle created a new NCCL communicator (%ld -> %ld)",
-              before, pcoll_dev_comm_inits());
-        if (!me) printf("reuse: %ld NCCL communicator(s) for two handles\n", pcoll_dev_comm_inits());
-    }
-
-    /* conservation: sum over rounds = sum over deposits (double sums of integers: exact) */
-    double *tot_dep = calloc(n, sizeof *tot_dep);
-    MPI_Allreduce(dep_sum, tot_dep, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    uint64_t maxapplied = 0;
-    MPI_Allreduce(&applied, &maxapplied, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-    int complete = applied == maxapplied;
-    if (!cfg.div && complete)
-        for (size_t k = 0; k < n; k++)
-            CHECK(all_sum[k] == tot_dep[k], "conservation: element %zu: rounds sum %g, deposits %g", k,
-                  all_sum[k], tot_dep[k]);
-    /* agreement and replica equality: compare on ranks that applied the same number of rounds */
-    uint64_t mine[3] = {hash, mix(applied), 0};
-    for (size_t k = 0; k < n; k++) {
-        uint64_t b;
-        memcpy(&b, &w[k], 8);
-        mine[2] = (mine[2] ^ b) * 1099511628211ull;
-    }
-    uint64_t *all = malloc((size_t)P * sizeof mine);
-    uint64_t *apl = malloc((size_t)P * 8);
-    MPI_Allgather(mine, 3, MPI_UINT64_T, all, 3, MPI_UINT64_T, MPI_COMM_WORLD);
-    MPI_Allgather(&applied, 1, MPI_UINT64_T, apl, 1, MPI_UINT64_T, MPI_COMM_WORLD);
-    for (int p = 0; p < P; p++)
-        if (apl[p] == applied) {
-            CHECK(all[3 * p] == hash, "agreement: round hash differs from rank %d", p);
-            CHECK(all[3 * p + 2] == mine[2], "replicas differ from rank %d", p);
-        }
-    if (!me) {
-        printf("mode=%s P=%d steps=%d rounds=%llu (max over ranks) n=%zu tau=%d\n", mode, P, steps,
-               (unsigned long long)maxapplied, n, tau);
-    }
-    if (slow >= 0 && me == slow) {
-        printf("slow rank %d (x%.0f): longest rejection streak by eighth of the run:", slow, slow_factor);
-        for (int o = 0; o < 8; o++) printf(" %u", streak_at[o]);
-        printf("\n");
-    }
-    if (slow >= 0 && growth && me == slow) {
-        uint32_t b = 0;
-        for (int o = 0; o < 8; o++) b = streak_at[o] > b ? streak_at[o] : b;
-        CHECK(b > 4, "expected the slow rank's streak to exceed 4 without a bound (max %u)", b);
-    }
-    int tot = 0;
-    MPI_Allreduce(&fails, &tot, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (!me) printf("%s: %d check failures\n", tot ? "FAIL" : "OK", tot);
-    pcoll_record_free(&rec);
-    cudaFree(gd);
-    free(resh);
-    cudaStreamDestroy(ts);
-    free(g);
-    free(w);
-    free(dep_sum);
-    free(seen);
-    free(streak_at);
-    free(all_sum);
-    free(tot_dep);
-    free(all);
-    free(apl);
-    MPI_Finalize();
-    return tot ? 1 : 0;
+    pinv_io_t io = {.ctx = &d, .stage = gpu_stage, .fetch = gpu_fetch};
+    pinv_run(&t, &io);
+    if (d.reuse) check_reuse(&t, &d);
+    int rc = pinv_verify(&t);
+    cudaFree(d.gd);
+    free(d.resh);
+    cudaStreamDestroy(d.ts);
+    return pinv_exit(rc);
 }
