@@ -29,8 +29,10 @@ $(NN_LIB): $(NN_OBJS)
 $(B)/tests/test_nn_%: tests/nn/test_nn_%.c tests/nn/nn_test_util.h $(NN_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(NN_CFLAGS) $< -o $@ $(LDFLAGS) $(NN_LIB) $(NN_LDLIBS) $(LDLIBS)
+# the reference checks, shared with the CUDA test (tests/cuda/test_cuda_ref.c)
+$(B)/tests/test_nn_ref: tests/nn/nn_ref_check.h
 
-$(NN_BENCH): trainer/ref/bench_cpu.c $(NN_LIB)
+$(NN_BENCH): trainer/ref/bench_cpu.c trainer/ref/bench_step.h $(NN_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(NN_CFLAGS) $< -o $@ $(LDFLAGS) $(NN_LIB) $(NN_LDLIBS) $(LDLIBS)
 

@@ -6,10 +6,10 @@
  * profiles as JSON in the file JSON.
  * Prints one line per model: "model batch median_ms min_ms cpu_ms" (median wall time of iters
  * after 2 warm-ups, the fastest, and the median process CPU time: on a shared machine the CPU
- * time is the steadier figure, since waiting for a core does not count). */
-#include "trainer/nn/nn.h"
-#include <string.h>
-#include <time.h>
+ * time is the steadier figure, since waiting for a core does not count).
+ * The arguments, the synthetic batches and the timing loop are trainer/ref/bench_step.h's (shared
+ * with nn_bench_gpu). */
+#include "trainer/ref/bench_step.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -45,14 +45,46 @@ static void profile_json(FILE *f, const char *name, int batch, int steps, int th
     fprintf(f, "  ]}");
 }
 
-static double clock_ms(clockid_t id) {
-    struct timespec t;
-    clock_gettime(id, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+struct cpu_bench {
+    FILE *pj; /* --profile: the JSON file, else NULL */
+    int npj;  /* profiles written to it */
+    nn_model_t *m;
+    const bs_input_t *in;
+};
+
+static void cpu_step(void *ctx) {
+    struct cpu_bench *c = ctx;
+    nn_model_t *m = c->m;
+    nn_zero_grad(m);
+    nnCheck(nn_forward(m, &c->in->b), m->err, "forward");
+    nnCheck(nn_backward(m), m->err, "backward");
+    nn_sgd_step(m, &c->in->sgd);
 }
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
+static void cpu_profile_start(void *ctx) {
+    nn_profile_reset();
+    nn_profile_enable(1);
+}
+
+static int cpu_bench(void *ctx, nn_model_t *m, const bs_input_t *in) {
+    struct cpu_bench *c = ctx;
+    const char *name = in->model->name;
+    int iters = in->iters, N = in->b.n;
+    c->m = m;
+    c->in = in;
+    double *t = malloc(sizeof(double) * iters), *cpu = malloc(sizeof(double) * iters);
+    bs_time_steps(2, iters, cpu_step, c->pj ? cpu_profile_start : NULL, c, t, cpu);
+    printf("%s %d %.1f %.1f %.1f\n", name, N, t[iters / 2], t[0], cpu[iters / 2]);
+    if (c->pj) {
+        nn_profile_enable(0);
+        nn_profile_print(stdout, name, iters);
+        double med[2] = {t[iters / 2], cpu[iters / 2]};
+        fprintf(c->pj, "%s", c->npj++ ? ",\n" : "");
+        profile_json(c->pj, name, N, iters, nn_threads(), med);
+    }
+    fflush(stdout);
+    free(t);
+    free(cpu);
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -62,7 +94,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     FILE *pj = NULL;
-    int a0 = 1, npj = 0;
+    int a0 = 1;
     if (argc > 2 && !strcmp(argv[1], "--profile")) {
         pj = fopen(argv[2], "w");
         if (!pj) {
@@ -74,75 +106,14 @@ int main(int argc, char **argv) {
     }
     argc -= a0 - 1;
     argv += a0 - 1;
-    int iters = argc > 1 ? atoi(argv[1]) : 5;
-    if (iters < 1) iters = 1;
-    struct {
-        const char *name, *desc;
-        int batch;
-    } all[] = {
+    const bs_model_t all[] = {
         {"resnet32", "resnet-cifar n=5 shortcut=A classes=10", 128},
         {"resnet50", "resnet50 classes=1000 in=3x224x224", 8},
         {"lstm", "lstm in=2048 hidden=512 steps=40 classes=101", 32},
         {"fmnist", "resnet-fmnist", 64},
     };
-    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) {
-        int sel = argc <= 2;
-        for (int a = 2; a < argc; a++) sel |= !strcmp(argv[a], all[k].name);
-        if (!sel) continue;
-        char err[512];
-        nn_model_t *m = nn_model_build(all[k].desc, all[k].batch, 1, err, sizeof err);
-        if (!m) {
-            fprintf(stderr, "%s\n", err);
-            return 1;
-        }
-        int N = all[k].batch;
-        size_t per = m->in_ndim == 3 ? (size_t)m->in_shape[0] * m->in_shape[1] * m->in_shape[2]
-                                     : (size_t)m->in_shape[0] * (m->in_ndim == 2 ? m->in_shape[1] : 1);
-        float *x = malloc(sizeof(float) * per * N);
-        int *lab = malloc(sizeof(int) * N), *len = malloc(sizeof(int) * N);
-        nn_rng_t r;
-        nn_rng_seed(&r, 3);
-        for (size_t i = 0; i < per * N; i++) x[i] = nn_rng_uniform(&r, -1, 1);
-        for (int n = 0; n < N; n++) {
-            lab[n] = (int)(nn_rng_u64(&r) % m->nout);
-            len[n] = m->in_ndim == 2 ? m->in_shape[0] : 0;
-        }
-        nn_batch_t b = {.x = x, .labels = lab, .lengths = m->in_ndim == 2 ? len : NULL, .n = N};
-        nn_sgd_t o = {.lr = 0.01f, .momentum = 0.9f, .wd = 1e-4f};
-        double *t = malloc(sizeof(double) * iters), *cpu = malloc(sizeof(double) * iters);
-        for (int it = -2; it < iters; it++) {
-            if (pj && it == 0) {
-                nn_profile_reset();
-                nn_profile_enable(1);
-            }
-            double t0 = clock_ms(CLOCK_MONOTONIC), c0 = clock_ms(CLOCK_PROCESS_CPUTIME_ID);
-            nn_zero_grad(m);
-            nnCheck(nn_forward(m, &b), m->err, "forward");
-            nnCheck(nn_backward(m), m->err, "backward");
-            nn_sgd_step(m, &o);
-            if (it >= 0) {
-                t[it] = clock_ms(CLOCK_MONOTONIC) - t0;
-                cpu[it] = clock_ms(CLOCK_PROCESS_CPUTIME_ID) - c0;
-            }
-        }
-        qsort(t, iters, sizeof(double), cmp);
-        qsort(cpu, iters, sizeof(double), cmp);
-        printf("%s %d %.1f %.1f %.1f\n", all[k].name, N, t[iters / 2], t[0], cpu[iters / 2]);
-        if (pj) {
-            nn_profile_enable(0);
-            nn_profile_print(stdout, all[k].name, iters);
-            double med[2] = {t[iters / 2], cpu[iters / 2]};
-            fprintf(pj, "%s", npj++ ? ",\n" : "");
-            profile_json(pj, all[k].name, N, iters, nn_threads(), med);
-        }
-        fflush(stdout);
-        free(t);
-        free(cpu);
-        free(x);
-        free(lab);
-        free(len);
-        nn_model_free(m);
-    }
+    struct cpu_bench c = {.pj = pj};
+    if (bs_run_models(argc, argv, all, sizeof all / sizeof all[0], 5, 1, cpu_bench, &c)) return 1;
     if (pj) {
         fprintf(pj, "\n]\n");
         if (fclose(pj)) {
