@@ -4,21 +4,29 @@
  * then latest.ckpt (a copy, not a link, so a crash leaves either the old or the new one, never
  * half of one). A crash can leave a .NAME.tmp behind: ckpt_clean_tmp removes it at the next start.
  *
- * Format 3: the nn tensor file (nn.h: "NNTF0001") holding
+ * Format 4: the nn tensor file (nn.h: "NNTF0001") holding
  *   param.NAME, mom.NAME   every parameter tensor and its momentum
  *   bn.NAME.mean, .var     BN running statistics
- *   trainer.meta           [3, then META_WORDS words of 64 bits (enum below), each as 4 floats
+ *   trainer.meta           [4, then META_WORDS words of 64 bits (enum below), each as 4 floats
  *                          holding 16 bits: integers < 2^16 are exact in floats; doubles go as
  *                          their bit patterns; the words from W_POS on: the epoch in progress at
  *                          a mid-epoch checkpoint, all 0 at an epoch's end]
- *   trainer.restarts       RESTART_WORDS words per resume of the run (present when there is one)
+ *   trainer.restarts       RESTART_WORDS words per resume of the run (present when there is one):
+ *                          epoch, ranks before, ranks after, wall lost (bits), controller
+ *                          continued, then where in epoch `epoch` + 1 it resumed: batches_done
+ *                          (the checkpoint's part.fresh) and samples_done (its part.pos), both 0
+ *                          at an epoch's end, both 2^64 - 1 when not recorded (ckpt_restart_t -1:
+ *                          a restart carried over from a format-3 checkpoint)
  *   ctl.state              the adaptive controller's state (ctl_state_save bytes, 16 bits per
  *                          float; present when the run has one)
  * followed by a 16-byte trailer: "EAGERSUM" and the FNV-1a 64 of every byte before it
- * (little-endian). Format 2 is format 3 without the mid-epoch words (V2_META_WORDS; always at
- * an epoch's end) and is still read. Format 1 (no trailer; trainer.meta is 16 floats: 1, epoch, ranks, wall_s,
- * then seed, description hash and parameter count as 4 x 16 bits) is still read; it has no
- * checksum, run totals or controller state. */
+ * (little-endian). Format 3 is format 4 with V3_RESTART_WORDS words per restart (no position)
+ * and is still read: its restarts load with position -1 (not recorded; the run file says null),
+ * as one may have resumed mid-epoch. Format 2 is format 3 without the mid-epoch words
+ * (V2_META_WORDS; always at an epoch's end) and is still read: its restarts, all from epoch ends,
+ * load with position 0. Format 1 (no trailer; trainer.meta is 16 floats: 1, epoch, ranks,
+ * wall_s, then seed, description hash and parameter count as 4 x 16 bits) is still read; it has
+ * no checksum, run totals, restarts or controller state. */
 #include "trainer/nn/nn.h"
 #include "trainer/trainer.h"
 #include <dirent.h>
@@ -32,7 +40,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define FORMAT        3
+#define FORMAT        4
 #define V1_META_N     16
 #define V2_META_WORDS (W_CTL_LEN + 1)
 #define TRAILER_MAGIC "EAGERSUM"
@@ -64,7 +72,7 @@ enum { /* trainer.meta words after the format number */
        W_DHASH,
        W_NRESTARTS,
        W_CTL_LEN,
-       W_POS, /* format 3: ckpt_epoch_t, the epoch in progress */
+       W_POS, /* formats 3 and 4: ckpt_epoch_t, the epoch in progress */
        W_E_ROUNDS,
        W_E_FRESH,
        W_E_STALE_N,
@@ -78,7 +86,9 @@ enum { /* trainer.meta words after the format number */
        W_E_STEPS,
        META_WORDS
 };
-enum { R_EPOCH, R_BEFORE, R_AFTER, R_LOST, R_CTL, RESTART_WORDS };
+enum { R_EPOCH, R_BEFORE, R_AFTER, R_LOST, R_CTL, R_BATCHES, R_SAMPLES, RESTART_WORDS };
+#define V3_RESTART_WORDS R_BATCHES  /* formats 2 and 3: no position */
+#define R_UNKNOWN        UINT64_MAX /* R_BATCHES, R_SAMPLES: not recorded */
 
 uint64_t ckpt_desc_hash(const char *desc, size_t nparams) {
     uint64_t h = fnv1a64(FNV1A64_INIT, desc, strlen(desc));
@@ -208,7 +218,7 @@ static void meta_words(const nn_model_t *m, const ckpt_meta_t *c, uint64_t *w) {
     w[W_E_SEEN] = e->seen, w[W_E_STEPS] = e->steps;
 }
 
-/* The epoch in progress from meta words (format 3; zero before). */
+/* The epoch in progress from meta words (formats 3 and 4; zero before). */
 static void part_of(const uint64_t *w, ckpt_epoch_t *e) {
     *e = (ckpt_epoch_t){.pos = (int64_t)(w[W_POS] & INT64_MAX),
                         .rounds = w[W_E_ROUNDS],
@@ -247,8 +257,13 @@ int ckpt_save(const char *dir, const nn_model_t *m, const ckpt_meta_t *meta, cha
     float *rf = mf + 1 + 4 * META_WORDS, *cf = rf + 4 * RESTART_WORDS * nr;
     for (int i = 0; i < nr; i++) {
         const ckpt_restart_t *e = &meta->restarts[i];
-        uint64_t rw[RESTART_WORDS] = {(uint64_t)e->epoch, (uint64_t)e->ranks_before, (uint64_t)e->ranks_after,
-                                      dbits(e->wall_lost_s), (uint64_t)e->controller_continued};
+        uint64_t rw[RESTART_WORDS] = {(uint64_t)e->epoch,
+                                      (uint64_t)e->ranks_before,
+                                      (uint64_t)e->ranks_after,
+                                      dbits(e->wall_lost_s),
+                                      (uint64_t)e->controller_continued,
+                                      e->batches_done < 0 ? R_UNKNOWN : (uint64_t)e->batches_done,
+                                      e->samples_done < 0 ? R_UNKNOWN : (uint64_t)e->samples_done};
         for (int j = 0; j < RESTART_WORDS; j++) put64(rf + 4 * (RESTART_WORDS * i + j), rw[j]);
     }
     if (nr) tensor(&ts[k++], "trainer.restarts", rf, 4 * RESTART_WORDS * (size_t)nr);
@@ -334,7 +349,7 @@ static int check_part(const char *path, const uint64_t *w, const ckpt_epoch_t *e
     return 0;
 }
 
-/* Every scalar of a format-2 or 3 meta in range (err names the field). */
+/* Every scalar of a format-2, 3 or 4 meta in range (err names the field). */
 static int check_meta(const char *path, const uint64_t *w, const ckpt_meta_t *c, char *err, size_t n) {
     const ckpt_totals_t *t = &c->tot;
     if (w[W_EPOCH] > MAX_EPOCH)
@@ -376,10 +391,10 @@ static int read_meta(const char *path, const nn_tfile_t *f, int trailer, const n
     if (!mt || mt->n < 1) return fail(err, n, path, "no 'trainer.meta' (not a checkpoint of this trainer)");
     uint64_t w[META_WORDS] = {0};
     const float *d = mt->data;
-    c->version = d[0] == 1 && mt->n == V1_META_N                 ? 1
-                 : d[0] == 2 && mt->n == 1 + 4 * V2_META_WORDS   ? 2
-                 : d[0] == FORMAT && mt->n == 1 + 4 * META_WORDS ? FORMAT
-                                                                 : 0;
+    c->version = d[0] == 1 && mt->n == V1_META_N                                ? 1
+                 : d[0] == 2 && mt->n == 1 + 4 * V2_META_WORDS                  ? 2
+                 : (d[0] == 3 || d[0] == FORMAT) && mt->n == 1 + 4 * META_WORDS ? (int)d[0]
+                                                                                : 0;
     if (!c->version)
         return fail(err, n, path,
                     "field 'trainer.meta' format %g (%zu values) is not one this trainer reads (1 to %d)",
@@ -416,16 +431,37 @@ static int read_meta(const char *path, const nn_tfile_t *f, int trailer, const n
     return check_meta(path, w, c, err, n);
 }
 
-/* The restarts and controller state of a format-2 or 3 file into c (c->ctl malloc'd). */
+/* Restart i's position words (format 4; before: 0 in format 2, whose restarts all resumed at an
+ * epoch's end, not recorded in format 3) in range into e: both not recorded, or samples_done a
+ * position check_part accepts with batches_done of at most one sample each, 0 together. */
+static int restart_position(const char *path, int i, int version, uint64_t *rw, ckpt_restart_t *e, char *err,
+                            size_t n) {
+    if (version < 4) rw[R_BATCHES] = rw[R_SAMPLES] = version == 2 ? 0 : R_UNKNOWN;
+    if (rw[R_BATCHES] == R_UNKNOWN && rw[R_SAMPLES] == R_UNKNOWN) {
+        e->batches_done = e->samples_done = -1;
+        return 0;
+    }
+    if (rw[R_SAMPLES] > (uint64_t)INT64_MAX / 2 || rw[R_BATCHES] > rw[R_SAMPLES] ||
+        !rw[R_BATCHES] != !rw[R_SAMPLES])
+        return fail(err, n, path,
+                    "restart %d: field 'batches_done' = %llu or 'samples_done' = %llu is out of range (both "
+                    "0 at an epoch's end, else 1 <= batches_done <= samples_done)",
+                    i, (unsigned long long)rw[R_BATCHES], (unsigned long long)rw[R_SAMPLES]);
+    e->batches_done = (int64_t)rw[R_BATCHES], e->samples_done = (int64_t)rw[R_SAMPLES];
+    return 0;
+}
+
+/* The restarts and controller state of a format-2, 3 or 4 file into c (c->ctl malloc'd). */
 static int read_extras(const char *path, const nn_tfile_t *f, ckpt_meta_t *c, char *err, size_t n) {
     const nn_tensor_t *rt = nn_tfile_find(f, "trainer.restarts");
-    size_t want = 4 * RESTART_WORDS * (size_t)c->nrestarts;
+    const int nw = c->version >= 4 ? RESTART_WORDS : V3_RESTART_WORDS;
+    size_t want = 4 * (size_t)nw * (size_t)c->nrestarts;
     if (want && (!rt || rt->n != want))
         return fail(err, n, path, "tensor 'trainer.restarts' is missing or has the wrong size");
     for (int i = 0; i < c->nrestarts; i++) {
-        uint64_t rw[RESTART_WORDS];
-        for (int j = 0; j < RESTART_WORDS; j++)
-            if (get64(rt->data + 4 * (RESTART_WORDS * i + j), &rw[j]))
+        uint64_t rw[RESTART_WORDS] = {0};
+        for (int j = 0; j < nw; j++)
+            if (get64(rt->data + 4 * (nw * i + j), &rw[j]))
                 return fail(err, n, path, "restart %d is damaged", i);
         ckpt_restart_t *e = &c->restarts[i];
         e->epoch = (int)(rw[R_EPOCH] & 0x7fffffff), e->ranks_before = (int)(rw[R_BEFORE] & 0x7fffffff);
@@ -436,6 +472,7 @@ static int read_extras(const char *path, const nn_tfile_t *f, ckpt_meta_t *c, ch
             e->wall_lost_s < 0)
             return fail(err, n, path, "restart %d (epoch %d, ranks %d -> %d, lost %g s) is out of range", i,
                         e->epoch, e->ranks_before, e->ranks_after, e->wall_lost_s);
+        if (restart_position(path, i, c->version, rw, e, err, n)) return -1;
     }
     const nn_tensor_t *ct = nn_tfile_find(f, "ctl.state");
     if (!c->ctl_len) return 0;

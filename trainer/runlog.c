@@ -64,6 +64,9 @@ static json_t *restarts_json(const run_t *r) {
         set(o, "ranks_after", json_integer(e->ranks_after));
         set(o, "wall_lost_s", json_real(e->wall_lost_s));
         set(o, "controller_continued", json_boolean(e->controller_continued));
+        /* where in epoch `epoch` + 1 it resumed (0 at an epoch's end); null: not recorded */
+        set(o, "batches_done", e->batches_done < 0 ? json_null() : json_integer(e->batches_done));
+        set(o, "samples_done", e->samples_done < 0 ? json_null() : json_integer(e->samples_done));
         json_array_append_new(a, o);
     }
     return a;

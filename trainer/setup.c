@@ -279,7 +279,12 @@ static void add_restart(run_t *r, const ckpt_meta_t *m) {
     int keep = m->nrestarts < CKPT_MAX_RESTARTS ? m->nrestarts : CKPT_MAX_RESTARTS - 1;
     memcpy(r->restarts, m->restarts + m->nrestarts - keep, (size_t)keep * sizeof *r->restarts);
     ckpt_restart_t *e = &r->restarts[keep];
-    *e = (ckpt_restart_t){.epoch = m->epoch, .ranks_before = m->ranks, .ranks_after = r->P};
+    /* where epoch `epoch` + 1 continues (resume_position; 0 at an epoch's end) */
+    *e = (ckpt_restart_t){.epoch = m->epoch,
+                          .ranks_before = m->ranks,
+                          .ranks_after = r->P,
+                          .batches_done = (int64_t)m->part.fresh,
+                          .samples_done = m->part.pos};
     e->wall_lost_s = wall_since_write(r, r->cfg.ckpt_dir);
     e->controller_continued = resume_controller(r, m);
     r->nrestarts = keep + 1;

@@ -101,6 +101,11 @@ typedef struct {              /* one resume of the run (kept in every later chec
     int ranks_after;          /* world size that resumed from it */
     double wall_lost_s;       /* wall time from the checkpoint's write to the resume (>= 0) */
     int controller_continued; /* 1: the adaptive controller's state was continued */
+    int64_t batches_done;     /* where in epoch `epoch` + 1 it resumed: its batches trained (the
+                                 checkpoint's part.fresh; 0 at an epoch's end); -1: not recorded
+                                 (a restart read from a format-3 checkpoint) */
+    int64_t samples_done;     /* the checkpoint's part.pos (samples of that epoch's permutation
+                                 trained; 0 at an epoch's end); -1: not recorded, likewise */
 } ckpt_restart_t;
 typedef struct { /* the run's totals (run.h's run_totals_t), as the checkpoint carries them */
     uint64_t rounds, fresh, stale_n, decision_hash;
@@ -119,7 +124,7 @@ typedef struct {     /* the epoch in progress at a mid-epoch checkpoint (all zer
 } ckpt_epoch_t;
 typedef struct {
     int version;       /* load: the file's format (1: no checksum, totals or controller state; 2: no
-                    mid-epoch position) */
+                    mid-epoch position; 3: no position in its restarts) */
     int epoch;         /* epochs completed */
     ckpt_epoch_t part; /* mid-epoch: how far epoch `epoch` + 1 had got (part.pos > 0) */
     uint64_t seed;

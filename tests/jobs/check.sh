@@ -103,6 +103,9 @@ elastic_local|elastic_mid)
   [ "$1" = elastic_mid ] && src=$d/ckpt-sync/$at.ckpt
   "$B/bin/pcoll-validate" results/schema/run.schema.json "$d/sync.json" || fail "sync.json does not validate"
   [ "$(jq -r .environment.ranks "$d/sync.json")" = 3 ] || fail "the resumed run did not have 3 ranks"
+  wb=0; [ "$1" = elastic_mid ] && wb=8  # where in the epoch it resumed: the checkpoint's batches
+  [ "$(jq -c '[.restarts[] | .batches_done]' "$d/sync.json")" = "[$wb]" ] \
+    || fail "sync.json: restarts[].batches_done $(jq -c '[.restarts[] | .batches_done]' "$d/sync.json"), want [$wb]"
   mkdir -p "$T/fresh" && cp "$src" "$T/fresh/latest.ckpt"
   OUT=$T/fresh RANKS=3 MODE=sync EXTRA="--ckpt-dir $T/fresh --resume${steps:+ --ckpt-every-steps $steps}" \
     jobs/local.sh jobs/hyperplane.sbatch "${a[@]}" >/dev/null 2>&1 || fail "the fresh 3-rank run from the checkpoint failed"

@@ -3,15 +3,20 @@
  *   ckpt_edit FILE flip TENSOR INDEX BIT   flips one bit of float INDEX of TENSOR, checksum left as is
  *   ckpt_edit FILE set TENSOR INDEX VALUE  sets float INDEX of TENSOR (nan, inf, 5e37 ...) and re-signs
  *   ckpt_edit FILE epoch VALUE             sets the checkpoint's epoch field and re-signs
- *   ckpt_edit FILE word INDEX VALUE        sets word INDEX of trainer.meta (format 2 or 3; 0 = the
- *                                          epoch, 19 = the mid-epoch position) and re-signs
- *   ckpt_edit FILE format1                 rewrites a format-2 or 3 checkpoint as format 1 (no
+ *   ckpt_edit FILE word INDEX VALUE        sets word INDEX of trainer.meta (format 2, 3 or 4; 0 =
+ *                                          the epoch, 19 = the mid-epoch position) and re-signs
+ *   ckpt_edit FILE rword I INDEX VALUE     sets word INDEX of restart I (format 4: 5 = batches_done,
+ *                                          6 = samples_done) and re-signs
+ *   ckpt_edit FILE format1                 rewrites a format-2, 3 or 4 checkpoint as format 1 (no
  *                                          trailer, totals, restarts or controller state)
- *   ckpt_edit FILE format2                 rewrites a format-3 checkpoint as format 2 (its first 19
- *                                          meta words: no mid-epoch position) and re-signs
+ *   ckpt_edit FILE format2                 rewrites a format-3 or 4 checkpoint as format 2 (its first
+ *                                          19 meta words: no mid-epoch position; the first 5 words
+ *                                          of each restart: no position) and re-signs
+ *   ckpt_edit FILE format3                 rewrites a format-4 checkpoint as format 3 (the first 5
+ *                                          words of each restart: no position) and re-signs
  *
  * TENSOR may be a prefix ("bn." = the first BN tensor in the file). Re-signing rewrites the
- * trailer (formats 2 and 3) so that only the range checks can catch the value; a format-1 file has no
+ * trailer (formats 2 to 4) so that only the range checks can catch the value; a format-1 file has no
  * trailer. The file is rewritten in place; on any error it is left as it was and the program
  * exits 1 with a message naming the file. */
 #include "trainer/trainer.h"
@@ -22,10 +27,13 @@
 
 #define TRAILER     "EAGERSUM"
 #define MAX_TENSORS 4096
+#define META_V2     (1 + 4 * 19) /* floats of a format-2 trainer.meta */
+#define RESTART_V3  (4 * 5)      /* floats per restart, formats 2 and 3 */
+#define RESTART_V4  (4 * 7)      /* format 4 */
 
 static const char usage[] = "usage: ckpt_edit FILE flip TENSOR INDEX BIT | set TENSOR INDEX VALUE | epoch "
                             "VALUE | word INDEX VALUE |\n"
-                            "       format1 | format2\n";
+                            "       rword I INDEX VALUE | format1 | format2 | format3\n";
 
 typedef struct {
     char name[256];
@@ -70,17 +78,8 @@ static void wrf(unsigned char *p, float f) {
     wr32(p, u);
 }
 
-/* Reads the whole file and its tensor table (names in file order). */
-static void load(ckpt_t *c) {
-    FILE *f = fopen(path, "rb");
-    if (!f) die("cannot open: %s", strerror(errno));
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    rewind(f);
-    c->len = size > 0 ? (size_t)size : 0;
-    c->b = malloc(c->len + 1);
-    if (!c->b || fread(c->b, 1, c->len, f) != c->len) die("cannot read: %s", strerror(errno));
-    fclose(f);
+/* The tensor table of the bytes in c (names in file order). */
+static void parse(ckpt_t *c) {
     if (c->len < 12 || memcmp(c->b, "NNTF0001", 8)) die("not an NNTF0001 file");
     uint32_t count = rd32(c->b + 8);
     if (count > MAX_TENSORS) die("more than %d tensors", MAX_TENSORS);
@@ -101,6 +100,20 @@ static void load(ckpt_t *c) {
         t->off = off;
         off += 4 * t->n;
     }
+}
+
+/* Reads the whole file and its tensor table. */
+static void load(ckpt_t *c) {
+    FILE *f = fopen(path, "rb");
+    if (!f) die("cannot open: %s", strerror(errno));
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    rewind(f);
+    c->len = size > 0 ? (size_t)size : 0;
+    c->b = malloc(c->len + 1);
+    if (!c->b || fread(c->b, 1, c->len, f) != c->len) die("cannot read: %s", strerror(errno));
+    fclose(f);
+    parse(c);
 }
 
 /* The first tensor whose name starts with prefix (exact = 1: equals it); NULL if none. */
@@ -149,11 +162,11 @@ static void put_tensor(FILE *f, const char *name, uint32_t n, const unsigned cha
     fwrite(data, 1, 4 * (size_t)n, f);
 }
 
-/* The trainer.meta of a format-2 or 3 checkpoint (exits with a message if the file is not one). */
+/* The trainer.meta of a format-2, 3 or 4 checkpoint (exits with a message if the file is not one). */
 static tensor_t *format2_meta(ckpt_t *c) {
     tensor_t *mt = find(c, "trainer.meta", 1);
     float v = mt ? rdf(c->b + mt->off) : 0;
-    if (!mt || mt->n < 1 + 4 * 6 || (v != 2 && v != 3)) die("not a format-2 or 3 checkpoint");
+    if (!mt || mt->n < 1 + 4 * 6 || (v != 2 && v != 3 && v != 4)) die("not a format-2, 3 or 4 checkpoint");
     return mt;
 }
 
@@ -164,18 +177,38 @@ static void set_word(ckpt_t *c, const tensor_t *mt, int i, uint64_t v) {
         wrf(c->b + mt->off + 4 * (1 + 4 * (size_t)i + k), (float)((v >> (16 * k)) & 0xFFFF));
 }
 
-/* Format 3 -> 2: trainer.meta cut to the format number and its first 19 words (the tensor's
- * length in its header, the bytes after it moved up), the format number 2. */
-static void to_format2(ckpt_t *c) {
-    tensor_t *mt = format2_meta(c);
-    const size_t keep = 1 + 4 * 19;
-    if (rdf(c->b + mt->off) != 3 || mt->n < keep) die("not a format-3 checkpoint");
-    size_t cut = 4 * (mt->n - keep), end = mt->off + 4 * mt->n;
+/* Cuts tensor t, records of `per` floats, to the first `keep` floats of each (its length in its
+ * header, the bytes after it moved up); the tensor table is read again. */
+static void cut_records(ckpt_t *c, tensor_t *t, size_t per, size_t keep) {
+    if (t->n % per) die("tensor %s is not records of %zu values", t->name, per);
+    size_t nrec = t->n / per, end = t->off + 4 * t->n, cut = 4 * nrec * (per - keep);
+    for (size_t i = 1; i < nrec; i++)
+        memmove(c->b + t->off + 4 * i * keep, c->b + t->off + 4 * i * per, 4 * keep);
     memmove(c->b + end - cut, c->b + end, c->len - end);
     c->len -= cut;
-    wr32(c->b + mt->off - 4, (uint32_t)keep); /* the one dimension, just before the data */
-    wrf(c->b + mt->off, 2.0f);
-    mt->n = keep;
+    wr32(c->b + t->off - 4, (uint32_t)(nrec * keep)); /* the one dimension, just before the data */
+    parse(c);
+}
+
+/* Format 4 -> 3: each restart cut to its first 5 words (no position), the format number 3. */
+static void to_format3(ckpt_t *c) {
+    tensor_t *mt = format2_meta(c);
+    if (rdf(c->b + mt->off) != 4) die("not a format-4 checkpoint");
+    tensor_t *rt = find(c, "trainer.restarts", 1);
+    if (rt) cut_records(c, rt, RESTART_V4, RESTART_V3);
+    wrf(c->b + format2_meta(c)->off, 3.0f);
+}
+
+/* Format 3 or 4 -> 2: (format 4: to_format3, then) trainer.meta cut to the format number and its
+ * first 19 words, the format number 2. */
+static void to_format2(ckpt_t *c) {
+    tensor_t *mt = format2_meta(c);
+    float v = rdf(c->b + mt->off);
+    if ((v != 3 && v != 4) || mt->n < META_V2) die("not a format-3 or 4 checkpoint");
+    if (v == 4) to_format3(c);
+    mt = format2_meta(c);
+    cut_records(c, mt, mt->n, META_V2);
+    wrf(c->b + format2_meta(c)->off, 2.0f);
 }
 
 /* The same tensors (each as one dimension) with format 1's trainer.meta (mt: format 2's) at the
@@ -260,8 +293,24 @@ int main(int argc, char **argv) {
             die("word %s %s: not two integers", argv[3], argv[4]);
         set_word(&c, format2_meta(&c), (int)i, (uint64_t)v);
         resign(&c);
+    } else if (!strcmp(op, "rword") && argc == 6) {
+        char *e1, *e2, *e3;
+        long r = strtol(argv[3], &e1, 10), i = strtol(argv[4], &e2, 10);
+        unsigned long long v = strtoull(argv[5], &e3, 10);
+        if (*e1 || e1 == argv[3] || *e2 || e2 == argv[4] || *e3 || e3 == argv[5])
+            die("rword %s %s %s: not three integers", argv[3], argv[4], argv[5]);
+        tensor_t *mt = format2_meta(&c), *rt = find(&c, "trainer.restarts", 1);
+        size_t per = rdf(c.b + mt->off) == 4 ? RESTART_V4 : RESTART_V3;
+        if (!rt || r < 0 || i < 0 || (size_t)i >= per / 4 || per * ((size_t)r + 1) > rt->n)
+            die("no word %s of restart %s", argv[4], argv[3]);
+        for (int k = 0; k < 4; k++)
+            wrf(c.b + rt->off + 4 * (per * (size_t)r + 4 * (size_t)i + k), (float)((v >> (16 * k)) & 0xFFFF));
+        resign(&c);
     } else if (!strcmp(op, "format2") && argc == 3) {
         to_format2(&c);
+        resign(&c);
+    } else if (!strcmp(op, "format3") && argc == 3) {
+        to_format3(&c);
         resign(&c);
     } else if (!strcmp(op, "format1") && argc == 3) {
         save(&c, format2_meta(&c));

@@ -2,8 +2,9 @@
 # Resume continues the run: an adaptive run under imbalance, resumed from its own checkpoint after
 # epoch 1, makes the decisions of the uninterrupted run (equal decision hash) and ends with the
 # same weights and totals; the run JSON lists every restart (kept across a chain of resumes) with
-# the world sizes, so a resume on another number of ranks (elastic) is recorded too, and continues
-# the controller's level.
+# the world sizes and the position (0 batches into the next epoch: these resume at epoch ends), so
+# a resume on another number of ranks (elastic) is recorded too, and continues the controller's
+# level.
 # The policy: thresholds that move solo -> sync after 4 rounds and never probe again, so epoch 2
 # runs in sync (deterministic rounds) if and only if the controller's state is continued.
 . "$(dirname "$0")/common.sh"
@@ -18,7 +19,8 @@ echo "uninterrupted [decision hash, weights hash, fresh, staleness, streak, top-
 echo "resumed:                                                             $r"
 [ "$f" = "$r" ] || fail "the resumed run differs from the uninterrupted one"
 jq -e '.restarts | length == 1 and .[0].epoch == 1 and .[0].ranks_before == 2 and .[0].ranks_after == 2
-  and .[0].controller_continued == true and .[0].wall_lost_s >= 0' "$TMP/res.json" >/dev/null \
+  and .[0].controller_continued == true and .[0].wall_lost_s >= 0
+  and .[0].batches_done == 0 and .[0].samples_done == 0' "$TMP/res.json" >/dev/null \
   || fail "restarts: $(jq -c .restarts "$TMP/res.json")"
 # a second resume, on 1 rank (elastic): the controller's state continues, converted to 1 rank
 # (ctl_state_resize): its level, sync, is kept, so epoch 3 runs in sync from its first round
@@ -27,7 +29,7 @@ jq -e '.restarts | length == 1 and .[0].epoch == 1 and .[0].ranks_before == 2 an
 run 1 "${A[@]}" --epochs 3 --ckpt-dir "$TMP/ck2" --resume --out "$TMP/el.json" || { cat "$TMP/out"; fail "elastic resume on 1 rank"; }
 grep -q "controller state (2 ranks) continues on 1 ranks" "$TMP/out" || { cat "$TMP/out"; fail "no line saying the controller continues on 1 rank"; }
 jq -e '.restarts | length == 2 and .[1].epoch == 2 and .[1].ranks_before == 2 and .[1].ranks_after == 1
-  and .[1].controller_continued == true' "$TMP/el.json" >/dev/null \
+  and .[1].controller_continued == true and .[1].batches_done == 0 and .[1].samples_done == 0' "$TMP/el.json" >/dev/null \
   || fail "restarts after the elastic resume: $(jq -c .restarts "$TMP/el.json")"
 lv=$(jq -c '[.epochs[0].controller.levels[] | select(.rounds > 0) | .level]' "$TMP/el.json")
 [ "$lv" = '["sync"]' ] || fail "epoch 3 on 1 rank did not run in sync only (the continued level): levels with rounds $lv"
