@@ -353,6 +353,20 @@ int ctl_wait(ctl_t *c, double timeout_s) {
     return st;
 }
 
+/* Frees c and everything it owns (the thread, if any, has ended). */
+static void ctl_free(struct ctl *c) {
+    ctl_policy_free(c->pol);
+    free(c->log);
+    free(c->pend);
+    free(c->last_fresh);
+    free(c->last_flags);
+    free(c->last_streak);
+    free(c->peers);
+    pthread_cond_destroy(&c->ended_cv);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
 int ctl_start(pcoll_t *h, const ctl_config_t *cfg, ctl_t **out) {
     if (!h || !cfg || !out) return CTL_ERR_ARG;
     *out = NULL;
@@ -382,14 +396,7 @@ int ctl_start(pcoll_t *h, const ctl_config_t *cfg, ctl_t **out) {
     pthread_cond_init(&c->ended_cv, NULL);
     if (!c->pol || !c->last_fresh || !c->last_flags || !c->last_streak) {
         int bad_p = c->P < 1;
-        ctl_policy_free(c->pol);
-        free(c->last_fresh);
-        free(c->last_flags);
-        free(c->last_streak);
-        free(c->peers);
-        pthread_cond_destroy(&c->ended_cv);
-        pthread_mutex_destroy(&c->mu);
-        free(c);
+        ctl_free(c);
         return bad_p ? CTL_ERR_ARG : CTL_ERR_NOMEM;
     }
     pcoll_rule_t init;
@@ -400,14 +407,7 @@ int ctl_start(pcoll_t *h, const ctl_config_t *cfg, ctl_t **out) {
     if (rc >= 0) rc = pcoll_set_horizon(h, (uint64_t)cfg->policy.lag - 1);
     if (rc >= 0 && pthread_create(&c->th, NULL, run, c)) rc = CTL_ERR_NOMEM;
     if (rc < 0) {
-        ctl_policy_free(c->pol);
-        free(c->last_fresh);
-        free(c->last_flags);
-        free(c->last_streak);
-        free(c->peers);
-        pthread_cond_destroy(&c->ended_cv);
-        pthread_mutex_destroy(&c->mu);
-        free(c);
+        ctl_free(c);
         return rc == CTL_ERR_NOMEM ? rc : CTL_ERR_PCOLL;
     }
     *out = c;
@@ -420,16 +420,7 @@ int ctl_stop(ctl_t **cp) {
     atomic_store(&c->stop, 1);
     pthread_join(c->th, NULL);
     int st = c->status;
-    ctl_policy_free(c->pol);
-    free(c->log);
-    free(c->pend);
-    free(c->last_fresh);
-    free(c->last_flags);
-    free(c->last_streak);
-    free(c->peers);
-    pthread_cond_destroy(&c->ended_cv);
-    pthread_mutex_destroy(&c->mu);
-    free(c);
+    ctl_free(c);
     *cp = NULL;
     return st;
 }

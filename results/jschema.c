@@ -157,6 +157,8 @@ static char *dump_compact(const json_t *v) {
 /* ------------------------------------------------------------------------------------------ */
 /* validation                                                                                  */
 
+/* one pass over a document (validation) or a schema (lint): the root refs resolve against, where
+ * the errors go and how many there were */
 typedef struct {
     const json_t *root;
     jschema_errors *errs;
@@ -339,31 +341,14 @@ static int in_list(const char *k, const char **l) {
     return 0;
 }
 
-typedef struct {
-    const json_t *root;
-    jschema_errors *errs;
-    int total;
-} lctx;
-
-static void lerr(lctx *c, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void lerr(lctx *c, const char *path, const char *fmt, ...) {
-    char body[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(body, sizeof body, fmt, ap);
-    va_end(ap);
-    c->total++;
-    add_err(c->errs, path, "%s", body);
-}
-
-static void lint(lctx *c, const json_t *s, char *path, int depth) {
+static void lint(vctx *c, const json_t *s, char *path, int depth) {
     if (json_is_boolean(s)) return;
     if (!json_is_object(s)) {
-        lerr(c, path, "a schema must be an object or a boolean, got %s", jschema_type_name(s));
+        verr(c, path, "a schema must be an object or a boolean, got %s", jschema_type_name(s));
         return;
     }
     if (depth > 200) {
-        lerr(c, path, "schema nesting too deep");
+        verr(c, path, "schema nesting too deep");
         return;
     }
     const char *k;
@@ -372,7 +357,7 @@ static void lint(lctx *c, const json_t *s, char *path, int depth) {
         size_t l = path_key(path, k);
         if (!strcmp(k, "definitions")) {
             if (!json_is_object(v))
-                lerr(c, path, "must be an object");
+                verr(c, path, "must be an object");
             else {
                 const char *dk;
                 json_t *dv;
@@ -385,45 +370,45 @@ static void lint(lctx *c, const json_t *s, char *path, int depth) {
         } else if (in_list(k, annotations)) {
             /* ignored */
         } else if (!in_list(k, keywords)) {
-            lerr(c, path, "unsupported keyword \"%s\" (the validator would not enforce it)", k);
+            verr(c, path, "unsupported keyword \"%s\" (the validator would not enforce it)", k);
         } else if (!strcmp(k, "type")) {
             if (json_is_string(v)) {
                 if (!in_list(json_string_value(v), known_types))
-                    lerr(c, path, "unknown type \"%s\"", json_string_value(v));
+                    verr(c, path, "unknown type \"%s\"", json_string_value(v));
             } else if (json_is_array(v) && json_array_size(v) > 0) {
                 size_t i;
                 json_t *t;
                 json_array_foreach(v, i,
                                    t) if (!json_is_string(t) || !in_list(json_string_value(t), known_types))
-                    lerr(c, path, "item %zu is not a known type name", i);
+                    verr(c, path, "item %zu is not a known type name", i);
             } else
-                lerr(c, path, "must be a type name or a non-empty array of them");
+                verr(c, path, "must be a type name or a non-empty array of them");
         } else if (!strcmp(k, "enum")) {
-            if (!json_is_array(v) || json_array_size(v) == 0) lerr(c, path, "must be a non-empty array");
+            if (!json_is_array(v) || json_array_size(v) == 0) verr(c, path, "must be a non-empty array");
         } else if (!strcmp(k, "minimum") || !strcmp(k, "maximum")) {
-            if (!json_is_number(v)) lerr(c, path, "must be a number");
+            if (!json_is_number(v)) verr(c, path, "must be a number");
         } else if (!strcmp(k, "minItems") || !strcmp(k, "maxItems")) {
             if (!json_is_integer(v) || json_integer_value(v) < 0)
-                lerr(c, path, "must be a non-negative integer");
+                verr(c, path, "must be a non-negative integer");
         } else if (!strcmp(k, "pattern")) {
             regex_t re;
             if (!json_is_string(v))
-                lerr(c, path, "must be a string");
+                verr(c, path, "must be a string");
             else if (regcomp(&re, json_string_value(v), REG_EXTENDED | REG_NOSUB) != 0)
-                lerr(c, path, "\"%s\" is not a POSIX extended regular expression", json_string_value(v));
+                verr(c, path, "\"%s\" is not a POSIX extended regular expression", json_string_value(v));
             else
                 regfree(&re);
         } else if (!strcmp(k, "required")) {
             size_t i;
             json_t *t;
             if (!json_is_array(v))
-                lerr(c, path, "must be an array of strings");
+                verr(c, path, "must be an array of strings");
             else
                 json_array_foreach(v, i, t) if (!json_is_string(t))
-                    lerr(c, path, "item %zu is not a string", i);
+                    verr(c, path, "item %zu is not a string", i);
         } else if (!strcmp(k, "properties")) {
             if (!json_is_object(v))
-                lerr(c, path, "must be an object");
+                verr(c, path, "must be an object");
             else {
                 const char *pk;
                 json_t *pv;
@@ -437,9 +422,9 @@ static void lint(lctx *c, const json_t *s, char *path, int depth) {
             lint(c, v, path, depth + 1);
         } else if (!strcmp(k, "$ref")) {
             if (!json_is_string(v))
-                lerr(c, path, "must be a string");
+                verr(c, path, "must be a string");
             else if (!resolve_ref(c->root, json_string_value(v)))
-                lerr(c, path, "\"%s\" does not resolve (only local refs like \"#/definitions/x\")",
+                verr(c, path, "\"%s\" does not resolve (only local refs like \"#/definitions/x\")",
                      json_string_value(v));
         }
         path[l] = 0;
@@ -447,7 +432,7 @@ static void lint(lctx *c, const json_t *s, char *path, int depth) {
 }
 
 int jschema_lint(const json_t *schema, jschema_errors *errs) {
-    lctx c = {schema, errs, 0};
+    vctx c = {schema, errs, 0};
     char path[PATH_CAP] = "#";
     lint(&c, schema, path, 0);
     return c.total;
