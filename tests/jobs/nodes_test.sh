@@ -48,10 +48,7 @@ two=(-N 2 -n 4 --ntasks-per-node=2)
 targs=(--limit-train 1024 --limit-test 256 --epochs 1 --quiet)
 bench_id=$(OUT=$T/runs ITERS=8 SIZES=8,4096 submit allreduce "${two[@]}" jobs/allreduce.sbatch) \
   || fail "sbatch jobs/allreduce.sbatch"
-# the training jobs start once the benchmark has ended: its ranks poll without sleeping (a latency
-# benchmark owns its cores), and beside 12 training ranks on 2 cores they left those unscheduled
-# for 10-20 s
-after=(--dependency=afterany:"$bench_id")
+after=("$(after_bench "$bench_id")")
 train_id=$(OUT=$T/runs MODE=sync,adaptive submit fmnist "${after[@]}" "${two[@]}" jobs/fmnist.sbatch "${targs[@]}") \
   || fail "sbatch -N 2 jobs/fmnist.sbatch"
 one_id=$(OUT=$T/one MODE=sync submit fmnist1 "${after[@]}" -N 1 -n 4 jobs/fmnist.sbatch "${targs[@]}") \

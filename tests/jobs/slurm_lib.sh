@@ -112,6 +112,11 @@ submit() {  # submit NAME sbatch-args...: prints the job id
   echo "${id%%;*}"
 }
 
+# after_bench ID: the sbatch flag that holds a job until the Fig. 9 benchmark job ID has ended. The
+# benchmark's ranks poll without sleeping (a latency benchmark owns its cores); beside training
+# ranks on 2 shared cores they left those unscheduled for 10-20 s.
+after_bench() { echo "--dependency=afterany:$1"; }
+
 declare -A state exitc
 wait_jobs() {  # wait_jobs SECONDS ID...
   local secs=$1 deadline id line s pending; shift

@@ -22,9 +22,7 @@ pmix=0; grep -qw pmix <<<"$(srun --mpi=list 2>&1)" && pmix=1
 
 bench_id=$(OUT=$T/runs ITERS=8 SIZES=8,4096 submit allreduce -n 4 jobs/allreduce.sbatch) \
   || fail "sbatch jobs/allreduce.sbatch"
-# the others start once the benchmark has ended: its ranks poll without sleeping (a latency
-# benchmark owns its cores) and would starve the training ranks sharing 2 cores for seconds
-after=--dependency=afterany:$bench_id
+after=$(after_bench "$bench_id")
 train_id=$(OUT=$T/runs MODE=majority submit fmnist "$after" -n 4 jobs/fmnist.sbatch \
   --limit-train 1024 --limit-test 256 --epochs 1 --quiet) || fail "sbatch jobs/fmnist.sbatch"
 sweep_out=$(OUT=$T/runs MODES=sync,solo SBATCH_OPTS="$after -n 2 --output=$T/out/%j.out" \
