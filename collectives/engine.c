@@ -547,6 +547,15 @@ static void final_drain(struct pcoll *h) {
 
 static double reserved(const struct pcoll *h);
 
+/* Whether a thread idle since *t_idle (< 0: from now on, which sets it) is still within its spin_us
+ * of polling with sched_yield before it sleeps: the engine between probes for control messages,
+ * an application thread in pcoll_wait before it gives the round back to the engine. */
+int pcoll_spinning(const struct pcoll *h, double *t_idle) {
+    double t = pcoll_now();
+    if (*t_idle < 0) *t_idle = t;
+    return t - *t_idle < h->cfg.spin_us * 1e-6;
+}
+
 /* The engine's wait after a pass that could not go on (caller holds mu, not the token; events:
  * h->events when the pass began, so a local event during the pass is not slept through). Local
  * waits sleep until a local event wakes it (at most 50 ms, a safety net). Remote waits poll for a
@@ -561,9 +570,8 @@ static void engine_idle(struct pcoll *h, int pass, uint64_t events, double *t_id
         return;
     }
     for (;;) {
-        double t = pcoll_now();
-        if (*t_idle < 0) *t_idle = t, *sleep_s = 10e-6;
-        if (t - *t_idle < h->cfg.spin_us * 1e-6) {
+        if (*t_idle < 0) *sleep_s = 10e-6;
+        if (pcoll_spinning(h, t_idle)) {
             pthread_mutex_unlock(&h->mu);
             sched_yield();
         } else {

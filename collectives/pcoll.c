@@ -725,15 +725,11 @@ int pcoll_wait(pcoll_t *h, int how, double timeout_s, uint64_t *round) {
                     t_idle = -1;
                     continue;
                 }
-                if (pass == PASS_IDLE_REMOTE) {
-                    double t = pcoll_now();
-                    if (t_idle < 0) t_idle = t;
-                    if (t - t_idle < h->cfg.spin_us * 1e-6) {
-                        pthread_mutex_unlock(&h->mu);
-                        sched_yield();
-                        pthread_mutex_lock(&h->mu);
-                        continue;
-                    }
+                if (pass == PASS_IDLE_REMOTE && pcoll_spinning(h, &t_idle)) {
+                    pthread_mutex_unlock(&h->mu);
+                    sched_yield();
+                    pthread_mutex_lock(&h->mu);
+                    continue;
                 }
                 if (give_back(h, pass)) pthread_cond_signal(&h->cv_eng);
                 drove = 0;

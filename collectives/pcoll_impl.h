@@ -278,6 +278,9 @@ void *pcoll_engine_main(void *arg);
 int pcoll_drive(struct pcoll *h);
 /* A local event that may unblock a round (caller holds mu): counts it and wakes the engine. */
 void pcoll_wake_engine(struct pcoll *h);
+/* Whether a thread idle since *t_idle (< 0: sets it to now) is still within cfg.spin_us of polling
+ * with sched_yield before it sleeps (the engine, and pcoll_wait before it gives a round back). */
+int pcoll_spinning(const struct pcoll *h, double *t_idle);
 
 /* live.c: heartbeats, peer failure detection (started by pcoll_create, stopped by finalize) */
 void *pcoll_live_main(void *arg);
