@@ -432,8 +432,8 @@ static int read_meta(const char *path, const nn_tfile_t *f, int trailer, const n
 }
 
 /* Restart i's position words (format 4; before: 0 in format 2, whose restarts all resumed at an
- * epoch's end, not recorded in format 3) in range into e: both not recorded, or samples_done a
- * position check_part accepts with batches_done of at most one sample each, 0 together. */
+ * epoch's end, not recorded in format 3) in range into e: both not recorded, or both 0, or
+ * 1 <= batches_done <= samples_done <= INT64_MAX / 2 (each batch at least one sample). */
 static int restart_position(const char *path, int i, int version, uint64_t *rw, ckpt_restart_t *e, char *err,
                             size_t n) {
     if (version < 4) rw[R_BATCHES] = rw[R_SAMPLES] = version == 2 ? 0 : R_UNKNOWN;

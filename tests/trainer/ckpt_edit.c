@@ -170,11 +170,15 @@ static tensor_t *format2_meta(ckpt_t *c) {
     return mt;
 }
 
-/* Sets meta word i to v (4 floats of 16 bits after the format number). */
+/* Writes the 64-bit word v as 4 floats of 16 bits at byte p (the checkpoint's word encoding). */
+static void put_word(unsigned char *p, uint64_t v) {
+    for (int k = 0; k < 4; k++) wrf(p + 4 * (size_t)k, (float)((v >> (16 * k)) & 0xFFFF));
+}
+
+/* Sets meta word i to v (after the format number). */
 static void set_word(ckpt_t *c, const tensor_t *mt, int i, uint64_t v) {
     if (i < 0 || 1 + 4 * ((size_t)i + 1) > mt->n) die("trainer.meta has no word %d", i);
-    for (int k = 0; k < 4; k++)
-        wrf(c->b + mt->off + 4 * (1 + 4 * (size_t)i + k), (float)((v >> (16 * k)) & 0xFFFF));
+    put_word(c->b + mt->off + 4 * (1 + 4 * (size_t)i), v);
 }
 
 /* Cuts tensor t, records of `per` floats, to the first `keep` floats of each (its length in its
@@ -282,7 +286,7 @@ int main(int argc, char **argv) {
         int64_t v = (int64_t)d;
         if (mt->n == 16) /* format 1: the epoch as a float */
             wrf(c.b + mt->off + 4, (float)v);
-        else /* formats 2 and 3: word 0 after the format number, 4 floats of 16 bits */
+        else /* formats 2 to 4: word 0 after the format number, 4 floats of 16 bits */
             set_word(&c, mt, 0, (uint64_t)v);
         resign(&c);
     } else if (!strcmp(op, "word") && argc == 5) {
@@ -303,8 +307,7 @@ int main(int argc, char **argv) {
         size_t per = rdf(c.b + mt->off) == 4 ? RESTART_V4 : RESTART_V3;
         if (!rt || r < 0 || i < 0 || (size_t)i >= per / 4 || per * ((size_t)r + 1) > rt->n)
             die("no word %s of restart %s", argv[4], argv[3]);
-        for (int k = 0; k < 4; k++)
-            wrf(c.b + rt->off + 4 * (per * (size_t)r + 4 * (size_t)i + k), (float)((v >> (16 * k)) & 0xFFFF));
+        put_word(c.b + rt->off + 4 * (per * (size_t)r + 4 * (size_t)i), (uint64_t)v);
         resign(&c);
     } else if (!strcmp(op, "format2") && argc == 3) {
         to_format2(&c);
