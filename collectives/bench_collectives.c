@@ -27,6 +27,10 @@
  *        [--device]  device buffers (PCOLL_MEM_DEVICE: NCCL, or staged through the host when ranks
  *                    share a GPU); only in build/bench/bench_collectives_cuda (-DPCOLL_HAVE_NCCL);
  *                    rank r uses GPU (local rank % devices); mpi_allreduce stays a host baseline.
+ *        [--copy]    deposit with pcoll_deposit (a copy of the n floats per deposit) instead of
+ *                    lending the buffer (pcoll_lend: host memory, the default, since this program
+ *                    never writes its contribution again); "deposit" in the JSON says which
+ *        [--deposit-wakes]  deposit without PCOLL_WAIT_NEXT (the engine is woken for each deposit)
  */
 #include "collectives/bench_stats.h"
 #include "collectives/pcoll.h"
@@ -42,6 +46,7 @@ static int g_poll_us = 0, g_spin_us = -1;
 static const char *g_only = NULL;
 static int g_device = 0;
 static int g_wait_next = PCOLL_WAIT_NEXT;
+static int g_lend = 1; /* host memory: pcoll_lend, not pcoll_deposit (--copy: the copy) */
 #ifdef PCOLL_HAVE_NCCL
 #include <cuda_runtime.h>
 #endif
@@ -157,6 +162,16 @@ static result_t run(const char *mode, size_t n, int linear, double unit, int ite
         pcollCheck(pcoll_parse_mode(m, &cfg.rule));
         pcollCheck(pcoll_create(MPI_COMM_WORLD, n, g_device ? PCOLL_MEM_DEVICE : PCOLL_MEM_HOST, &cfg, &h));
     }
+    const int lend = !plain && g_lend && !g_device; /* g is never written again: it can be lent */
+    if (lend) {
+        float *gl = realloc(g, pcoll_lend_len(h) * sizeof *g);
+        if (!gl) {
+            fprintf(stderr, "rank %d: out of memory for a lent buffer of %zu floats\n", me,
+                    pcoll_lend_len(h));
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        g = dep = gl;
+    }
     double sum = 0;
     long rounds = 0, fresh = 0;
     for (int it = 0; it < warm + iters; it++) {
@@ -172,7 +187,8 @@ static result_t run(const char *mode, size_t n, int linear, double unit, int ite
                     break;
                 }
         } else {
-            handleCheck(h, pcoll_deposit(h, dep, (newer ? PCOLL_ACCUMULATE : 0) | g_wait_next));
+            const int fl = (newer ? PCOLL_ACCUMULATE : 0) | g_wait_next;
+            handleCheck(h, lend ? pcoll_lend(h, dep, fl) : pcoll_deposit(h, dep, fl));
             handleCheck(h, pcoll_wait(h, newer ? PCOLL_WAIT_NEWER : PCOLL_WAIT_CONSUMED, 120, NULL));
         }
         double lat = now() - t0;
@@ -339,11 +355,14 @@ int main(int argc, char **argv) {
             g_device = 1;
         else if (!strcmp(a, "--deposit-wakes"))
             g_wait_next = 0;
+        else if (!strcmp(a, "--copy"))
+            g_lend = 0;
         else {
             if (!me)
                 fprintf(stderr,
                         "bench_collectives: unknown option '%s' (options: --unit-ms "
-                        "--iters --reps --warmup --sizes --json --only --poll-us --spin-us --device)\n",
+                        "--iters --reps --warmup --sizes --json --only --poll-us --spin-us --device --copy\n"
+                        "--deposit-wakes)\n",
                         a);
             MPI_Finalize();
             return 2;
@@ -448,6 +467,7 @@ int main(int argc, char **argv) {
         json_object_set_new(root, "ranks", json_integer(P));
         if (hosts) json_object_set_new(root, "hosts", hosts);
         json_object_set_new(root, "memory", json_string(g_device ? "device" : "host"));
+        json_object_set_new(root, "deposit", json_string(g_lend && !g_device ? "lend" : "copy"));
         json_object_set_new(root, "unit_ms", json_real(unit));
         json_object_set_new(root, "iterations", json_integer(iters));
         json_object_set_new(root, "repetitions", json_integer(reps));

@@ -346,14 +346,18 @@ static int start_round(struct pcoll *h, round_t *c) {
     int send_slot = -1; /* deposit slot taken (device path: wait for its copy) */
     if (!c->failed && h->pending > 0) {
         send_slot = h->dep_cur;
-        c->send = h->dep[h->dep_cur];
+        c->send = h->lent ? h->lent : h->dep[h->dep_cur];
         fresh_cnt = h->pending;
         c->t_dep = h->t_dep;
         uint64_t s = r - h->applied_at_dep;
         stale = s > META_MAX ? META_MAX : (uint32_t)s;
         cost = h->dep_cost;
         h->dep_cost = 0;
-        h->dep_cur ^= 1;
+        if (h->lent) { /* the caller's buffer: dep[dep_cur] stays free for the next deposit */
+            h->lent = NULL;
+            h->lent_rounds++;
+        } else
+            h->dep_cur ^= 1;
         h->consumed_seq = h->dep_seq;
         h->consumed_round = r;
         h->pending = 0;

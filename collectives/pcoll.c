@@ -533,7 +533,8 @@ int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t 
     return PCOLL_OK;
 }
 
-int pcoll_deposit(pcoll_t *h, const float *g, int flags) {
+/* pcoll_deposit and pcoll_lend: lend != NULL is the caller's buffer to reduce in place (g). */
+static int deposit(pcoll_t *h, const float *g, float *lend, int flags) {
     if (!h || !g) return PCOLL_ERR_ARG;
     if (!enter(h)) return PCOLL_ERR_STATE;
     pthread_mutex_lock(&h->mu);
@@ -549,6 +550,11 @@ int pcoll_deposit(pcoll_t *h, const float *g, int flags) {
                          "rank %d: deposit while the previous one is still pending (call "
                          "pcoll_wait first, or pass PCOLL_ACCUMULATE)",
                          h->me);
+    } else if (lend && h->mem != PCOLL_MEM_HOST) {
+        rc = PCOLL_ERR_ARG;
+        pcoll_call_error(
+            h, "rank %d: pcoll_lend needs host memory (device deposits are copied on the copy stream)",
+            h->me);
     }
     if (rc) {
         leave_locked(h);
@@ -571,12 +577,19 @@ int pcoll_deposit(pcoll_t *h, const float *g, int flags) {
     }
 #endif
     if (h->pending) {
+        if (h->lent) { /* from now on the pending deposit is a sum in our own buffer */
+            memcpy(d, h->lent, h->n * sizeof(float));
+            h->lent = NULL;
+        }
         if (h->mem == PCOLL_MEM_HOST)
             for (size_t i = 0; i < h->n; i++) d[i] += g[i];
         if (h->pending < 255) h->pending++;
         h->dep_cost += h->next_cost;
     } else {
-        if (h->mem == PCOLL_MEM_HOST) memcpy(d, g, h->n * sizeof(float));
+        if (lend)
+            h->lent = lend;
+        else if (h->mem == PCOLL_MEM_HOST)
+            memcpy(d, g, h->n * sizeof(float));
         h->pending = 1;
         h->dep_cost = h->next_cost;
         h->t_dep = pcoll_now();
@@ -594,6 +607,12 @@ int pcoll_deposit(pcoll_t *h, const float *g, int flags) {
     leave(h);
     return PCOLL_OK;
 }
+
+int pcoll_deposit(pcoll_t *h, const float *g, int flags) { return deposit(h, g, NULL, flags); }
+
+int pcoll_lend(pcoll_t *h, float *g, int flags) { return deposit(h, g, g, flags); }
+
+size_t pcoll_lend_len(const pcoll_t *h) { return h ? h->nbuf : 0; }
 
 int pcoll_set_cost(pcoll_t *h, double seconds) {
     if (!h) return PCOLL_ERR_ARG;
@@ -987,6 +1006,7 @@ int pcoll_stats(pcoll_t *h, pcoll_stats_t *st) {
     st->engine_wakes = h->engine_wakes;
     st->engine_polls = h->engine_polls;
     st->result_buffers = h->result_buffers;
+    st->lent = h->lent_rounds;
     if (st->max_streak) memcpy(st->max_streak, h->max_streak, (size_t)h->P * 4);
     leave_locked(h);
     pthread_mutex_unlock(&h->mu);

@@ -9,6 +9,7 @@
  *   application thread                     engine thread (one per rank)
  *   ------------------                     ---------------------------------------------
  *   pcoll_deposit(g)  --copy-->  pending   round r may start when its trigger rule holds:
+ *   (pcoll_lend(g): g itself is pending)
  *   pcoll_wait()        <--signal--          sync     : every active rank has a deposit
  *   pcoll_next() x k    <--ring[r%K]--       quorum(Q): >= Q ranks have a deposit (solo: Q=1)
  *                                            majority : initiator hash(seed,r)%P has a deposit
@@ -174,6 +175,7 @@ typedef struct {
                                 released ones are reused first, so usually two or three) */
     uint64_t engine_polls;   /* engine steps that found the round still waiting (for other
                                 ranks' messages or a local event): each held the drive token */
+    uint64_t lent;           /* rounds that reduced this rank's lent buffer itself (pcoll_lend) */
     uint32_t *max_streak;    /* [P] (caller-allocated, may be NULL) */
 } pcoll_stats_t;
 
@@ -195,6 +197,18 @@ int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t 
  * safety-net sleep instead of at once. */
 enum { PCOLL_ACCUMULATE = 1, PCOLL_WAIT_NEXT = 2 };
 int pcoll_deposit(pcoll_t *h, const float *g, int flags);
+
+/* Deposits g without copying it (host memory): the round that takes the deposit reduces g itself,
+ * which saves a copy of n floats per round (at 4 MiB and P = 8 about a fifth of the round:
+ * collectives/README.md). g holds pcoll_lend_len(h) floats: the library writes the round's
+ * metadata after the n gradient floats. The caller leaves g[0..n) unchanged, and g allocated,
+ * until the round that consumed it has completed: until pcoll_wait(PCOLL_WAIT_CONSUMED) has
+ * returned PCOLL_OK (with timeout 0 it tells whether that is so) or pcoll_finalize has returned;
+ * after an error, until the process ends. flags as for pcoll_deposit; a deposit that accumulates
+ * onto a lent one copies it into the library's buffer first, as a copied deposit would be.
+ * Device memory: PCOLL_ERR_ARG (deposits are copied on the device's copy stream). */
+int pcoll_lend(pcoll_t *h, float *g, int flags);
+size_t pcoll_lend_len(const pcoll_t *h); /* n + the round's metadata floats (0 if h is NULL) */
 
 /* Step time of the next deposit: how long this rank took to produce it (seconds: data, compute,
  * any delay; not the wait for a round). It travels with the deposit, so every rank reads it in the

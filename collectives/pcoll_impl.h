@@ -120,6 +120,8 @@ struct pcoll {
     float *dep[2];
     int dep_cur;             /* the application writes dep[dep_cur] */
     int pending;             /* deposits merged into dep[dep_cur] (0: none pending) */
+    float *lent;             /* pcoll_lend: the pending deposit is the caller's buffer, not
+                                dep[dep_cur] (NULL: none lent) */
     double t_dep;            /* when the oldest pending deposit was made */
     float next_cost;         /* pcoll_set_cost: goes with the next deposit */
     float dep_cost;          /* step time of the pending deposit (sum over merged ones) */
@@ -209,6 +211,7 @@ struct pcoll {
     uint64_t driven;      /* rounds an application thread published itself (in pcoll_wait) */
     uint64_t wait_sleeps; /* times pcoll_wait slept until another thread made progress */
     uint64_t engine_wakes, engine_polls, result_buffers; /* pcoll_stats_t */
+    uint64_t lent_rounds; /* rounds that reduced a lent buffer in place of a copy */
 };
 
 #ifdef PCOLL_HAVE_NCCL

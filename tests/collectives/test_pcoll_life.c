@@ -18,6 +18,11 @@
  *                   rounds (the engine takes them once the reservation for the wait runs out):
  *                   every rank deposits and polls pcoll_next without waiting, 10 times, sync and
  *                   solo; each round completes (the runner's timeout catches a hang)
+ *   --case lend     pcoll_lend: sync rounds reduce the lent buffer itself (the library writes
+ *                   the metadata after its n floats; pcoll_stats counts every round as lent) with
+ *                   exact sums while the caller rewrites it between rounds; in solo, a deposit
+ *                   that accumulates onto a lent one (rounds held back by the horizon) gives the
+ *                   sum of both in one round, reduced from the library's copy; bad arguments
  *   --case dead     rank P-1 stops itself (SIGSTOP) after 10 rounds: every other rank's call
  *                   returns PCOLL_ERR_PEER naming it within the library's bound, and finalize
  *                   returns an error at once instead of waiting; rank 0 then writes
@@ -308,6 +313,73 @@ static void case_evict(void) {
     free(g);
 }
 
+/* Rounds of the lent buffer L (n = 64 floats): the sum over the ranks of (p + 1) x (s + 1). */
+static void case_lend(void) {
+    enum { N = 64, STEPS = 12 };
+    const float canary = -7.0f;
+    pcoll_t *h = make(PCOLL_SYNC, 16, 0);
+    const size_t len = pcoll_lend_len(h);
+    CHECK(len > N && pcoll_lend_len(NULL) == 0, "pcoll_lend_len %zu", len);
+    CHECK(pcoll_lend(h, NULL, 0) == PCOLL_ERR_ARG && pcoll_lend(NULL, NULL, 0) == PCOLL_ERR_ARG,
+          "NULL buffer");
+    float *L = malloc(len * sizeof *L), g2[N];
+    const float *res;
+    double tot = P * (P + 1) / 2.0;
+    for (int s = 0; s < STEPS; s++) {
+        for (int k = 0; k < N; k++) L[k] = (float)((me + 1) * (s + 1));
+        for (size_t k = N; k < len; k++) L[k] = canary;
+        CHECK(pcoll_lend(h, L, s % 2 ? PCOLL_WAIT_NEXT : 0) == PCOLL_OK, "lend %d: %s", s,
+              pcoll_last_error(h));
+        CHECK(pcoll_wait(h, PCOLL_WAIT_CONSUMED, 60, NULL) == PCOLL_OK, "wait %d", s);
+        size_t kept = 0;
+        for (size_t k = N; k < len; k++) kept += L[k] == canary;
+        CHECK(kept == 0,
+              "step %d: %zu of the %zu metadata floats after the lent data are unwritten: the round "
+              "did not reduce the lent buffer",
+              s, kept, len - N);
+        int got = 0;
+        while (pcoll_next(h, NULL, &res, NULL) == PCOLL_OK) {
+            got++;
+            for (int k = 0; k < N; k++)
+                if (res[k] != (float)(tot * (s + 1))) {
+                    CHECK(0, "step %d: res[%d] = %g, want %g", s, k, res[k], tot * (s + 1));
+                    break;
+                }
+        }
+        CHECK(got == 1, "step %d: %d rounds", s, got);
+    }
+    pcoll_stats_t st = {0};
+    pcollCheck(pcoll_stats(h, &st));
+    CHECK(st.lent == STEPS, "%llu lent rounds, want %d", (unsigned long long)st.lent, STEPS);
+    CHECK(run_steps(h, 0, 1, 0) == PCOLL_OK, "drain");
+    CHECK(pcoll_finalize(&h, 60) == PCOLL_OK, "finalize");
+
+    /* solo, rounds held until the horizon: lend A, accumulate B onto it, then release */
+    h = make(PCOLL_SOLO, 16, 1);
+    for (int k = 0; k < N; k++) L[k] = (float)(me + 1), g2[k] = (float)(100 * (me + 1));
+    CHECK(pcoll_lend(h, L, 0) == PCOLL_OK, "lend: %s", pcoll_last_error(h));
+    CHECK(pcoll_lend(h, L, 0) == PCOLL_ERR_PENDING, "a second lend without PCOLL_ACCUMULATE");
+    CHECK(pcoll_deposit(h, g2, PCOLL_ACCUMULATE) == PCOLL_OK, "accumulate: %s", pcoll_last_error(h));
+    pcollCheck(pcoll_set_horizon(h, UINT64_MAX));
+    CHECK(pcoll_wait(h, PCOLL_WAIT_CONSUMED, 60, NULL) == PCOLL_OK, "wait");
+    pcoll_record_t rec;
+    pcoll_record_init(&rec, P);
+    CHECK(pcoll_next(h, NULL, &res, &rec) == PCOLL_OK, "the round");
+    CHECK(rec.fresh[me] == 2, "fresh[%d] = %d, want 2 merged deposits", me, rec.fresh[me]);
+    for (int k = 0; k < N; k++)
+        if (res[k] != (float)(101 * tot)) {
+            CHECK(0, "res[%d] = %g, want %g (lent + accumulated)", k, res[k], 101 * tot);
+            break;
+        }
+    pcoll_record_free(&rec);
+    pcollCheck(pcoll_stats(h, &st));
+    CHECK(st.lent == 0, "%llu lent rounds after accumulating onto the lent deposit, want 0",
+          (unsigned long long)st.lent);
+    CHECK(run_steps(h, 0, 1, 0) == PCOLL_OK, "drain");
+    CHECK(pcoll_finalize(&h, 60) == PCOLL_OK, "finalize");
+    free(L);
+}
+
 static void case_dead(const char *marker) {
     MPI_Comm alive; /* the survivors, to agree that all of them detected it */
     MPI_Comm_split(MPI_COMM_WORLD, me == P - 1, me, &alive);
@@ -370,11 +442,12 @@ int main(int argc, char **argv) {
         case_dead(marker);
     else if (!strcmp(c, "nowait"))
         case_nowait();
+    else if (!strcmp(c, "lend"))
+        case_lend();
     else {
         if (!me)
-            fprintf(
-                stderr,
-                "usage: test_pcoll_life --case close|nodrain|rule|args|evict|nowait|dead [--marker FILE]\n");
+            fprintf(stderr, "usage: test_pcoll_life --case close|nodrain|rule|args|evict|nowait|lend|dead "
+                            "[--marker FILE]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     int tot = 0;
