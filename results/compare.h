@@ -57,6 +57,7 @@ typedef struct {
     const char *experiment, *data, *model, *mode, *imbalance, *policy, *exit;
     const char *ranks_s, *epochs_s, *batch_s;
     double wall, top1, top5, train_loss, test_loss, target, ttt, fresh, mstal, maxstal, streak;
+    double sttt; /* training samples applied before the point that reached the target (NAN: none) */
     int ttt_curve; /* ttt is a point of the run's accuracy curve (--curve-every), not an epoch end */
     double straggler;
     double seed;       /* config.seed (NAN if absent) */
@@ -77,7 +78,7 @@ typedef struct {
 typedef struct {
     const char *mode, *modelabel, *imbalance, *extra, *label;
     plist runs; /* run_t* */
-    stat_t wall, ttt, top1, top5, train_loss, test_loss, mstal, maxstal, streak, fresh;
+    stat_t wall, ttt, sttt, top1, top5, train_loss, test_loss, mstal, maxstal, streak, fresh;
     int nw;
     double *wait;
     int base; /* row index of the sync baseline, -1 if none */
@@ -85,6 +86,7 @@ typedef struct {
     int dbase;                 /* row index of the DDP baseline, -1 if none */
     double vs_ddp, ttt_vs_ddp; /* mean wall / DDP's, mean time to target / DDP's */
     stat_t pdtop1;             /* paired Δtop-1 in points: each run minus the sync run of its seed */
+    stat_t psamp; /* paired: each run's samples to target over the sync run's of its seed */
 } row_t;
 
 typedef struct {
@@ -144,7 +146,7 @@ stat_t stat_of(const double *x, int n);      /* mean, sample std, n over the non
 void row_stats(row_t *row);                  /* the row's stat_t fields and mean wait per rank */
 void sync_baselines(group_t *g);             /* base, speedup and deltas of every row */
 void ddp_baselines(group_t *g);              /* dbase and the "vs DDP" ratios of every row */
-int paired_deltas(compare_t *c, group_t *g); /* pdtop1 of every row; the pairs found */
+int paired_deltas(compare_t *c, group_t *g); /* pdtop1, psamp of every row; the pairs found */
 
 /* compare_print.c */
 const char *group_title(const group_t *g);

@@ -153,6 +153,8 @@ int write_json(const compare_t *c, const char *out) {
             json_object_set_new(o, "final_top5_pct", jstat(r->top5, 100));
             json_object_set_new(o, "delta_top1_pts", jnv(r->dtop1));
             json_object_set_new(o, "paired_delta_top1_pts", jstat(r->pdtop1, 1));
+            json_object_set_new(o, "samples_to_target", jstat(r->sttt, 1));
+            json_object_set_new(o, "paired_samples_to_target_vs_sync", jstat(r->psamp, 1));
             json_object_set_new(o, "final_train_loss", jstat(r->train_loss, 1));
             json_object_set_new(o, "final_test_loss", jstat(r->test_loss, 1));
             json_object_set_new(o, "delta_loss", jnv(r->dloss));

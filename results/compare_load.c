@@ -32,6 +32,22 @@ static double time_to_target(const json_t *points, double target) {
     return NAN;
 }
 
+/* The training samples applied up to the first point that reaches target: a curve point's own
+ * "samples" (counted over the whole run), or the epochs' "samples" summed through the first epoch
+ * that reaches it; NAN if none does, or a point lacks the count. */
+static double samples_to_target(const json_t *curve, const json_t *epochs, int from_curve, double target) {
+    if (isnan(target)) return NAN;
+    size_t i;
+    const json_t *e;
+    double sum = 0;
+    json_array_foreach(from_curve ? curve : epochs, i, e) {
+        double t = jnum(e, "test_top1"), n = jnum(e, "samples");
+        sum = from_curve ? n : sum + n;
+        if (!isnan(t) && t >= target) return sum;
+    }
+    return NAN;
+}
+
 /* key k of the last epoch that has it as a number; NAN if none */
 static double last_epoch_num(const json_t *epochs, const char *k) {
     size_t n = json_array_size(epochs);
@@ -124,6 +140,7 @@ static void add_run(compare_t *c, const char *path, json_t *root, int ddp) {
     r->ttt = time_to_target(json_object_get(root, "curve"), r->target);
     r->ttt_curve = !isnan(r->ttt);
     if (!r->ttt_curve) r->ttt = time_to_target(ep, r->target);
+    r->sttt = samples_to_target(json_object_get(root, "curve"), ep, r->ttt_curve, r->target);
     r->fresh = jnum(sum, "fresh_fraction");
     r->mstal = jnum(sum, "mean_staleness");
     r->maxstal = jnum(sum, "max_staleness");

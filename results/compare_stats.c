@@ -30,6 +30,7 @@ stat_t stat_of(const double *x, int n) {
 void row_stats(row_t *row) {
     ROW_STAT(row, wall);
     ROW_STAT(row, ttt);
+    ROW_STAT(row, sttt);
     ROW_STAT(row, top1);
     ROW_STAT(row, top5);
     ROW_STAT(row, train_loss);
@@ -122,12 +123,15 @@ int paired_deltas(compare_t *c, group_t *g) {
     int total = 0;
     for (int j = 0; j < g->rows.n; j++) {
         row_t *row = g->rows.v[j];
-        double *d = amalloc(sizeof(double) * (size_t)row->runs.n);
+        double *d = amalloc(sizeof(double) * (size_t)row->runs.n),
+               *q = amalloc(sizeof(double) * (size_t)row->runs.n);
         for (int i = 0; i < row->runs.n; i++) {
             const run_t *r = row->runs.v[i], *s = isnan(r->seed) ? NULL : sync_of_seed(c, g, r);
             d[i] = s && !isnan(r->top1) && s != r ? 100.0 * (r->top1 - s->top1) : NAN;
+            q[i] = s && s != r && s->sttt > 0 ? r->sttt / s->sttt : NAN; /* NAN: either never reached */
         }
         row->pdtop1 = stat_of(d, row->runs.n);
+        row->psamp = stat_of(q, row->runs.n);
         if (strcmp(row->mode, "sync")) total += row->pdtop1.n;
     }
     return total;

@@ -113,7 +113,7 @@ compare_repeats)
   rc 0 "$C" $D/runs/fmnist_sync.json $D/runs/fmnist_solo.json $D/repeat/fmnist_solo_seed2.json
   # solo: walls 20 and 22 -> 21.0 +- 1.4 (sample std); speedup 40/21; targets at 15 and 16.5
   # only seed 1 has a sync run: one pair, -2 points
-  has "$TMP/out" '| solo | 4 | linear:unit=20 | 2 | 21.0 ± 1.4 | 15.8 ± 1.1 | 84.00 ± 1.41 | 99.00 ± 0.00 | -1.00 | -2.00 [1] | 1.90x | 0.50 ± 0.35 | 2.0 ± 1.4 | 4.0 ± 1.4 | 0.500 ± 0.000 | w=[0.20,0.10,0.20,0.00]s |'
+  has "$TMP/out" '| solo | 4 | linear:unit=20 | 2 | 21.0 ± 1.4 | 15.8 ± 1.1 | 84.00 ± 1.41 | 99.00 ± 0.00 | -1.00 | -2.00 [1] | 1.00 [1] | 1.90x | 0.50 ± 0.35 | 2.0 ± 1.4 | 4.0 ± 1.4 | 0.500 ± 0.000 | w=[0.20,0.10,0.20,0.00]s |'
   contains "$TMP/out" 'note: rows with n > 1 are repeats of one setting and mode: mean ± sample std'
   # a repeat that does not reach the target is counted
   rc 0 "$C" --target 0.85 $D/runs/fmnist_sync.json $D/runs/fmnist_solo.json $D/repeat/fmnist_solo_seed2.json
@@ -129,10 +129,16 @@ compare_paired)
   # an adaptive run with --final-sync 1 and other policy options still pairs with sync seed 1
   jq '.config["final-sync"] = 1 | .config["policy-opts"] = "light_fresh=0.5"' $D/runs/fmnist_adaptive.json >"$TMP/adaptive_fs.json"
   rc 0 "$C" $D/runs/fmnist_sync.json "$TMP/sync_s2_none.json" $D/runs/fmnist_solo.json $D/repeat/fmnist_solo_seed2.json "$TMP/adaptive_fs.json"
-  contains "$TMP/out" '| solo [final-sync=(unset)] | 4 | linear:unit=20 | 2 | 21.0 ± 1.4 | 15.8 ± 1.1 | 84.00 ± 1.41 | 99.00 ± 0.00 | -1.00 | -1.50 ± 0.50 [2] | 1.90x |'
-  contains "$TMP/out" '| adaptive/streak [final-sync=1] | 4 | linear:unit=20 | 1 | 22.0 | 11.0 | 86.00 | 99.00 | +1.00 | +1.00 [1] | 1.82x |'
+  contains "$TMP/out" '| solo [final-sync=(unset)] | 4 | linear:unit=20 | 2 | 21.0 ± 1.4 | 15.8 ± 1.1 | 84.00 ± 1.41 | 99.00 ± 0.00 | -1.00 | -1.50 ± 0.50 [2] | 1.00 ± 0.00 [2] | 1.90x |'
+  contains "$TMP/out" '| adaptive/streak [final-sync=1] | 4 | linear:unit=20 | 1 | 22.0 | 11.0 | 86.00 | 99.00 | +1.00 | +1.00 [1] | 0.67 [1] | 1.82x |'
   contains "$TMP/out" '| sync | 4 | none | 1 |'
   contains "$TMP/out" 'note: paired Δ: each run'
+  # samples to target / sync's, paired: the adaptive run reaches 80% at its epoch 2 (51,200
+  # samples), sync seed 1 at its epoch 3 (76,800): 0.67; a run that never reaches it is no pair
+  jq '.epochs[].test_top1 = 0.7 | .summary.final_test_top1 = 0.7' $D/repeat/fmnist_solo_seed2.json >"$TMP/solo_s2_low.json"
+  rc 0 "$C" $D/runs/fmnist_sync.json "$TMP/sync_s2_none.json" $D/runs/fmnist_solo.json "$TMP/solo_s2_low.json"
+  contains "$TMP/out" '| samples to target / sync'"'"'s |'
+  contains "$TMP/out" '| -9.00 ± 7.00 [2] | 1.00 [1] |'
   # --assume: runs written before --final-sync existed count as final-sync=0
   rc 0 "$C" --assume final-sync=0 $D/runs/fmnist_sync.json "$TMP/sync_s2_none.json" $D/runs/fmnist_solo.json "$TMP/adaptive_fs.json"
   contains "$TMP/out" 'note: runs differ in final-sync (0 vs 1)'
@@ -143,6 +149,10 @@ compare_paired)
     $D/repeat/fmnist_solo_seed2.json >/dev/null 2>&1 || fail "--json"
   jq -e '.tables[0].rows[] | select(.mode == "solo") | .paired_delta_top1_pts | .n == 2 and (.mean + 1.5 | fabs) < 1e-9' \
     "$TMP/p.json" >/dev/null || fail "paired_delta_top1_pts in --json: $(jq -c '.tables[0].rows[].paired_delta_top1_pts' "$TMP/p.json")"
+  jq -e '.tables[0].rows[] | select(.mode == "solo") | .paired_samples_to_target_vs_sync | .n == 2 and (.mean - 1 | fabs) < 1e-9' \
+    "$TMP/p.json" >/dev/null || fail "paired_samples_to_target_vs_sync in --json"
+  jq -e '[.tables[0].rows[] | select(.mode == "sync") | .samples_to_target.mean] | length == 2 and all(. == 76800)' \
+    "$TMP/p.json" >/dev/null || fail "samples_to_target in --json: $(jq -c '.tables[0].rows[].samples_to_target' "$TMP/p.json")"
   "$V" results/schema/compare.schema.json "$TMP/p.json" >/dev/null || fail "compare schema"
   # two sync runs of seed 2 that end in different weights: a broken premise, named, not paired
   jq '.config.imbalance = "linear:unit=20" | .epochs[-1].weights_hash = "0123456789abcdef"' \
