@@ -57,7 +57,7 @@ typedef struct {
     const char *experiment, *data, *model, *mode, *imbalance, *policy, *exit;
     const char *ranks_s, *epochs_s, *batch_s;
     double wall, top1, top5, train_loss, test_loss, target, ttt, fresh, mstal, maxstal, streak;
-    double sttt; /* training samples applied before the point that reached the target (NAN: none) */
+    double sttt;   /* training samples applied before the point that reached the target (NAN: none) */
     int ttt_curve; /* ttt is a point of the run's accuracy curve (--curve-every), not an epoch end */
     double straggler;
     double seed;       /* config.seed (NAN if absent) */
@@ -86,7 +86,7 @@ typedef struct {
     int dbase;                 /* row index of the DDP baseline, -1 if none */
     double vs_ddp, ttt_vs_ddp; /* mean wall / DDP's, mean time to target / DDP's */
     stat_t pdtop1;             /* paired Δtop-1 in points: each run minus the sync run of its seed */
-    stat_t psamp; /* paired: each run's samples to target over the sync run's of its seed */
+    stat_t psamp;              /* paired: each run's samples to target over the sync run's of its seed */
 } row_t;
 
 typedef struct {

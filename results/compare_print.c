@@ -105,11 +105,11 @@ static void row_cells(const group_t *g, const row_t *row, const char **c, cols_t
                                       : aprintf("%+.2f ± %.2f [%d]", row->pdtop1.mean,
                                                 row->pdtop1.std / sqrt(row->pdtop1.n), row->pdtop1.n));
         if (g->paired && g->ttt_n)
-            COL("samples to target / sync's", !row->psamp.n || !strcmp(row->mode, "sync") ? "-"
-                                              : row->psamp.n == 1
-                                                  ? aprintf("%.2f [1]", row->psamp.mean)
-                                                  : aprintf("%.2f ± %.2f [%d]", row->psamp.mean,
-                                                            row->psamp.std / sqrt(row->psamp.n), row->psamp.n));
+            COL("samples to target / sync's",
+                !row->psamp.n || !strcmp(row->mode, "sync") ? "-"
+                : row->psamp.n == 1                         ? aprintf("%.2f [1]", row->psamp.mean)
+                                                            : aprintf("%.2f ± %.2f [%d]", row->psamp.mean,
+                                                                      row->psamp.std / sqrt(row->psamp.n), row->psamp.n));
     } else {
         COL("train loss", fmt_stat(row->train_loss, "%.4g", 1));
         COL("test loss", fmt_stat(row->test_loss, "%.4g", 1));
