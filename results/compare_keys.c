@@ -7,11 +7,12 @@
 const char *const cmp_group_keys[] = {"data", "model", "ranks", "epochs", "batch", NULL};
 /* keys of the trainer's config that never split rows: the row keys themselves, the seed (repeats
  * differ in it), the target, output / logging / checkpoint / data paths, the stall watchdog and
- * the accuracy curve (its snapshots leave the training and its wall times unchanged) */
+ * the accuracy curve and the gradient statistics (they leave the training and its wall times
+ * unchanged) */
 static const char *const ignored_keys[] = {
     "seed",      "mode",    "imbalance",   "target-top1", "experiment", "config", "out",
     "log-every", "quiet",   "round-agg",   "ckpt-dir",    "ckpt-every", "resume", "data-path",
-    "t-warn",    "t-abort", "curve-every", "curve-test",  NULL};
+    "t-warn",    "t-abort", "curve-every", "curve-test",  "grad-stats", NULL};
 /* keys that only matter under mode adaptive: compared among adaptive runs only */
 static const char *const adaptive_keys[] = {"policy-opts", "controller", "horizon", NULL};
 /* keys a sync run's trajectory does not depend on (it waits for all, every round is fresh):

@@ -25,6 +25,7 @@ int main(int argc, char **argv) {
     curve_open(&r); /* --curve-every: the accuracy curve's snapshots and test subset */
     run_set_optimiser(&r);
     run_open_backend(&r);
+    gstats_open(&r); /* --grad-stats: the CSV of the applied results' statistics */
     run_resume(&r);
     run_set_rounds(&r);
     runlog_open(&r, argc, argv);

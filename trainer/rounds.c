@@ -52,6 +52,7 @@ int apply_rounds(run_t *r, pcoll_t *h, int epoch, epoch_t *e, dealer_t *dl) {
         r->sgd.wd = wd_of(&r->cfg, rec, r->P);
         if (r->be->ops->apply(r->be, res, &r->sgd, err, sizeof err)) run_die(r, "apply a round", err);
         count_round(e, rec, r->P);
+        gstats_round(r, round, epoch, rec, res);
         curve_round(r, epoch, e, rec->nfresh);
         runlog_round(r, rec, r->sgd.lr, r->sgd.wd, epoch);
         k++;

@@ -137,6 +137,7 @@ int run_finish(run_t *r) {
     pcoll_record_free(&r->rec);
     ctl_state_free(r->carried);
     curve_close(r);
+    gstats_close(r);
     free(r->perm);
     if (r->be) r->be->ops->close(r->be);
     nn_model_free(r->model);

@@ -100,6 +100,7 @@ typedef struct run {
     pcoll_record_t rec; /* scratch record of pcoll_next */
     runlog_t *log;      /* output: console and JSON (rank 0 writes) */
     curve_t curve;
+    struct gstats *gstats; /* --grad-stats (gradstats.c); NULL when off and on ranks other than 0 */
     struct watch *watch; /* the watchdog (watchdog.c); NULL before watch_start, after watch_stop */
 } run_t;
 
@@ -170,6 +171,14 @@ void curve_round(run_t *r, int epoch, const epoch_t *e, int nfresh);
  * r->t_start and e->t0 by the time that took (the same on every rank). */
 void curve_end_epoch(run_t *r, int epoch, epoch_t *e);
 void curve_close(run_t *r);
+
+/* ---- gradstats.c (--grad-stats: diagnostics of the applied results) ----------------------- */
+/* Collective, after the backend: with --grad-stats, rank 0 opens the CSV (an error names the file;
+ * the CUDA backend is refused: its results live on the device). Does nothing when off. */
+void gstats_open(run_t *r);
+/* A round applied (res: its n host floats; round: its index in the epoch's handle): one CSV line on rank 0. */
+void gstats_round(run_t *r, uint64_t round, int epoch, const pcoll_record_t *rec, const float *res);
+void gstats_close(run_t *r);
 
 /* ---- run.c ----------------------------------------------------------------------------- */
 double run_now(void);

@@ -56,6 +56,7 @@ typedef struct {
     long limit_train, limit_test;
     long curve_every; /* snapshot every N batches applied (0: no accuracy curve) */
     long curve_test;  /* the curve's evaluation: the first M test samples */
+    char grad_stats[512]; /* per-round statistics of the applied results, CSV ("": off) */
     int image_size, ucf_split, max_t, hp_features;
     long hp_samples;
     double t_warn, t_abort;
