@@ -54,8 +54,8 @@ typedef struct {
     int round_agg;
     double target_top1;
     long limit_train, limit_test;
-    long curve_every; /* snapshot every N batches applied (0: no accuracy curve) */
-    long curve_test;  /* the curve's evaluation: the first M test samples */
+    long curve_every;     /* snapshot every N batches applied (0: no accuracy curve) */
+    long curve_test;      /* the curve's evaluation: the first M test samples */
     char grad_stats[512]; /* per-round statistics of the applied results, CSV ("": off) */
     int image_size, ucf_split, max_t, hp_features;
     long hp_samples;
