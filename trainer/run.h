@@ -101,7 +101,7 @@ typedef struct run {
     runlog_t *log;      /* output: console and JSON (rank 0 writes) */
     curve_t curve;
     struct gstats *gstats; /* --grad-stats (gradstats.c); NULL when off and on ranks other than 0 */
-    struct watch *watch; /* the watchdog (watchdog.c); NULL before watch_start, after watch_stop */
+    struct watch *watch;   /* the watchdog (watchdog.c); NULL before watch_start, after watch_stop */
 } run_t;
 
 /* ---- config.c (the options themselves: trainer.h) ---------------------------------------- */
