@@ -106,7 +106,7 @@ static const opt_t opts[] = {
       "the accuracy curve's test subset: the first M test samples (at most the test set's size)"),
     O("grad-stats", T_STR, grad_stats, "", 0, 0,
       "diagnostics: rank 0 writes one CSV line per round applied to this file: round, epoch, mode, "
-      "fresh ranks, lr, |u|^2 and <u, u'> for the results u' of the 1..4 rounds before (host "
+      "fresh ranks, lr, |u|^2 and <u, u'> for the results u' of the 1..4 rounds before (\"\": off; host "
       "backend; leaves the training unchanged)"),
     O("max-steps", T_INT, max_steps, "0", 0, 1 << 30, "cap on steps per rank per epoch (0: the whole shard)"),
     O("threads", T_INT, threads, "0", 0, 256,
