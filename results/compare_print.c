@@ -18,6 +18,19 @@ static char *fmt_int_stat(stat_t s) {
     return aprintf("%.1f ± %.1f", s.mean, s.std);
 }
 
+/* A paired statistic of a row (each run against the sync run of its seed): mean ± standard error
+ * [pairs] in format f; "-" for the sync row itself or without pairs. */
+static char *fmt_paired(const row_t *row, stat_t s, const char *f) {
+    if (!s.n || !strcmp(row->mode, "sync")) return "-";
+    char fm[64];
+    if (s.n == 1) {
+        snprintf(fm, sizeof fm, "%s [1]", f);
+        return aprintf(fm, s.mean);
+    }
+    snprintf(fm, sizeof fm, "%s ± %%.2f [%%d]", f);
+    return aprintf(fm, s.mean, s.std / sqrt(s.n), s.n);
+}
+
 static char *fmt_ttt(const row_t *row) {
     if (!row->ttt.n) return "-";
     char *v = fmt_stat(row->ttt, "%.1f", 1);
@@ -98,18 +111,8 @@ static void row_cells(const group_t *g, const row_t *row, const char **c, cols_t
         COL("top-1 (%)", fmt_stat(row->top1, "%.2f", 100));
         COL("top-5 (%)", fmt_stat(row->top5, "%.2f", 100));
         COL("Δtop-1 (pts)", fmt_num(row->dtop1, "%+.2f"));
-        if (g->paired)
-            COL("paired Δ (pts)", !row->pdtop1.n || !strcmp(row->mode, "sync") ? "-"
-                                  : row->pdtop1.n == 1
-                                      ? aprintf("%+.2f [1]", row->pdtop1.mean)
-                                      : aprintf("%+.2f ± %.2f [%d]", row->pdtop1.mean,
-                                                row->pdtop1.std / sqrt(row->pdtop1.n), row->pdtop1.n));
-        if (g->paired && g->ttt_n)
-            COL("samples to target / sync's",
-                !row->psamp.n || !strcmp(row->mode, "sync") ? "-"
-                : row->psamp.n == 1                         ? aprintf("%.2f [1]", row->psamp.mean)
-                                                            : aprintf("%.2f ± %.2f [%d]", row->psamp.mean,
-                                                                      row->psamp.std / sqrt(row->psamp.n), row->psamp.n));
+        if (g->paired) COL("paired Δ (pts)", fmt_paired(row, row->pdtop1, "%+.2f"));
+        if (g->paired && g->ttt_n) COL("samples to target / sync's", fmt_paired(row, row->psamp, "%.2f"));
     } else {
         COL("train loss", fmt_stat(row->train_loss, "%.4g", 1));
         COL("test loss", fmt_stat(row->test_loss, "%.4g", 1));

@@ -1,13 +1,13 @@
 /* gradstats.c -- --grad-stats FILE: diagnostics of the results the rounds apply.
  *
  * Rank 0 writes one CSV line per round it applies: the round (its index in the epoch's libpcoll
- * handle), its epoch, mode, fresh ranks and lr,
- * the squared norm of its result u_r (the summed gradients over P, as applied), and the inner
- * products <u_r, u_{r-s}> with the results of the s = 1..4 rounds before (over the run, across
- * epochs). Results of different rounds hold gradients of different batches, so the inner products
- * estimate how the expected gradient changes from round to round, without the batches' noise:
- * what a gradient computed s rounds ago is still worth (docs/EXPERIMENTS.md, six epochs). Every
- * replica applies the same results, so rank 0's lines are every rank's. Host results only. */
+ * handle), its epoch, mode, fresh ranks and lr, the squared norm of its result u_r (the summed
+ * gradients over P, as applied), and the inner products <u_r, u_{r-s}> with the results of the
+ * s = 1..4 rounds before (over the run, across epochs). Results of different rounds hold gradients of
+ * different batches, so the inner products estimate how the expected gradient changes from round
+ * to round, without the batches' noise: what a gradient computed s rounds ago is still worth
+ * (docs/EXPERIMENTS.md, six epochs). Every replica applies the same results, so rank 0's lines are
+ * every rank's. Host results only. */
 #include "trainer/run.h"
 #include <errno.h>
 #include <stdio.h>

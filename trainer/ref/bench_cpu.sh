@@ -60,7 +60,7 @@ for m in $MODELS; do
 done
 printf '%s\n' "$ours" > "$B/bench/ours.txt"
 printf '%s\n' "$theirs" > "$B/bench/torch.txt"
-awk -v tv="$tv" -v ct="${OPENBLAS_CORETYPE:-}" -v json="$B/bench/cpu.json" -v thr="$T" -v pairs="$PAIRS" '
+awk -v tv="$tv" -v ct="${OPENBLAS_CORETYPE:-}" -v json="$B/bench/cpu.json" -v thr="$T" '
   function med(a, n,    i, j, v) { # median of a[1..n] (sorts a)
     for (i = 2; i <= n; i++) { v = a[i]; for (j = i - 1; j >= 1 && a[j] > v; j--) a[j + 1] = a[j]; a[j + 1] = v }
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
