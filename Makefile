@@ -6,6 +6,7 @@
 #   make deps       install Debian packages (idempotent)          make asan    tests under ASan+UBSan
 #   make bench-collectives  (P=8 UNIT_MS=1)                       make tsan    tests under TSan
 #   make gpu-check  on a GPU machine, from a build folder made elsewhere (tests/cuda/gpu_check.sh)
+#   make core-check on a machine with a core per rank (16+), likewise (tests/device/core_check.sh)
 
 B      ?= build
 SAN    ?=
@@ -33,7 +34,7 @@ endif
 # ---- required pieces -------------------------------------------------------
 # Goals that install what is missing first (their recipes re-run make), and gpu-check (runs a
 # build folder made elsewhere, needs no headers), must not stop here.
-SETUP_GOALS := deps deps-all test asan tsan demo clean gpu-check
+SETUP_GOALS := deps deps-all test asan tsan demo clean gpu-check core-check
 CHECK_REQ := $(if $(MAKECMDGOALS),$(filter-out $(SETUP_GOALS),$(MAKECMDGOALS)),all)
 HAVE_JANSSON := $(shell test -f /usr/include/jansson.h && echo 1)
 ifneq ($(CHECK_REQ),)
@@ -108,5 +109,11 @@ clean:
 .PHONY: gpu-check
 gpu-check:
 	@B=$(B) bash tests/cuda/gpu_check.sh
+
+# make core-check: on a machine with 16+ cores, with a `build` folder made elsewhere: the eager
+# rounds against MPI_Allreduce at 8 ranks and the race against PyTorch DDP, a core per rank
+.PHONY: core-check
+core-check:
+	@B=$(B) bash tests/device/core_check.sh
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -72,14 +72,15 @@ $(B)/tests/test_pcoll_device: tests/cuda/test_pcoll_device.c $(LIBPCOLL_CUDA)
 	  $(MPI_LIBS) $(PCOLL_CUDA_LDLIBS) $(LDLIBS)
 endif
 
-# `make gpu-check` (tests/cuda/gpu_check.sh) trains on this Fashion-MNIST subset, kept inside the
-# build folder so that carrying `build` to a GPU machine carries the data too (about 2.2 MiB)
+# `make gpu-check` (tests/cuda/gpu_check.sh, 4,096 of the samples) and `make core-check` (the DDP
+# race, all 12,000) train on this Fashion-MNIST subset, kept inside the build folder so that
+# carrying `build` to the device machine carries the data too (about 5.7 MiB)
 FMNIST_SRC ?= /usr/share/datasets/fashion-mnist
 GPU_DATA   := $(B)/gpu-data/fashion-mnist
 ifneq ($(wildcard $(FMNIST_SRC)/train-images-idx3-ubyte.gz),)
 ALL_BINS += $(GPU_DATA)/t10k-labels-idx1-ubyte.gz
-$(GPU_DATA)/t10k-labels-idx1-ubyte.gz: tests/cuda/fmnist_subset.sh
-	bash tests/cuda/fmnist_subset.sh $(FMNIST_SRC) $(GPU_DATA) 4096 1000
+$(GPU_DATA)/t10k-labels-idx1-ubyte.gz: tests/cuda/fmnist_subset.sh trainer/cuda.mk
+	bash tests/cuda/fmnist_subset.sh $(FMNIST_SRC) $(GPU_DATA) 12000 1000
 endif
 
 bench-gpu: $(NN_CUDA_BENCH) $(if $(LIBPCOLL_CUDA),$(B)/bench/bench_collectives_cuda,)

@@ -34,63 +34,7 @@ FAILED=0
 GPU=""        # non-empty: a usable GPU (the device line of nn_bench_gpu --check)
 NOGPU_WHY=""
 
-elapsed() { echo $(($(date +%s) - T0)); }
-row() { SUMMARY+=("$(printf '%-12s %-8s %6s  %s' "$1" "$2" "$3" "$4")"); }
-
-# processes whose session id is $1 (from /proc/PID/stat: state ppid pgrp session after "(comm) ")
-session_pids() {
-  local d st f
-  for d in /proc/[0-9]*; do
-    { read -r st < "$d/stat"; } 2>/dev/null || continue
-    f=(${st##*) })
-    [ "${f[3]}" = "$1" ] && echo "${d#/proc/}"
-  done
-  return 0
-}
-kill_session() { local p; p=$(session_pids "$1"); [ -n "$p" ] && kill -"$2" $p 2>/dev/null; return 0; }
-
-# step NAME LIMIT_S CMD...: CMD in a new session, log $OUT/NAME.log (and on stdout); verdict row
-step() {
-  local name=$1 limit=$2; shift 2
-  if [ -z "$GPU" ]; then
-    echo "SKIP $name: no usable GPU ($NOGPU_WHY)"
-    row "$name" SKIP - "no usable GPU"
-    return 0
-  fi
-  local left=$((T0 + BUDGET - $(date +%s)))
-  ((limit > left)) && limit=$left
-  if ((limit < 10)); then
-    echo "SKIP $name: time budget of ${BUDGET}s spent"
-    row "$name" SKIP - "budget spent"; FAILED=1
-    return 0
-  fi
-  echo; echo "==== [$name] limit ${limit}s, at t=$(elapsed)s: $*"
-  local t0 log=$OUT/$name.log rc timed_out=0
-  t0=$(date +%s)
-  setsid bash -c '"$@"' "$name" "$@" > "$log" 2>&1 < /dev/null &
-  local pid=$!
-  while kill -0 "$pid" 2>/dev/null; do
-    if (($(date +%s) - t0 >= limit)); then
-      timed_out=1
-      echo "==== [$name] TIME-OUT after ${limit}s: killing its session"
-      kill_session "$pid" TERM
-      sleep 3
-      kill_session "$pid" KILL
-      break
-    fi
-    sleep 1
-  done
-  wait "$pid" 2>/dev/null; rc=$?
-  kill_session "$pid" KILL  # anything that outlived the step's leader
-  ((timed_out)) && rc=124
-  tail -40 "$log"
-  local verdict=PASS note=${STEP_NOTE:-}
-  if ((rc == 124)); then verdict=TIMEOUT; elif ((rc != 0)); then verdict=FAIL; fi
-  [ "$verdict" = PASS ] || FAILED=1
-  row "$name" "$verdict" "$(($(date +%s) - t0))s" "rc=$rc ${note}log $log"
-  STEP_NOTE=""
-  return 0
-}
+. tests/device/steps.sh  # step, row, elapsed, check_binaries
 
 preflight() {
   echo "gpu_check: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), build folder $B, OUT=$OUT, budget ${BUDGET}s"
@@ -101,15 +45,7 @@ preflight() {
   for x in avx2 fma bmi2 f16c; do [[ $fl == *" $x "* ]] || miss_isa="$miss_isa $x"; done
   echo "== cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') x $(nproc)${miss_isa:+; WARNING: lacks$miss_isa (libnn built with -march=native: expect SIGILL)}"
   echo "== binaries (ldd: what is missing on this machine)"
-  local f n=0 miss
-  for f in "$B"/bin/* "$B"/tests/* "$B"/bench/*; do
-    [ -f "$f" ] && [ -x "$f" ] && head -c 4 "$f" 2>/dev/null | grep -q ELF || continue
-    n=$((n + 1))
-    miss=$(ldd "$f" 2>&1 | awk '/not found/{print $1}' | tr '\n' ' ')
-    [ -n "$miss" ] && echo "  MISSING for $f: $miss"
-  done
-  echo "  $n binaries checked"
-  [ "$n" -gt 0 ] || echo "  no binaries under $B: build with 'make build-all' and carry the build folder"
+  check_binaries
   echo "== resolved libraries (eager-train, test_cuda_layers, test_pcoll_device)"
   { ldd "$B/bin/eager-train"; ldd "$B/tests/test_cuda_layers"; ldd "$B/tests/test_pcoll_device"; } 2>/dev/null |
     awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
@@ -137,6 +73,7 @@ preflight() {
   # GPU_CHECK_ASSUME_GPU=1 runs the steps anyway (to try this script's step runner without a GPU)
   [ -z "$GPU" ] && [ "${GPU_CHECK_ASSUME_GPU:-0}" = 1 ] && GPU="assumed (GPU_CHECK_ASSUME_GPU=1): $NOGPU_WHY"
   [ -n "$GPU" ] || echo "== no usable GPU: $NOGPU_WHY"
+  [ -n "$GPU" ] || STEP_SKIP_WHY="no usable GPU ($NOGPU_WHY)"
   row preflight DONE "$(elapsed)s" "${GPU:-no GPU: $NOGPU_WHY}"
 }
 
@@ -176,7 +113,7 @@ main() {
   local data=$B/gpu-data/fashion-mnist
   [ -f "$data/train-images-idx3-ubyte.gz" ] || data=/usr/share/datasets/fashion-mnist
   step train 120 train_and_check $MPIRUN -np 2 "$B/bin/eager-train" --experiment fmnist --epochs 2 \
-    --device cuda --data-path "$data" --batch 64 --out "$OUT/train_fmnist_cuda.json" --t-warn 30 --t-abort 90
+    --device cuda --data-path "$data" --limit-train 4096 --batch 64 --out "$OUT/train_fmnist_cuda.json" --t-warn 30 --t-abort 90
 
   echo; echo "==== summary (t=$(elapsed)s; logs and JSON under $OUT)"
   printf '%-12s %-8s %6s  %s\n' step verdict time detail

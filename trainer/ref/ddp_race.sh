@@ -39,7 +39,8 @@
 # Per P, DIR/compare-pP.{md,json,csv} is pcoll-compare's table with the target set to DDP's mean
 # final top-1 without imbalance: "to target vs DDP" is then how much sooner a mode reaches the
 # accuracy DDP ends with.
-# Needs $B/bin/eager-train, $B/bin/pcoll-compare, jq, and for DDP $DDP_PY with torch (ddp_venv.sh).
+# Needs $B/bin/eager-train, $B/bin/pcoll-compare, jq or python3 (a machine without a registry may
+# lack jq), and for DDP $DDP_PY with torch (ddp_venv.sh).
 set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}
@@ -96,7 +97,16 @@ ctest=$CURVE_TEST
 [ "$LTE" -gt 0 ] && [ "$LTE" -lt "$ctest" ] && ctest=$LTE
 for m in $MODES; do case $m in sync | solo | majority | adaptive | quorum:*) ;; *) die "--modes: '$m' is not an eager-train mode" ;; esac; done
 for i in $IMBS; do [[ $i =~ ^(none|random[1-9][0-9]*|lognormal|linear|slow)$ ]] || die "--imbalances: '$i' is not none, randomK, lognormal, linear or slow"; done
-command -v jq >/dev/null || die "needs jq (make deps)"
+# the two figures read from run files: the balanced step time (ms) and the mean final top-1
+if command -v jq >/dev/null; then
+  step_ms() { jq '[.ranks[] | .compute_s / .steps] | add / length * 1000' "$1"; }
+  mean_top1() { jq -s '[.[].summary.final_test_top1 | numbers] | if length > 0 then add / length else empty end' "$@"; }
+elif command -v python3 >/dev/null; then
+  step_ms() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["ranks"]; print(sum(x["compute_s"]/x["steps"] for x in r)/len(r)*1000)' "$1"; }
+  mean_top1() { python3 -c 'import json,sys
+v=[json.load(open(f))["summary"].get("final_test_top1") for f in sys.argv[1:]]; v=[x for x in v if isinstance(x,(int,float))]
+print(sum(v)/len(v) if v else "")' "$@"; }
+else die "needs jq or python3 to read the run files (make deps installs jq)"; fi
 if [ $DRY = 0 ]; then
   [ -x "$B/bin/eager-train" ] && [ -x "$B/bin/pcoll-compare" ] || die "build first: make build-all"
   if ! "$B/bin/eager-train" --help 2>&1 | grep -q -- --curve-every; then
@@ -172,7 +182,7 @@ for P in $RANKS; do
   run "$cal" $MPIRUN -np "$P" "$B/bin/eager-train" "${common[@]}" "${curve[@]}" "${TRAIN_EXTRA[@]}" --mode sync \
     --seed "$first_seed" --imbalance none --threads "$th" --quiet --out "$cal" || { fails=$((fails + 1)); continue; }
   if [ $DRY = 1 ]; then step=STEP_MS
-  else step=$(jq '[.ranks[] | .compute_s / .steps] | add / length * 1000' "$cal"); fi
+  else step=$(step_ms "$cal"); fi
   echo "ddp_race: P=$P: balanced sync step time $step ms (compute per step, mean over ranks)"
   for name in $IMBS; do
     imb=$(spec "$name" "$step" "$P")
@@ -196,7 +206,7 @@ for P in $RANKS; do
   # (regression presets have no top-1: each run's own target, i.e. none)
   tgt=()
   if [ $DDP = 1 ] && ls "$D"/none/ddp-s*.json >/dev/null 2>&1; then
-    t=$(jq -s '[.[].summary.final_test_top1 | numbers] | if length > 0 then add / length else empty end' "$D"/none/ddp-s*.json)
+    t=$(mean_top1 "$D"/none/ddp-s*.json)
     if [ -n "$t" ]; then
       tgt=(--target "$t")
       echo "ddp_race: P=$P: target top-1 = DDP's mean final top-1 without imbalance, $t"

@@ -1,0 +1,109 @@
+#!/bin/bash
+# core_check.sh (`make core-check`): the checks that need a core per rank, in one command, on a
+# machine with 16 or more cores (the device machine), from a build folder made elsewhere
+# (nothing is rebuilt; see tests/cuda/gpu_check.sh for the GPU's own checks, which come first).
+#
+#   preflight    cores, the binaries' libraries (ldd), python3 with torch (the DDP race needs it)
+#   collectives  8 ranks: eager rounds against plain MPI_Allreduce at 8 B and 4 MiB, no skew,
+#                repetitions side by side (bench_collectives; issue 19's goal 2 asks <= 1.3x at
+#                8 B and <= 1.1x at 4 MiB: on 2 shared cores 8 B could not be judged)
+#   race         4 ranks, one random straggler per step (the paper's injection, 2 step times):
+#                adaptive against PyTorch DDP with the same weights, data order and delays, and
+#                sync and DDP without imbalance, seeds 1-2 (trainer/ref/ddp_race.sh; issue 21:
+#                on 2 shared cores a sleeping straggler frees a core for the others)
+# Delays are scaled to the step time this machine's balanced sync run measures. The data: the
+# Fashion-MNIST subset carried in the build folder ($B/gpu-data), else the system's copy.
+# Budget CORE_CHECK_BUDGET seconds (default 330); each step's limit is cut to what is left.
+# CORE_CHECK_QUICK=1: a short version that checks the steps themselves on any machine (fewer
+# iterations, 2,048 samples, one epoch, one seed; tests/device/core_check_quick.sh).
+# Everything goes under $OUT (default ./core-check-out): this log, each step's log, the
+# benchmark's JSON, the race's run files and its pcoll-compare table. Ends with a summary table.
+# Exit: 0 when every step passed, 1 otherwise.
+set -u
+cd "$(dirname "$0")/../.."
+B=${B:-build}
+OUT=${OUT:-$PWD/core-check-out}
+mkdir -p "$OUT" || { echo "core_check: cannot create OUT=$OUT" >&2; exit 2; }
+OUT=$(cd "$OUT" && pwd)
+BUDGET=${CORE_CHECK_BUDGET:-330}
+QUICK=${CORE_CHECK_QUICK:-0}
+T0=$(date +%s)
+SUMMARY=()
+FAILED=0
+. tests/device/steps.sh # step, row, elapsed, check_binaries
+
+DDP_NOTE=""
+preflight() {
+  echo "core_check: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), build folder $B, OUT=$OUT, budget ${BUDGET}s$([ "$QUICK" = 1 ] && echo ", quick")"
+  echo "== host: $(uname -srm); $(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-?}")"
+  local n
+  n=$(nproc)
+  echo "== cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') x $n"
+  ((n >= 16)) || echo "== WARNING: $n cores: 8 ranks do not have a core each, so the figures are not a core per rank's"
+  echo "== binaries (ldd: what is missing on this machine)"
+  check_binaries
+  echo "  MPI: $(command -v mpirun > /dev/null && mpirun --version 2>&1 | head -1 || echo 'no mpirun')"
+  if python3 -c 'import torch' 2> /dev/null; then
+    echo "== python3 with torch $(python3 -c 'import torch; print(torch.__version__)')"
+  else
+    DDP_NOTE="no python3 with torch: the race runs without DDP; "
+    echo "== $DDP_NOTE"
+  fi
+  row preflight DONE "$(elapsed)s" "$n cores; ${DDP_NOTE:-DDP with torch}"
+}
+
+# med/mpi of sync and solo at 8 B and 4 MiB (no skew) from the benchmark's JSON
+collectives_summary() {
+  python3 - "$1" << 'PY' 2> /dev/null || echo "(no python3: see the benchmark's table above)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+for r in d["results"]:
+    if r["skew"] == "none" and r["mode"] in ("sync", "solo") and r["bytes"] in (8, 4 << 20):
+        print("%-5s %8d B  med/mpi %.2f  mean/mpi %.2f  #wrong %d" % (r["mode"], r["bytes"],
+              r["median_ratio_mpi"], r["mean_ratio_mpi"], r["wrong"]))
+PY
+}
+
+collectives() {
+  local iters=() ; [ "$QUICK" = 1 ] && iters=(--iters 20 --sizes 8,4194304)
+  $MPIRUN -np 8 "$B/bench/bench_collectives" --unit-ms 1 --reps "${REPS:-3}" "${iters[@]}" \
+    --json "$OUT/collectives_p8.json" || return $?
+  echo "== med/mpi (goal: <= 1.3 at 8 B, <= 1.1 at 4 MiB)"
+  collectives_summary "$OUT/collectives_p8.json"
+}
+
+race() {
+  local data=$B/gpu-data/fashion-mnist
+  [ -f "$data/train-images-idx3-ubyte.gz" ] || data=/usr/share/datasets/fashion-mnist
+  local n=12000 epochs=2 seeds="1 2" ddp=()
+  [ "$QUICK" = 1 ] && n=2048 epochs=1 seeds=1
+  [ -n "$DDP_NOTE" ] && ddp=(--no-ddp)
+  local C=(--ranks 4 --seeds "$seeds" --epochs "$epochs" --limit-train "$n" --curve-test 1000
+    --train-opts "--epoch-mode global" --both-opts "--milestones 1 --data-path $data"
+    --partial-opts "--tau 4" --out "$OUT/race" "${ddp[@]}")
+  DDP_PY=python3 bash trainer/ref/ddp_race.sh "${C[@]}" --imbalances none --modes sync || return $?
+  DDP_PY=python3 bash trainer/ref/ddp_race.sh "${C[@]}" --imbalances random1 --modes adaptive
+}
+
+main() {
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
+  export OMPI_MCA_rmaps_base_oversubscribe=1
+  MPIRUN="mpirun --oversubscribe --bind-to none"
+  export B OUT QUICK MPIRUN DDP_NOTE
+  export -f collectives collectives_summary race
+  preflight
+  step collectives 150 collectives
+  STEP_NOTE=$DDP_NOTE
+  step race 300 race
+  echo; echo "==== summary (t=$(elapsed)s; logs and JSON under $OUT)"
+  printf '%-12s %-8s %6s  %s\n' step verdict time detail
+  printf '%s\n' "${SUMMARY[@]}"
+  [ -f "$OUT/collectives_p8.json" ] && { echo "== collectives, 8 ranks, no skew"; collectives_summary "$OUT/collectives_p8.json"; }
+  [ -f "$OUT/race/compare-p4.md" ] && { echo "== race, 4 ranks (time vs DDP, to target vs DDP: below 1 is sooner)";
+    grep -E '^\| (mode|sync|adaptive|pytorch-ddp)' "$OUT/race/compare-p4.md"; }
+  return $FAILED
+}
+
+export OUT
+main "$@" 2>&1 | tee "$OUT/core_check.log"
+exit "${PIPESTATUS[0]}"

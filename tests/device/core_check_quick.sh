@@ -1,0 +1,31 @@
+#!/bin/bash
+# core_check_quick.sh: `make core-check` in its short form (CORE_CHECK_QUICK=1) on this machine:
+# it exits 0, the summary has a PASS row for the benchmark and the race, the benchmark's JSON
+# holds sync and solo at 8 B and 4 MiB with no wrong result, and the race's table has the sync
+# run without imbalance and the adaptive run under the random straggler (and DDP's rows when
+# python3 has torch). Checks the steps, not the figures (those need a core per rank).
+set -u
+B=${B:-build}
+OUT=$(mktemp -d /tmp/core-check-test.XXXXXX)
+trap 'rm -rf "$OUT"' EXIT
+fail() { echo "FAIL: $*"; tail -40 "$OUT/stdout" | sed 's/^/    /'; exit 1; }
+OUT=$OUT CORE_CHECK_QUICK=1 make --no-print-directory -s core-check B="$B" HAVE_JANSSON= MPICC= > "$OUT/stdout" 2>&1 ||
+  fail "make core-check exited $?"
+for s in collectives race; do grep -qE "^$s +PASS" "$OUT/stdout" || fail "no PASS row for $s"; done
+grep -qE '^preflight +DONE' "$OUT/stdout" || fail "no preflight row"
+python3 - "$OUT/collectives_p8.json" << 'PY' || fail "collectives_p8.json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+got = {(r["mode"], r["bytes"]) for r in d["results"] if r["skew"] == "none" and r["wrong"] == 0}
+need = {(m, b) for m in ("sync", "solo", "mpi_allreduce") for b in (8, 4 << 20)}
+sys.exit(0 if need <= got else print("missing:", need - got) or 1)
+PY
+T=$OUT/race/compare-p4.md
+[ -s "$T" ] || fail "no race table $T"
+grep -qE '^\| sync \| 4 \| none ' "$T" || fail "race: no sync row without imbalance"
+grep -qE '^\| adaptive[^|]* \| 4 \| random:k=1,' "$T" || fail "race: no adaptive row under the random straggler"
+if python3 -c 'import torch' 2> /dev/null; then
+  [ "$(grep -cE '^\| pytorch-ddp \| 4 \|' "$T")" = 2 ] || fail "race: want DDP's two rows (torch is here)"
+fi
+[ -s "$OUT/core_check.log" ] || fail "no log under \$OUT"
+echo "ok: make core-check (quick): benchmark and race steps PASS, JSON and race table complete"

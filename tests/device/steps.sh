@@ -1,0 +1,80 @@
+# steps.sh: the step runner of the device-machine checks (tests/cuda/gpu_check.sh,
+# tests/device/core_check.sh), sourced by them. Each step runs in its own session with its own
+# time limit, cut to what is left of the caller's budget; on time-out the whole session (mpirun,
+# its ranks, any child) is killed; a failing step never stops the next. One summary row per step.
+#
+# The caller sets, before calling step:
+#   T0 (start, date +%s), BUDGET (s), OUT (logs go to $OUT/NAME.log), SUMMARY=() and FAILED=0;
+#   STEP_SKIP_WHY: non-empty: every step prints one SKIP line with it and does not run (e.g. no
+#   usable GPU); STEP_NOTE: appended to the next step's summary row.
+
+elapsed() { echo $(($(date +%s) - T0)); }
+row() { SUMMARY+=("$(printf '%-12s %-8s %6s  %s' "$1" "$2" "$3" "$4")"); }
+
+# processes whose session id is $1 (from /proc/PID/stat: state ppid pgrp session after "(comm) ")
+session_pids() {
+  local d st f
+  for d in /proc/[0-9]*; do
+    { read -r st < "$d/stat"; } 2>/dev/null || continue
+    f=(${st##*) })
+    [ "${f[3]}" = "$1" ] && echo "${d#/proc/}"
+  done
+  return 0
+}
+kill_session() { local p; p=$(session_pids "$1"); [ -n "$p" ] && kill -"$2" $p 2>/dev/null; return 0; }
+
+# step NAME LIMIT_S CMD...: CMD in a new session, log $OUT/NAME.log (and on stdout); verdict row
+step() {
+  local name=$1 limit=$2; shift 2
+  if [ -n "${STEP_SKIP_WHY:-}" ]; then
+    echo "SKIP $name: $STEP_SKIP_WHY"
+    row "$name" SKIP - "$STEP_SKIP_WHY"
+    return 0
+  fi
+  local left=$((T0 + BUDGET - $(date +%s)))
+  ((limit > left)) && limit=$left
+  if ((limit < 10)); then
+    echo "SKIP $name: time budget of ${BUDGET}s spent"
+    row "$name" SKIP - "budget spent"; FAILED=1
+    return 0
+  fi
+  echo; echo "==== [$name] limit ${limit}s, at t=$(elapsed)s: $*"
+  local t0 log=$OUT/$name.log rc timed_out=0
+  t0=$(date +%s)
+  setsid bash -c '"$@"' "$name" "$@" > "$log" 2>&1 < /dev/null &
+  local pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    if (($(date +%s) - t0 >= limit)); then
+      timed_out=1
+      echo "==== [$name] TIME-OUT after ${limit}s: killing its session"
+      kill_session "$pid" TERM
+      sleep 3
+      kill_session "$pid" KILL
+      break
+    fi
+    sleep 1
+  done
+  wait "$pid" 2>/dev/null; rc=$?
+  kill_session "$pid" KILL  # anything that outlived the step's leader
+  ((timed_out)) && rc=124
+  tail -40 "$log"
+  local verdict=PASS note=${STEP_NOTE:-}
+  if ((rc == 124)); then verdict=TIMEOUT; elif ((rc != 0)); then verdict=FAIL; fi
+  [ "$verdict" = PASS ] || FAILED=1
+  row "$name" "$verdict" "$(($(date +%s) - t0))s" "rc=$rc ${note}log $log"
+  STEP_NOTE=""
+  return 0
+}
+
+# the binaries under $B whose libraries are missing on this machine (ldd), and how many were checked
+check_binaries() {
+  local f n=0 miss
+  for f in "$B"/bin/* "$B"/tests/* "$B"/bench/*; do
+    [ -f "$f" ] && [ -x "$f" ] && head -c 4 "$f" 2>/dev/null | grep -q ELF || continue
+    n=$((n + 1))
+    miss=$(ldd "$f" 2>&1 | awk '/not found/{print $1}' | tr '\n' ' ')
+    [ -n "$miss" ] && echo "  MISSING for $f: $miss"
+  done
+  echo "  $n binaries checked"
+  [ "$n" -gt 0 ] || echo "  no binaries under $B: build with 'make build-all' and carry the build folder"
+}
