@@ -3,13 +3,14 @@
 # it exits 0, the summary has a PASS row for the benchmark and the race, the benchmark's JSON
 # holds sync and solo at 8 B and 4 MiB with no wrong result, and the race's table has the sync
 # run without imbalance and the adaptive run under the random straggler (and DDP's rows when
-# python3 has torch). Checks the steps, not the figures (those need a core per rank).
+# python3 has torch). Checks the steps, not the figures (those need a core per rank); its budget
+# (540 s) and the steps' limits are hang detectors, 6-8 times what the steps take here.
 set -u
 B=${B:-build}
 OUT=$(mktemp -d /tmp/core-check-test.XXXXXX)
 trap 'rm -rf "$OUT"' EXIT
 fail() { echo "FAIL: $*"; tail -40 "$OUT/stdout" | sed 's/^/    /'; exit 1; }
-OUT=$OUT CORE_CHECK_QUICK=1 make --no-print-directory -s core-check B="$B" HAVE_JANSSON= MPICC= > "$OUT/stdout" 2>&1 ||
+OUT=$OUT CORE_CHECK_QUICK=1 CORE_CHECK_BUDGET=540 make --no-print-directory -s core-check B="$B" HAVE_JANSSON= MPICC= > "$OUT/stdout" 2>&1 ||
   fail "make core-check exited $?"
 for s in collectives race; do grep -qE "^$s +PASS" "$OUT/stdout" || fail "no PASS row for $s"; done
 grep -qE '^preflight +DONE' "$OUT/stdout" || fail "no preflight row"
