@@ -34,16 +34,11 @@ FAILED=0
 GPU=""        # non-empty: a usable GPU (the device line of nn_bench_gpu --check)
 NOGPU_WHY=""
 
-. tests/device/steps.sh  # step, row, elapsed, check_binaries
+. tests/device/steps.sh  # step, row, elapsed, host_lines, check_binaries
 
 preflight() {
   echo "gpu_check: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), build folder $B, OUT=$OUT, budget ${BUDGET}s"
-  echo "== host: $(uname -srm); $(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-?}")"
-  # libnn is built with -march=native (trainer/nn.mk): the build machine's vector ISA must be here
-  local fl miss_isa="" x
-  fl=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
-  for x in avx2 fma bmi2 f16c; do [[ $fl == *" $x "* ]] || miss_isa="$miss_isa $x"; done
-  echo "== cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') x $(nproc)${miss_isa:+; WARNING: lacks$miss_isa (libnn built with -march=native: expect SIGILL)}"
+  host_lines
   echo "== binaries (ldd: what is missing on this machine)"
   check_binaries
   echo "== resolved libraries (eager-train, test_cuda_layers, test_pcoll_device)"

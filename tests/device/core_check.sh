@@ -30,15 +30,14 @@ QUICK=${CORE_CHECK_QUICK:-0}
 T0=$(date +%s)
 SUMMARY=()
 FAILED=0
-. tests/device/steps.sh # step, row, elapsed, check_binaries
+. tests/device/steps.sh # step, row, elapsed, host_lines, check_binaries
 
 DDP_NOTE=""
 preflight() {
   echo "core_check: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), build folder $B, OUT=$OUT, budget ${BUDGET}s$([ "$QUICK" = 1 ] && echo ", quick")"
-  echo "== host: $(uname -srm); $(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-?}")"
+  host_lines
   local n
   n=$(nproc)
-  echo "== cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') x $n"
   ((n >= 16)) || echo "== WARNING: $n cores: 8 ranks do not have a core each, so the figures are not a core per rank's"
   echo "== binaries (ldd: what is missing on this machine)"
   check_binaries

@@ -66,6 +66,16 @@ step() {
   return 0
 }
 
+# the host and its CPU; libnn is built with -march=native (trainer/nn.mk) unless NN_ARCH says
+# otherwise: the build machine's vector ISA must be here
+host_lines() {
+  echo "== host: $(uname -srm); $(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-?}")"
+  local fl miss_isa="" x
+  fl=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
+  for x in avx2 fma bmi2 f16c; do [[ $fl == *" $x "* ]] || miss_isa="$miss_isa $x"; done
+  echo "== cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') x $(nproc)${miss_isa:+; WARNING: lacks$miss_isa (libnn built with -march=native: expect SIGILL)}"
+}
+
 # the binaries under $B whose libraries are missing on this machine (ldd), and how many were checked
 check_binaries() {
   local f n=0 miss
