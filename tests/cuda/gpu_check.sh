@@ -24,17 +24,10 @@
 set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}
-OUT=${OUT:-$PWD/gpu-check-out}
-mkdir -p "$OUT" || { echo "gpu_check: cannot create OUT=$OUT" >&2; exit 2; }
-OUT=$(cd "$OUT" && pwd)
-BUDGET=${GPU_CHECK_BUDGET:-450}
-T0=$(date +%s)
-SUMMARY=()
-FAILED=0
+. tests/device/steps.sh # steps_init, step, row, elapsed, host_lines, check_binaries
+steps_init gpu-check "${GPU_CHECK_BUDGET:-450}"
 GPU=""        # non-empty: a usable GPU (the device line of nn_bench_gpu --check)
 NOGPU_WHY=""
-
-. tests/device/steps.sh  # step, row, elapsed, host_lines, check_binaries
 
 preflight() {
   echo "gpu_check: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), build folder $B, OUT=$OUT, budget ${BUDGET}s"

@@ -22,15 +22,9 @@
 set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}
-OUT=${OUT:-$PWD/core-check-out}
-mkdir -p "$OUT" || { echo "core_check: cannot create OUT=$OUT" >&2; exit 2; }
-OUT=$(cd "$OUT" && pwd)
-BUDGET=${CORE_CHECK_BUDGET:-330}
+. tests/device/steps.sh # steps_init, step, row, elapsed, host_lines, check_binaries
+steps_init core-check "${CORE_CHECK_BUDGET:-330}"
 QUICK=${CORE_CHECK_QUICK:-0}
-T0=$(date +%s)
-SUMMARY=()
-FAILED=0
-. tests/device/steps.sh # step, row, elapsed, host_lines, check_binaries
 
 DDP_NOTE=""
 preflight() {

@@ -3,10 +3,21 @@
 # time limit, cut to what is left of the caller's budget; on time-out the whole session (mpirun,
 # its ranks, any child) is killed; a failing step never stops the next. One summary row per step.
 #
-# The caller sets, before calling step:
-#   T0 (start, date +%s), BUDGET (s), OUT (logs go to $OUT/NAME.log), SUMMARY=() and FAILED=0;
+# The caller calls steps_init first (OUT, BUDGET, T0, SUMMARY, FAILED), and may set
 #   STEP_SKIP_WHY: non-empty: every step prints one SKIP line with it and does not run (e.g. no
 #   usable GPU); STEP_NOTE: appended to the next step's summary row.
+
+# steps_init NAME BUDGET_S: OUT (default ./NAME-out, made absolute; logs go to $OUT/STEP.log), the
+# budget, the start time, an empty summary
+steps_init() {
+  OUT=${OUT:-$PWD/$1-out}
+  mkdir -p "$OUT" || { echo "$1: cannot create OUT=$OUT" >&2; exit 2; }
+  OUT=$(cd "$OUT" && pwd)
+  BUDGET=$2
+  T0=$(date +%s)
+  SUMMARY=()
+  FAILED=0
+}
 
 elapsed() { echo $(($(date +%s) - T0)); }
 row() { SUMMARY+=("$(printf '%-12s %-8s %6s  %s' "$1" "$2" "$3" "$4")"); }
