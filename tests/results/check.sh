@@ -154,6 +154,14 @@ compare_paired)
   jq -e '[.tables[0].rows[] | select(.mode == "sync") | .samples_to_target.mean] | length == 2 and all(. == 76800)' \
     "$TMP/p.json" >/dev/null || fail "samples_to_target in --json: $(jq -c '.tables[0].rows[].samples_to_target' "$TMP/p.json")"
   "$V" results/schema/compare.schema.json "$TMP/p.json" >/dev/null || fail "compare schema"
+  # single runs: the paired Δ where a row has no sync run under its own imbalance (its Δ is '-'):
+  # solo seed 2 under linear skew against sync seed 2 run balanced, 85 - 86; not where every row
+  # has its own sync (the paired Δ would repeat Δ)
+  rc 0 "$C" "$TMP/sync_s2_none.json" $D/repeat/fmnist_solo_seed2.json
+  contains "$TMP/out" '| - | -1.00 [1] |'
+  contains "$TMP/out" 'note: paired Δ: each run'
+  rc 0 "$C" $D/runs/fmnist_sync.json $D/runs/fmnist_solo.json
+  grep -q 'paired Δ' "$TMP/out" && fail "paired Δ shown where every row has its own sync run"
   # two sync runs of seed 2 that end in different weights: a broken premise, named, not paired
   jq '.config.imbalance = "linear:unit=20" | .epochs[-1].weights_hash = "0123456789abcdef"' \
     "$TMP/sync_s2_none.json" >"$TMP/sync_s2_lin.json"
@@ -181,13 +189,14 @@ compare_ddp)
   # DDP rows: "time vs DDP" = this wall / the DDP row's of the same imbalance (sync 40/36, solo
   # 20/36), "to target vs DDP" likewise (sync 30/27, solo 15/27); DDP's own speedup vs sync 40/36;
   # the DDP row comes first; keys eager-train has and DDP lacks (tau, div, policy-opts, eval-every,
-  # quiet) split nothing
+  # quiet) split nothing; DDP without imbalance has no sync row of its own, so the paired columns
+  # show (DDP's seed-1 run against sync seed 1 under linear skew: +0.00)
   rc 0 "$C" $D/runs/fmnist_sync.json $D/runs/fmnist_solo.json $D/ddp
-  has "$TMP/out" '| mode/policy | ranks | imbalance | n | wall (s) | to target (s) | top-1 (%) | top-5 (%) | Δtop-1 (pts) | speedup | time vs DDP | to target vs DDP | staleness mean | staleness max | max streak | fresh | wait per rank |'
-  has "$TMP/out" '| pytorch-ddp | 4 | linear:unit=20 | 1 | 36.0 | 27.0 | 85.00 | - | +0.00 | 1.11x | 1.00 | 1.00 | - | - | - | - | - |'
-  has "$TMP/out" '| sync | 4 | linear:unit=20 | 1 | 40.0 | 30.0 | 85.00 | 99.00 | +0.00 | 1.00x | 1.11 | 1.11 | 0.00 | 0 | 0 | 1.000 | w=[3.00,2.00,1.00,0.00]s |'
-  has "$TMP/out" '| solo | 4 | linear:unit=20 | 1 | 20.0 | 15.0 | 83.00 | 99.00 | -2.00 | 2.00x | 0.56 | 0.56 | 0.75 | 3 | 3 | 0.500 | w=[0.10,0.10,0.20,0.00]s |'
-  has "$TMP/out" '| pytorch-ddp | 4 | none | 1 | 32.0 | 24.0 | 85.00 | - | - | - | 1.00 | 1.00 | - | - | - | - | - |'
+  has "$TMP/out" '| mode/policy | ranks | imbalance | n | wall (s) | to target (s) | top-1 (%) | top-5 (%) | Δtop-1 (pts) | paired Δ (pts) | samples to target / sync'"'"'s | speedup | time vs DDP | to target vs DDP | staleness mean | staleness max | max streak | fresh | wait per rank |'
+  has "$TMP/out" '| pytorch-ddp | 4 | linear:unit=20 | 1 | 36.0 | 27.0 | 85.00 | - | +0.00 | +0.00 [1] | 1.00 [1] | 1.11x | 1.00 | 1.00 | - | - | - | - | - |'
+  has "$TMP/out" '| sync | 4 | linear:unit=20 | 1 | 40.0 | 30.0 | 85.00 | 99.00 | +0.00 | - | - | 1.00x | 1.11 | 1.11 | 0.00 | 0 | 0 | 1.000 | w=[3.00,2.00,1.00,0.00]s |'
+  has "$TMP/out" '| solo | 4 | linear:unit=20 | 1 | 20.0 | 15.0 | 83.00 | 99.00 | -2.00 | -2.00 [1] | 1.00 [1] | 2.00x | 0.56 | 0.56 | 0.75 | 3 | 3 | 0.500 | w=[0.10,0.10,0.20,0.00]s |'
+  has "$TMP/out" '| pytorch-ddp | 4 | none | 1 | 32.0 | 24.0 | 85.00 | - | - | +0.00 [1] | 1.00 [1] | - | 1.00 | 1.00 | - | - | - | - | - |'
   contains "$TMP/out" 'note: vs DDP: this row'
   lacks "$TMP/out" 'runs differ'
   grep '^| [a-z]' "$TMP/out" | cut -d'|' -f2,4 | tr -d ' ' | tr '\n' ' ' >"$TMP/order"
