@@ -240,17 +240,17 @@ static void make_rows(group_t *g) {
 static void compare_rows(compare_t *c, group_t *g) {
     sync_baselines(g);
     ddp_baselines(g);
-    for (int j = 0; j < g->rows.n; j++) g->has_ddp |= !strcmp(((row_t *)g->rows.v[j])->mode, "ddp");
+    int pairs = g->classif ? paired_deltas(c, g) : 0, repeats = 0, nobase = 0, unpaired_base = 0;
+    for (int j = 0; j < g->rows.n; j++) {
+        const row_t *row = g->rows.v[j];
+        g->has_ddp |= !strcmp(row->mode, "ddp");
+        repeats |= row->runs.n > 1;
+        nobase |= row->base < 0;
+        unpaired_base |= row->base < 0 && row->pdtop1.n > 0;
+    }
     /* the paired columns where they say more than Δ: rows with repeats (a mean ± error over
      * pairs), or a row without a sync run under its own imbalance (its Δ is '-', its pairs are
      * with the sync runs of its seeds under another) */
-    int repeats = 0, unpaired_base = 0;
-    for (int j = 0; j < g->rows.n; j++) repeats |= ((row_t *)g->rows.v[j])->runs.n > 1;
-    int pairs = g->classif ? paired_deltas(c, g) : 0;
-    for (int j = 0; j < g->rows.n; j++) {
-        const row_t *row = g->rows.v[j];
-        unpaired_base |= row->base < 0 && row->pdtop1.n > 0;
-    }
     if (pairs && (repeats || unpaired_base) && (g->paired = 1))
         pl_push(&g->notes,
                 astrdup("note: paired Δ: each run's top-1 minus that of the sync run with the same seed "
@@ -260,8 +260,6 @@ static void compare_rows(compare_t *c, group_t *g) {
         pl_push(&g->notes,
                 astrdup("note: rows with n > 1 are repeats of one setting and mode: mean ± sample std "
                         "(run-to-run noise)"));
-    int nobase = 0;
-    for (int j = 0; j < g->rows.n; j++) nobase |= ((row_t *)g->rows.v[j])->base < 0;
     if (nobase)
         pl_push(&g->notes,
                 astrdup("note: '-' in speedup / Δ: no sync run of the same setting and imbalance"));

@@ -97,6 +97,5 @@ main() {
   return $FAILED
 }
 
-export OUT
 main "$@" 2>&1 | tee "$OUT/core_check.log"
 exit "${PIPESTATUS[0]}"
