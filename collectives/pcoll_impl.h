@@ -265,6 +265,16 @@ void plan_round(struct pcoll *h, uint64_t r, plan_t *pl);
 int plan_satisfied(const struct pcoll *h, const plan_t *pl, uint64_t r, int self_ready, uint64_t tree_cnt);
 uint64_t pcoll_mix64(uint64_t x);
 
+/* create.c */
+/* Checks rule r for a P-rank communicator: 1, or 0 with the reason in msg. */
+int pcoll_rule_check(const pcoll_rule_t *r, int P, char *msg, size_t len);
+/* Copies rule r (its wait set too) into e, in force from round `from`. */
+int pcoll_rule_copy(rule_ent_t *e, uint64_t from, const pcoll_rule_t *r);
+/* Frees what h owns. comms: the communicators too (only when nothing can be pending on them).
+ * retire: h itself stays, closed, so that a late call gets PCOLL_ERR_STATE. */
+void pcoll_destroy(struct pcoll *h, int comms, int retire);
+extern char pcoll_create_err[512]; /* message of the latest failed pcoll_create (no handle) */
+
 /* pcoll.c */
 void pcoll_set_error(struct pcoll *h, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 double pcoll_now(void);

@@ -1,0 +1,486 @@
+/* create.c -- libpcoll handles made and unmade: the default configuration, the arguments checked
+ * locally and then agreed across ranks (every rank reaches the same verdict and names the same
+ * field and rank), the buffers, the device data path, the communicators and the threads; and
+ * pcoll_destroy, which frees what a handle owns (pcoll_finalize in pcoll.c decides when). */
+#include "collectives/pcoll_impl.h"
+#include <stdlib.h>
+#include <string.h>
+
+void pcoll_config_default(pcoll_config_t *c) {
+    memset(c, 0, sizeof *c);
+    c->rule.mode = PCOLL_SYNC;
+    c->rule.quorum = 1;
+    c->div = PCOLL_DIV_NONE;
+    c->seed = 0x5EED;
+    c->ring = 16;
+    c->records = 4096;
+    c->tau = 0;
+    c->horizon = 0;
+    c->poll_max_us = 200;
+    c->spin_us = 50;
+}
+
+int pcoll_rule_copy(rule_ent_t *e, uint64_t from, const pcoll_rule_t *r) {
+    e->from = from;
+    e->mode = r->mode;
+    e->quorum = r->quorum;
+    e->nwait = 0;
+    e->wait = NULL;
+    if (r->nwait > 0) {
+        e->wait = malloc((size_t)r->nwait * sizeof(int));
+        if (!e->wait) return PCOLL_ERR_NOMEM;
+        memcpy(e->wait, r->wait, (size_t)r->nwait * sizeof(int));
+        e->nwait = r->nwait;
+    }
+    return PCOLL_OK;
+}
+
+int pcoll_rule_check(const pcoll_rule_t *r, int P, char *msg, size_t len) {
+    if (r->mode < PCOLL_SYNC || r->mode > PCOLL_QUORUM)
+        return snprintf(msg, len, "rule.mode %d is not a pcoll_mode_t", (int)r->mode), 0;
+    if (r->mode == PCOLL_QUORUM && r->quorum < 1)
+        return snprintf(msg, len, "rule.quorum %d: quorum mode needs Q >= 1", r->quorum), 0;
+    if (r->nwait < 0 || (r->nwait > 0 && !r->wait))
+        return snprintf(msg, len, "rule.nwait %d with wait=%p", r->nwait, (void *)r->wait), 0;
+    for (int i = 0; i < r->nwait; i++)
+        if (r->wait[i] < 0 || r->wait[i] >= P)
+            return snprintf(msg, len, "rule.wait[%d] = %d is not a rank of a %d-rank communicator", i,
+                            r->wait[i], P),
+                   0;
+    return 1;
+}
+
+/* The fields every rank must agree on, exchanged at creation. */
+typedef struct {
+    int64_t ok, n, mem, mode, quorum, div, ring, tau, horizon, nwait;
+    uint64_t seed, waithash;
+} agree_t;
+static const char *agree_names[] = {"(local arguments)", "n",          "mem",  "rule.mode",
+                                    "rule.quorum",       "div",        "ring", "tau",
+                                    "horizon",           "rule.nwait", "seed", "rule.wait"};
+
+/* Handles that pcoll_finalize freed: only the struct itself stays, marked closing, so that a
+ * thread that calls the library after finalize returned (e.g. a controller stopped after
+ * finalize) gets PCOLL_ERR_STATE instead of touching freed memory. Kept reachable from here. */
+static struct pcoll *g_retired;
+static pthread_mutex_t g_retired_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void pcoll_ring_free_buf(struct pcoll *h, float *b) {
+#ifdef PCOLL_HAVE_NCCL
+    if (h->mem == PCOLL_MEM_DEVICE) {
+        pcoll_dev_free(b);
+        return;
+    }
+#endif
+    (void)h;
+    free(b);
+}
+
+/* Frees everything the handle owns. comms: free the communicators too (only when no operation
+ * can be pending on them). retire: keep the struct as a closed shell (see g_retired). */
+void pcoll_destroy(struct pcoll *h, int comms, int retire) {
+    if (!h) return;
+    if (comms && h->ctl != MPI_COMM_NULL) MPI_Comm_free(&h->ctl);
+    if (comms && h->data != MPI_COMM_NULL) MPI_Comm_free(&h->data);
+    if (comms && h->hb != MPI_COMM_NULL) MPI_Comm_free(&h->hb);
+    free(h->hb_req);
+    free(h->hb_buf);
+    free(h->hb_sent);
+    free(h->hb_recv);
+    free(h->peers);
+    free(h->heard_at);
+    free(h->left);
+#ifdef PCOLL_HAVE_NCCL
+    if (h->mem == PCOLL_MEM_DEVICE) { /* device buffers */
+        pcoll_dev_free(h->dep[0]);
+        pcoll_dev_free(h->dep[1]);
+        pcoll_dev_free(h->zeros);
+        pcoll_dev_free(h->scratch);
+    } else
+#endif
+    {
+        free(h->dep[0]);
+        free(h->dep[1]);
+        free(h->zeros);
+        free(h->scratch);
+    }
+    if (h->ring)
+        for (int i = 0; i < h->K; i++) {
+            pcoll_ring_free_buf(h, h->ring[i].buf);
+            pcoll_record_free(&h->ring[i].rec);
+        }
+#ifdef PCOLL_HAVE_NCCL
+    if (h->mem == PCOLL_MEM_DEVICE) pcoll_dev_close(h->dev);
+#endif
+    free(h->ring);
+    if (h->recs)
+        for (int i = 0; i < h->R; i++) pcoll_record_free(&h->recs[i].r);
+    free(h->recs);
+    for (int i = 0; i < h->nrules; i++) free(h->rules[i].wait);
+    free(h->rules);
+    free(h->joined);
+    free(h->streak);
+    free(h->active);
+    free(h->ready_round);
+    free(h->cnt_round);
+    free(h->cnt_val);
+    free(h->sent_to);
+    free(h->recv_from);
+    free(h->plan.inwait);
+    free(h->max_streak);
+    if (retire) { /* keep the struct: closing stays set, mutex and conditions stay valid;
+                       the fields are never written again (a late enter() only touches inflight) */
+        pthread_mutex_lock(&g_retired_mu);
+        h->retired_next = g_retired;
+        g_retired = h;
+        pthread_mutex_unlock(&g_retired_mu);
+        return;
+    }
+    pthread_mutex_destroy(&h->mu);
+    pthread_cond_destroy(&h->cv_app);
+    pthread_cond_destroy(&h->cv_eng);
+    pthread_cond_destroy(&h->cv_live);
+    free(h);
+}
+
+char pcoll_create_err[512]; /* message of a failed pcoll_create (no handle to hang it on) */
+
+#ifdef PCOLL_HAVE_NCCL
+/* MPI_Finalize deletes MPI_COMM_SELF's attributes first: there, every rank closes its cached
+ * NCCL communicators together (ncclCommFinalize + ncclCommDestroy, pcoll_nccl.cu). */
+static int dev_at_finalize(MPI_Comm c, int kv, void *attr, void *extra) {
+    (void)c;
+    (void)kv;
+    (void)attr;
+    (void)extra;
+    pcoll_dev_shutdown();
+    return MPI_SUCCESS;
+}
+static void dev_finalize_hook(void) {
+    static int done;
+    int kv;
+    if (done || MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, dev_at_finalize, &kv, NULL) != MPI_SUCCESS)
+        return;
+    done = MPI_Comm_set_attr(MPI_COMM_SELF, kv, NULL) == MPI_SUCCESS;
+}
+
+/* Device data path, collective: NCCL when every rank has its own GPU, else STAGED (NCCL refuses
+ * two ranks of a communicator on one GPU).  PCOLL_DEVICE_PATH=nccl|staged forces a path (if any
+ * rank asks for staged, all use it).  Every rank returns the same code. */
+static int dev_setup(struct pcoll *h, MPI_Comm comm, const char *key) {
+    int P = h->P, me = h->me;
+    char msg[400] = "";
+    enum { KEY = 192 };
+    char *keys = malloc((size_t)P * KEY);
+    if (!keys) return PCOLL_ERR_NOMEM;
+    char mine[KEY];
+    memset(mine, 0, sizeof mine);
+    snprintf(mine, sizeof mine, "%s", key);
+    MPI_Allgather(mine, KEY, MPI_CHAR, keys, KEY, MPI_CHAR, comm);
+    int dup = 0;
+    for (int p = 0; p < P && !dup; p++)
+        for (int q = p + 1; q < P && !dup; q++)
+            dup = !strncmp(keys + (size_t)p * KEY, keys + (size_t)q * KEY, KEY);
+    free(keys);
+    const char *env = getenv("PCOLL_DEVICE_PATH");
+    int want = env && !strcmp(env, "staged") ? 2 : env && !strcmp(env, "nccl") ? 1 : 0, any = 0;
+    MPI_Allreduce(&want, &any, 1, MPI_INT, MPI_MAX, comm);
+    int path = any == 2   ? PCOLL_DEVPATH_STAGED
+               : any == 1 ? PCOLL_DEVPATH_NCCL
+               : dup      ? PCOLL_DEVPATH_STAGED
+                          : PCOLL_DEVPATH_NCCL;
+    unsigned char id[256];
+    memset(id, 0, sizeof id);
+    size_t idn = pcoll_dev_id_bytes();
+    int ok = idn <= sizeof id, all_ok = 0;
+    int reuse = 0; /* NCCL once per run: the communicator rank 0 names, if every rank holds it */
+    if (ok && path == PCOLL_DEVPATH_NCCL) {
+        unsigned char cid[256] = {0};
+        int have = pcoll_dev_cached_id(cid, P, me);
+        if (me == 0) memcpy(id, cid, idn);
+        MPI_Bcast(id, (int)idn, MPI_BYTE, 0, comm);
+        have = have && !memcmp(id, cid, idn);
+        MPI_Allreduce(&have, &reuse, 1, MPI_INT, MPI_LAND, comm);
+        if (!reuse) dev_finalize_hook();
+    }
+    if (ok && path == PCOLL_DEVPATH_NCCL && !reuse) {
+        if (me == 0) ok = pcoll_dev_nccl_id(id, msg, sizeof msg) == PCOLL_OK;
+        MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, comm);
+        if (!all_ok) {
+            snprintf(pcoll_create_err, sizeof pcoll_create_err, "pcoll_create: rank 0: %s", msg[0] ? msg : "NCCL id");
+            return PCOLL_ERR_MPI;
+        }
+        MPI_Bcast(id, (int)idn, MPI_BYTE, 0, comm);
+    }
+    h->dev = pcoll_dev_open(path, P, me, id, h->nbuf, (size_t)META * (size_t)P, msg, sizeof msg);
+    ok = h->dev != NULL;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, comm);
+    if (!all_ok) {
+        if (!ok)
+            snprintf(pcoll_create_err, sizeof pcoll_create_err, "pcoll_create: rank %d: device data path (%s): %s",
+                     me, path == PCOLL_DEVPATH_NCCL ? "NCCL" : "staged", msg);
+        else
+            snprintf(pcoll_create_err, sizeof pcoll_create_err,
+                     "pcoll_create: another rank failed to set up the "
+                     "device data path (see its message)");
+        return PCOLL_ERR_MPI;
+    }
+    return PCOLL_OK;
+}
+#endif
+
+/* The caller's own arguments: 1 if usable; else 0, with the reason in msg and the code this rank
+ * returns in *code. Fills the defaults of *cfg (0: default) and, for device memory, this rank's
+ * device (*dev_key: which GPU, to tell whether ranks share one). */
+static int args_local(int P, size_t n, pcoll_mem_t mem, pcoll_config_t *cfg, char *dev_key, size_t keylen,
+                      char *msg, size_t len, int *code) {
+    int ok = 1;
+    *code = PCOLL_ERR_ARG;
+    (void)dev_key, (void)keylen;
+    if (P > PCOLL_MAX_RANKS)
+        ok = 0, snprintf(msg, len, "%d ranks > PCOLL_MAX_RANKS", P);
+    else if (n == 0 || n > (size_t)INT32_MAX - (size_t)META * (size_t)P)
+        ok = 0, snprintf(msg, len, "n = %zu floats is out of range (1 .. 2^31-1-%d)", n, META * P);
+#ifdef PCOLL_HAVE_NCCL
+    else if (mem == PCOLL_MEM_DEVICE && !pcoll_dev_local(&(int){-1}, dev_key, keylen, msg, len))
+        ok = 0, *code = PCOLL_ERR_UNSUPPORTED;
+#else
+    else if (mem == PCOLL_MEM_DEVICE)
+        ok = 0, *code = PCOLL_ERR_UNSUPPORTED,
+        snprintf(msg, len, "mem = device needs the CUDA/NCCL build of libpcoll (this build has host memory only)");
+#endif
+    else if (mem != PCOLL_MEM_HOST && mem != PCOLL_MEM_DEVICE)
+        ok = 0, snprintf(msg, len, "mem = %d", (int)mem);
+    else if (!pcoll_rule_check(&cfg->rule, P, msg, len))
+        ok = 0;
+    else if (cfg->div < PCOLL_DIV_NONE || cfg->div > PCOLL_DIV_FRESH)
+        ok = 0, snprintf(msg, len, "div = %d", (int)cfg->div);
+    else if (cfg->ring < 1 || cfg->ring > (1 << 20))
+        ok = 0, snprintf(msg, len, "ring = %d (need 1 .. 2^20)", cfg->ring);
+    else if (cfg->records < 1)
+        ok = 0, snprintf(msg, len, "records = %d", cfg->records);
+    else if (cfg->tau < 0)
+        ok = 0, snprintf(msg, len, "tau = %d (need >= 0)", cfg->tau);
+    else if (!(cfg->live_period_s >= 0 && cfg->live_period_s <= 3600))
+        ok = 0, snprintf(msg, len, "live_period_s = %g (need 0 .. 3600; 0: default)", cfg->live_period_s);
+    if (cfg->live_period_s == 0) cfg->live_period_s = 0.1;
+    if (cfg->poll_max_us < 1) cfg->poll_max_us = 1;
+    if (cfg->spin_us < 0) cfg->spin_us = 0;
+    return ok;
+}
+
+/* Every rank's verdict on its own arguments and the fields all must share, compared on every rank
+ * (the same data, the same comparison: the same outcome everywhere). PCOLL_OK, or the error with
+ * pcoll_create_err naming the field and the rank: a rank that refused its arguments returns
+ * local_code with its own message, the others PCOLL_ERR_ARG pointing at it. */
+static int args_agree(MPI_Comm comm, int P, int me, int ok, size_t n, pcoll_mem_t mem, const pcoll_config_t *cfg,
+                      const char *msg, int local_code) {
+    agree_t a = {ok,
+                 (int64_t)n,
+                 mem,
+                 cfg->rule.mode,
+                 cfg->rule.mode == PCOLL_QUORUM ? cfg->rule.quorum : 0,
+                 cfg->div,
+                 cfg->ring,
+                 cfg->tau,
+                 cfg->horizon,
+                 cfg->rule.nwait,
+                 cfg->seed,
+                 1469598103934665603ull};
+    for (int i = 0; ok && i < cfg->rule.nwait; i++)
+        a.waithash = (a.waithash ^ (uint64_t)cfg->rule.wait[i]) * 1099511628211ull;
+    agree_t *all = malloc((size_t)P * sizeof *all);
+    if (!all) return PCOLL_ERR_NOMEM;
+    if (MPI_Allgather(&a, (int)sizeof a, MPI_BYTE, all, (int)sizeof a, MPI_BYTE, comm) != MPI_SUCCESS) {
+        free(all);
+        return PCOLL_ERR_MPI;
+    }
+    int field = -1, bad = -1, rc = PCOLL_OK;
+    for (int p = 0; p < P && field < 0; p++)
+        if (!all[p].ok) field = 0, bad = p;
+    const int64_t *v0 = &all[0].n;
+    for (int p = 1; p < P && field < 0; p++) {
+        const int64_t *vp = &all[p].n;
+        for (int f = 0; f < 9 && field < 0; f++)
+            if (vp[f] != v0[f]) field = f + 1, bad = p;
+        if (field < 0 && all[p].seed != all[0].seed) field = 10, bad = p;
+        if (field < 0 && all[p].waithash != all[0].waithash) field = 11, bad = p;
+    }
+    if (field == 0) {
+        if (bad == me)
+            snprintf(pcoll_create_err, sizeof pcoll_create_err, "pcoll_create: rank %d: %s", me, msg);
+        else
+            snprintf(pcoll_create_err, sizeof pcoll_create_err,
+                     "pcoll_create: rank %d rejected its arguments (see its message); no handle created on any rank",
+                     bad);
+        rc = bad == me ? local_code : PCOLL_ERR_ARG;
+    } else if (field == 11) {
+        snprintf(pcoll_create_err, sizeof pcoll_create_err,
+                 "pcoll_create: argument mismatch: rule.wait differs between rank 0 and rank %d", bad);
+        rc = PCOLL_ERR_MISMATCH;
+    } else if (field > 0) {
+        long long x0 = field <= 9 ? (long long)v0[field - 1] : (long long)all[0].seed;
+        long long xb = field <= 9 ? (long long)(&all[bad].n)[field - 1] : (long long)all[bad].seed;
+        snprintf(pcoll_create_err, sizeof pcoll_create_err,
+                 "pcoll_create: argument mismatch: %s is %lld on rank 0 but %lld on rank %d (every rank must "
+                 "pass the same)",
+                 agree_names[field], x0, xb, bad);
+        rc = PCOLL_ERR_MISMATCH;
+    }
+    free(all);
+    return rc;
+}
+
+/* The handle with its buffers, records and rule table, or NULL (*code says why). An allocation
+ * failure on any rank fails every rank, so that none is left alone in the next collective. */
+static struct pcoll *handle_alloc(MPI_Comm comm, int P, int me, size_t n, pcoll_mem_t mem,
+                                  const pcoll_config_t *cfg, int *code) {
+    struct pcoll *h = calloc(1, sizeof *h);
+    int nomem = !h, anynomem = nomem;
+    if (h) {
+        h->ctl = h->data = h->hb = MPI_COMM_NULL;
+        pthread_mutex_init(&h->mu, NULL);
+        pthread_cond_init(&h->cv_app, NULL);
+        pthread_cond_init(&h->cv_eng, NULL);
+        pthread_cond_init(&h->cv_live, NULL);
+        h->P = P;
+        h->me = me;
+        h->n = n;
+        h->nbuf = n + (size_t)META * (size_t)P;
+        h->mem = mem;
+        h->cfg = *cfg;
+        h->cfg.rule.wait = NULL;
+        h->K = cfg->ring + 1;
+        h->R = cfg->records;
+        h->peer_failed = -1;
+        size_t bytes = h->nbuf * sizeof(float);
+#ifdef PCOLL_HAVE_NCCL
+        if (mem == PCOLL_MEM_DEVICE) { /* device memory, zeroed */
+            nomem |= !(h->dep[0] = pcoll_dev_calloc(h->nbuf)) || !(h->dep[1] = pcoll_dev_calloc(h->nbuf));
+            nomem |= !(h->zeros = pcoll_dev_calloc(h->nbuf)) || !(h->scratch = pcoll_dev_calloc(h->nbuf));
+        } else
+#endif
+        {
+            nomem |= !(h->dep[0] = calloc(1, bytes)) || !(h->dep[1] = calloc(1, bytes));
+            nomem |= !(h->zeros = calloc(1, bytes)) || !(h->scratch = calloc(1, bytes));
+        }
+        /* ring slots: records now, result buffers when first used (engine.c: ring_slot) */
+        nomem |= !(h->ring = calloc((size_t)h->K, sizeof *h->ring));
+        for (int i = 0; !nomem && i < h->K; i++) nomem |= pcoll_record_init(&h->ring[i].rec, P) != 0;
+        nomem |= !(h->recs = calloc((size_t)h->R, sizeof *h->recs));
+        for (int i = 0; !nomem && i < h->R; i++) nomem |= pcoll_record_init(&h->recs[i].r, P) != 0;
+        nomem |= !(h->rules = calloc(4, sizeof *h->rules));
+        h->caprules = 4;
+        nomem |= !(h->joined = calloc((size_t)P, 1)) || !(h->streak = calloc((size_t)P, 4));
+        nomem |= !(h->active = calloc((size_t)P, sizeof(int)));
+        nomem |= !(h->ready_round = calloc((size_t)P, 8));
+        nomem |= !(h->cnt_round = calloc((size_t)P, 8)) || !(h->cnt_val = calloc((size_t)P, 8));
+        nomem |= !(h->sent_to = calloc((size_t)P, 8)) || !(h->recv_from = calloc((size_t)P, 8));
+        nomem |= !(h->plan.inwait = calloc((size_t)P, 1)) || !(h->max_streak = calloc((size_t)P, 4));
+        nomem |= !(h->hb_req = calloc((size_t)P, sizeof(MPI_Request))) ||
+                 !(h->hb_buf = calloc((size_t)P * HB_LEN, 8));
+        nomem |= !(h->left = calloc((size_t)P, 1));
+        nomem |= !(h->hb_sent = calloc((size_t)P, 8)) || !(h->hb_recv = calloc((size_t)P, 8));
+        nomem |= !(h->peers = calloc((size_t)P, sizeof(pcoll_peer_t))) || !(h->heard_at = calloc((size_t)P, 8));
+        for (int p = 0; !nomem && p < P; p++) {
+            h->hb_req[p] = MPI_REQUEST_NULL;
+            h->peers[p].heard_s = -1;
+            h->active[p] = p;
+        }
+        h->nactive = P;
+        if (!nomem) {
+            nomem |= pcoll_rule_copy(&h->rules[0], 0, &cfg->rule) != 0;
+            h->nrules = 1;
+        }
+    }
+    MPI_Allreduce(&nomem, &anynomem, 1, MPI_INT, MPI_LOR, comm);
+    if (!anynomem) return h;
+    snprintf(pcoll_create_err, sizeof pcoll_create_err, "pcoll_create: out of memory on %s (buffers of %zu floats)",
+             nomem ? "this rank" : "another rank", n + (size_t)META * (size_t)P);
+    pcoll_destroy(h, 1, 0);
+    *code = PCOLL_ERR_NOMEM;
+    return NULL;
+}
+
+/* The handle's communicators, one first message between every pair of ranks, then the engine
+ * and liveness threads. PCOLL_OK, or an error with the handle to be destroyed by the caller. */
+static int handle_start(struct pcoll *h, MPI_Comm comm) {
+    if (MPI_Comm_dup(comm, &h->ctl) != MPI_SUCCESS || MPI_Comm_dup(comm, &h->data) != MPI_SUCCESS ||
+        MPI_Comm_dup(comm, &h->hb) != MPI_SUCCESS)
+        return PCOLL_ERR_MPI;
+    MPI_Comm_set_errhandler(h->ctl, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(h->data, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(h->hb, MPI_ERRORS_RETURN);
+    /* Every pair of ranks exchanges one message here, on this thread, before the engine and
+     * liveness threads start: the transport's connections (TCP between nodes) are then set up
+     * one at a time, not by two threads of each rank connecting to each other at once, which
+     * Open MPI's TCP transport can fail ("connect() failed"). */
+    const int P = h->P;
+    int *wire = calloc((size_t)P * 2, sizeof *wire);
+    int wrc = wire ? MPI_Alltoall(wire, 1, MPI_INT, wire + P, 1, MPI_INT, h->hb) : MPI_ERR_NO_MEM;
+    free(wire);
+    if (wrc != MPI_SUCCESS) {
+        snprintf(pcoll_create_err, sizeof pcoll_create_err, "pcoll_create: the first exchange between all ranks failed");
+        return PCOLL_ERR_MPI;
+    }
+    h->t_last_dep = pcoll_now();
+    if (pthread_create(&h->thread, NULL, pcoll_engine_main, h) != 0) {
+        snprintf(pcoll_create_err, sizeof pcoll_create_err, "pcoll_create: cannot start the engine thread");
+        return PCOLL_ERR_NOMEM; /* other ranks' engines then stall: reported by their watchdog */
+    }
+    h->thread_started = 1;
+    if (pthread_create(&h->live_thread, NULL, pcoll_live_main, h) != 0) {
+        pthread_mutex_lock(&h->mu);
+        pcoll_set_error(h, PCOLL_ERR_NOMEM, "rank %d: cannot start the liveness thread", h->me);
+        pthread_mutex_unlock(&h->mu); /* the engine goes on as a failed rank (zeros) */
+    } else
+        h->live_started = 1;
+    return PCOLL_OK;
+}
+
+/*   MPI ready? -> own arguments -> agreed across ranks -> buffers -> device path -> communicators,
+ *   threads.  Each step that involves the other ranks fails on all of them or on none. */
+int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t *cfg_in, pcoll_t **out) {
+    pcoll_create_err[0] = 0;
+    if (!out) return PCOLL_ERR_ARG;
+    *out = NULL;
+    int inited = 0, level = 0, P = 0, me = 0;
+    MPI_Initialized(&inited);
+    if (!inited) {
+        snprintf(pcoll_create_err, sizeof pcoll_create_err, "pcoll_create: MPI is not initialised");
+        return PCOLL_ERR_STATE;
+    }
+    MPI_Query_thread(&level);
+    if (level < MPI_THREAD_MULTIPLE) {
+        snprintf(pcoll_create_err, sizeof pcoll_create_err,
+                 "pcoll_create: MPI thread level is %d, libpcoll needs MPI_THREAD_MULTIPLE (%d): initialise MPI "
+                 "with MPI_Init_thread(..., MPI_THREAD_MULTIPLE, &provided) and check provided",
+                 level, MPI_THREAD_MULTIPLE);
+        return PCOLL_ERR_THREAD_LEVEL;
+    }
+    MPI_Comm_size(comm, &P);
+    MPI_Comm_rank(comm, &me);
+    pcoll_config_t cfg;
+    if (cfg_in)
+        cfg = *cfg_in;
+    else
+        pcoll_config_default(&cfg);
+
+    char msg[400] = "", dev_key[192] = "";
+    int code = PCOLL_OK;
+    int ok = args_local(P, n, mem, &cfg, dev_key, sizeof dev_key, msg, sizeof msg, &code);
+    int rc = args_agree(comm, P, me, ok, n, mem, &cfg, msg, code);
+    if (rc) return rc;
+    struct pcoll *h = handle_alloc(comm, P, me, n, mem, &cfg, &rc);
+    if (!h) return rc;
+#ifdef PCOLL_HAVE_NCCL
+    if (mem == PCOLL_MEM_DEVICE) rc = dev_setup(h, comm, dev_key);
+#endif
+    if (!rc) rc = handle_start(h, comm);
+    if (rc) {
+        pcoll_destroy(h, 1, 0);
+        return rc;
+    }
+    *out = h;
+    return PCOLL_OK;
+}
