@@ -160,7 +160,7 @@
  *    (only tau_by=policy wait sets change it).
  * ----------------------------------------------------------------------------------------------
  * Policy string (ctl_policy_parse): NAME[,key=value]...   NAME = adaptive | solo | majority |
- * sync | quorum:Q. Keys (one table in policy.c): tau, tau_by (library|policy), lag, window,
+ * sync | quorum:Q. Keys (one table in options.c): tau, tau_by (library|policy), lag, window,
  * dwell (= min_dwell), max_dwell, maj_enter, maj_exit, wait_enter, wait_exit, sync_fresh,
  * sync_streak, sync_wait, probe (= sync_probe), probe_max, light_fresh, pay_enter, pay_exit,
  * cost_n, rule (rate|thresholds), staleness (weight|bound), start (adaptive only: solo |

@@ -95,6 +95,13 @@ typedef struct {
     double L, A, F, T, gain;
 } sig_t;
 
+/* One round's row of the window (active ranks): largest streak, fresh and active ranks, largest
+ * natural streak, unforced fresh and unforced ranks, whether tau forced a wait. */
+typedef struct {
+    uint32_t max, fresh, active, nmax, nfresh, nfree;
+    uint8_t tau;
+} wrow_t;
+
 /* Outcome of a level evaluation: the level to switch to (== current: none), whether the switch is
  * a probe, whether it leaves LIGHT for stale rounds, and the reason. */
 typedef struct {
@@ -120,7 +127,17 @@ double rate_se(const struct ctl_state *s, int l);
 void rate_forget_levels(struct ctl_state *s);
 void rate_probe_all(struct ctl_state *s);
 
-/* policy.c helpers used by rate.c */
+/* options.c */
+int policy_fail(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+const char *rule_str(const pcoll_rule_t *r, char *b, size_t n);
+
+/* thresholds.c: the window signals and rule=thresholds */
+void window_push(struct ctl_state *s, const wrow_t *x);
+sig_t signals(const struct ctl_state *s);
+void thresholds_evaluate(ctl_policy_t *p, uint64_t rg, sig_t g, verdict_t *v);
+void thresholds_switched(ctl_policy_t *p, int to, const verdict_t *v, uint64_t eg);
+
+/* policy.c helpers used by rate.c and thresholds.c */
 const char *level_name(const ctl_policy_t *p, int lv, char *b, size_t n);
 int rec_active(const pcoll_record_t *rec, int i);
 int backoff(int cur, int cap);

@@ -1,0 +1,282 @@
+/* options.c -- the controller policy's configuration: the table of keys with their ranges and
+ * defaults, and the check, parse and format that read it. Pure. */
+#include "controller/policy_impl.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- config */
+
+/* Every policy key, once: name, type, field, range, default. ctl_policy_default, _parse, _format
+ * and the key list of the messages all read this table. Types: 'i' int, 'd' double (finite),
+ * 'e' enum (names in `names`, value = index), 'r' a rule (solo | majority | sync | quorum:Q). */
+typedef struct {
+    const char *key;
+    char type;
+    size_t off;
+    double lo, hi, def;
+    const char *names[4];
+} polkey_t;
+
+#define KI(k, f, lo, hi, def)                                     \
+    {                                                             \
+        k, 'i', offsetof(ctl_policy_cfg_t, f), lo, hi, def, { 0 } \
+    }
+#define KD(k, f, lo, hi, def)                                     \
+    {                                                             \
+        k, 'd', offsetof(ctl_policy_cfg_t, f), lo, hi, def, { 0 } \
+    }
+#define KE(k, f, def, ...)                                                     \
+    {                                                                          \
+        k, 'e', offsetof(ctl_policy_cfg_t, f), 0,                              \
+            sizeof((const char *[]){__VA_ARGS__}) / sizeof(char *) - 1, def, { \
+            __VA_ARGS__                                                        \
+        }                                                                      \
+    }
+static const polkey_t KEYS[] = {
+    KI("tau", tau, 0, 1000000, 0),
+    KE("tau_by", tau_by, CTL_TAU_LIBRARY, "library", "policy"),
+    KI("lag", lag, 1, 1000000, 2),
+    KI("window", window, 1, 65536, 32),
+    KI("dwell", min_dwell, 1, 1 << 30, 32),
+    KI("max_dwell", max_dwell, 1, 1 << 30, 1024),
+    KD("maj_enter", maj_enter, 0, HUGE_VAL, 4.0),
+    KD("maj_exit", maj_exit, 0, HUGE_VAL, 2.0),
+    KD("wait_enter", wait_enter, 0, HUGE_VAL, 0.10),
+    KD("wait_exit", wait_exit, 0, HUGE_VAL, 0.02),
+    KD("sync_fresh", sync_fresh, 0, 1, 0.20),
+    KD("sync_streak", sync_streak, 0, HUGE_VAL, 8.0),
+    KD("sync_wait", sync_wait, 0, 1, 0.50),
+    KI("probe", sync_probe, 1, 1 << 30, 256),
+    KI("probe_max", probe_max, 1, 1 << 30, 4096),
+    KD("light_fresh", light_fresh, 0, 1, 0.0),
+    KD("pay_enter", pay_enter, 0, 100, 1.5),
+    KD("pay_exit", pay_exit, 0, 100, 1.3),
+    KI("cost_n", cost_n, 2, 1024, 32),
+    KE("rule", rule, CTL_RULE_RATE, "rate", "thresholds"),
+    KE("staleness", staleness, CTL_STALE_QUADRATIC, "quadratic", "linear", "bound"),
+    {"start", 'r', offsetof(ctl_policy_cfg_t, base), 0, 0, 0, {0}},
+};
+#define NKEYS (sizeof KEYS / sizeof KEYS[0])
+
+static int *key_int(ctl_policy_cfg_t *c, const polkey_t *k) { return (int *)((char *)c + k->off); }
+static double *key_dbl(ctl_policy_cfg_t *c, const polkey_t *k) { return (double *)((char *)c + k->off); }
+
+static const char *key_list(char *buf, size_t cap) {
+    buf[0] = 0;
+    for (size_t i = 0, n = 0; i < NKEYS && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", KEYS[i].key);
+    return buf;
+}
+
+void ctl_policy_default(ctl_policy_cfg_t *c) {
+    memset(c, 0, sizeof *c);
+    c->kind = CTL_ADAPTIVE;
+    c->base.mode = PCOLL_SOLO;
+    c->base.quorum = 1;
+    for (size_t i = 0; i < NKEYS; i++) {
+        if (KEYS[i].type == 'i' || KEYS[i].type == 'e')
+            *key_int(c, &KEYS[i]) = (int)KEYS[i].def;
+        else if (KEYS[i].type == 'd')
+            *key_dbl(c, &KEYS[i]) = KEYS[i].def;
+    }
+}
+
+int policy_fail(char *err, size_t n, const char *fmt, ...) {
+    if (err && n) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, n, fmt, ap);
+        va_end(ap);
+    }
+    return CTL_ERR_ARG;
+}
+
+int ctl_policy_check(const ctl_policy_cfg_t *c, char *err, size_t n) {
+    if (!c) return policy_fail(err, n, "policy config is NULL");
+    if (c->kind != CTL_STATIC && c->kind != CTL_ADAPTIVE) return policy_fail(err, n, "bad policy kind %d", c->kind);
+    if (c->base.mode < PCOLL_SYNC || c->base.mode > PCOLL_QUORUM)
+        return policy_fail(err, n, "bad base mode %d", (int)c->base.mode);
+    if (c->base.mode == PCOLL_QUORUM && (c->base.quorum < 1 || c->base.quorum > PCOLL_MAX_RANKS))
+        return policy_fail(err, n, "quorum %d out of range 1..%d", c->base.quorum, PCOLL_MAX_RANKS);
+    if (c->base.nwait != 0)
+        return policy_fail(err, n, "base rule must have an empty wait set (nwait=%d)", c->base.nwait);
+    ctl_policy_cfg_t *w = (ctl_policy_cfg_t *)c; /* read through the table's accessors only */
+    for (size_t i = 0; i < NKEYS; i++) {
+        const polkey_t *k = &KEYS[i];
+        if (k->type == 'i' || k->type == 'e') {
+            int v = *key_int(w, k);
+            if (v < k->lo || v > k->hi)
+                return policy_fail(err, n, "%s=%d out of range %.0f..%.0f", k->key, v, k->lo, k->hi);
+        } else if (k->type == 'd') {
+            double v = *key_dbl(w, k);
+            if (!(v >= k->lo && v <= k->hi))
+                return policy_fail(err, n, "%s=%g out of range [%g, %g]", k->key, v, k->lo, k->hi);
+        }
+    }
+    if (c->tau_by == CTL_TAU_POLICY && c->tau > 0 && c->tau < c->lag)
+        return policy_fail(err, n, "tau_by=policy needs tau >= lag (tau=%d, lag=%d)", c->tau, c->lag);
+    if (c->max_dwell < c->min_dwell)
+        return policy_fail(err, n, "max_dwell=%d must be >= dwell=%d", c->max_dwell, c->min_dwell);
+    if (!(c->maj_enter > 0) || !(c->maj_exit < c->maj_enter))
+        return policy_fail(err, n, "need 0 <= maj_exit < maj_enter (maj_exit=%g, maj_enter=%g)", c->maj_exit,
+                    c->maj_enter);
+    if (!(c->wait_enter > 0) || !(c->wait_exit < c->wait_enter))
+        return policy_fail(err, n, "need 0 <= wait_exit < wait_enter (wait_exit=%g, wait_enter=%g)", c->wait_exit,
+                    c->wait_enter);
+    if (!(c->sync_fresh < 1)) return policy_fail(err, n, "sync_fresh=%g out of range [0,1)", c->sync_fresh);
+    if (!(c->sync_streak > 0)) return policy_fail(err, n, "sync_streak=%g must be > 0", c->sync_streak);
+    if (!(c->sync_wait > c->wait_exit))
+        return policy_fail(err, n, "sync_wait=%g must be in (wait_exit, 1]", c->sync_wait);
+    if (!(c->light_fresh < 1)) return policy_fail(err, n, "light_fresh=%g out of range [0,1)", c->light_fresh);
+    if (c->probe_max < c->sync_probe)
+        return policy_fail(err, n, "need 1 <= probe=%d <= probe_max=%d", c->sync_probe, c->probe_max);
+    if (!(c->pay_exit > 0))
+        return policy_fail(err, n, "need pay_enter=%g in [0, 100] (0: off) and pay_exit=%g in (0, 100]",
+                    c->pay_enter, c->pay_exit);
+    return CTL_OK;
+}
+
+static int parse_rule(const char *s, pcoll_rule_t *r) {
+    memset(r, 0, sizeof *r);
+    if (!strcmp(s, "solo")) {
+        r->mode = PCOLL_SOLO;
+        r->quorum = 1;
+        return 0;
+    }
+    if (!strcmp(s, "majority")) {
+        r->mode = PCOLL_MAJORITY;
+        return 0;
+    }
+    if (!strcmp(s, "sync")) {
+        r->mode = PCOLL_SYNC;
+        return 0;
+    }
+    if (!strncmp(s, "quorum:", 7)) {
+        char *end;
+        errno = 0;
+        long q = strtol(s + 7, &end, 10);
+        if (errno || end == s + 7 || *end || q < 1 || q > PCOLL_MAX_RANKS) return -1;
+        r->mode = PCOLL_QUORUM;
+        r->quorum = (int)q;
+        return 0;
+    }
+    return -1;
+}
+
+/* Parses v into key k of c; returns 0 or -1 and what the key wants in *want. */
+static int parse_key(const polkey_t *k, const char *v, ctl_policy_cfg_t *c, char *want, size_t n) {
+    char *end;
+    errno = 0;
+    switch (k->type) {
+    case 'i': {
+        snprintf(want, n, "integer %.0f..%.0f", k->lo, k->hi);
+        long x = strtol(v, &end, 10);
+        if (errno || end == v || *end || x < k->lo || x > k->hi) return -1;
+        *key_int(c, k) = (int)x;
+        return 0;
+    }
+    case 'd': {
+        snprintf(want, n, "number");
+        double x = strtod(v, &end);
+        if (errno || end == v || *end || !isfinite(x)) return -1;
+        *key_dbl(c, k) = x;
+        return 0;
+    }
+    case 'e':
+        snprintf(want, n, "%s%s%s or %s", k->names[0], k->names[2] ? ", " : "",
+                 k->names[2] ? k->names[1] : "", k->names[k->names[2] ? 2 : 1]);
+        for (int i = 0; i < 4 && k->names[i]; i++)
+            if (!strcmp(v, k->names[i])) {
+                *key_int(c, k) = i;
+                return 0;
+            }
+        return -1;
+    default: snprintf(want, n, "solo, majority, sync or quorum:Q"); return parse_rule(v, &c->base);
+    }
+}
+
+int ctl_policy_parse(const char *s, ctl_policy_cfg_t *c, char *err, size_t n) {
+    if (err && n) err[0] = 0;
+    if (!c) return policy_fail(err, n, "policy config is NULL");
+    ctl_policy_default(c);
+    if (!s || !*s) return policy_fail(err, n, "empty policy (expected adaptive, solo, majority, sync or quorum:Q)");
+    char buf[512];
+    if (strlen(s) >= sizeof buf) return policy_fail(err, n, "policy string too long (%zu chars)", strlen(s));
+    strcpy(buf, s);
+    char *save = NULL;
+    char *tok = strtok_r(buf, ",", &save);
+    if (!tok) return policy_fail(err, n, "policy '%s': no policy name", s);
+    if (!strcmp(tok, "adaptive")) {
+        c->kind = CTL_ADAPTIVE;
+    } else {
+        c->kind = CTL_STATIC;
+        if (parse_rule(tok, &c->base))
+            return policy_fail(err, n,
+                        "unknown policy '%s' in '%s' (expected adaptive, solo, majority, sync or quorum:Q "
+                        "with Q >= 1)",
+                        tok, s);
+    }
+    char keys[512];
+    while ((tok = strtok_r(NULL, ",", &save))) {
+        char *eq = strchr(tok, '=');
+        if (!eq)
+            return policy_fail(err, n, "policy '%s': option '%s' has no value (expected key=value; keys: %s)", s,
+                        tok, key_list(keys, sizeof keys));
+        *eq = 0;
+        const char *k = tok, *v = eq + 1;
+        const polkey_t *key = NULL;
+        for (size_t i = 0; i < NKEYS && !key; i++)
+            if (!strcmp(k, KEYS[i].key)) key = &KEYS[i];
+        if (!key)
+            return policy_fail(err, n, "policy '%s': unknown option '%s' (keys: %s)", s, k,
+                        key_list(keys, sizeof keys));
+        if (key->type == 'r' && c->kind != CTL_ADAPTIVE)
+            return policy_fail(err, n, "policy '%s': option 'start' is only for adaptive", s);
+        char want[64];
+        if (parse_key(key, v, c, want, sizeof want))
+            return policy_fail(err, n, "policy '%s': bad value '%s' for option '%s' (%s)", s, v, k, want);
+    }
+    char e2[256];
+    if (ctl_policy_check(c, e2, sizeof e2)) return policy_fail(err, n, "policy '%s': %s", s, e2);
+    return CTL_OK;
+}
+
+const char *rule_str(const pcoll_rule_t *r, char *b, size_t n) {
+    if (r->mode == PCOLL_QUORUM)
+        snprintf(b, n, "quorum:%d", r->quorum);
+    else
+        snprintf(b, n, "%s",
+                 r->mode == PCOLL_SOLO       ? "solo"
+                 : r->mode == PCOLL_MAJORITY ? "majority"
+                                             : "sync");
+    return b;
+}
+
+const char *ctl_policy_format(const ctl_policy_cfg_t *c, char *buf, size_t n) {
+    char r[32];
+    rule_str(&c->base, r, sizeof r);
+    size_t k = (size_t)snprintf(buf, n, "%s", c->kind == CTL_ADAPTIVE ? "adaptive" : r);
+    ctl_policy_cfg_t *w = (ctl_policy_cfg_t *)c;
+    for (size_t i = 0; i < NKEYS && k < n; i++) {
+        const polkey_t *key = &KEYS[i];
+        if (key->type == 'i')
+            k += (size_t)snprintf(buf + k, n - k, ",%s=%d", key->key, *key_int(w, key));
+        else if (key->type == 'd')
+            k += (size_t)snprintf(buf + k, n - k, ",%s=%.17g", key->key, *key_dbl(w, key));
+        else if (key->type == 'e')
+            k += (size_t)snprintf(buf + k, n - k, ",%s=%s", key->key, key->names[*key_int(w, key)]);
+        else if (c->kind == CTL_ADAPTIVE)
+            k += (size_t)snprintf(buf + k, n - k, ",start=%s", r);
+    }
+    return buf;
+}
+
+double ctl_step_cost(const ctl_policy_cfg_t *c, double step_s, double cycle_s) {
+    return c->kind == CTL_ADAPTIVE && c->rule == CTL_RULE_RATE ? cycle_s : step_s;
+}
