@@ -207,7 +207,8 @@ static int dev_setup(struct pcoll *h, MPI_Comm comm, const char *key) {
         if (me == 0) ok = pcoll_dev_nccl_id(id, msg, sizeof msg) == PCOLL_OK;
         MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, comm);
         if (!all_ok) {
-            snprintf(pcoll_create_err, sizeof pcoll_create_err, "pcoll_create: rank 0: %s", msg[0] ? msg : "NCCL id");
+            snprintf(pcoll_create_err, sizeof pcoll_create_err, "pcoll_create: rank 0: %s",
+                     msg[0] ? msg : "NCCL id");
             return PCOLL_ERR_MPI;
         }
         MPI_Bcast(id, (int)idn, MPI_BYTE, 0, comm);
@@ -217,8 +218,9 @@ static int dev_setup(struct pcoll *h, MPI_Comm comm, const char *key) {
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, comm);
     if (!all_ok) {
         if (!ok)
-            snprintf(pcoll_create_err, sizeof pcoll_create_err, "pcoll_create: rank %d: device data path (%s): %s",
-                     me, path == PCOLL_DEVPATH_NCCL ? "NCCL" : "staged", msg);
+            snprintf(pcoll_create_err, sizeof pcoll_create_err,
+                     "pcoll_create: rank %d: device data path (%s): %s", me,
+                     path == PCOLL_DEVPATH_NCCL ? "NCCL" : "staged", msg);
         else
             snprintf(pcoll_create_err, sizeof pcoll_create_err,
                      "pcoll_create: another rank failed to set up the "
@@ -247,7 +249,8 @@ static int args_local(int P, size_t n, pcoll_mem_t mem, pcoll_config_t *cfg, cha
 #else
     else if (mem == PCOLL_MEM_DEVICE)
         ok = 0, *code = PCOLL_ERR_UNSUPPORTED,
-        snprintf(msg, len, "mem = device needs the CUDA/NCCL build of libpcoll (this build has host memory only)");
+        snprintf(msg, len,
+                 "mem = device needs the CUDA/NCCL build of libpcoll (this build has host memory only)");
 #endif
     else if (mem != PCOLL_MEM_HOST && mem != PCOLL_MEM_DEVICE)
         ok = 0, snprintf(msg, len, "mem = %d", (int)mem);
@@ -273,8 +276,8 @@ static int args_local(int P, size_t n, pcoll_mem_t mem, pcoll_config_t *cfg, cha
  * (the same data, the same comparison: the same outcome everywhere). PCOLL_OK, or the error with
  * pcoll_create_err naming the field and the rank: a rank that refused its arguments returns
  * local_code with its own message, the others PCOLL_ERR_ARG pointing at it. */
-static int args_agree(MPI_Comm comm, int P, int me, int ok, size_t n, pcoll_mem_t mem, const pcoll_config_t *cfg,
-                      const char *msg, int local_code) {
+static int args_agree(MPI_Comm comm, int P, int me, int ok, size_t n, pcoll_mem_t mem,
+                      const pcoll_config_t *cfg, const char *msg, int local_code) {
     agree_t a = {ok,
                  (int64_t)n,
                  mem,
@@ -311,7 +314,8 @@ static int args_agree(MPI_Comm comm, int P, int me, int ok, size_t n, pcoll_mem_
             snprintf(pcoll_create_err, sizeof pcoll_create_err, "pcoll_create: rank %d: %s", me, msg);
         else
             snprintf(pcoll_create_err, sizeof pcoll_create_err,
-                     "pcoll_create: rank %d rejected its arguments (see its message); no handle created on any rank",
+                     "pcoll_create: rank %d rejected its arguments (see its message); no handle created on "
+                     "any rank",
                      bad);
         rc = bad == me ? local_code : PCOLL_ERR_ARG;
     } else if (field == 11) {
@@ -381,7 +385,8 @@ static struct pcoll *handle_alloc(MPI_Comm comm, int P, int me, size_t n, pcoll_
                  !(h->hb_buf = calloc((size_t)P * HB_LEN, 8));
         nomem |= !(h->left = calloc((size_t)P, 1));
         nomem |= !(h->hb_sent = calloc((size_t)P, 8)) || !(h->hb_recv = calloc((size_t)P, 8));
-        nomem |= !(h->peers = calloc((size_t)P, sizeof(pcoll_peer_t))) || !(h->heard_at = calloc((size_t)P, 8));
+        nomem |=
+            !(h->peers = calloc((size_t)P, sizeof(pcoll_peer_t))) || !(h->heard_at = calloc((size_t)P, 8));
         for (int p = 0; !nomem && p < P; p++) {
             h->hb_req[p] = MPI_REQUEST_NULL;
             h->peers[p].heard_s = -1;
@@ -395,7 +400,8 @@ static struct pcoll *handle_alloc(MPI_Comm comm, int P, int me, size_t n, pcoll_
     }
     MPI_Allreduce(&nomem, &anynomem, 1, MPI_INT, MPI_LOR, comm);
     if (!anynomem) return h;
-    snprintf(pcoll_create_err, sizeof pcoll_create_err, "pcoll_create: out of memory on %s (buffers of %zu floats)",
+    snprintf(pcoll_create_err, sizeof pcoll_create_err,
+             "pcoll_create: out of memory on %s (buffers of %zu floats)",
              nomem ? "this rank" : "another rank", n + (size_t)META * (size_t)P);
     pcoll_destroy(h, 1, 0);
     *code = PCOLL_ERR_NOMEM;
@@ -420,7 +426,8 @@ static int handle_start(struct pcoll *h, MPI_Comm comm) {
     int wrc = wire ? MPI_Alltoall(wire, 1, MPI_INT, wire + P, 1, MPI_INT, h->hb) : MPI_ERR_NO_MEM;
     free(wire);
     if (wrc != MPI_SUCCESS) {
-        snprintf(pcoll_create_err, sizeof pcoll_create_err, "pcoll_create: the first exchange between all ranks failed");
+        snprintf(pcoll_create_err, sizeof pcoll_create_err,
+                 "pcoll_create: the first exchange between all ranks failed");
         return PCOLL_ERR_MPI;
     }
     h->t_last_dep = pcoll_now();
@@ -452,10 +459,11 @@ int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t 
     }
     MPI_Query_thread(&level);
     if (level < MPI_THREAD_MULTIPLE) {
-        snprintf(pcoll_create_err, sizeof pcoll_create_err,
-                 "pcoll_create: MPI thread level is %d, libpcoll needs MPI_THREAD_MULTIPLE (%d): initialise MPI "
-                 "with MPI_Init_thread(..., MPI_THREAD_MULTIPLE, &provided) and check provided",
-                 level, MPI_THREAD_MULTIPLE);
+        snprintf(
+            pcoll_create_err, sizeof pcoll_create_err,
+            "pcoll_create: MPI thread level is %d, libpcoll needs MPI_THREAD_MULTIPLE (%d): initialise MPI "
+            "with MPI_Init_thread(..., MPI_THREAD_MULTIPLE, &provided) and check provided",
+            level, MPI_THREAD_MULTIPLE);
         return PCOLL_ERR_THREAD_LEVEL;
     }
     MPI_Comm_size(comm, &P);
