@@ -99,7 +99,8 @@ int policy_fail(char *err, size_t n, const char *fmt, ...) {
 
 int ctl_policy_check(const ctl_policy_cfg_t *c, char *err, size_t n) {
     if (!c) return policy_fail(err, n, "policy config is NULL");
-    if (c->kind != CTL_STATIC && c->kind != CTL_ADAPTIVE) return policy_fail(err, n, "bad policy kind %d", c->kind);
+    if (c->kind != CTL_STATIC && c->kind != CTL_ADAPTIVE)
+        return policy_fail(err, n, "bad policy kind %d", c->kind);
     if (c->base.mode < PCOLL_SYNC || c->base.mode > PCOLL_QUORUM)
         return policy_fail(err, n, "bad base mode %d", (int)c->base.mode);
     if (c->base.mode == PCOLL_QUORUM && (c->base.quorum < 1 || c->base.quorum > PCOLL_MAX_RANKS))
@@ -125,20 +126,21 @@ int ctl_policy_check(const ctl_policy_cfg_t *c, char *err, size_t n) {
         return policy_fail(err, n, "max_dwell=%d must be >= dwell=%d", c->max_dwell, c->min_dwell);
     if (!(c->maj_enter > 0) || !(c->maj_exit < c->maj_enter))
         return policy_fail(err, n, "need 0 <= maj_exit < maj_enter (maj_exit=%g, maj_enter=%g)", c->maj_exit,
-                    c->maj_enter);
+                           c->maj_enter);
     if (!(c->wait_enter > 0) || !(c->wait_exit < c->wait_enter))
-        return policy_fail(err, n, "need 0 <= wait_exit < wait_enter (wait_exit=%g, wait_enter=%g)", c->wait_exit,
-                    c->wait_enter);
+        return policy_fail(err, n, "need 0 <= wait_exit < wait_enter (wait_exit=%g, wait_enter=%g)",
+                           c->wait_exit, c->wait_enter);
     if (!(c->sync_fresh < 1)) return policy_fail(err, n, "sync_fresh=%g out of range [0,1)", c->sync_fresh);
     if (!(c->sync_streak > 0)) return policy_fail(err, n, "sync_streak=%g must be > 0", c->sync_streak);
     if (!(c->sync_wait > c->wait_exit))
         return policy_fail(err, n, "sync_wait=%g must be in (wait_exit, 1]", c->sync_wait);
-    if (!(c->light_fresh < 1)) return policy_fail(err, n, "light_fresh=%g out of range [0,1)", c->light_fresh);
+    if (!(c->light_fresh < 1))
+        return policy_fail(err, n, "light_fresh=%g out of range [0,1)", c->light_fresh);
     if (c->probe_max < c->sync_probe)
         return policy_fail(err, n, "need 1 <= probe=%d <= probe_max=%d", c->sync_probe, c->probe_max);
     if (!(c->pay_exit > 0))
         return policy_fail(err, n, "need pay_enter=%g in [0, 100] (0: off) and pay_exit=%g in (0, 100]",
-                    c->pay_enter, c->pay_exit);
+                           c->pay_enter, c->pay_exit);
     return CTL_OK;
 }
 
@@ -205,7 +207,8 @@ int ctl_policy_parse(const char *s, ctl_policy_cfg_t *c, char *err, size_t n) {
     if (err && n) err[0] = 0;
     if (!c) return policy_fail(err, n, "policy config is NULL");
     ctl_policy_default(c);
-    if (!s || !*s) return policy_fail(err, n, "empty policy (expected adaptive, solo, majority, sync or quorum:Q)");
+    if (!s || !*s)
+        return policy_fail(err, n, "empty policy (expected adaptive, solo, majority, sync or quorum:Q)");
     char buf[512];
     if (strlen(s) >= sizeof buf) return policy_fail(err, n, "policy string too long (%zu chars)", strlen(s));
     strcpy(buf, s);
@@ -217,17 +220,18 @@ int ctl_policy_parse(const char *s, ctl_policy_cfg_t *c, char *err, size_t n) {
     } else {
         c->kind = CTL_STATIC;
         if (parse_rule(tok, &c->base))
-            return policy_fail(err, n,
-                        "unknown policy '%s' in '%s' (expected adaptive, solo, majority, sync or quorum:Q "
-                        "with Q >= 1)",
-                        tok, s);
+            return policy_fail(
+                err, n,
+                "unknown policy '%s' in '%s' (expected adaptive, solo, majority, sync or quorum:Q "
+                "with Q >= 1)",
+                tok, s);
     }
     char keys[512];
     while ((tok = strtok_r(NULL, ",", &save))) {
         char *eq = strchr(tok, '=');
         if (!eq)
-            return policy_fail(err, n, "policy '%s': option '%s' has no value (expected key=value; keys: %s)", s,
-                        tok, key_list(keys, sizeof keys));
+            return policy_fail(err, n, "policy '%s': option '%s' has no value (expected key=value; keys: %s)",
+                               s, tok, key_list(keys, sizeof keys));
         *eq = 0;
         const char *k = tok, *v = eq + 1;
         const polkey_t *key = NULL;
@@ -235,7 +239,7 @@ int ctl_policy_parse(const char *s, ctl_policy_cfg_t *c, char *err, size_t n) {
             if (!strcmp(k, KEYS[i].key)) key = &KEYS[i];
         if (!key)
             return policy_fail(err, n, "policy '%s': unknown option '%s' (keys: %s)", s, k,
-                        key_list(keys, sizeof keys));
+                               key_list(keys, sizeof keys));
         if (key->type == 'r' && c->kind != CTL_ADAPTIVE)
             return policy_fail(err, n, "policy '%s': option 'start' is only for adaptive", s);
         char want[64];
