@@ -110,7 +110,10 @@ void pcoll_destroy(struct pcoll *h, int comms, int retire) {
             pcoll_record_free(&h->ring[i].rec);
         }
 #ifdef PCOLL_HAVE_NCCL
-    if (h->mem == PCOLL_MEM_DEVICE) pcoll_dev_close(h->dev);
+    if (h->mem == PCOLL_MEM_DEVICE) {
+        if (!comms) pcoll_dev_mark_broken(h->dev); /* failed: its NCCL communicator is not reused */
+        pcoll_dev_close(h->dev);
+    }
 #endif
     free(h->ring);
     if (h->recs)
@@ -213,9 +216,13 @@ static int dev_setup(struct pcoll *h, MPI_Comm comm, const char *key) {
         }
         MPI_Bcast(id, (int)idn, MPI_BYTE, 0, comm);
     }
-    h->dev = pcoll_dev_open(path, P, me, id, h->nbuf, (size_t)META * (size_t)P, msg, sizeof msg);
+    h->dev = pcoll_dev_open(path, P, me, h->nbuf, (size_t)META * (size_t)P, msg, sizeof msg);
     ok = h->dev != NULL;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, comm);
+    if (all_ok && path == PCOLL_DEVPATH_NCCL) { /* only once every rank has its CUDA resources */
+        ok = pcoll_dev_connect(h->dev, id, msg, sizeof msg) == PCOLL_OK;
+        MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, comm);
+    }
     if (!all_ok) {
         if (!ok)
             snprintf(pcoll_create_err, sizeof pcoll_create_err,

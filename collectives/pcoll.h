@@ -194,7 +194,11 @@ int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t 
  * training step does: deposit, then wait). The engine is then not woken for this deposit, since
  * the waiting thread drives the round itself (host memory): one thread wake-up less per round.
  * Only a hint: if no pcoll_wait follows, the engine still starts the round, within its 50 ms
- * safety-net sleep instead of at once. */
+ * safety-net sleep instead of at once.
+ * Device memory (PCOLL_MEM_DEVICE): g may be device or host memory; it is copied on the library's
+ * own stream, which does not wait for the caller's streams: whatever writes g must have completed
+ * (its stream synchronised) before the call. The call returns once the copy is done, switching to
+ * this rank's GPU for it if the calling thread has another one current. */
 enum { PCOLL_ACCUMULATE = 1, PCOLL_WAIT_NEXT = 2 };
 int pcoll_deposit(pcoll_t *h, const float *g, int flags);
 
@@ -225,8 +229,10 @@ enum { PCOLL_WAIT_CONSUMED = 0, PCOLL_WAIT_NEWER = 1 };
 int pcoll_wait(pcoll_t *h, int how, double timeout_s, uint64_t *round);
 
 /* Hands out the next completed round not yet handed out, in round order: *result points to its
- * n floats (valid until the next pcoll_next call; with PCOLL_MEM_DEVICE a device pointer, and the
- * calling thread must have this rank's GPU current), rec (may be NULL; else initialised with
+ * n floats (valid until the next pcoll_next call; with PCOLL_MEM_DEVICE a device pointer, the
+ * calling thread must have this rank's GPU current, and work the caller queued on its own streams
+ * that reads the result must have completed before that next call, which hands the buffer to a
+ * later round), rec (may be NULL; else initialised with
  * pcoll_record_init for >= pcoll_size(h) ranks, or PCOLL_ERR_ARG) gets its record. Returns
  * PCOLL_EMPTY when there is none. Never blocks. */
 int pcoll_next(pcoll_t *h, uint64_t *round, const float **result, pcoll_record_t *rec);

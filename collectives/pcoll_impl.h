@@ -237,9 +237,15 @@ int pcoll_dev_nccl_id(void *id, char *msg, size_t mlen);
 int pcoll_dev_cached_id(void *id, int P, int me);
 void pcoll_dev_shutdown(void);
 long pcoll_dev_comm_inits(void);
-pcoll_dev_t *pcoll_dev_open(int path, int P, int me, const void *id, size_t nbuf, size_t nmeta, char *msg,
-                            size_t mlen);
+pcoll_dev_t *pcoll_dev_open(int path, int P, int me, size_t nbuf, size_t nmeta, char *msg, size_t mlen);
 void pcoll_dev_close(pcoll_dev_t *d);
+/* Collective, NCCL path only, once every rank's pcoll_dev_open has succeeded (the caller agrees
+ * on that first: ncclCommInitRank waits for every rank, so a rank that failed before it must not
+ * leave the others there). */
+int pcoll_dev_connect(pcoll_dev_t *d, const void *id, char *msg, size_t mlen);
+/* The handle failed: pcoll_dev_close aborts its NCCL communicator (whose operations may be out of
+ * step between ranks) instead of keeping it for the next handle. */
+void pcoll_dev_mark_broken(pcoll_dev_t *d);
 int pcoll_dev_path(const pcoll_dev_t *d);
 float *pcoll_dev_calloc(size_t nfloats);
 void pcoll_dev_free(float *p);

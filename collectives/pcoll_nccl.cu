@@ -35,6 +35,7 @@ struct pcoll_dev {
     cudaEvent_t dep_ev[2], done_ev;
     ncclComm_t comm;
     int cached;                   /* comm belongs to the comm cache (slot index), -1: own */
+    int broken;                   /* the handle failed: its comm may be out of step, never cached again */
     float *meta_in, *meta_out;    /* pinned, nmeta floats (NCCL path) */
     float *host_send, *host_recv; /* pinned, nbuf floats (staged path) */
 };
@@ -210,6 +211,15 @@ void pcoll_dev_free(float *p) {
 void pcoll_dev_close(pcoll_dev_t *d) {
     if (!d) return;
     cudaSetDevice(d->device);
+    if (d->comm && d->broken) { /* abort first: a reduction stuck on a failed peer must not block the sync */
+        if (d->cached >= 0) {
+            pthread_mutex_lock(&g_comm_mu);
+            memset(&g_comm[d->cached], 0, sizeof g_comm[d->cached]);
+            pthread_mutex_unlock(&g_comm_mu);
+        }
+        ncclCommAbort(d->comm);
+        d->comm = NULL;
+    }
     if (d->st) cudaStreamSynchronize(d->st);
     if (d->comm && d->cached >= 0) { /* back to the cache for the next handle over these ranks */
         pthread_mutex_lock(&g_comm_mu);
@@ -230,9 +240,8 @@ void pcoll_dev_close(pcoll_dev_t *d) {
     free(d);
 }
 
-/* Collective for the NCCL path (every rank calls it with the same id). */
-pcoll_dev_t *pcoll_dev_open(int path, int P, int me, const void *id, size_t nbuf, size_t nmeta, char *msg,
-                            size_t mlen) {
+/* The device data path's CUDA resources (streams, events, pinned buffers); local. */
+pcoll_dev_t *pcoll_dev_open(int path, int P, int me, size_t nbuf, size_t nmeta, char *msg, size_t mlen) {
     pcoll_dev_t *d = (pcoll_dev_t *)calloc(1, sizeof *d);
     if (!d) {
         snprintf(msg, mlen, "out of memory");
@@ -262,20 +271,25 @@ pcoll_dev_t *pcoll_dev_open(int path, int P, int me, const void *id, size_t nbuf
         pcoll_dev_close(d);
         return NULL;
     }
-    if (path == PCOLL_DEVPATH_NCCL) {
-        ncclUniqueId uid;
-        memcpy(&uid, id, sizeof uid);
-        ncclResult_t r = take_comm(d, &uid);
-        if (r != ncclSuccess) {
-            snprintf(msg, mlen, "ncclCommInitRank (rank %d of %d, device %d): %s%s%s", me, P, d->device,
-                     ncclGetErrorString(r), ncclGetLastError(NULL) ? ": " : "",
-                     ncclGetLastError(NULL) ? ncclGetLastError(NULL) : "");
-            d->comm = NULL;
-            pcoll_dev_close(d);
-            return NULL;
-        }
-    }
     return d;
+}
+
+/* Collective, NCCL path (see pcoll_impl.h). */
+int pcoll_dev_connect(pcoll_dev_t *d, const void *id, char *msg, size_t mlen) {
+    ncclUniqueId uid;
+    memcpy(&uid, id, sizeof uid);
+    ncclResult_t r = take_comm(d, &uid);
+    if (r != ncclSuccess) {
+        snprintf(msg, mlen, "ncclCommInitRank (rank %d of %d, device %d): %s%s%s", d->me, d->P, d->device,
+                 ncclGetErrorString(r), ncclGetLastError(NULL) ? ": " : "",
+                 ncclGetLastError(NULL) ? ncclGetLastError(NULL) : "");
+        d->comm = NULL;
+        return PCOLL_ERR_MPI;
+    }
+    return PCOLL_OK;
+}
+void pcoll_dev_mark_broken(pcoll_dev_t *d) {
+    if (d) d->broken = 1;
 }
 
 int pcoll_dev_path(const pcoll_dev_t *d) { return d ? d->path : 0; }
@@ -293,7 +307,7 @@ int pcoll_dev_thread_init(pcoll_dev_t *d, char *msg, size_t mlen) {
  * stream; records dep_ev[slot] (the engine waits on it before reading dst) and returns once the
  * copy is done, so the caller may reuse g at once (the contract of pcoll_deposit).  g may be
  * device or host memory (cudaMemcpyDefault; unified addressing). */
-int pcoll_dev_deposit(pcoll_dev_t *d, int slot, float *dst, const float *g, size_t n, int accumulate,
+static int deposit_on(pcoll_dev_t *d, int slot, float *dst, const float *g, size_t n, int accumulate,
                       char *msg, size_t mlen) {
     if (accumulate) {
         cudaPointerAttributes a;
@@ -311,6 +325,16 @@ int pcoll_dev_deposit(pcoll_dev_t *d, int slot, float *dst, const float *g, size
     CU(cudaEventRecord(d->dep_ev[slot], d->cst));
     CU(cudaEventSynchronize(d->dep_ev[slot]));
     return PCOLL_OK;
+}
+
+int pcoll_dev_deposit(pcoll_dev_t *d, int slot, float *dst, const float *g, size_t n, int accumulate,
+                      char *msg, size_t mlen) {
+    int cur = -1;
+    CU(cudaGetDevice(&cur));
+    if (cur != d->device) CU(cudaSetDevice(d->device)); /* a kernel launches only on its stream's device */
+    int rc = deposit_on(d, slot, dst, g, n, accumulate, msg, mlen);
+    if (cur != d->device) cudaSetDevice(cur);
+    return rc;
 }
 
 static int wait_stream(pcoll_dev_t *d, char *msg, size_t mlen) {

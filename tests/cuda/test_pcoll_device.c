@@ -108,7 +108,14 @@ static void check_reuse(pinv_t *t, const gpu_t *d) {
     CHECK(pcoll_finalize(&h2, 120.0) == PCOLL_OK, "second handle: finalize");
     CHECK(pcoll_dev_comm_inits() == before, "second handle created a new NCCL communicator (%ld -> %ld)",
           before, pcoll_dev_comm_inits());
-    if (!me) printf("reuse: %ld NCCL communicator(s) for two handles\n", pcoll_dev_comm_inits());
+    const char *path = getenv("PCOLL_DEVICE_PATH");
+    if (path && !strcmp(path, "nccl")) /* forced NCCL: exactly one communicator, else nothing was reused */
+        CHECK(pcoll_dev_comm_inits() == 1, "--path nccl: %ld NCCL communicators for two handles (want 1)",
+              pcoll_dev_comm_inits());
+    if (!me && before == 0)
+        printf("reuse: n/a (staged path: no NCCL communicator)\n");
+    else if (!me)
+        printf("reuse: %ld NCCL communicator(s) for two handles\n", pcoll_dev_comm_inits());
 }
 
 int main(int argc, char **argv) {
