@@ -83,6 +83,9 @@ int main(void) {
     EXPECT(nn_cuda_conv_algo_allowed(NN_CUDA_CONV_BWD_DATA, CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT, dflt,
                                      NN_CUDA_TF32_ALL),
            "TF32: FFT allowed");
+    EXPECT(!nn_cuda_conv_algo_allowed(NN_CUDA_CONV_FWD, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                                      CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, on),
+           "TF32: conversion to fp16/bf16 refused (more than TF32 allows)");
     EXPECT(!nn_cuda_conv_algo_allowed(NN_CUDA_CONV_FWD, CUDNN_CONVOLUTION_FWD_ALGO_FFT, dflt,
                                       NN_CUDA_TF32_CUBLAS),
            "cuBLAS-only TF32 is strict for convolutions");

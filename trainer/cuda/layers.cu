@@ -106,13 +106,34 @@ static int may_search(nn_cuda_model_t *m, const nn_layer_t *l) {
     return NN_OK;
 }
 
-/* the fastest successful entry of a cudnnFind* result that rules.c allows, or -1 */
+/* the real workspace of (algo, math) on layer g at the current descriptors; NOT_SUPPORTED when
+ * cuDNN has no kernel for that pair */
+static cudnnStatus_t ws_of(nn_cuda_model_t *m, gl_t *g, const cudnnConvolutionFwdAlgoPerf_t &p, size_t *s) {
+    return cudnnGetConvolutionForwardWorkspaceSize(m->dnn, g->xd, g->wd, g->cd, g->yd, p.algo, s);
+}
+static cudnnStatus_t ws_of(nn_cuda_model_t *m, gl_t *g, const cudnnConvolutionBwdDataAlgoPerf_t &p,
+                           size_t *s) {
+    return cudnnGetConvolutionBackwardDataWorkspaceSize(m->dnn, g->wd, g->yd, g->cd, g->xd, p.algo, s);
+}
+static cudnnStatus_t ws_of(nn_cuda_model_t *m, gl_t *g, const cudnnConvolutionBwdFilterAlgoPerf_t &p,
+                           size_t *s) {
+    return cudnnGetConvolutionBackwardFilterWorkspaceSize(m->dnn, g->xd, g->yd, g->cd, g->wd, p.algo, s);
+}
+/* the fastest successful entry of a cudnnFind* result that rules.c allows and that cuDNN accepts
+ * with the math type it will run under (*ws: its workspace under that math type), or -1 */
 template <typename Perf>
-static int first_allowed(const nn_cuda_model_t *m, int kind, const Perf *perf, int ret) {
-    for (int k = 0; k < ret; k++)
-        if (perf[k].status == CUDNN_STATUS_SUCCESS &&
-            nn_cuda_conv_algo_allowed(kind, (int)perf[k].algo, (int)perf[k].mathType, m->tf32))
-            return k;
+static int first_allowed(nn_cuda_model_t *m, gl_t *g, int kind, const Perf *perf, int ret, size_t *ws) {
+    for (int k = 0; k < ret; k++) {
+        if (perf[k].status != CUDNN_STATUS_SUCCESS ||
+            !nn_cuda_conv_algo_allowed(kind, (int)perf[k].algo, (int)perf[k].mathType, m->tf32))
+            continue;
+        size_t s = 0;
+        if (cudnnSetConvolutionMathType(g->cd, run_math(m, perf[k].mathType)) != CUDNN_STATUS_SUCCESS ||
+            ws_of(m, g, perf[k], &s) != CUDNN_STATUS_SUCCESS)
+            continue;
+        *ws = s > perf[k].memory ? s : perf[k].memory;
+        return k;
+    }
     return -1;
 }
 
@@ -120,7 +141,8 @@ static const char *const KIND_NAME[] = {"forward", "backward-data", "backward-fi
 
 #define PICK(kind, perf, ret, algo_out, math_out, ws_out)                                                 \
     do {                                                                                                  \
-        int k_ = first_allowed(m, kind, perf, ret);                                                       \
+        size_t w_ = 0;                                                                                    \
+        int k_ = first_allowed(m, g, kind, perf, ret, &w_);                                               \
         if (k_ < 0) {                                                                                     \
             seterr(m, "%s: no usable cuDNN %s algorithm (N=%d, tf32=%d)", l->name, KIND_NAME[kind], m->N, \
                    m->tf32);                                                                              \
@@ -128,7 +150,7 @@ static const char *const KIND_NAME[] = {"forward", "backward-data", "backward-fi
         }                                                                                                 \
         algo_out = perf[k_].algo;                                                                         \
         math_out = run_math(m, perf[k_].mathType);                                                        \
-        ws_out = perf[k_].memory;                                                                         \
+        ws_out = w_;                                                                                      \
         TRY(grow_ws(m, ws_out));                                                                          \
     } while (0)
 

@@ -116,7 +116,7 @@ struct nn_cuda_model {
     gl_t *gl;
     unsigned char *dinit;
     /* batch */
-    int N, T, have_fwd;
+    int N, T, have_fwd, fwd_training; /* fwd_training: m->training of the latest forward */
     double loss;
     int top1, top5;
     unsigned long long ws_gen; /* +1 per workspace reallocation (a captured graph holds the old one) */

@@ -26,6 +26,7 @@ static int transform_algo(int kind, int a) {
 }
 
 int nn_cuda_conv_algo_allowed(int kind, int algo, int math, int tf32) {
+    if (math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) return 0; /* fp32 down-converted to fp16/bf16 */
     if (tf32 & NN_CUDA_TF32_CUDNN) return 1;
     if (math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) return 0;
     return !transform_algo(kind, algo);

@@ -44,6 +44,7 @@ int finish_results(nn_cuda_model_t *m) {
     m->top1 = m->task == NN_TASK_CLASSIFY ? m->res_h->top1 : 0;
     m->top5 = m->task == NN_TASK_CLASSIFY ? m->res_h->top5 : 0;
     m->have_fwd = 1;
+    m->fwd_training = m->training;
     return NN_OK;
 }
 

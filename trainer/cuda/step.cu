@@ -13,6 +13,19 @@ void drop_graph(nn_cuda_model_t *m) {
     m->warmN = 0;
 }
 
+/* Backward needs the batch statistics of a training-mode forward (cuDNN's saved mean and inverse
+ * std): refused in evaluation mode, as the CPU backend refuses it. */
+static int refuse_eval_bn(nn_cuda_model_t *m, int training, const char *what) {
+    if (training) return NN_OK;
+    for (int li = 0; li < m->nlayers; li++)
+        if (m->layers[li].type == L_BN) {
+            seterr(m, "%s in evaluation mode (BN uses running statistics); call nn_cuda_set_training(m, 1)%s",
+                   what, m->training ? " and run a forward" : "");
+            return NN_ERR_ARG;
+        }
+    return NN_OK;
+}
+
 /* the failure a void call kept (nn_cuda_zero_grad), once */
 static int take_sticky(nn_cuda_model_t *m) {
     int rc = m->sticky;
@@ -81,13 +94,7 @@ int nn_cuda_backward(nn_cuda_model_t *m) {
         seterr(m, "nn_cuda_backward without a forward");
         return NN_ERR_ARG;
     }
-    if (!m->training)
-        for (int li = 0; li < m->nlayers; li++)
-            if (m->layers[li].type == L_BN) {
-                seterr(m, "nn_cuda_backward in evaluation mode (BN uses running statistics); call "
-                          "nn_cuda_set_training(m, 1)");
-                return NN_ERR_ARG;
-            }
+    TRY(refuse_eval_bn(m, m->training && m->fwd_training, "nn_cuda_backward"));
     return run_backward(m);
 }
 
@@ -99,6 +106,7 @@ int nn_cuda_step_graph(nn_cuda_model_t *m, const nn_batch_t *b) {
     int T = 0;
     TRY(take_sticky(m));
     TRY(check_batch(m, b, &T));
+    TRY(refuse_eval_bn(m, m->training, "nn_cuda_step_graph"));
     int has_lstm = 0;
     for (int li = 0; li < m->nlayers; li++) has_lstm |= m->layers[li].type == L_LSTM;
     TRY(stage_batch(m, b, T));
