@@ -2,15 +2,20 @@
 # gpu_check.sh (`make gpu-check`): the first run on a GPU machine, in one command, from a build
 # folder made on another machine (nothing is rebuilt; no compiler or headers needed there).
 #
-#   On the build machine:  make build-all -j2     (build/ stays under 64 MiB; it holds a
-#                                                   Fashion-MNIST subset in build/gpu-data/)
+#   On the build machine:  make build-all -j2 NN_ARCH=x86-64-v3
+#                          (build/ stays under 64 MiB and holds a Fashion-MNIST subset in
+#                          build/gpu-data/; NN_ARCH: libnn's loops must run on the GPU machine's
+#                          CPU, and -march=native would use the build machine's AVX-512)
 #   On the GPU machine:    make gpu-check          (or: B=build bash tests/cuda/gpu_check.sh)
 #
 # Steps, each with its own time limit, in its own session (on time-out the whole session is
 # killed: mpirun, its ranks, test binaries); a failing step never stops the next:
-#   preflight   ldd of every binary (what is missing), nvidia-smi, cuDNN / NCCL / CUDA runtime /
-#               MPI versions; decides whether a usable GPU is present
-#   tests       the GPU tests: tests/run.sh T='^cuda_' (tests/cuda.tests)
+#   preflight   ldd of every binary (a missing library is looked up in the usual folders, pip's
+#               nvidia/*/lib included, and LD_LIBRARY_PATH extended), nvidia-smi, cuDNN / NCCL / CUDA runtime /
+#               MPI versions; decides whether a usable GPU is present (a GPU that nvidia-smi
+#               lists but the binaries cannot use fails here, and the steps run to show why)
+#   pcoll       libpcoll's device tests: tests/run.sh T='^cuda_pcoll_' (tests/cuda.tests)
+#   tests       the backend's GPU tests (layers, PyTorch references) and the static CUDA checks
 #   bench-gpu   trainer/cuda/bench_gpu.sh with NN_BENCH_ITERS (default 5) steps per model
 #   collectives the partial-allreduce benchmark with device buffers, 4 ranks, small sizes
 #   train       mpirun -np 2 eager-train --device cuda, 2 epochs on the carried Fashion-MNIST
@@ -24,7 +29,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}
-. tests/device/steps.sh # steps_init, step, row, elapsed, host_lines, check_binaries
+. tests/device/steps.sh # steps_init, step, row, elapsed, host_lines, resolve_libraries, check_binaries
 steps_init gpu-check "${GPU_CHECK_BUDGET:-450}"
 GPU=""        # non-empty: a usable GPU (the device line of nn_bench_gpu --check)
 NOGPU_WHY=""
@@ -33,6 +38,7 @@ preflight() {
   echo "gpu_check: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), build folder $B, OUT=$OUT, budget ${BUDGET}s"
   host_lines
   echo "== binaries (ldd: what is missing on this machine)"
+  resolve_libraries
   check_binaries
   echo "== resolved libraries (eager-train, test_cuda_layers, test_pcoll_device)"
   { ldd "$B/bin/eager-train"; ldd "$B/tests/test_cuda_layers"; ldd "$B/tests/test_pcoll_device"; } 2>/dev/null |
@@ -57,12 +63,24 @@ preflight() {
   else
     NOGPU_WHY=${GPU#nn_bench_gpu: }
     GPU=""
+    # listed by the driver but not usable by the binaries (a library missing, a driver too old for
+    # this CUDA): a failure, and the steps run anyway so that their logs say what breaks
+    if command -v nvidia-smi > /dev/null && timeout 20 nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+      echo "== FAIL: nvidia-smi lists a GPU but it is not usable: $NOGPU_WHY"
+      GPU_UNUSABLE=1
+      GPU="unusable: $NOGPU_WHY"
+    fi
   fi
   # GPU_CHECK_ASSUME_GPU=1 runs the steps anyway (to try this script's step runner without a GPU)
   [ -z "$GPU" ] && [ "${GPU_CHECK_ASSUME_GPU:-0}" = 1 ] && GPU="assumed (GPU_CHECK_ASSUME_GPU=1): $NOGPU_WHY"
   [ -n "$GPU" ] || echo "== no usable GPU: $NOGPU_WHY"
   [ -n "$GPU" ] || STEP_SKIP_WHY="no usable GPU ($NOGPU_WHY)"
-  row preflight DONE "$(elapsed)s" "${GPU:-no GPU: $NOGPU_WHY}"
+  if [ "${GPU_UNUSABLE:-0}" = 1 ]; then
+    FAILED=1
+    row preflight FAIL "$(elapsed)s" "a GPU is listed but not usable: $NOGPU_WHY"
+  else
+    row preflight DONE "$(elapsed)s" "${GPU:-no GPU: $NOGPU_WHY}"
+  fi
 }
 
 # the JSON of the training step says the steps ran as a CUDA graph
@@ -84,12 +102,17 @@ PY
 main() {
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
   export OMPI_MCA_rmaps_base_oversubscribe=1
+  # the transport of the tests (tests/run.sh) in every step: shared memory, no UCX
+  export OMPI_MCA_pml=${OMPI_MCA_pml:-ob1} OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader}
   export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
   local MPIRUN="mpirun --oversubscribe --bind-to none"
   preflight
 
-  step tests 240 env B="$B" LOGDIR_COPY="$OUT" T='^cuda_' bash -c \
-    'bash tests/run.sh; rc=$?; mkdir -p "$LOGDIR_COPY/test-logs"; cp "$B"/test-logs/cuda_*.log "$LOGDIR_COPY/test-logs/" 2>/dev/null; exit $rc'
+  # libpcoll's device tests first (about a minute), then the backend's (layers and references)
+  local keep='rc=$?; mkdir -p "$LOGDIR_COPY/test-logs"; cp "$B"/test-logs/cuda_*.log "$LOGDIR_COPY/test-logs/" 2>/dev/null; exit $rc'
+  step pcoll 120 env B="$B" LOGDIR_COPY="$OUT" T='^cuda_pcoll_' bash -c "bash tests/run.sh; $keep"
+  step tests 240 env B="$B" LOGDIR_COPY="$OUT" T='^cuda_(compile|device_pick|rules|streams|layers|ref)$' bash -c \
+    "bash tests/run.sh; $keep"
 
   mkdir -p "$OUT/bench-gpu/bench"
   [ -x "$B/bench/nn_bench_gpu" ] && ln -sf "$(readlink -f "$B/bench/nn_bench_gpu")" "$OUT/bench-gpu/bench/nn_bench_gpu"

@@ -20,6 +20,12 @@ if [ ! -x "$bin" ]; then
   exit 77
 fi
 if ! why=$("$B/bench/nn_bench_gpu" --check 2>&1); then
+  # a GPU the driver lists but the binaries cannot use (a library missing, a driver too old for
+  # this CUDA) is a failure, not a machine without a GPU
+  if command -v nvidia-smi > /dev/null && timeout 20 nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+    echo "FAIL: nvidia-smi lists a GPU but it is not usable: ${why#nn_bench_gpu: }"
+    exit 1
+  fi
   echo "SKIP: ${why#nn_bench_gpu: }"
   exit 77
 fi

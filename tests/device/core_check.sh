@@ -22,7 +22,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}
-. tests/device/steps.sh # steps_init, step, row, elapsed, host_lines, check_binaries
+. tests/device/steps.sh # steps_init, step, row, elapsed, host_lines, resolve_libraries, check_binaries
 steps_init core-check "${CORE_CHECK_BUDGET:-330}"
 QUICK=${CORE_CHECK_QUICK:-0}
 
@@ -34,6 +34,7 @@ preflight() {
   n=$(nproc)
   ((n >= 16)) || echo "== WARNING: $n cores: 8 ranks do not have a core each, so the figures are not a core per rank's"
   echo "== binaries (ldd: what is missing on this machine)"
+  resolve_libraries
   check_binaries
   echo "  MPI: $(command -v mpirun > /dev/null && mpirun --version 2>&1 | head -1 || echo 'no mpirun')"
   if python3 -c 'import torch' 2> /dev/null; then
@@ -81,6 +82,9 @@ race() {
 main() {
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
   export OMPI_MCA_rmaps_base_oversubscribe=1
+  # the transport of make bench-collectives and the tests: shared memory, no UCX
+  export OMPI_MCA_pml=${OMPI_MCA_pml:-ob1} OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader}
+  export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
   MPIRUN="mpirun --oversubscribe --bind-to none"
   export B OUT QUICK MPIRUN DDP_NOTE
   export -f collectives collectives_summary race

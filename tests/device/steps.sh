@@ -87,6 +87,45 @@ host_lines() {
   echo "== cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') x $(nproc)${miss_isa:+; WARNING: lacks$miss_isa (libnn built with -march=native: expect SIGILL)}"
 }
 
+# resolve_libraries: for every library a binary under $B cannot find here (ldd "not found"), the
+# first folder that holds it among RESOLVE_DIRS (tried first), CUDA's, the system's, MPI's,
+# /opt/*/lib and the nvidia/*/lib folders of Python's site-packages (pip's cuDNN, NCCL, cuBLAS)
+# is added to LD_LIBRARY_PATH (exported, so every step and its ranks inherit it); also the folder
+# of libcudnn.so.9 (it opens its sub-libraries at run time, which ldd does not see)
+resolve_libraries() {
+  local f miss="" so d found dirs cudnn
+  for f in "$B"/bin/* "$B"/tests/* "$B"/bench/*; do
+    [ -f "$f" ] && [ -x "$f" ] && head -c 4 "$f" 2> /dev/null | grep -q ELF || continue
+    miss="$miss $(ldd "$f" 2>&1 | awk '/not found/{print $1}' | tr '\n' ' ')"
+  done
+  miss=$(echo $miss | tr ' ' '\n' | sort -u | tr '\n' ' ')
+  if [ -n "${miss// /}" ]; then
+    dirs="${RESOLVE_DIRS:-} /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib"
+    dirs="$dirs $(ls -d /usr/local/cuda-*/lib64 2> /dev/null | sort -rV | tr '\n' ' ')"
+    dirs="$dirs /usr/lib/x86_64-linux-gnu /usr/local/lib /usr/local/lib64 /usr/lib/x86_64-linux-gnu/openmpi/lib"
+    dirs="$dirs $(ls -d /opt/*/lib /opt/*/lib64 2> /dev/null | tr '\n' ' ')"
+    dirs="$dirs $(python3 -c 'import site, glob; print(" ".join(d for s in site.getsitepackages() for d in glob.glob(s + "/nvidia/*/lib")))' 2> /dev/null)"
+    echo "== libraries not found by the loader: $miss"
+    for so in $miss; do
+      found=""
+      for d in $dirs; do [ -e "$d/$so" ] && { found=$d; break; }; done
+      if [ -n "$found" ]; then
+        echo "  $so -> $found (added to LD_LIBRARY_PATH)"
+        case ":${LD_LIBRARY_PATH:-}:" in *":$found:"*) ;; *) LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$found ;; esac
+      else
+        echo "  $so: not found in any of the usual folders"
+      fi
+    done
+  fi
+  export LD_LIBRARY_PATH
+  cudnn=$(ldd "$B/tests/test_cuda_layers" 2> /dev/null | awk '$1 == "libcudnn.so.9" && $3 ~ /^\// {print $3}')
+  if [ -n "$cudnn" ]; then
+    d=$(dirname "$(readlink -f "$cudnn")")
+    case ":${LD_LIBRARY_PATH:-}:" in *":$d:"*) ;; *) export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d ;; esac
+  fi
+  echo "  LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
+}
+
 # the binaries under $B whose libraries are missing on this machine (ldd), and how many were checked
 check_binaries() {
   local f n=0 miss
