@@ -28,7 +28,7 @@ printf '#!/bin/sh\ncase "$1" in -L) echo "GPU 0: NVIDIA H200 (UUID: GPU-00000000
   > "$OUT/fakebin/nvidia-smi"
 chmod +x "$OUT/fakebin/nvidia-smi"
 rc=0
-PATH="$OUT/fakebin:$PATH" OUT=$OUT/u GPU_CHECK_BUDGET=40 make --no-print-directory -s gpu-check B="$B" HAVE_JANSSON= MPICC= \
+PATH="$OUT/fakebin:$PATH" OUT=$OUT/u GPU_CHECK_BUDGET=1 make --no-print-directory -s gpu-check B="$B" HAVE_JANSSON= MPICC= \
   > "$OUT/stdout" 2>&1 || rc=$?
 [ "$rc" != 0 ] || fail "gpu-check exited 0 with a listed but unusable GPU"
 grep -qE '^preflight +FAIL .*listed but not usable' "$OUT/stdout" || fail "no preflight FAIL row for the unusable GPU"
