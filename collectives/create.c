@@ -5,6 +5,7 @@
 #include "collectives/pcoll_impl.h"
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void pcoll_config_default(pcoll_config_t *c) {
     memset(c, 0, sizeof *c);
@@ -364,6 +365,7 @@ static struct pcoll *handle_alloc(MPI_Comm comm, int P, int me, size_t n, pcoll_
         h->K = cfg->ring + 1;
         h->R = cfg->records;
         h->peer_failed = -1;
+        h->park_s = cfg->spin_us * 1e-6;
         size_t bytes = h->nbuf * sizeof(float);
 #ifdef PCOLL_HAVE_NCCL
         if (mem == PCOLL_MEM_DEVICE) { /* device memory, zeroed */
@@ -437,6 +439,15 @@ static int handle_start(struct pcoll *h, MPI_Comm comm) {
                  "pcoll_create: the first exchange between all ranks failed");
         return PCOLL_ERR_MPI;
     }
+    /* ranks on this node (sharing memory) against its online processors */
+    MPI_Comm node;
+    int local = 0;
+    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        MPI_Comm_size(node, &local);
+        MPI_Comm_free(&node);
+    }
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    h->cores_each = local > 0 && cpus >= local;
     h->t_last_dep = pcoll_now();
     if (pthread_create(&h->thread, NULL, pcoll_engine_main, h) != 0) {
         snprintf(pcoll_create_err, sizeof pcoll_create_err, "pcoll_create: cannot start the engine thread");

@@ -600,6 +600,10 @@ static double reserved(const struct pcoll *h) { /* seconds of reservation left, 
     return left > 0 ? left : 0;
 }
 
+/* Whether the next round to start has a partial rule: after it, the engine has to watch for
+ * rounds other ranks start (caller holds mu). */
+static int partial_next(const struct pcoll *h) { return rule_at(h, h->started)->mode != PCOLL_SYNC; }
+
 /* The engine thread: drives the rounds whenever no application thread does (pcoll_wait may take
  * the token, see pcoll.c), so they progress while the application computes. */
 void *pcoll_engine_main(void *arg) {
@@ -618,11 +622,19 @@ void *pcoll_engine_main(void *arg) {
         double rsv = reserved(h);
         if (app || rsv > 0) { /* an application thread drives, or will */
             t_idle = -1;
+            double park = app ? SAFETY_NET_S : rsv;
+            if (app && h->quick && h->cores_each &&
+                partial_next(h)) { /* it comes back quickly: it need not signal */
+                park = h->park_s;
+                h->park_s = park * 2 < SAFETY_NET_S ? park * 2 : SAFETY_NET_S;
+            }
             h->eng_parked = 1;
-            timed_wait(h, app ? SAFETY_NET_S : rsv);
+            h->park_until = pcoll_now() + park;
+            timed_wait(h, park);
             h->eng_parked = 0;
             continue;
         }
+        h->park_s = h->cfg.spin_us * 1e-6;
         if (h->idle_remote) { /* an application thread left the round waiting for messages */
             h->idle_remote = 0;
             engine_idle(h, PASS_IDLE_REMOTE, h->idle_events, &t_idle, &sleep_s);

@@ -226,7 +226,13 @@ int pcoll_wait(pcoll_t *h, int how, double timeout_s, uint64_t *round) {
     int drove = 0, gave_up = 0, pass = 0, wake = 0;
     double t_idle = -1;
     pthread_mutex_lock(&h->mu);
-    h->wait_next = 0; /* the reservation of a PCOLL_WAIT_NEXT deposit is used up */
+    h->wait_next = 0;    /* the reservation of a PCOLL_WAIT_NEXT deposit is used up */
+    if (h->t_back > 0) { /* the application is back: how long was it away? */
+        h->away[1] = h->away[0];
+        h->away[0] = pcoll_now() - h->t_back;
+        h->t_back = 0;
+        h->quick = h->away[0] < h->cfg.spin_us * 1e-6 && h->away[1] < h->cfg.spin_us * 1e-6;
+    }
     for (;;) {
         if (h->err) {
             rc = h->err;
@@ -312,6 +318,11 @@ int pcoll_wait(pcoll_t *h, int how, double timeout_s, uint64_t *round) {
             pthread_mutex_lock(&h->mu);
         }
         wake = give_back(h, pass);
+        double now = pcoll_now();
+        h->t_back = now;
+        /* a parked engine that times out within spin_us watches soon enough unsignalled */
+        if (wake && h->eng_parked && h->park_until - now <= h->cfg.spin_us * 1e-6) wake = 0;
+        h->engine_signals += (uint64_t)wake;
     }
     if (counted) h->waiting_consumed--;
     pthread_mutex_unlock(&h->mu);
@@ -539,6 +550,7 @@ int pcoll_stats(pcoll_t *h, pcoll_stats_t *st) {
     st->engine_polls = h->engine_polls;
     st->result_buffers = h->result_buffers;
     st->lent = h->lent_rounds;
+    st->engine_signals = h->engine_signals;
     if (st->max_streak) memcpy(st->max_streak, h->max_streak, (size_t)h->P * 4);
     leave_locked(h);
     pthread_mutex_unlock(&h->mu);

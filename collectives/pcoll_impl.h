@@ -161,9 +161,20 @@ struct pcoll {
     uint64_t idle_events; /* [mu] ... when events was this: the engine polls before driving */
     double wait_next;     /* [mu] pcoll_deposit(PCOLL_WAIT_NEXT) time: the token is kept for the
                              pcoll_wait that follows (engine.c: reserved); 0: none */
-    uint64_t events;      /* [mu] local events that may unblock a round (deposit, join, horizon,
+    /* An application that comes back to pcoll_wait within spin_us of leaving it (the engine would
+     * still be spinning had it been woken) needs no engine to watch in between: the engine then
+     * parks with a short timeout while the application drives, and a pcoll_wait that ends need
+     * not signal it when that timeout ends within spin_us anyway (pcoll.c: pcoll_wait). */
+    double t_back;     /* [mu] when the latest pcoll_wait that drove returned; 0: none since */
+    double away[2];    /* [mu] the application's two latest times away from pcoll_wait (s) */
+    int quick;         /* [mu] both under spin_us */
+    int cores_each;    /* this node has a core for each of its ranks (else the short parks
+                             of a quick application only delay the engine: it waits for a core) */
+    double park_until; /* [mu] while eng_parked: when the engine's park times out */
+    double park_s;     /* [mu] the engine's next short park (doubles while the application drives) */
+    uint64_t events;   /* [mu] local events that may unblock a round (deposit, join, horizon,
                              pcoll_next, error, token given back): counted, then cv_eng signalled */
-    round_t cur;          /* [token] */
+    round_t cur;       /* [token] */
 
     /* state of the token holder (agreed, from the records) [token] */
     uint8_t *joined;  /* [P] */
@@ -211,7 +222,8 @@ struct pcoll {
     uint64_t driven;      /* rounds an application thread published itself (in pcoll_wait) */
     uint64_t wait_sleeps; /* times pcoll_wait slept until another thread made progress */
     uint64_t engine_wakes, engine_polls, result_buffers; /* pcoll_stats_t */
-    uint64_t lent_rounds; /* rounds that reduced a lent buffer in place of a copy */
+    uint64_t engine_signals; /* pcoll_wait woke the parked engine to watch for other ranks */
+    uint64_t lent_rounds;    /* rounds that reduced a lent buffer in place of a copy */
 };
 
 #ifdef PCOLL_HAVE_NCCL

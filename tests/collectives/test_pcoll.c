@@ -22,6 +22,10 @@
  *          --max-polls X: the engine's polls that found the round still waiting (engine_polls)
  *          are at most X per round: it holds the drive token only when a message or a local
  *          event is there
+ *          --spin-us U: cfg.spin_us
+ *          --max-signals X: pcoll_wait woke the engine (engine_signals) at most X times per round
+ *          (an application that comes back within spin_us need not wake it; skipped, exit 77,
+ *          where the node has fewer processors than ranks: libpcoll then always wakes it)
  * Exit 0 = all checks passed on every rank.
  */
 #include "collectives/pcoll.h"
@@ -29,11 +33,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* this program's own options */
 typedef struct {
-    int pause_every, no_handoff, wait_next, no_wake, max_buffers;
-    double pause_ms, max_polls;
+    int pause_every, no_handoff, wait_next, no_wake, max_buffers, spin_us;
+    double pause_ms, max_polls, max_signals;
 } host_opts_t;
 
 static int host_option(pinv_t *t, void *ctx, const char *a, const char *v) {
@@ -50,6 +55,10 @@ static int host_option(pinv_t *t, void *ctx, const char *a, const char *v) {
         o->max_buffers = atoi(v);
     else if (!strcmp(a, "--max-polls"))
         o->max_polls = atof(v);
+    else if (!strcmp(a, "--spin-us"))
+        o->spin_us = atoi(v);
+    else if (!strcmp(a, "--max-signals"))
+        o->max_signals = atof(v);
     else if (!strcmp(a, "--expect-no-handoff"))
         return o->no_handoff = 1;
     else if (!strcmp(a, "--wait-next"))
@@ -73,10 +82,12 @@ static void check_counts(void *ctx, pcoll_t *h, int steps, double elapsed_s) {
     memset(&st, 0, sizeof st);
     pcollCheck(pcoll_stats(h, &st));
     printf("rank %d: %d waits, %llu rounds: %llu completed by the waiting thread, %llu sleeps in "
-           "pcoll_wait, %llu engine wake-ups and %llu idle polls in %.2f s, %llu result buffers\n",
+           "pcoll_wait, %llu engine wake-ups (%llu signalled by pcoll_wait) and %llu idle polls in %.2f s, "
+           "%llu result buffers\n",
            me, steps, (unsigned long long)st.rounds, (unsigned long long)st.driven,
            (unsigned long long)st.wait_sleeps, (unsigned long long)st.engine_wakes,
-           (unsigned long long)st.engine_polls, elapsed_s, (unsigned long long)st.result_buffers);
+           (unsigned long long)st.engine_signals, (unsigned long long)st.engine_polls, elapsed_s,
+           (unsigned long long)st.result_buffers);
     if (o->no_handoff) {
         CHECK(st.wait_sleeps == 0, "pcoll_wait slept %llu times waiting for the engine",
               (unsigned long long)st.wait_sleeps);
@@ -90,6 +101,10 @@ static void check_counts(void *ctx, pcoll_t *h, int steps, double elapsed_s) {
     if (o->max_buffers > 0)
         CHECK(st.result_buffers <= (uint64_t)o->max_buffers, "%llu result buffers allocated (allowed %d)",
               (unsigned long long)st.result_buffers, o->max_buffers);
+    if (o->max_signals > 0)
+        CHECK((double)st.engine_signals <= o->max_signals * (double)st.rounds,
+              "pcoll_wait woke the engine %llu times in %llu rounds (allowed %.2f a round)",
+              (unsigned long long)st.engine_signals, (unsigned long long)st.rounds, o->max_signals);
     if (o->max_polls > 0)
         CHECK((double)st.engine_polls <= o->max_polls * (double)st.rounds,
               "the engine polled %llu times without progress in %llu rounds (allowed %.1f a round)",
@@ -108,6 +123,13 @@ int main(int argc, char **argv) {
     pinv_init(&t, "test_pcoll", PCOLL_MEM_HOST, 1024, &argc, &argv);
     host_opts_t o = {0};
     pinv_parse(&t, argc, argv, host_option, &o);
+    if (o.spin_us > 0) t.cfg.spin_us = o.spin_us;
+    if (o.max_signals > 0 && sysconf(_SC_NPROCESSORS_ONLN) < P) {
+        if (!me)
+            printf("SKIP: %ld processors for %d ranks (the engine is always woken then)\n",
+                   sysconf(_SC_NPROCESSORS_ONLN), P);
+        return pinv_exit(77);
+    }
     if (t.mismatch) return pinv_exit(pinv_mismatch(&t));
     pinv_start(&t);
     pinv_io_t io = {.ctx = &o,
