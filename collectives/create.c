@@ -168,9 +168,11 @@ static void dev_finalize_hook(void) {
     done = MPI_Comm_set_attr(MPI_COMM_SELF, kv, NULL) == MPI_SUCCESS;
 }
 
-/* Device data path, collective: NCCL when every rank has its own GPU, else STAGED (NCCL refuses
- * two ranks of a communicator on one GPU).  PCOLL_DEVICE_PATH=nccl|staged forces a path (if any
- * rank asks for staged, all use it).  Every rank returns the same code. */
+/* Device data path, collective: NCCL when every rank has its own GPU and no rank has another live
+ * handle on NCCL, else STAGED (NCCL refuses two ranks of a communicator on one GPU, and two
+ * communicators driven by two engine threads have no order between their kernels).
+ * PCOLL_DEVICE_PATH=nccl|staged forces a path (if any rank asks for staged, all use it). Every
+ * rank returns the same code. */
 static int dev_setup(struct pcoll *h, MPI_Comm comm, const char *key) {
     int P = h->P, me = h->me;
     char msg[400] = "";
@@ -188,11 +190,13 @@ static int dev_setup(struct pcoll *h, MPI_Comm comm, const char *key) {
     free(keys);
     const char *env = getenv("PCOLL_DEVICE_PATH");
     int want = env && !strcmp(env, "staged") ? 2 : env && !strcmp(env, "nccl") ? 1 : 0, any = 0;
+    int busy = pcoll_dev_live_nccl() > 0, anybusy = 0; /* another live handle has NCCL already */
     MPI_Allreduce(&want, &any, 1, MPI_INT, MPI_MAX, comm);
-    int path = any == 2   ? PCOLL_DEVPATH_STAGED
-               : any == 1 ? PCOLL_DEVPATH_NCCL
-               : dup      ? PCOLL_DEVPATH_STAGED
-                          : PCOLL_DEVPATH_NCCL;
+    MPI_Allreduce(&busy, &anybusy, 1, MPI_INT, MPI_MAX, comm);
+    int path = any == 2         ? PCOLL_DEVPATH_STAGED
+               : any == 1       ? PCOLL_DEVPATH_NCCL
+               : dup || anybusy ? PCOLL_DEVPATH_STAGED
+                                : PCOLL_DEVPATH_NCCL;
     unsigned char id[256];
     memset(id, 0, sizeof id);
     size_t idn = pcoll_dev_id_bytes();

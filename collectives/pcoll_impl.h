@@ -249,6 +249,10 @@ int pcoll_dev_nccl_id(void *id, char *msg, size_t mlen);
 int pcoll_dev_cached_id(void *id, int P, int me);
 void pcoll_dev_shutdown(void);
 long pcoll_dev_comm_inits(void);
+/* Handles of this process that hold an NCCL communicator now: a second one takes the STAGED path
+ * (two communicators used by two engine threads have no order between their kernels across
+ * ranks, which NCCL does not allow). */
+int pcoll_dev_live_nccl(void);
 pcoll_dev_t *pcoll_dev_open(int path, int P, int me, size_t nbuf, size_t nmeta, char *msg, size_t mlen);
 void pcoll_dev_close(pcoll_dev_t *d);
 /* Collective, NCCL path only, once every rank's pcoll_dev_open has succeeded (the caller agrees

@@ -36,6 +36,7 @@ struct pcoll_dev {
     ncclComm_t comm;
     int cached;                   /* comm belongs to the comm cache (slot index), -1: own */
     int broken;                   /* the handle failed: its comm may be out of step, never cached again */
+    int live;                     /* counted in g_live_nccl */
     float *meta_in, *meta_out;    /* pinned, nmeta floats (NCCL path) */
     float *host_send, *host_recv; /* pinned, nbuf floats (staged path) */
 };
@@ -124,6 +125,7 @@ static struct {
 } g_comm[COMM_CACHE];
 static int g_comm_seq;
 static long g_comm_inits;
+static int g_live_nccl; /* handles of this process with an NCCL communicator now */
 static pthread_mutex_t g_comm_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void close_comm(ncclComm_t c) {
@@ -147,6 +149,12 @@ int pcoll_dev_cached_id(void *id, int P, int me) {
     return best >= 0;
 }
 
+int pcoll_dev_live_nccl(void) {
+    pthread_mutex_lock(&g_comm_mu);
+    int n = g_live_nccl;
+    pthread_mutex_unlock(&g_comm_mu);
+    return n;
+}
 long pcoll_dev_comm_inits(void) {
     pthread_mutex_lock(&g_comm_mu);
     long n = g_comm_inits;
@@ -210,6 +218,11 @@ void pcoll_dev_free(float *p) {
 
 void pcoll_dev_close(pcoll_dev_t *d) {
     if (!d) return;
+    if (d->live) {
+        pthread_mutex_lock(&g_comm_mu);
+        g_live_nccl--;
+        pthread_mutex_unlock(&g_comm_mu);
+    }
     cudaSetDevice(d->device);
     if (d->comm && d->broken) { /* abort first: a reduction stuck on a failed peer must not block the sync */
         if (d->cached >= 0) {
@@ -286,6 +299,10 @@ int pcoll_dev_connect(pcoll_dev_t *d, const void *id, char *msg, size_t mlen) {
         d->comm = NULL;
         return PCOLL_ERR_MPI;
     }
+    pthread_mutex_lock(&g_comm_mu);
+    g_live_nccl++;
+    d->live = 1;
+    pthread_mutex_unlock(&g_comm_mu);
     return PCOLL_OK;
 }
 void pcoll_dev_mark_broken(pcoll_dev_t *d) {
