@@ -23,7 +23,8 @@
  * usage: mpirun -np P bench_collectives [--unit-ms 1] [--iters 64] [--reps 1] [--warmup 4]
  *                 [--sizes 8,4194304] [--json build/bench/collectives.json]
  *                 [--only mode,mode...] [--poll-us U] [--spin-us U] (libpcoll's cfg.poll_max_us,
- *                 cfg.spin_us)
+ *                 cfg.spin_us) [--wake-always] (cfg.wake_always: the engine woken after every
+ *                 partial round, even when the application comes back within spin_us)
  *        [--device]  device buffers (PCOLL_MEM_DEVICE: NCCL, or staged through the host when ranks
  *                    share a GPU); only in build/bench/bench_collectives_cuda (-DPCOLL_HAVE_NCCL);
  *                    rank r uses GPU (local rank % devices); mpi_allreduce stays a host baseline.
@@ -42,7 +43,7 @@
 #include <time.h>
 
 static int P, me;
-static int g_poll_us = 0, g_spin_us = -1;
+static int g_poll_us = 0, g_spin_us = -1, g_wake_always = 0;
 static const char *g_only = NULL;
 static int g_device = 0;
 static int g_wait_next = PCOLL_WAIT_NEXT;
@@ -154,6 +155,7 @@ static result_t run(const char *mode, size_t n, int linear, double unit, int ite
         cfg.records = 1024;
         if (g_poll_us > 0) cfg.poll_max_us = g_poll_us;
         if (g_spin_us >= 0) cfg.spin_us = g_spin_us;
+        cfg.wake_always = g_wake_always;
         char m[32];
         if (!strcmp(mode, "quorum"))
             snprintf(m, sizeof m, "quorum:%d", P / 2 > 0 ? P / 2 : 1);
@@ -357,12 +359,14 @@ int main(int argc, char **argv) {
             g_wait_next = 0;
         else if (!strcmp(a, "--copy"))
             g_lend = 0;
+        else if (!strcmp(a, "--wake-always"))
+            g_wake_always = 1;
         else {
             if (!me)
                 fprintf(stderr,
                         "bench_collectives: unknown option '%s' (options: --unit-ms "
                         "--iters --reps --warmup --sizes --json --only --poll-us --spin-us --device --copy\n"
-                        "--deposit-wakes)\n",
+                        "--deposit-wakes --wake-always)\n",
                         a);
             MPI_Finalize();
             return 2;
@@ -468,6 +472,7 @@ int main(int argc, char **argv) {
         if (hosts) json_object_set_new(root, "hosts", hosts);
         json_object_set_new(root, "memory", json_string(g_device ? "device" : "host"));
         json_object_set_new(root, "deposit", json_string(g_lend && !g_device ? "lend" : "copy"));
+        json_object_set_new(root, "wake_always", json_boolean(g_wake_always));
         json_object_set_new(root, "unit_ms", json_real(unit));
         json_object_set_new(root, "iterations", json_integer(iters));
         json_object_set_new(root, "repetitions", json_integer(reps));

@@ -451,7 +451,7 @@ static int handle_start(struct pcoll *h, MPI_Comm comm) {
         MPI_Comm_free(&node);
     }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    h->cores_each = local > 0 && cpus >= local;
+    h->cores_each = local > 0 && cpus >= local && !h->cfg.wake_always;
     h->t_last_dep = pcoll_now();
     if (pthread_create(&h->thread, NULL, pcoll_engine_main, h) != 0) {
         snprintf(pcoll_create_err, sizeof pcoll_create_err, "pcoll_create: cannot start the engine thread");

@@ -131,6 +131,9 @@ typedef struct {
                            sleeping (default 50) */
     double live_period_s; /* heartbeat period of the liveness thread (0: 0.1 s). Detection of a
                            silent peer takes 100 x the longest gap seen, so at least 100 periods */
+    int wake_always;      /* 1: a pcoll_wait that ends after a partial round always wakes the
+                           engine to watch for other ranks' rounds; 0 (default): not when the
+                           application comes back within spin_us (pcoll_stats.engine_signals) */
 } pcoll_config_t;
 
 /* Flags of a rank in a round record. */

@@ -7,6 +7,9 @@
 #   collectives  8 ranks: eager rounds against plain MPI_Allreduce at 8 B and 4 MiB, no skew,
 #                repetitions side by side (bench_collectives; issue 19's goal 2 asks <= 1.3x at
 #                8 B and <= 1.1x at 4 MiB: on 2 shared cores 8 B could not be judged)
+#   wake         8 ranks, 8 B: the same with libpcoll's default and with --wake-always (the
+#                engine woken after every partial round), alternated twice: what skipping that
+#                wake-up when the application comes back within spin_us buys with a core per rank
 #   race         4 ranks, one random straggler per step (the paper's injection, 2 step times):
 #                adaptive against PyTorch DDP with the same weights, data order and delays, and
 #                sync and DDP without imbalance, seeds 1-2 (trainer/ref/ddp_race.sh; issue 21:
@@ -66,6 +69,22 @@ collectives() {
   collectives_summary "$OUT/collectives_p8.json"
 }
 
+# the engine's wake-up after a partial round: with libpcoll's default (skipped when the
+# application comes back within spin_us) and with --wake-always, alternated, 8 B only
+wake_ab() {
+  local i v f iters=()
+  [ "$QUICK" = 1 ] && iters=(--iters 20)
+  for i in 1 2; do
+    for v in default always; do
+      f=$OUT/wake_$v-$i.json
+      $MPIRUN -np 8 "$B/bench/bench_collectives" --unit-ms 1 --reps 3 --sizes 8 --only mpi_allreduce,sync,solo \
+        "${iters[@]}" $([ $v = always ] && echo --wake-always) --json "$f" > /dev/null || return $?
+      echo "== $v, run $i"
+      collectives_summary "$f"
+    done
+  done
+}
+
 race() {
   local data=$B/gpu-data/fashion-mnist
   [ -f "$data/train-images-idx3-ubyte.gz" ] || data=/usr/share/datasets/fashion-mnist
@@ -87,9 +106,10 @@ main() {
   export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
   MPIRUN="mpirun --oversubscribe --bind-to none"
   export B OUT QUICK MPIRUN DDP_NOTE
-  export -f collectives collectives_summary race
+  export -f collectives collectives_summary wake_ab race
   preflight
   step collectives 150 collectives
+  step wake 60 wake_ab
   STEP_NOTE=$DDP_NOTE
   step race 300 race
   echo; echo "==== summary (t=$(elapsed)s; logs and JSON under $OUT)"
