@@ -2,7 +2,9 @@
  * locally and then agreed across ranks (every rank reaches the same verdict and names the same
  * field and rank), the buffers, the device data path, the communicators and the threads; and
  * pcoll_destroy, which frees what a handle owns (pcoll_finalize in pcoll.c decides when). */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "collectives/pcoll_impl.h"
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -357,8 +359,8 @@ static struct pcoll *handle_alloc(MPI_Comm comm, int P, int me, size_t n, pcoll_
         h->ctl = h->data = h->hb = MPI_COMM_NULL;
         pthread_mutex_init(&h->mu, NULL);
         pthread_cond_init(&h->cv_app, NULL);
-        pthread_cond_init(&h->cv_eng, NULL);
-        pthread_cond_init(&h->cv_live, NULL);
+        pcoll_cond_init(&h->cv_eng);
+        pcoll_cond_init(&h->cv_live);
         h->P = P;
         h->me = me;
         h->n = n;
@@ -369,7 +371,6 @@ static struct pcoll *handle_alloc(MPI_Comm comm, int P, int me, size_t n, pcoll_
         h->K = cfg->ring + 1;
         h->R = cfg->records;
         h->peer_failed = -1;
-        h->park_s = cfg->spin_us * 1e-6;
         size_t bytes = h->nbuf * sizeof(float);
 #ifdef PCOLL_HAVE_NCCL
         if (mem == PCOLL_MEM_DEVICE) { /* device memory, zeroed */
@@ -443,14 +444,16 @@ static int handle_start(struct pcoll *h, MPI_Comm comm) {
                  "pcoll_create: the first exchange between all ranks failed");
         return PCOLL_ERR_MPI;
     }
-    /* ranks on this node (sharing memory) against its online processors */
+    /* ranks on this node (sharing memory) against the processors this process may run on */
     MPI_Comm node;
     int local = 0;
     if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
         MPI_Comm_size(node, &local);
         MPI_Comm_free(&node);
     }
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t mine; /* the processors this process may run on (its binding, its cpuset) */
+    long cpus =
+        sched_getaffinity(0, sizeof mine, &mine) == 0 ? CPU_COUNT(&mine) : sysconf(_SC_NPROCESSORS_ONLN);
     h->cores_each = local > 0 && cpus >= local && !h->cfg.wake_always;
     h->t_last_dep = pcoll_now();
     if (pthread_create(&h->thread, NULL, pcoll_engine_main, h) != 0) {

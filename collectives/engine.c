@@ -623,18 +623,16 @@ void *pcoll_engine_main(void *arg) {
         if (app || rsv > 0) { /* an application thread drives, or will */
             t_idle = -1;
             double park = app ? SAFETY_NET_S : rsv;
-            if (app && h->quick && h->cores_each &&
-                partial_next(h)) { /* it comes back quickly: it need not signal */
-                park = h->park_s;
-                h->park_s = park * 2 < SAFETY_NET_S ? park * 2 : SAFETY_NET_S;
-            }
+            /* an application that comes back quickly need not signal the engine after a partial
+             * round: the engine parks short and watches again within park_max by itself */
+            h->park_short = app && h->quick && h->cores_each && partial_next(h);
+            if (h->park_short) park = pcoll_park_max(h);
             h->eng_parked = 1;
             h->park_until = pcoll_now() + park;
             timed_wait(h, park);
             h->eng_parked = 0;
             continue;
         }
-        h->park_s = h->cfg.spin_us * 1e-6;
         if (h->idle_remote) { /* an application thread left the round waiting for messages */
             h->idle_remote = 0;
             engine_idle(h, PASS_IDLE_REMOTE, h->idle_events, &t_idle, &sleep_s);

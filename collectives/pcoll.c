@@ -13,10 +13,20 @@ double pcoll_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Waits on cv (mu held) for at most sec seconds. */
+/* A condition variable whose timed waits count CLOCK_MONOTONIC (a step of the wall clock does
+ * not lengthen them): the engine's and the liveness thread's, which wait with pcoll_cond_wait_s. */
+void pcoll_cond_init(pthread_cond_t *cv) {
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &a);
+    pthread_condattr_destroy(&a);
+}
+
+/* Waits on cv (made by pcoll_cond_init, mu held) for at most sec seconds. */
 void pcoll_cond_wait_s(pthread_cond_t *cv, pthread_mutex_t *mu, double sec) {
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
     long ns = ts.tv_nsec + (long)((sec - (double)(long)sec) * 1e9);
     ts.tv_sec += (time_t)sec + ns / 1000000000L;
     ts.tv_nsec = ns % 1000000000L;
@@ -320,8 +330,8 @@ int pcoll_wait(pcoll_t *h, int how, double timeout_s, uint64_t *round) {
         wake = give_back(h, pass);
         double now = pcoll_now();
         h->t_back = now;
-        /* a parked engine that times out within spin_us watches soon enough unsignalled */
-        if (wake && h->eng_parked && h->park_until - now <= h->cfg.spin_us * 1e-6) wake = 0;
+        /* an engine in a short park watches again within park_max unsignalled */
+        if (wake && h->eng_parked && h->park_short && h->park_until - now <= pcoll_park_max(h)) wake = 0;
         h->engine_signals += (uint64_t)wake;
     }
     if (counted) h->waiting_consumed--;

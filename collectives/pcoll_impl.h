@@ -163,15 +163,17 @@ struct pcoll {
                              pcoll_wait that follows (engine.c: reserved); 0: none */
     /* An application that comes back to pcoll_wait within spin_us of leaving it (the engine would
      * still be spinning had it been woken) needs no engine to watch in between: the engine then
-     * parks with a short timeout while the application drives, and a pcoll_wait that ends need
-     * not signal it when that timeout ends within spin_us anyway (pcoll.c: pcoll_wait). */
+     * parks for at most park_max while the application drives, and a pcoll_wait that ends need
+     * not signal it when that park ends within park_max anyway (pcoll.c: pcoll_wait). */
     double t_back;     /* [mu] when the latest pcoll_wait that drove returned; 0: none since */
     double away[2];    /* [mu] the application's two latest times away from pcoll_wait (s) */
     int quick;         /* [mu] both under spin_us */
-    int cores_each;    /* this node has a core for each of its ranks (else the short parks
-                             of a quick application only delay the engine: it waits for a core) */
+    int cores_each;    /* each rank of this node may run on a processor of its own (ranks
+                          sharing memory <= processors this process may use), and not
+                          cfg.wake_always: else a short park only delays the engine (its timed
+                          wake-up waits for a processor) */
     double park_until; /* [mu] while eng_parked: when the engine's park times out */
-    double park_s;     /* [mu] the engine's next short park (doubles while the application drives) */
+    int park_short;    /* [mu] while eng_parked: the park is a short one (park_max) */
     uint64_t events;   /* [mu] local events that may unblock a round (deposit, join, horizon,
                              pcoll_next, error, token given back): counted, then cv_eng signalled */
     round_t cur;       /* [token] */
@@ -300,7 +302,8 @@ extern char pcoll_create_err[512]; /* message of the latest failed pcoll_create 
 /* pcoll.c */
 void pcoll_set_error(struct pcoll *h, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 double pcoll_now(void);
-void pcoll_cond_wait_s(pthread_cond_t *cv, pthread_mutex_t *mu, double sec);
+void pcoll_cond_wait_s(pthread_cond_t *cv, pthread_mutex_t *mu, double sec); /* cv: pcoll_cond_init */
+void pcoll_cond_init(pthread_cond_t *cv); /* its timed waits count CLOCK_MONOTONIC */
 
 void pcoll_call_error(struct pcoll *h, const char *fmt, ...) /* caller holds mu */
     __attribute__((format(printf, 2, 3)));
@@ -313,6 +316,12 @@ void *pcoll_engine_main(void *arg);
 int pcoll_drive(struct pcoll *h);
 /* A local event that may unblock a round (caller holds mu): counts it and wakes the engine. */
 void pcoll_wake_engine(struct pcoll *h);
+/* The longest an engine that was not signalled stays blind to rounds other ranks start:
+ * min(spin_us, poll_max_us), the gap an idle engine leaves between its polls anyway. */
+static inline double pcoll_park_max(const struct pcoll *h) {
+    int u = h->cfg.spin_us < h->cfg.poll_max_us ? h->cfg.spin_us : h->cfg.poll_max_us;
+    return u * 1e-6;
+}
 /* Whether a thread idle since *t_idle (< 0: sets it to now) is still within cfg.spin_us of polling
  * with sched_yield before it sleeps (the engine, and pcoll_wait before it gives a round back). */
 int pcoll_spinning(const struct pcoll *h, double *t_idle);
