@@ -422,6 +422,21 @@ static struct pcoll *handle_alloc(MPI_Comm comm, int P, int me, size_t n, pcoll_
     return NULL;
 }
 
+/* Collective: whether each rank on this node may run on a processor of its own (the ranks sharing
+ * memory <= the processors this process may run on: its binding, its cpuset). */
+static int processor_each(MPI_Comm comm) {
+    MPI_Comm node;
+    int local = 0;
+    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        MPI_Comm_size(node, &local);
+        MPI_Comm_free(&node);
+    }
+    cpu_set_t mine;
+    long cpus =
+        sched_getaffinity(0, sizeof mine, &mine) == 0 ? CPU_COUNT(&mine) : sysconf(_SC_NPROCESSORS_ONLN);
+    return local > 0 && cpus >= local;
+}
+
 /* The handle's communicators, one first message between every pair of ranks, then the engine
  * and liveness threads. PCOLL_OK, or an error with the handle to be destroyed by the caller. */
 static int handle_start(struct pcoll *h, MPI_Comm comm) {
@@ -444,17 +459,7 @@ static int handle_start(struct pcoll *h, MPI_Comm comm) {
                  "pcoll_create: the first exchange between all ranks failed");
         return PCOLL_ERR_MPI;
     }
-    /* ranks on this node (sharing memory) against the processors this process may run on */
-    MPI_Comm node;
-    int local = 0;
-    if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
-        MPI_Comm_size(node, &local);
-        MPI_Comm_free(&node);
-    }
-    cpu_set_t mine; /* the processors this process may run on (its binding, its cpuset) */
-    long cpus =
-        sched_getaffinity(0, sizeof mine, &mine) == 0 ? CPU_COUNT(&mine) : sysconf(_SC_NPROCESSORS_ONLN);
-    h->cores_each = local > 0 && cpus >= local && !h->cfg.wake_always;
+    h->cores_each = processor_each(comm) && !h->cfg.wake_always; /* collective: called on every rank */
     h->t_last_dep = pcoll_now();
     if (pthread_create(&h->thread, NULL, pcoll_engine_main, h) != 0) {
         snprintf(pcoll_create_err, sizeof pcoll_create_err, "pcoll_create: cannot start the engine thread");

@@ -181,8 +181,8 @@ typedef struct {
     uint64_t lent;           /* rounds that reduced this rank's lent buffer itself (pcoll_lend) */
     uint64_t engine_signals; /* pcoll_wait woke the engine to watch for rounds other ranks start
                                 while the application is away: not when the application came
-                                back within cfg.spin_us the previous times and the parked engine
-                                wakes within spin_us anyway */
+                                back within cfg.spin_us the previous times and the engine, parked
+                                for at most min(spin_us, poll_max_us), wakes by itself */
     uint32_t *max_streak;    /* [P] (caller-allocated, may be NULL) */
 } pcoll_stats_t;
 

@@ -87,6 +87,22 @@ host_lines() {
   echo "== cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') x $(nproc)${miss_isa:+; WARNING: lacks$miss_isa (libnn built with -march=native: expect SIGILL)}"
 }
 
+# the executables under $B (ELF files in bin/, tests/, bench/), one per line
+elf_binaries() {
+  local f
+  for f in "$B"/bin/* "$B"/tests/* "$B"/bench/*; do
+    [ -f "$f" ] && [ -x "$f" ] && head -c 4 "$f" 2> /dev/null | grep -q ELF && echo "$f"
+  done
+  return 0
+}
+# the libraries binary $1 needs that the loader does not find here, space-separated
+missing_libs() { ldd "$1" 2>&1 | awk '/not found/{print $1}' | tr '\n' ' '; }
+# appends folder $1 to LD_LIBRARY_PATH (exported) unless it is there already
+add_ld_path() {
+  case ":${LD_LIBRARY_PATH:-}:" in *":$1:"*) ;; *) LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$1 ;; esac
+  export LD_LIBRARY_PATH
+}
+
 # resolve_libraries: for every library a binary under $B cannot find here (ldd "not found"), the
 # first folder that holds it among RESOLVE_DIRS (tried first), CUDA's, the system's, MPI's,
 # /opt/*/lib and the nvidia/*/lib folders of Python's site-packages (pip's cuDNN, NCCL, cuBLAS)
@@ -94,10 +110,7 @@ host_lines() {
 # of libcudnn.so.9 (it opens its sub-libraries at run time, which ldd does not see)
 resolve_libraries() {
   local f miss="" so d found dirs cudnn
-  for f in "$B"/bin/* "$B"/tests/* "$B"/bench/*; do
-    [ -f "$f" ] && [ -x "$f" ] && head -c 4 "$f" 2> /dev/null | grep -q ELF || continue
-    miss="$miss $(ldd "$f" 2>&1 | awk '/not found/{print $1}' | tr '\n' ' ')"
-  done
+  while IFS= read -r f; do miss="$miss $(missing_libs "$f")"; done < <(elf_binaries)
   miss=$(echo $miss | tr ' ' '\n' | sort -u | tr '\n' ' ')
   if [ -n "${miss// /}" ]; then
     dirs="${RESOLVE_DIRS:-} /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib"
@@ -111,30 +124,25 @@ resolve_libraries() {
       for d in $dirs; do [ -e "$d/$so" ] && { found=$d; break; }; done
       if [ -n "$found" ]; then
         echo "  $so -> $found (added to LD_LIBRARY_PATH)"
-        case ":${LD_LIBRARY_PATH:-}:" in *":$found:"*) ;; *) LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$found ;; esac
+        add_ld_path "$found"
       else
         echo "  $so: not found in any of the usual folders"
       fi
     done
   fi
-  export LD_LIBRARY_PATH
   cudnn=$(ldd "$B/tests/test_cuda_layers" 2> /dev/null | awk '$1 == "libcudnn.so.9" && $3 ~ /^\// {print $3}')
-  if [ -n "$cudnn" ]; then
-    d=$(dirname "$(readlink -f "$cudnn")")
-    case ":${LD_LIBRARY_PATH:-}:" in *":$d:"*) ;; *) export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d ;; esac
-  fi
+  [ -n "$cudnn" ] && add_ld_path "$(dirname "$(readlink -f "$cudnn")")"
   echo "  LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
 }
 
 # the binaries under $B whose libraries are missing on this machine (ldd), and how many were checked
 check_binaries() {
   local f n=0 miss
-  for f in "$B"/bin/* "$B"/tests/* "$B"/bench/*; do
-    [ -f "$f" ] && [ -x "$f" ] && head -c 4 "$f" 2>/dev/null | grep -q ELF || continue
+  while IFS= read -r f; do
     n=$((n + 1))
-    miss=$(ldd "$f" 2>&1 | awk '/not found/{print $1}' | tr '\n' ' ')
+    miss=$(missing_libs "$f")
     [ -n "$miss" ] && echo "  MISSING for $f: $miss"
-  done
+  done < <(elf_binaries)
   echo "  $n binaries checked"
   [ "$n" -gt 0 ] || echo "  no binaries under $B: build with 'make build-all' and carry the build folder"
 }
