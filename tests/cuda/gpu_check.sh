@@ -29,7 +29,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}
-. tests/device/steps.sh # steps_init, step, row, elapsed, host_lines, resolve_libraries, check_binaries
+. tests/device/steps.sh # steps_init, step, row, elapsed, host_lines, resolve_libraries, check_binaries, mpi_env
 steps_init gpu-check "${GPU_CHECK_BUDGET:-450}"
 GPU=""        # non-empty: a usable GPU (the device line of nn_bench_gpu --check)
 NOGPU_WHY=""
@@ -100,12 +100,8 @@ PY
 }
 
 main() {
-  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
-  export OMPI_MCA_rmaps_base_oversubscribe=1
-  # the transport of the tests (tests/run.sh) in every step: shared memory, no UCX
-  export OMPI_MCA_pml=${OMPI_MCA_pml:-ob1} OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader}
+  mpi_env
   export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
-  local MPIRUN="mpirun --oversubscribe --bind-to none"
   preflight
 
   # libpcoll's device tests first (about a minute), then the backend's (layers and references)

@@ -25,7 +25,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}
-. tests/device/steps.sh # steps_init, step, row, elapsed, host_lines, resolve_libraries, check_binaries
+. tests/device/steps.sh # steps_init, step, row, elapsed, host_lines, resolve_libraries, check_binaries, mpi_env
 steps_init core-check "${CORE_CHECK_BUDGET:-330}"
 QUICK=${CORE_CHECK_QUICK:-0}
 
@@ -99,13 +99,8 @@ race() {
 }
 
 main() {
-  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
-  export OMPI_MCA_rmaps_base_oversubscribe=1
-  # the transport of make bench-collectives and the tests: shared memory, no UCX
-  export OMPI_MCA_pml=${OMPI_MCA_pml:-ob1} OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader}
-  export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
-  MPIRUN="mpirun --oversubscribe --bind-to none"
-  export B OUT QUICK MPIRUN DDP_NOTE
+  mpi_env
+  export B OUT QUICK DDP_NOTE
   export -f collectives collectives_summary wake_ab race
   preflight
   step collectives 150 collectives

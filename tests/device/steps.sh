@@ -87,6 +87,17 @@ host_lines() {
   echo "== cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') x $(nproc)${miss_isa:+; WARNING: lacks$miss_isa (libnn built with -march=native: expect SIGILL)}"
 }
 
+# the MPI settings of every step (those of tests/run.sh and make bench-collectives): as root,
+# oversubscribed, shared-memory transport without UCX (a caller's OMPI_MCA_pml / _btl win), and
+# MPIRUN, exported
+mpi_env() {
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
+  export OMPI_MCA_rmaps_base_oversubscribe=1
+  export OMPI_MCA_pml=${OMPI_MCA_pml:-ob1} OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader}
+  export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
+  export MPIRUN="mpirun --oversubscribe --bind-to none"
+}
+
 # the executables under $B (ELF files in bin/, tests/, bench/), one per line
 elf_binaries() {
   local f
