@@ -16,6 +16,9 @@ typedef struct {
     double *d, *d2;  /* [P] sum of their cycle times and of their squares (s, s^2) */
     double *l;       /* [P] sum of the lags (in sync steps) of those gradients */
     double *e, *e2;  /* [P] sum of their worths (staleness key) and of the squares */
+    double *x1, *w1; /* [P] p's previous counted cycle time per gradient and its worth (0: none since a skip) */
+    double *dd, *ee; /* [P] sums of the products of consecutive ones (x_j x_{j-1}, w_j w_{j-1}) */
+    uint32_t *np;    /* [P] consecutive pairs counted in dd and ee */
     uint8_t *skip;   /* [P] 1: p's next deposit is skipped (its cycle began in another mode) */
     uint32_t rounds; /* rounds counted */
 } meas_t;

@@ -34,6 +34,8 @@ static void meas_reset(struct ctl_state *s) {
     for (int i = 0; i < s->P; i++) {
         s->m.n[i] = 0;
         s->m.d[i] = s->m.d2[i] = s->m.l[i] = s->m.e[i] = s->m.e2[i] = 0;
+        s->m.x1[i] = s->m.w1[i] = s->m.dd[i] = s->m.ee[i] = 0;
+        s->m.np[i] = 0;
         s->m.skip[i] = 1;
     }
     s->m.rounds = 0;
@@ -43,7 +45,7 @@ static void meas_reset(struct ctl_state *s) {
  * epoch's tail) or the start of a handle (the next epoch) interrupts the ranks' cycles, which then
  * include evaluation or waiting for the epoch's last batches, but not the level's measurement. */
 static void meas_skip(struct ctl_state *s) {
-    for (int i = 0; i < s->P; i++) s->m.skip[i] = 1;
+    for (int i = 0; i < s->P; i++) s->m.skip[i] = 1, s->m.x1[i] = s->m.w1[i] = 0;
 }
 
 /* Queues a probe of every level other than the current one, least partial first (from a
@@ -147,9 +149,32 @@ void rate_observe(ctl_policy_t *p, const pcoll_record_t *rec, int nactive) {
             s->m.l[i] += rec->fresh[i] * lag;
             s->m.e[i] += rec->fresh[i] * w;
             s->m.e2[i] += rec->fresh[i] * w * w;
+            if (s->m.x1[i] > 0) { /* the previous deposit of p was counted too: a consecutive pair */
+                s->m.dd[i] += rec->fresh[i] * x * s->m.x1[i];
+                s->m.ee[i] += rec->fresh[i] * w * s->m.w1[i];
+                s->m.np[i] += rec->fresh[i];
+            }
+            s->m.x1[i] = x, s->m.w1[i] = w;
         }
     }
     for (int i = 0; i < P; i++) s->gsince[i] = rec->fresh[i] ? 0 : s->gsince[i] + nf;
+}
+
+/* Variance of the mean of n consecutive values of one rank (mean mu; g0 = their mean square minus
+ * mu^2), from their spread and their lag-1 autocovariance g1 (np consecutive pairs whose products
+ * sum to xx): (g0 + 2 g1) / n. A rank's cycles are negatively correlated (a long wait for a round
+ * is followed by a short one: in sync a rank's cycle is the round's duration plus the difference
+ * of two of its computes, and the mean of its cycles is the span of its deposits over n), which
+ * the spread alone, g0 / n, does not know; the lags of its gradients likewise (they sum to what
+ * the others applied). g1 about the sample mean reads -g0 / n for independent values, which is
+ * added back. Bounded below by g0 / n^2 (the span's ends are uncertain by one value's spread) and
+ * above by 3 g0 / n (|g1| <= g0). */
+static double mean_var(double n, double g0, uint32_t np, double xx, double mu) {
+    g0 = g0 > 0 ? g0 * n / (n - 1) : 0;
+    double g1 = np ? xx / np - mu * mu + g0 / n : 0;
+    if (g1 > g0) g1 = g0;
+    double v = g0 + 2 * g1;
+    return (v > g0 / n ? v : g0 / n) / n;
 }
 
 /* Score of the measurement so far (0 until every rank has 2 deposits in it). With r_p = n_p / d_p
@@ -157,23 +182,30 @@ void rate_observe(ctl_policy_t *p, const pcoll_record_t *rec, int nactive) {
  *   rate  R = sum_p r_p                gradients per second
  *   score S = sum_p r_p w_p            fresh-gradient equivalents per second
  * Each rank's worth is weighted by its measured rate, not by how many of its deposits the sample
- * happened to catch (a slow rank's one or two deposits would otherwise swing it). Standard error:
- * the sum of the ranks' errors of r_p w_p (the bound for any correlation between them: in sync
- * every rank's cycle is the same round), from the spread of their cycle times and worths. */
+ * happened to catch (a slow rank's one or two deposits would otherwise swing it). Standard error,
+ * from each rank's error of r_p w_p (the spread of its cycle times and worths, mean_var): in sync
+ * their sum, as every rank's cycle is the same round (perfectly correlated); in a partial level
+ * their root sum of squares, as the ranks' cycles are their own computes and delays (independent:
+ * a rank waits at most for the round it joins; tests/controller/test_rate.c's `se` checks the
+ * claims against the scatter of repeated measurements). A drifting machine, which moves every
+ * rank at once, is the spread between measurements (rate_se), not this one. */
 static int meas_score(const ctl_policy_t *p, double *score, double *se) {
     const meas_t *m = &p->s.m;
+    const int sync = p->s.level == LV_SYNC;
     for (int i = 0; i < p->P; i++)
         if (m->n[i] < 2) return 0;
     double S = 0, err = 0;
     for (int i = 0; i < p->P; i++) {
         double n = m->n[i], mean = m->d[i] / n, r = 1.0 / mean, w = m->e[i] / n;
-        double var_d = (m->d2[i] - n * mean * mean) / (n - 1), var_w = (m->e2[i] - n * w * w) / (n - 1);
-        double se_r = var_d > 0 ? r * sqrt(var_d / n) / mean : 0, se_w = var_w > 0 ? sqrt(var_w / n) : 0;
+        double var_d = mean_var(n, m->d2[i] / n - mean * mean, m->np[i], m->dd[i], mean),
+               var_w = mean_var(n, m->e2[i] / n - w * w, m->np[i], m->ee[i], w);
+        double se_r = r * sqrt(var_d) / mean, se_w = sqrt(var_w);
         S += r * w;
-        err += sqrt(se_r * w * se_r * w + r * se_w * r * se_w);
+        double e2 = se_r * w * se_r * w + r * se_w * r * se_w;
+        err += sync ? sqrt(e2) : e2;
     }
     *score = S;
-    *se = err;
+    *se = sync ? err : sqrt(err);
     return 1;
 }
 
@@ -258,7 +290,8 @@ static int meas_close(ctl_policy_t *p, uint64_t rg, double *score, double *se, u
     s->lag[s->level] = lw / R;
     s->scored_at[s->level] = rg;
     for (int i = 0; i < p->P; i++)
-        s->m.n[i] = 0, s->m.d[i] = s->m.d2[i] = s->m.l[i] = s->m.e[i] = s->m.e2[i] = 0;
+        s->m.n[i] = 0, s->m.d[i] = s->m.d2[i] = s->m.l[i] = s->m.e[i] = s->m.e2[i] = 0,
+        s->m.dd[i] = s->m.ee[i] = 0, s->m.np[i] = 0; /* x1, w1 stay: the next deposit follows them */
     s->m.rounds = 0;
     return 1;
 }
@@ -334,11 +367,16 @@ static void level_drop(struct ctl_state *s, int l, int skip) {
 }
 
 /* Whether measurement x (+- xse within it) of level l lies outside its pool's limits: Z standard
- * errors of the difference. Returns the side (+1 above, -1 below, 0 inside or no pool). */
+ * errors of the difference, the pool's taken as that of one measurement (the larger of its within
+ * error and the spread between measurements), not of their mean over the k pooled: a machine's
+ * drift makes consecutive measurements alike, so k of them are not k independent ones, and a
+ * limit that narrows with k would read a slow drift as a change of conditions (test_rate's
+ * `drift`). Returns the side (+1 above, -1 below, 0 inside or no pool). */
 static int outside(const struct ctl_state *s, int l, double x, double xse) {
     uint32_t df;
     cv2_df(s, &df);
-    const double xe = meas_se(s, x, xse), d = x - s->score[l], e = rate_se(s, l);
+    const double xe = meas_se(s, x, xse), d = x - s->score[l],
+                 e = meas_se(s, s->score[l], s->se_in[l]);
     return s->pool_k[l] == 0 || fabs(d) <= zq(df) * sqrt(xe * xe + e * e) ? 0 : d > 0 ? 1 : -1;
 }
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #define STATE_MAGIC   "CTLSTATE"
-#define STATE_VERSION 4u
+#define STATE_VERSION 5u
 #define HEADER_BYTES  (8 + 4 * 4) /* magic, version, P, window, cost_n */
 
 int state_alloc(struct ctl_state *s, int P, int window, int cost_n) {
@@ -39,9 +39,15 @@ int state_alloc(struct ctl_state *s, int P, int window, int cost_n) {
     s->m.e = calloc(P, sizeof(double));
     s->m.e2 = calloc(P, sizeof(double));
     s->m.skip = calloc(P, 1);
+    s->m.x1 = calloc(P, sizeof(double));
+    s->m.w1 = calloc(P, sizeof(double));
+    s->m.dd = calloc(P, sizeof(double));
+    s->m.ee = calloc(P, sizeof(double));
+    s->m.np = calloc(P, sizeof(uint32_t));
     if (!s->w_max || !s->w_fresh || !s->w_active || !s->w_nmax || !s->w_nfresh || !s->w_nfree || !s->w_tau ||
         !s->ns || !s->cost || !s->cost_cnt || !s->cost_pos || !s->act || !s->gsince || !s->m.n || !s->m.d ||
-        !s->m.d2 || !s->m.l || !s->m.e || !s->m.e2 || !s->m.skip) {
+        !s->m.d2 || !s->m.l || !s->m.e || !s->m.e2 || !s->m.skip || !s->m.x1 || !s->m.w1 || !s->m.dd ||
+        !s->m.ee || !s->m.np) {
         state_free(s);
         return CTL_ERR_NOMEM;
     }
@@ -69,6 +75,11 @@ void state_free(struct ctl_state *s) {
     free(s->m.e);
     free(s->m.e2);
     free(s->m.skip);
+    free(s->m.x1);
+    free(s->m.w1);
+    free(s->m.dd);
+    free(s->m.ee);
+    free(s->m.np);
     memset(s, 0, sizeof *s);
 }
 
@@ -116,7 +127,7 @@ typedef struct {
     size_t n;
     char t;
 } fld_t;
-enum { MAXF = 64 };
+enum { MAXF = 80 };
 
 static int fields(struct ctl_state *s, fld_t *f) {
     int k = 0;
@@ -156,6 +167,11 @@ static int fields(struct ctl_state *s, fld_t *f) {
     ARR(m.e, P, 'd');
     ARR(m.e2, P, 'd');
     ARR(m.skip, P, '1');
+    ARR(m.x1, P, 'd');
+    ARR(m.w1, P, 'd');
+    ARR(m.dd, P, 'd');
+    ARR(m.ee, P, 'd');
+    ARR(m.np, P, '4');
     ONE(m.rounds, '4');
     ARR(gsince, P, '4');
     ARR(score, NLV, 'd');
@@ -349,8 +365,9 @@ static int validate(const struct ctl_state *s, char *err, size_t n) {
         for (int k = 0; k < N; k++)
             if (!(s->cost[(size_t)i * N + k] >= 0) || !isfinite(s->cost[(size_t)i * N + k]))
                 return bad(err, n, "rank %d: step time %d is negative or not finite", i, k);
-        const double m[5] = {s->m.d[i], s->m.d2[i], s->m.l[i], s->m.e[i], s->m.e2[i]};
-        for (int k = 0; k < 5; k++)
+        const double m[9] = {s->m.d[i], s->m.d2[i], s->m.l[i], s->m.e[i], s->m.e2[i],
+                             s->m.x1[i], s->m.w1[i], s->m.dd[i], s->m.ee[i]};
+        for (int k = 0; k < 9; k++)
             if (!(m[k] >= 0) || !isfinite(m[k]))
                 return bad(err, n, "rank %d: measured cycle times or lags are negative or not finite", i);
     }
