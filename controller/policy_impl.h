@@ -12,11 +12,12 @@ enum { LV_LIGHT = 0, LV_MAJ = 1, LV_SYNC = 2, NLV = 3 };
 
 /* Measurement of the samples a mode delivers (rate rule, rate.c) over its latest deposits. */
 typedef struct {
-    uint32_t *n;     /* [P] deposits counted */
-    double *d, *d2;  /* [P] sum of their cycle times and of their squares (s, s^2) */
-    double *l;       /* [P] sum of the lags (in sync steps) of those gradients */
-    double *e, *e2;  /* [P] sum of their worths (staleness key) and of the squares */
-    double *x1, *w1; /* [P] p's previous counted cycle time per gradient and its worth (0: none since a skip) */
+    uint32_t *n;    /* [P] deposits counted */
+    double *d, *d2; /* [P] sum of their cycle times and of their squares (s, s^2) */
+    double *l;      /* [P] sum of the lags (in sync steps) of those gradients */
+    double *e, *e2; /* [P] sum of their worths (staleness key) and of the squares */
+    double *x1,
+        *w1; /* [P] p's previous counted cycle time per gradient and its worth (0: none since a skip) */
     double *dd, *ee; /* [P] sums of the products of consecutive ones (x_j x_{j-1}, w_j w_{j-1}) */
     uint32_t *np;    /* [P] consecutive pairs counted in dd and ee */
     uint8_t *skip;   /* [P] 1: p's next deposit is skipped (its cycle began in another mode) */

@@ -375,8 +375,7 @@ static void level_drop(struct ctl_state *s, int l, int skip) {
 static int outside(const struct ctl_state *s, int l, double x, double xse) {
     uint32_t df;
     cv2_df(s, &df);
-    const double xe = meas_se(s, x, xse), d = x - s->score[l],
-                 e = meas_se(s, s->score[l], s->se_in[l]);
+    const double xe = meas_se(s, x, xse), d = x - s->score[l], e = meas_se(s, s->score[l], s->se_in[l]);
     return s->pool_k[l] == 0 || fabs(d) <= zq(df) * sqrt(xe * xe + e * e) ? 0 : d > 0 ? 1 : -1;
 }
 

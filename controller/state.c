@@ -365,7 +365,7 @@ static int validate(const struct ctl_state *s, char *err, size_t n) {
         for (int k = 0; k < N; k++)
             if (!(s->cost[(size_t)i * N + k] >= 0) || !isfinite(s->cost[(size_t)i * N + k]))
                 return bad(err, n, "rank %d: step time %d is negative or not finite", i, k);
-        const double m[9] = {s->m.d[i], s->m.d2[i], s->m.l[i], s->m.e[i], s->m.e2[i],
+        const double m[9] = {s->m.d[i],  s->m.d2[i], s->m.l[i],  s->m.e[i], s->m.e2[i],
                              s->m.x1[i], s->m.w1[i], s->m.dd[i], s->m.ee[i]};
         for (int k = 0; k < 9; k++)
             if (!(m[k] >= 0) || !isfinite(m[k]))
