@@ -362,6 +362,9 @@ static int validate(const struct ctl_state *s, char *err, size_t n) {
             s->act[i] > 1 || s->m.skip[i] > 1)
             return bad(err, n, "rank %d: step-time ring count %d / position %d out of range 0..%d", i,
                        s->cost_cnt[i], s->cost_pos[i], N);
+        if (s->m.np[i] > s->m.n[i])
+            return bad(err, n, "rank %d: %u consecutive pairs of measured cycles, more than its %u deposits",
+                       i, s->m.np[i], s->m.n[i]);
         for (int k = 0; k < N; k++)
             if (!(s->cost[(size_t)i * N + k] >= 0) || !isfinite(s->cost[(size_t)i * N + k]))
                 return bad(err, n, "rank %d: step time %d is negative or not finite", i, k);

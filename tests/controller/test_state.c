@@ -382,6 +382,13 @@ static void test_corrupt(void) {
     b[wpos] = 16;
     reseal(b, n);
     expect_bad(b, n, "window", "window position = window");
+    memcpy(b, a, n);
+    /* rank 0's consecutive pairs (m.np[0]), counted from the end: the checksum (8), the fields after
+     * m.np (328 bytes and gsince, 4 P) and m.np itself (4 P) */
+    size_t npos = n - 8 - 328 - 8 * (size_t)P;
+    b[npos] = b[npos + 1] = 0xff;
+    reseal(b, n);
+    expect_bad(b, n, "consecutive pairs", "more pairs of cycles than deposits");
     /* a state resumed under another shape or a static policy */
     ctl_policy_cfg_t other;
     char err[256];
