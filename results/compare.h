@@ -62,6 +62,7 @@ typedef struct {
     double straggler;
     double seed;       /* config.seed (NAN if absent) */
     const char *whash; /* the last epoch's weights_hash, NULL if absent */
+    const char *cpu;   /* environment.cpu (rank 0's CPU model and vector extensions), NULL if absent */
     int nw;
     double *wait;
     const char *modelabel; /* mode, or adaptive/<policy> */

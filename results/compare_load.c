@@ -149,6 +149,7 @@ static void add_run(compare_t *c, const char *path, json_t *root, int ddp) {
     r->seed = jnum(cfg, "seed");
     size_t ne = json_array_size(ep);
     r->whash = ne ? jstr(json_array_get(ep, ne - 1), "weights_hash") : NULL;
+    r->cpu = jstr(env, "cpu");
     if (!ddp) read_waits(r, json_object_get(root, "ranks"));
     if (ddp) {
         r->mode = "ddp";

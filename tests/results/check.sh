@@ -168,6 +168,12 @@ compare_paired)
   rc 0 "$C" $D/runs/fmnist_sync.json "$TMP/sync_s2_none.json" "$TMP/sync_s2_lin.json" $D/runs/fmnist_solo.json $D/repeat/fmnist_solo_seed2.json
   contains "$TMP/out" 'have seed 2 but end in different weights'
   contains "$TMP/out" '| -2.00 [1] |'
+  grep -q 'on different CPUs' "$TMP/out" && fail "CPUs named where the runs record none"
+  # ... and where they record their CPUs and those differ, the note names both
+  jq '.environment.cpu = "CPU A; avx2 fma"' "$TMP/sync_s2_none.json" >"$TMP/sync_s2_cpua.json"
+  jq '.environment.cpu = "CPU B; avx2 fma avx512f"' "$TMP/sync_s2_lin.json" >"$TMP/sync_s2_cpub.json"
+  rc 0 "$C" $D/runs/fmnist_sync.json "$TMP/sync_s2_cpua.json" "$TMP/sync_s2_cpub.json" $D/runs/fmnist_solo.json
+  contains "$TMP/out" 'on different CPUs (CPU A; avx2 fma / CPU B; avx2 fma avx512f)'
   ;;
 compare_mismatch)
   rc 0 "$C" $D/runs/fmnist_sync.json $D/runs/fmnist_solo.json $D/mismatch

@@ -9,6 +9,11 @@ for mode in sync solo majority quorum:2 adaptive; do
   if [ -x "$B/bin/pcoll-validate" ]; then
     "$B/bin/pcoll-validate" results/schema/run.schema.json "$TMP/$mode.json" || fail "schema: $mode"
   fi
+  # the CPU the run's floating-point sums depend on (-march=native), where /proc/cpuinfo says it
+  if [ -r /proc/cpuinfo ]; then
+    jq -e '.environment.cpu | type == "string" and test("; ")' "$TMP/$mode.json" >/dev/null \
+      || fail "$mode: environment.cpu is $(jq -c .environment.cpu "$TMP/$mode.json")"
+  fi
   jq -r '"\(.config.mode) top1=\(.summary.final_test_top1) fresh=\(.summary.fresh_fraction) max_streak=\(.summary.max_streak)"' "$TMP/$mode.json"
   st=$(jq '.summary.max_streak' "$TMP/$mode.json")
   [ "$st" -le 4 ] || fail "$mode: streak $st above tau=4"
