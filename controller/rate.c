@@ -28,17 +28,20 @@
 #define Z           2.0
 #define CONTEST_MAX 2
 
+/* Clears what the measurement has counted; each rank's previous cycle (x1, w1) and skip flag stay. */
+static void meas_clear(struct ctl_state *s) {
+    for (int i = 0; i < s->P; i++) {
+        s->m.n[i] = s->m.np[i] = 0;
+        s->m.d[i] = s->m.d2[i] = s->m.l[i] = s->m.e[i] = s->m.e2[i] = s->m.dd[i] = s->m.ee[i] = 0;
+    }
+    s->m.rounds = 0;
+}
+
 /* Restarts the measurement: nothing counted, and every rank's next deposit is skipped (its cycle
  * began under another rule, or before this handle). */
 static void meas_reset(struct ctl_state *s) {
-    for (int i = 0; i < s->P; i++) {
-        s->m.n[i] = 0;
-        s->m.d[i] = s->m.d2[i] = s->m.l[i] = s->m.e[i] = s->m.e2[i] = 0;
-        s->m.x1[i] = s->m.w1[i] = s->m.dd[i] = s->m.ee[i] = 0;
-        s->m.np[i] = 0;
-        s->m.skip[i] = 1;
-    }
-    s->m.rounds = 0;
+    meas_clear(s);
+    for (int i = 0; i < s->P; i++) s->m.x1[i] = s->m.w1[i] = 0, s->m.skip[i] = 1;
 }
 
 /* Skips every rank's next deposit and keeps what is counted: a round without every rank (an
@@ -289,10 +292,7 @@ static int meas_close(ctl_policy_t *p, uint64_t rg, double *score, double *se, u
     s->rate[s->level] = R;
     s->lag[s->level] = lw / R;
     s->scored_at[s->level] = rg;
-    for (int i = 0; i < p->P; i++)
-        s->m.n[i] = 0, s->m.d[i] = s->m.d2[i] = s->m.l[i] = s->m.e[i] = s->m.e2[i] = 0,
-        s->m.dd[i] = s->m.ee[i] = 0, s->m.np[i] = 0; /* x1, w1 stay: the next deposit follows them */
-    s->m.rounds = 0;
+    meas_clear(s); /* x1, w1 stay: the next deposit follows them */
     return 1;
 }
 

@@ -108,13 +108,14 @@ static const run_t *sync_of_seed(compare_t *c, const group_t *g, const run_t *r)
         if (strcmp(s->mode, "sync") || s->seed != r->seed || strcmp(s->pextra, r->pextra) || isnan(s->top1))
             continue;
         if (hit && hit->whash && s->whash && strcmp(hit->whash, s->whash)) {
-            const int cpus = hit->cpu && s->cpu && strcmp(hit->cpu, s->cpu);
+            const char *cpus = hit->cpu && s->cpu && strcmp(hit->cpu, s->cpu)
+                                   ? aprintf(" on different CPUs (%s / %s)", hit->cpu, s->cpu)
+                                   : NULL;
             cmp_note(
                 c,
-                "sync runs %s and %s have seed %.0f but end in different weights (%s, %s)%s%s%s%s%s; seed "
-                "%.0f is not paired",
-                hit->path, s->path, s->seed, hit->whash, s->whash, cpus ? " on different CPUs (" : "",
-                cpus ? hit->cpu : "", cpus ? " / " : "", cpus ? s->cpu : "", cpus ? ")" : "", s->seed);
+                "sync runs %s and %s have seed %.0f but end in different weights (%s, %s)%s; seed %.0f is "
+                "not paired",
+                hit->path, s->path, s->seed, hit->whash, s->whash, cpus ? cpus : "", s->seed);
             return NULL;
         }
         if (!hit || !strcmp(s->imbalance, r->imbalance)) hit = s;
