@@ -22,6 +22,8 @@ static void usage(FILE *f) {
             "options:\n"
             "  --target T      target test top-1 for time to target (0..1, or percent if > 1);\n"
             "                  default: each run's summary.target_top1\n"
+            "  --hold          time to target: the first point from which a run stays at or above the\n"
+            "                  target to its end (default: the first point that reaches it)\n"
             "  --csv           print CSV instead of Markdown (notes go to stderr); --csv=FILE writes it\n"
             "  --json FILE     also write the tables as JSON\n"
             "  --plot DIR      write figures to DIR: per table SLUG_loss / SLUG_top1 (or SLUG_testloss)\n"
@@ -61,6 +63,8 @@ static int parse_args(int argc, char **argv, compare_t *c, outputs_t *o) {
             o->json_out = val;
         else if (OPTV("--plot"))
             o->plot_dir = val;
+        else if (!strcmp(a, "--hold"))
+            c->hold = 1;
         else if (OPTV("--target")) {
             char *end;
             double t = strtod(val, &end);

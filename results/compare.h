@@ -110,6 +110,7 @@ typedef struct {
 /* one comparison: the options, what was read, and the tables built from it */
 typedef struct {
     double target; /* --target (0..1), NAN if not given */
+    int hold;      /* --hold: time to target is the first point from which a run stays at or above it */
     plist ignore;  /* --ignore: char* config keys that do not split rows */
     plist assume;  /* --assume: char* "key=value", the value of key in runs whose config lacks it */
     plist runs;    /* run_t*, in reading order */

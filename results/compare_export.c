@@ -138,6 +138,7 @@ int write_json(const compare_t *c, const char *out) {
         json_object_set_new(t, "batch", json_string(g->batch_s));
         json_object_set_new(t, "kind", json_string(g->classif ? "classification" : "regression"));
         json_object_set_new(t, "target_top1", jnv(g->target));
+        json_object_set_new(t, "target_held", json_boolean(c->hold));
         for (int k = 0; k < g->notes.n; k++) json_array_append_new(gn, json_string(g->notes.v[k]));
         json_object_set_new(t, "notes", gn);
         for (int j = 0; j < g->rows.n; j++) {

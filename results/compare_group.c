@@ -189,12 +189,15 @@ static void table_target(const compare_t *c, group_t *g) {
 
 /* which time to target the table shows: the runs' accuracy curves (--curve-every), epoch ends,
  * or both (noted, and named in the column's head) */
-static void target_source(group_t *g) {
+static void target_source(const compare_t *c, group_t *g) {
     for (int i = 0; i < g->runs.n; i++) {
         const run_t *r = g->runs.v[i];
         g->ttt_n += !isnan(r->ttt);
         g->ttt_curve += r->ttt_curve;
     }
+    if (c->hold)
+        pl_push(&g->notes, astrdup("note: to target (--hold): from the first point (curve) or epoch end "
+                                   "after which the run stays at or above the target to its end"));
     if (!g->ttt_curve) return;
     if (g->ttt_curve == g->ttt_n)
         pl_push(&g->notes,
@@ -276,7 +279,7 @@ void cmp_group(compare_t *c) {
         group_t *g = c->groups.v[gi];
         label_differing_keys(c, g);
         table_target(c, g);
-        target_source(g);
+        target_source(c, g);
         make_rows(g);
         compare_rows(c, g);
     }

@@ -19,33 +19,46 @@ static const char *num_text(const json_t *o, const char *k) {
     return v ? val_text(v) : NULL;
 }
 
-/* wall_s of the first record of points (the epochs, or the accuracy curve: both have test_top1
- * and wall_s) whose test top-1 reaches target; NAN if none does, no target or no array */
-static double time_to_target(const json_t *points, double target) {
-    if (isnan(target)) return NAN;
+/* Index of the first record of points (the epochs, or the accuracy curve: both have test_top1
+ * and wall_s) whose test top-1 reaches target; with hold, of the first record from which every
+ * later one reaches it too (a curve evaluated on a test subset swings by tens of points while the
+ * learning rate is high, and its first crossing can be one lucky snapshot). Records without a
+ * top-1 are passed over. -1 if none, no target or no array. */
+static long reach_index(const json_t *points, double target, int hold) {
+    if (isnan(target)) return -1;
+    long at = -1;
     size_t i;
     const json_t *e;
     json_array_foreach(points, i, e) {
         double t = jnum(e, "test_top1");
-        if (!isnan(t) && t >= target) return jnum(e, "wall_s");
+        if (isnan(t)) continue;
+        if (t < target)
+            at = -1;
+        else if (at < 0)
+            at = (long)i;
+        if (at >= 0 && !hold) break;
     }
-    return NAN;
+    return at;
 }
 
-/* The training samples applied up to the first point that reaches target: a curve point's own
- * "samples" (counted over the whole run), or the epochs' "samples" summed through the first epoch
- * that reaches it; NAN if none does, or a point lacks the count. */
-static double samples_to_target(const json_t *curve, const json_t *epochs, int from_curve, double target) {
-    if (isnan(target)) return NAN;
-    size_t i;
-    const json_t *e;
+/* wall_s of that record; NAN if none */
+static double time_to_target(const json_t *points, double target, int hold) {
+    long k = reach_index(points, target, hold);
+    return k < 0 ? NAN : jnum(json_array_get(points, (size_t)k), "wall_s");
+}
+
+/* The training samples applied up to that record: a curve point's own "samples" (counted over
+ * the whole run), or the epochs' "samples" summed through that epoch; NAN if none, or a record
+ * lacks the count. */
+static double samples_to_target(const json_t *curve, const json_t *epochs, int from_curve, double target,
+                                int hold) {
+    const json_t *pts = from_curve ? curve : epochs;
+    long k = reach_index(pts, target, hold);
+    if (k < 0) return NAN;
+    if (from_curve) return jnum(json_array_get(pts, (size_t)k), "samples");
     double sum = 0;
-    json_array_foreach(from_curve ? curve : epochs, i, e) {
-        double t = jnum(e, "test_top1"), n = jnum(e, "samples");
-        sum = from_curve ? n : sum + n;
-        if (!isnan(t) && t >= target) return sum;
-    }
-    return NAN;
+    for (long i = 0; i <= k; i++) sum += jnum(json_array_get(pts, (size_t)i), "samples");
+    return sum;
 }
 
 /* key k of the last epoch that has it as a number; NAN if none */
@@ -137,10 +150,10 @@ static void add_run(compare_t *c, const char *path, json_t *root, int ddp) {
     r->target = !isnan(c->target) ? c->target : jnum(sum, "target_top1");
     /* the accuracy curve (--curve-every) where the run has one and it reaches the target: its
      * points are not tied to epoch ends; else the first epoch end that reaches it */
-    r->ttt = time_to_target(json_object_get(root, "curve"), r->target);
+    r->ttt = time_to_target(json_object_get(root, "curve"), r->target, c->hold);
     r->ttt_curve = !isnan(r->ttt);
-    if (!r->ttt_curve) r->ttt = time_to_target(ep, r->target);
-    r->sttt = samples_to_target(json_object_get(root, "curve"), ep, r->ttt_curve, r->target);
+    if (!r->ttt_curve) r->ttt = time_to_target(ep, r->target, c->hold);
+    r->sttt = samples_to_target(json_object_get(root, "curve"), ep, r->ttt_curve, r->target, c->hold);
     r->fresh = jnum(sum, "fresh_fraction");
     r->mstal = jnum(sum, "mean_staleness");
     r->maxstal = jnum(sum, "max_staleness");

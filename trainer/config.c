@@ -53,8 +53,9 @@ static const opt_t opts[] = {
     O("mode", T_STR, mode, "sync", 0, 0, "sync | solo | majority | quorum:Q | adaptive"),
     O("policy-opts", T_STR, policy_opts, "light_fresh=0.5", 0, 0,
       "adaptive policy options (controller.h) except tau, e.g. 'window=32,maj_enter=4' or 'tau_by=policy' "
-      "(the policy, not libpcoll, enforces --tau); the default keeps solo only while its rounds carry half "
-      "the gradients ('' = the streak and wait signals alone)"),
+      "(the policy, not libpcoll, enforces --tau); the default light_fresh=0.5 is read by rule=thresholds "
+      "only (solo is kept while its rounds carry half the gradients); rule=rate, the default rule, ignores "
+      "it"),
     O("initial-sync", T_INT, initial_sync, "0", 0, 100000,
       "run the first N epochs synchronously whatever --mode says (0: none; docs/EXPERIMENTS.md: its effect "
       "on accuracy)"),

@@ -260,6 +260,31 @@ compare_curve)
   rc 1 "$V" $S "$TMP/bad_curve.json"
   contains "$TMP/out" '$.curve[0].batches'
   ;;
+compare_hold)
+  # --hold: time to target from the first point after which the run stays at or above the target
+  # (a snapshot on a test subset can spike above it while the learning rate is high); without it,
+  # the first point that reaches it. A curve that ends below the target holds it nowhere: the
+  # epoch ends are read the same way.
+  curve_run $D/runs/fmnist_solo.json "$TMP/spike.json" \
+    '.curve = [.curve[0], .curve[1] + {wall_s: 4.0, samples: 700, test_top1: 0.82}, .curve[1] + {wall_s: 5.0, test_top1: 0.6},
+               .curve[1] + {wall_s: 7.25, samples: 1024, test_top1: 0.81}, .curve[2] + {test_top1: 0.83}]'
+  rc 0 "$V" $S "$TMP/spike.json"
+  rc 0 "$C" --target 0.8 --json "$TMP/first.json" "$TMP/spike.json"
+  contains "$TMP/out" '| solo | 4 | linear:unit=20 | 1 | 20.0 | 4.0 |'
+  lacks "$TMP/out" 'note: to target (--hold)'
+  rc 0 "$C" --target 0.8 --hold --json "$TMP/held.json" "$TMP/spike.json"
+  contains "$TMP/out" '| solo | 4 | linear:unit=20 | 1 | 20.0 | 7.2 |'
+  contains "$TMP/out" 'note: to target (--hold): from the first point (curve) or epoch end after which'
+  tr -d ' \n' <"$TMP/held.json" >"$TMP/held.flat"
+  contains "$TMP/held.flat" '"target_held":true'
+  contains "$TMP/held.flat" '"samples_to_target":{"mean":1024'
+  tr -d ' \n' <"$TMP/first.json" >"$TMP/first.flat"
+  contains "$TMP/first.flat" '"samples_to_target":{"mean":700'
+  # the curve falls below 0.8 at its end: not held on the curve; the epoch ends decide
+  jq '.curve[-1].test_top1 = 0.79' "$TMP/spike.json" >"$TMP/fall.json"
+  rc 0 "$C" --target 0.8 --hold "$TMP/fall.json"
+  lacks "$TMP/out" 'to target (curve'
+  ;;
 compare_regression)
   rc 0 "$C" $D/runs/hyperplane_sync.json $D/runs/hyperplane_solo.json
   has "$TMP/out" '### hyperplane: model=hyperplane data=hyperplane ranks=2 epochs=3 batch=32 (regression: losses)'
