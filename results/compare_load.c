@@ -41,23 +41,18 @@ static long reach_index(const json_t *points, double target, int hold) {
     return at;
 }
 
-/* wall_s of that record; NAN if none */
-static double time_to_target(const json_t *points, double target, int hold) {
-    long k = reach_index(points, target, hold);
-    return k < 0 ? NAN : jnum(json_array_get(points, (size_t)k), "wall_s");
+/* number k of record i of points; NAN if i < 0 or the record lacks it */
+static double point_num(const json_t *points, long i, const char *k) {
+    return i < 0 ? NAN : jnum(json_array_get(points, (size_t)i), k);
 }
 
-/* The training samples applied up to that record: a curve point's own "samples" (counted over
- * the whole run), or the epochs' "samples" summed through that epoch; NAN if none, or a record
- * lacks the count. */
-static double samples_to_target(const json_t *curve, const json_t *epochs, int from_curve, double target,
-                                int hold) {
-    const json_t *pts = from_curve ? curve : epochs;
-    long k = reach_index(pts, target, hold);
-    if (k < 0) return NAN;
-    if (from_curve) return jnum(json_array_get(pts, (size_t)k), "samples");
+/* The training samples applied through record i: a curve point's own "samples" (counted over the
+ * whole run), or the epochs' "samples" summed through epoch i; NAN if i < 0, or a record lacks the
+ * count. */
+static double samples_through(const json_t *points, long i, int from_curve) {
+    if (from_curve || i < 0) return point_num(points, i, "samples");
     double sum = 0;
-    for (long i = 0; i <= k; i++) sum += jnum(json_array_get(pts, (size_t)i), "samples");
+    for (long j = 0; j <= i; j++) sum += point_num(points, j, "samples");
     return sum;
 }
 
@@ -150,10 +145,12 @@ static void add_run(compare_t *c, const char *path, json_t *root, int ddp) {
     r->target = !isnan(c->target) ? c->target : jnum(sum, "target_top1");
     /* the accuracy curve (--curve-every) where the run has one and it reaches the target: its
      * points are not tied to epoch ends; else the first epoch end that reaches it */
-    r->ttt = time_to_target(json_object_get(root, "curve"), r->target, c->hold);
+    const json_t *curve = json_object_get(root, "curve");
+    long at = reach_index(curve, r->target, c->hold);
+    r->ttt = point_num(curve, at, "wall_s");
     r->ttt_curve = !isnan(r->ttt);
-    if (!r->ttt_curve) r->ttt = time_to_target(ep, r->target, c->hold);
-    r->sttt = samples_to_target(json_object_get(root, "curve"), ep, r->ttt_curve, r->target, c->hold);
+    if (!r->ttt_curve) at = reach_index(ep, r->target, c->hold), r->ttt = point_num(ep, at, "wall_s");
+    r->sttt = samples_through(r->ttt_curve ? curve : ep, at, r->ttt_curve); /* through the same record */
     r->fresh = jnum(sum, "fresh_fraction");
     r->mstal = jnum(sum, "mean_staleness");
     r->maxstal = jnum(sum, "max_staleness");
