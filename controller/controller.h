@@ -84,14 +84,13 @@
  *   measurements since the start, with Student's t in place of Z while it has few degrees of
  *   freedom). Scores of a level are pooled (inverse-variance) until its conditions change.
  *   Probe: the run starts by measuring every level in turn (start level, then the others, least
- *   partial first). Choice: of the levels the highest score does not beat by Z standard errors of
- *   their difference, the least partial (staler gradients are never taken on a difference the
- *   noise could explain). While another level is within Z of the choice, the choice runs and that
- *   rival is measured again once the choice has run for as many gradients as the probing since
- *   the probe began (a contest, at most CONTEST_MAX = 2 times, each choosing again). A later
- *   probe keeps the incumbent while the highest score does not beat it. A probe of a level
- *   already Z standard errors below the best one measured ends early; a probe measurement outside
- *   its level's pool limits replaces that pool. The next probe comes after `probe` [256] sync rounds'
+ *   partial first) and keeps the highest score. While its lead over the next one is within 2
+ *   standard errors of their difference (Z), the choice runs and the rival is measured again once
+ *   the choice has run for as many gradients as the probing since the probe began (a contest, at
+ *   most CONTEST_MAX = 2 times, each keeping the highest score again). A later probe changes the choice only
+ *   to a level that beats the incumbent by Z standard errors. A probe of a level already Z
+ *   standard errors below the best one measured ends early; a probe measurement outside its
+ *   level's pool limits replaces that pool. The next probe comes after `probe` [256] sync rounds'
  *   worth of gradients (P x probe), doubled up to probe_max [4096] each time a probe keeps the
  *   choice, reset when it changes it. While settled, every measurement of the chosen level is
  *   compared with its pool: two in a row more than Z standard errors away on the same side (a

@@ -3,10 +3,13 @@
  * most after a discount for staleness. Pure: no MPI calls, no threads, no clocks, no globals.
  *
  * The one constant is a confidence level, dimensionless:
- *   Z = 2: a more partial level is chosen over a less partial one only if its score is higher by 2
- *     standard errors of the difference (one-sided, about 98% confidence that it really is faster
- *     after the discount): staler gradients are never taken on a difference the noise could
- *     explain. A settled choice is re-probed when two measurements in a row of it lie more than 2
+ *   Z = 2: a score beats another only if it is higher by 2 standard errors of the difference
+ *     (one-sided, about 98% confidence that it really is faster after the discount). A choice
+ *     that does not beat the next level is unresolved and that rival is measured again (a
+ *     contest); a settled choice changes only to a level that beats it. A tie keeps the higher
+ *     point estimate (sending ties to the least partial level instead was measured over 6-epoch
+ *     training runs: it moves the loss from one regime to another, docs/EXPERIMENTS.md). A
+ *     settled choice is re-probed when two measurements in a row of it lie more than 2
  *     standard errors from its pool on the same side (a control chart's run rule: about one false
  *     alarm in 2,000 measurements), e.g. when a rank becomes slow in the middle of a run.
  * Standard errors are the larger of two: the spread of the cycle times within a measurement, and
@@ -305,12 +308,11 @@ static int beats(const struct ctl_state *s, int a, int b) {
     return s->score[a] - s->score[b] > zq(df) * sqrt(ea * ea + eb * eb);
 }
 
-/* The best-scoring level other than the choice c that c does not beat (a higher score than c's
- * within the noise, or a lower one c does not beat), or -1: the choice is resolved. */
-static int runner_up(const struct ctl_state *s, int c) {
+/* The best-scoring level other than top that top does not beat, or -1: the choice is resolved. */
+static int runner_up(const struct ctl_state *s, int top) {
     int r = -1;
     for (int l = 0; l < NLV; l++)
-        if (l != c && s->scored_at[l] != NONE && !beats(s, c, l) && (r < 0 || s->score[l] > s->score[r]))
+        if (l != top && s->scored_at[l] != NONE && !beats(s, top, l) && (r < 0 || s->score[l] > s->score[r]))
             r = l;
     return r;
 }
@@ -436,20 +438,19 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
                      level_name(p, l, a, sizeof a), level_name(p, v->to, b, sizeof b));
         return;
     }
-    /* every level measured: of the levels the highest score does not beat (those the noise
-     * cannot tell from the best), keep the least partial (the header's rule: staler gradients are
-     * never taken on a difference the noise could explain), unless, after a later probe of every
-     * level, the incumbent is one of them (a settled choice changes only on a difference the noise
-     * cannot explain; a contest goes on deciding the probe before it). Confirming the incumbent
-     * doubles the probe interval */
-    const int contest = s->contest > 0, top = top_score(s), inc = s->incumbent;
-    int best = top;
-    for (int k = LV_SYNC; k >= LV_LIGHT; k--) /* least partial first */
-        if (s->scored_at[k] != NONE && !beats(s, top, k)) {
-            best = k;
-            break;
-        }
-    if (!contest && inc >= 0 && s->scored_at[inc] != NONE && !beats(s, top, inc)) best = inc;
+    /* every level measured: keep the highest score (two levels the noise cannot tell apart cost
+     * about the same), unless, after a later probe of every level, it does not beat the incumbent
+     * (a settled choice changes only on a difference the noise cannot explain; a contest goes on
+     * deciding the probe before it); confirming the incumbent doubles the probe interval */
+    const int contest = s->contest > 0;
+    int best = top_score(s), inc = s->incumbent;
+    if (!contest && inc >= 0 && best != inc && s->scored_at[inc] != NONE && !beats(s, best, inc)) {
+        best = inc; /* the best of the levels that beat the incumbent, else the incumbent */
+        for (int k = 0; k < NLV; k++)
+            if (k != inc && s->scored_at[k] != NONE && beats(s, k, inc) &&
+                (best == inc || s->score[k] > s->score[best]))
+                best = k;
+    }
     if (!contest) p->st.choices++;
     if (best != s->incumbent) p->st.choice_changes++;
     s->phase = 0;

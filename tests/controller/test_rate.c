@@ -400,50 +400,6 @@ static void test_random(void) {
     }
 }
 
-/* A tie: one rank k times slower, with k where sync and majority deliver alike (true scores
- * within 2%), at P = 4 and 8. Staler gradients must not be taken on a difference the noise could
- * explain: the first choice (after the first probe of every level, whose measurements are a few
- * percent wide) is sync in at least 6 of 8 draws (7 and 7 at P = 4 and 8). Choosing the higher
- * point estimate instead picks majority in 7 and 5 of them. (Later probes pool more measurements and may resolve a
- * 1% difference either way: that is not a tie any more.) */
-static void test_tie(void) {
-    const int Ps[] = {4, 8};
-    const double ks[] = {1.6, 1.55};
-    for (int i = 0; i < 2; i++) {
-        scen_t s = alike(Ps[i], 1);
-        s.period[Ps[i] - 1] = ks[i];
-        s.N = 4000;
-        double sc3[3];
-        truth(&s, 0, sc3);
-        const double part = sc3[1] > sc3[2] ? sc3[1] : sc3[2];
-        CHECK(fabs(part / sc3[0] - 1) <= 0.02,
-              "tie P=%d: the premise: true scores sync %.3f majority %.3f solo %.3f", Ps[i], sc3[0], sc3[1],
-              sc3[2]);
-        int in_sync = 0;
-        for (uint64_t seed = 1; seed <= 8; seed++) {
-            s.seed = seed;
-            gen_t g;
-            ctl_policy_t *pol = scen_start("adaptive,rule=rate", &s, &g, NULL);
-            ctl_policy_stats_t st = {0};
-            for (uint64_t r = 0; r < 2000 && st.choices == 0; r++) {
-                ctl_decision_t d;
-                int k;
-                scen_step(pol, &g, &d, &k);
-                ctl_policy_stats(pol, &st);
-            }
-            in_sync += st.choices >= 1 && st.choice == 0;
-            if (verbose)
-                printf(
-                    "    tie P=%d k=%.2f seed %llu: truth sync %.3f maj %.3f solo %.3f | first choice %s\n",
-                    Ps[i], ks[i], (unsigned long long)seed, sc3[0], sc3[1], sc3[2],
-                    st.choice >= 0 ? lvname[st.choice] : "none");
-            ctl_policy_free(pol);
-            gen_free(&g);
-        }
-        CHECK(in_sync >= 6, "tie P=%d: the first choice is sync in %d of 8 draws", Ps[i], in_sync);
-    }
-}
-
 /* Time spec's run takes to deliver `target` fresh-gradient equivalents (each gradient at its worth
  * 1/(1+lag^2), lag in sync steps, as run_scen counts them). */
 static double time_to_worth(const char *spec, const scen_t *sc, double target) {
@@ -528,15 +484,10 @@ static void test_se(void) {
     }
 }
 
-/* A short run: the cost of learning, and of caution. A 2-epoch training run is about 100 sync
- * steps; over one of that length, adaptive (which spends its first part measuring every level)
- * must reach the progress of 100 sync steps (100 P fresh-gradient equivalents) in at most `bound`
- * times what the best static rule of the same draw takes, on average over 8 draws, in every
- * regime. Learning costs 1.04-1.09x where one level is far ahead; where the best is a partial
- * level whose lead the first probes cannot yet tell from noise, the run keeps the less partial
- * level until the lead is resolved (ties go to fresher gradients: `tie`), and here, where the
- * progress is the assumed worth itself, that caution costs more: 1.20x under log-normal 0.8,
- * 1.15x with a 4x straggler (1.09x each when ties took the higher point estimate). With -v it
+/* A short run: the cost of learning. A 2-epoch training run is about 100 sync steps; over one of
+ * that length, adaptive (which spends its first part measuring every level) must reach the
+ * progress of 100 sync steps (100 P fresh-gradient equivalents) in at most `bound` times what the
+ * best static rule of the same draw takes, on average over 8 draws, in every regime. With -v it
  * also prints the cost at 50 sync steps, where a 2-epoch run's target falls (not checked). */
 static double short_cost(const scen_t *base, int kind, int P, double steps, uint64_t seed) {
     const char *st[3] = {"sync", "majority", "solo"};
@@ -556,7 +507,7 @@ static double short_cost(const scen_t *base, int kind, int P, double steps, uint
 }
 
 static void test_short(void) {
-    const double bound = 1.25;
+    const double bound = 1.15;
     struct {
         const char *name;
         int P, kind;
@@ -759,7 +710,7 @@ int main(int argc, char **argv) {
         {"noisy", test_noisy}, {"random", test_random},
         {"drift", test_drift}, {"variants", test_variants},
         {"stats", test_stats}, {"short", test_short},
-        {"tie", test_tie},     {"se", test_se},
+        {"se", test_se},
     };
     return run_tests(tests, sizeof tests / sizeof tests[0]);
 }
