@@ -11,6 +11,7 @@
  *               the uninterrupted run; and a run cut into handles decides as one handle does
  * Usage: test_state [-v]    (CTL_TEST=name runs one test)
  */
+#include "controller/policy_impl.h" /* struct ctl_state: where a field lies in the saved bytes */
 #include "tests/controller/trace.h"
 
 /* ------------------------------------------------------------------ golden hashes */
@@ -339,6 +340,30 @@ static void expect_bad(const uint8_t *b, size_t n, const char *must, const char 
     if (rc == CTL_OK) ctl_state_free(s);
 }
 
+/* Where a field lies in saved state a (n bytes): the first byte, past the header and before the
+ * checksum, at which a differs from the state saved again after poke changed that field's low
+ * byte. The layout is the saver's (state.c's field list), not the test's to repeat. */
+static void poke_w_pos(ctl_state_t *s) { s->w_pos ^= 0x5a; }
+static void poke_np0(ctl_state_t *s) { s->m.np[0] ^= 0x5a; }
+static size_t field_pos(const uint8_t *a, size_t n, void (*poke)(ctl_state_t *)) {
+    ctl_state_t *s = NULL;
+    char err[256];
+    CHECK(ctl_state_load(a, n, &s, err, sizeof err) == CTL_OK, "load: %s", err);
+    if (!s) return 0;
+    poke(s);
+    size_t m = 0, at = 0;
+    ctl_state_save(s, NULL, 0, &m);
+    uint8_t *c = malloc(m);
+    ctl_state_save(s, c, m, &m);
+    CHECK(m == n, "saved again: %zu bytes, %zu before", m, n);
+    for (size_t i = 24; i + 8 < n && i < m && !at; i++)
+        if (a[i] != c[i]) at = i;
+    CHECK(at > 0, "the poked field is not in the saved bytes");
+    free(c);
+    ctl_state_free(s);
+    return at;
+}
+
 static void test_corrupt(void) {
     const int P = 4;
     ctl_policy_cfg_t cfg;
@@ -378,14 +403,13 @@ static void test_corrupt(void) {
     reseal(b, n); /* level: after header (24) and base (8) */
     expect_bad(b, n, "level 7", "level 7");
     memcpy(b, a, n);
-    size_t wpos = 24 + 8 + 4 + 4 + 8 + 4 + 4 + 8 + 4 + 8 + 8 + 4; /* w_pos */
+    size_t wpos = field_pos(a, n, poke_w_pos);
     b[wpos] = 16;
     reseal(b, n);
     expect_bad(b, n, "window", "window position = window");
     memcpy(b, a, n);
-    /* rank 0's consecutive pairs (m.np[0]), counted from the end: the checksum (8), the fields after
-     * m.np (328 bytes and gsince, 4 P) and m.np itself (4 P) */
-    size_t npos = n - 8 - 328 - 8 * (size_t)P;
+    size_t npos = field_pos(a, n, poke_np0); /* rank 0's consecutive pairs (m.np[0]) */
+    if (verbose) printf("    %zu bytes: w_pos at byte %zu, m.np[0] at %zu\n", n, wpos, npos);
     b[npos] = b[npos + 1] = 0xff;
     reseal(b, n);
     expect_bad(b, n, "consecutive pairs", "more pairs of cycles than deposits");
