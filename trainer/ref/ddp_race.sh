@@ -20,7 +20,10 @@
 #     --slow-factor F      SLOW (2)
 #     --busy               delays are computed on the rank's own thread, not slept (busy=1): on
 #                          shared cores a sleeping straggler lends its core to the others
-#     --modes "sync adaptive majority"   eager-train modes; --no-ddp leaves DDP out
+#     --modes "sync adaptive majority"   eager-train modes; MODE+OPTS passes --policy-opts OPTS
+#                          (after --partial-opts), into MODE_OPTS-sS.json with + = , as _ (e.g.
+#                          "adaptive adaptive+staleness=linear": both worths, interleaved per
+#                          seed); --no-ddp leaves DDP out
 #     --partial-opts "--tau 4"           extra eager-train flags for the modes other than sync
 #     --train-opts "..."   extra eager-train flags for every eager-train run (e.g. "--epoch-mode
 #                          global"; DDP has no counterpart of most, so check what you compare)
@@ -95,7 +98,10 @@ read -ra BOTH_EXTRA <<<"$BOTH_OPTS"
 # the curve's test subset: at most the test samples used (both programs refuse a larger one)
 ctest=$CURVE_TEST
 [ "$LTE" -gt 0 ] && [ "$LTE" -lt "$ctest" ] && ctest=$LTE
-for m in $MODES; do case $m in sync | solo | majority | adaptive | quorum:*) ;; *) die "--modes: '$m' is not an eager-train mode" ;; esac; done
+for m in $MODES; do
+  case ${m%%+*} in sync | solo | majority | adaptive | quorum:*) ;; *) die "--modes: '${m%%+*}' (of '$m') is not an eager-train mode" ;; esac
+  case $m in sync+*) die "--modes: '$m': sync takes no policy options" ;; *+) die "--modes: '$m': no options after +" ;; esac
+done
 for i in $IMBS; do [[ $i =~ ^(none|random[1-9][0-9]*|lognormal|linear|slow)$ ]] || die "--imbalances: '$i' is not none, randomK, lognormal, linear or slow"; done
 # the two figures read from run files: the balanced step time (ms) and the mean final top-1
 if command -v jq >/dev/null; then
@@ -187,10 +193,12 @@ for P in $RANKS; do
   for name in $IMBS; do
     imb=$(spec "$name" "$step" "$P")
     for s in $SEEDS; do
-      for m in $MODES; do
-        f=$D/$name/$m-s$s.json
+      for ms in $MODES; do
+        m=${ms%%+*}
+        f=$D/$name/${ms//[+=,]/_}-s$s.json
         extra=()
         [ "$m" != sync ] && read -ra extra <<<"$PARTIAL"
+        [ "$ms" != "$m" ] && extra+=(--policy-opts "${ms#*+}")
         run "$f" $MPIRUN -np "$P" "$B/bin/eager-train" "${common[@]}" "${curve[@]}" "${TRAIN_EXTRA[@]}" --mode "$m" \
           "${extra[@]}" --seed "$s" --imbalance "$imb" --threads "$th" --quiet --out "$f" || fails=$((fails + 1))
       done

@@ -1,0 +1,18 @@
+#!/bin/bash
+# ddp_race.sh --modes MODE+OPTS: the run takes --policy-opts OPTS after --partial-opts, into a file
+# named with + = , as _, so two adaptive specs run interleaved per seed; bad specs are refused.
+. "$(dirname "$0")/common.sh"
+R=trainer/ref/ddp_race.sh
+out=$(B=$B bash $R --no-ddp --ranks 2 --seeds 1 --imbalances none --partial-opts "--tau 4" \
+  --modes "adaptive adaptive+staleness=linear,window=16" --out "$TMP/race" --dry-run 2>&1) ||
+  fail "dry run failed: $out"
+echo "$out" | grep -q -- "--mode adaptive --tau 4 --seed 1 .*--out $TMP/race/p2/none/adaptive-s1.json" ||
+  fail "plain adaptive run missing: $out"
+echo "$out" | grep -q -- "--mode adaptive --tau 4 --policy-opts staleness=linear,window=16 --seed 1 .*--out $TMP/race/p2/none/adaptive_staleness_linear_window_16-s1.json" ||
+  fail "adaptive+OPTS run missing: $out"
+for bad in "sinc:mode" "sync+tau=2:sync takes no policy options" "adaptive+:no options after"; do
+  spec=${bad%%:*} msg=${bad#*:}
+  m=$(B=$B bash $R --no-ddp --modes "$spec" --out "$TMP/race" --dry-run 2>&1) && fail "--modes '$spec' accepted"
+  echo "$m" | grep -q -- "$msg" || fail "--modes '$spec': '$m' does not say '$msg'"
+done
+echo "race_modes: ok"
