@@ -71,11 +71,13 @@
  *                                             and the one taking it, over the active ranks: its
  *                                             age in sync steps (0 in sync; about (P-1)/P in solo
  *                                             with alike ranks)
- *       worth w(lambda)                       staleness=quadratic [default] 1/(1+lambda^2): the
- *                                             drift a stale gradient misses grows with the square
- *                                             of its delay (perturbed-iterate bounds of delayed
- *                                             SGD); staleness=linear 1/(1+lambda) (staleness-aware
- *                                             SGD's step scaling); staleness=bound 1 (tau trusted)
+ *       worth w(lambda)                       staleness=linear [default] 1/(1+lambda): staleness-
+ *                                             aware SGD's step scaling, and what the training
+ *                                             loss per sample reads at 4 and 8 ranks
+ *                                             (docs/EXPERIMENTS.md); staleness=quadratic
+ *                                             1/(1+lambda^2) (perturbed-iterate bounds of delayed
+ *                                             SGD: kinder to small lags); staleness=bound 1 (tau
+ *                                             trusted)
  *       score S = sum_p r_p mean_p(w)         fresh-gradient equivalents per second, each rank's
  *                                             worth weighted by its rate r_p = n_p / d_p
  *   Standard errors: the larger of the spread of the cycle times within a measurement and the
@@ -232,7 +234,7 @@ typedef struct {
     double pay_exit;    /* a due sync probe waits for gain >= this [1.3] */
     int cost_n;         /* step times kept per rank for the gain [32] */
     ctl_rule_t rule;    /* adaptive: how the level is chosen [CTL_RULE_RATE] */
-    ctl_staleness_t staleness; /* rule=rate: what a stale gradient is worth [CTL_STALE_QUADRATIC] */
+    ctl_staleness_t staleness; /* rule=rate: what a stale gradient is worth [CTL_STALE_LINEAR] */
 } ctl_policy_cfg_t;
 
 /* Bits of ctl_decision_t.what */

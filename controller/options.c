@@ -59,7 +59,7 @@ static const polkey_t KEYS[] = {
     KD("pay_exit", pay_exit, 0, 100, 1.3),
     KI("cost_n", cost_n, 2, 1024, 32),
     KE("rule", rule, CTL_RULE_RATE, "rate", "thresholds"),
-    KE("staleness", staleness, CTL_STALE_QUADRATIC, "quadratic", "linear", "bound"),
+    KE("staleness", staleness, CTL_STALE_LINEAR, "quadratic", "linear", "bound"),
     {"start", 'r', offsetof(ctl_policy_cfg_t, base), 0, 0, 0, {0}},
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])

@@ -109,14 +109,18 @@ void rate_start(struct ctl_state *s) {
 }
 
 /* What a gradient lag sync steps old is worth, relative to a fresh one (staleness key):
- *   quadratic [default] 1 / (1 + lag^2): the drift of the weights a stale gradient misses grows
- *     with the square of its delay (the perturbed-iterate analyses of delayed SGD bound it by
- *     eta^2 tau^2 G^2), so a lag well under a sync step costs little and several cost much;
- *   linear 1 / (1 + lag): staleness-aware SGD's step scaling, a harsher view of small lags;
+ *   linear [default] 1 / (1 + lag): staleness-aware SGD's step scaling (the step of a gradient
+ *     lag steps old divided by 1 + lag); read from the training loss per sample, a stale
+ *     gradient is worth about this at 4 and 8 ranks (docs/EXPERIMENTS.md, "What a stale gradient
+ *     is worth");
+ *   quadratic 1 / (1 + lag^2): the drift of the weights a stale gradient misses grows with the
+ *     square of its delay (the perturbed-iterate analyses of delayed SGD bound it by
+ *     eta^2 tau^2 G^2): kinder to lags under a sync step, and above the loss's reading at every P
+ *     measured (solo at 8 ranks 0.68 against 0.58), so it kept solo where solo lost accuracy;
  *   bound 1: within the bound tau every gradient counts (what the convergence theorem needs).
  * The lag is in sync steps: dimensionless, 0 in sync, about (P-1)/P in solo with alike ranks. */
 static double worth(ctl_staleness_t k, double lag) {
-    return k == CTL_STALE_QUADRATIC ? 1 / (1 + lag * lag) : k == CTL_STALE_LINEAR ? 1 / (1 + lag) : 1;
+    return k == CTL_STALE_LINEAR ? 1 / (1 + lag) : k == CTL_STALE_QUADRATIC ? 1 / (1 + lag * lag) : 1;
 }
 
 /* Counts round rec into the measurement of the level in force. The cycle time a rank reports with

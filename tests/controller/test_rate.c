@@ -6,14 +6,14 @@
  * What "decides right" means here does not come from the rule: each scenario is also run under the
  * three static rules, and the true score of a rule is what it delivered over the whole run --
  * the gradients it took per unit of time, each counted at its worth (lag: its age in sync steps;
- * 1/(1+lag^2) for staleness=quadratic, the default, 1/(1+lag) with -w linear, which also gives the
- * adaptive policies staleness=linear), i.e. the quantity the rule estimates in probes. The truth is
+ * 1/(1+lag) for staleness=linear, the default, 1/(1+lag^2) with -w quadratic, which also gives
+ * the adaptive policies staleness=quadratic), i.e. the quantity the rule estimates in probes. The truth is
  * thus the rule's own model of a stale gradient: these tests check that the rule finds what it
  * aims at, not which worth training has (docs/EXPERIMENTS.md measures that). The adaptive run must
  * spend most of its time in a rule whose true score is within 5% of the best one (the rule is allowed to keep the less stale
  * of two rules the noise cannot tell apart), switch rarely, and never depend on P, the scale of
  * the step times or the noise beyond that.
- * Usage: test_rate [-v|-vv] [-w quadratic|linear]    (CTL_TEST=name runs one test)
+ * Usage: test_rate [-v|-vv] [-w linear|quadratic]    (CTL_TEST=name runs one test)
  */
 #include "tests/controller/trace.h"
 
@@ -61,16 +61,16 @@ static void scen_gen(ctl_policy_t *pol, const scen_t *sc, gen_t *g) {
     sim_report_cycles(g);
 }
 
-/* -w: the worth the truth counts and the adaptive policies are given (0: quadratic, the default) */
-static int linear_worth;
+/* -w: the worth the truth counts and the adaptive policies are given (1: linear, the default) */
+static int linear_worth = 1;
 
 static double truth_worth(double lag) { return linear_worth ? 1 / (1 + lag) : 1 / (1 + lag * lag); }
 
-/* spec, for an adaptive policy without its own staleness key given -w linear's */
+/* spec, for an adaptive policy without its own staleness key given -w quadratic's */
 static ctl_policy_t *mk_worth(const char *spec, int P, ctl_policy_cfg_t *cfg) {
     char s[256];
-    int own = strncmp(spec, "adaptive", 8) || strstr(spec, "staleness=") || !linear_worth;
-    snprintf(s, sizeof s, "%s%s", spec, own ? "" : ",staleness=linear");
+    int own = strncmp(spec, "adaptive", 8) || strstr(spec, "staleness=") || linear_worth;
+    snprintf(s, sizeof s, "%s%s", spec, own ? "" : ",staleness=quadratic");
     return mk(s, P, cfg);
 }
 
@@ -726,7 +726,7 @@ int main(int argc, char **argv) {
                  (!strcmp(argv[i + 1], "linear") || !strcmp(argv[i + 1], "quadratic")))
             linear_worth = !strcmp(argv[++i], "linear");
         else {
-            fprintf(stderr, "usage: test_rate [-v|-vv] [-w quadratic|linear]\n");
+            fprintf(stderr, "usage: test_rate [-v|-vv] [-w linear|quadratic]\n");
             return 2;
         }
     }
