@@ -7,12 +7,12 @@
  * three static rules, and the true score of a rule is what it delivered over the whole run --
  * the gradients it took per unit of time, each counted at its worth (lag: its age in sync steps;
  * 1/(1+lag) for staleness=linear, the default, 1/(1+lag^2) with -w quadratic, which also gives
- * the adaptive policies staleness=quadratic), i.e. the quantity the rule estimates in probes. The truth is
- * thus the rule's own model of a stale gradient: these tests check that the rule finds what it
- * aims at, not which worth training has (docs/EXPERIMENTS.md measures that). The adaptive run must
- * spend most of its time in a rule whose true score is within 5% of the best one (the rule is allowed to keep the less stale
- * of two rules the noise cannot tell apart), switch rarely, and never depend on P, the scale of
- * the step times or the noise beyond that.
+ * the adaptive policies staleness=quadratic), i.e. the quantity the rule estimates in probes.
+ * The truth is thus the rule's own model of a stale gradient: these tests check that the rule
+ * finds what it aims at, not which worth training has (docs/EXPERIMENTS.md measures that). The
+ * adaptive run must spend most of its time in a rule whose true score is within 5% of the best
+ * one (the rule is allowed to keep the less stale of two rules the noise cannot tell apart),
+ * switch rarely, and never depend on P, the scale of the step times or the noise beyond that.
  * Usage: test_rate [-v|-vv] [-w linear|quadratic]    (CTL_TEST=name runs one test)
  */
 #include "tests/controller/trace.h"
@@ -69,9 +69,28 @@ static double truth_worth(double lag) { return linear_worth ? 1 / (1 + lag) : 1 
 /* spec, for an adaptive policy without its own staleness key given -w quadratic's */
 static ctl_policy_t *mk_worth(const char *spec, int P, ctl_policy_cfg_t *cfg) {
     char s[256];
-    int own = strncmp(spec, "adaptive", 8) || strstr(spec, "staleness=") || linear_worth;
-    snprintf(s, sizeof s, "%s%s", spec, own ? "" : ",staleness=quadratic");
+    int add = !linear_worth && !strncmp(spec, "adaptive", 8) && !strstr(spec, "staleness=");
+    snprintf(s, sizeof s, "%s%s", spec, add ? ",staleness=quadratic" : "");
     return mk(s, P, cfg);
+}
+
+/* Counts round rec: if `counted`, each fresh gradient at its worth truth_worth(lag) into *worth
+ * and its lag into *lag_sum, *lag_n (lag: the gradients applied since its rank's previous round,
+ * in sync steps); always advances gsince[]. Returns the gradients the round took. */
+static uint32_t count_round(const pcoll_record_t *rec, int P, uint32_t gsince[], int counted, double *worth,
+                            double *lag_sum, uint64_t *lag_n) {
+    uint32_t nf = 0;
+    for (int p = 0; p < P; p++) nf += rec->fresh[p];
+    for (int p = 0; p < P; p++) {
+        if (counted && rec->fresh[p]) {
+            double lag = (double)gsince[p] / P;
+            *lag_sum += lag;
+            *worth += truth_worth(lag);
+            (*lag_n)++;
+        }
+        gsince[p] = rec->fresh[p] ? 0 : gsince[p] + nf;
+    }
+    return nf;
 }
 
 static ctl_policy_t *scen_start(const char *spec, const scen_t *sc, gen_t *g, ctl_policy_cfg_t *cfg) {
@@ -111,22 +130,11 @@ static void run_scen(const char *spec, const scen_t *sc, uint64_t from, outcome_
             if (verbose > 1) printf("      r=%llu %s\n", (unsigned long long)d.round, d.reason);
         }
         if (r == from) t_from = rec->t_end;
+        uint32_t nf = count_round(rec, sc->P, gsince, r >= from, &worth, &lag_sum, &lag_n);
         if (r >= from) {
             o->time[mode_level(rec->mode)] += rec->t_end - t_prev;
-            uint32_t nf = 0;
-            for (int p = 0; p < sc->P; p++) nf += rec->fresh[p];
-            for (int p = 0; p < sc->P; p++)
-                if (rec->fresh[p]) {
-                    double lag = (double)gsince[p] / sc->P;
-                    lag_sum += lag;
-                    worth += truth_worth(lag);
-                    lag_n++;
-                }
             grads += nf;
         }
-        uint32_t nf = 0;
-        for (int p = 0; p < sc->P; p++) nf += rec->fresh[p];
-        for (int p = 0; p < sc->P; p++) gsince[p] = rec->fresh[p] ? 0 : gsince[p] + nf;
         t_prev = rec->t_end;
     }
     o->total = t_prev - t_from;
@@ -417,25 +425,18 @@ static void test_random(void) {
 }
 
 /* Time spec's run takes to deliver `target` fresh-gradient equivalents (each gradient at its worth
- * truth_worth(lag), lag in sync steps, as run_scen counts them). */
+ * truth_worth(lag), lag in sync steps: count_round, as run_scen counts them). */
 static double time_to_worth(const char *spec, const scen_t *sc, double target) {
     gen_t g;
     ctl_policy_t *pol = scen_start(spec, sc, &g, NULL);
     uint32_t gsince[MAXP] = {0};
-    double worth = 0, t = 0;
+    double worth = 0, lag_sum = 0, t = 0;
+    uint64_t lag_n = 0;
     for (uint64_t r = 0; r < 1000000 && worth < target; r++) {
         ctl_decision_t d;
         int k;
         const pcoll_record_t *rec = scen_step(pol, &g, &d, &k);
-        uint32_t nf = 0;
-        for (int p = 0; p < sc->P; p++) nf += rec->fresh[p];
-        for (int p = 0; p < sc->P; p++) {
-            if (rec->fresh[p]) {
-                double lag = (double)gsince[p] / sc->P;
-                worth += truth_worth(lag);
-            }
-            gsince[p] = rec->fresh[p] ? 0 : gsince[p] + nf;
-        }
+        count_round(rec, sc->P, gsince, 1, &worth, &lag_sum, &lag_n);
         t = rec->t_end;
     }
     ctl_policy_free(pol);
