@@ -10,9 +10,9 @@
 #                                     slow: rank NP-1 is SLOW_F=2 times slower (waits its compute)
 #                                     random / random2: RAND_K=1 / 2 ranks drawn per step sleep
 #                                       RAND_D=1000 ms (the paper's Figs. 11-12 injection)
-#                                   MODES (sync solo majority adaptive adaptive+light_fresh=0.5;
+#                                   MODES (sync solo majority adaptive adaptive+rule=thresholds;
 #                                   MODE+OPTS passes --policy-opts OPTS, MODE[+OPTS]@N --final-sync N,
-#                                   e.g. adaptive+light_fresh=0.5@1); REPEATS=2 runs seeds 1 and 2;
+#                                   e.g. adaptive+staleness=quadratic@1); REPEATS=2 runs seeds 1 and 2;
 #                                   SEED0=3 REPEATS=8 runs seeds 3..8; SKIP_DONE=1 keeps existing
 #                                   runs; RUNS=DIR writes there; EXTRA="--momentum 0.7" adds
 #                                   trainer options; TAU=2 sets the staleness bound; EPOCH_MODE=global (default: batches
@@ -53,7 +53,7 @@ regimes_run() {  # REGIMES (light heavy) x REPEATS seeds x MODES
         balanced | none) regime="none" ;;  # sync is bit-identical under any imbalance: cheap sync seeds
         *) echo "experiments.sh: unknown regime '$tag' (none, linear, lognormal, slow, random, random2; light, heavy, balanced)" >&2; exit 2 ;;
       esac
-      for spec in ${MODES:-sync solo majority adaptive adaptive+light_fresh=0.5}; do
+      for spec in ${MODES:-sync solo majority adaptive adaptive+rule=thresholds}; do
         local name=${spec//[+=,]/_} fs=0 rule=${spec%@*}
         name=${name/@/_fs}
         [ "$rule" != "$spec" ] && fs=${spec##*@}

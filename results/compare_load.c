@@ -164,10 +164,12 @@ static void add_run(compare_t *c, const char *path, json_t *root, int ddp) {
     if (ddp) {
         r->mode = "ddp";
         r->modelabel = jstr(root, "program") ? jstr(root, "program") : "pytorch-ddp";
-    } else if (!strcmp(r->mode, "adaptive") && r->policy && strcmp(r->policy, "none") &&
-               strcmp(r->policy, ""))
-        r->modelabel = aprintf("adaptive/%s", r->policy);
-    else
+    } else if (!strcmp(r->mode, "adaptive")) {
+        /* the policy's options name the row: "adaptive,staleness=quadratic" -> adaptive/staleness=quadratic */
+        const char *p = r->policy ? r->policy : "";
+        if (!strncmp(p, "adaptive", 8) && (p[8] == ',' || !p[8])) p += 8 + (p[8] == ',');
+        r->modelabel = *p && strcmp(p, "none") ? aprintf("adaptive/%s", p) : "adaptive";
+    } else
         r->modelabel = r->mode;
     r->extra = r->pextra = "";
     if (!json_is_object(sum) || !json_is_array(ep) || !json_is_object(cfg))

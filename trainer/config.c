@@ -51,11 +51,10 @@ static const opt_t opts[] = {
     O("milestones", T_STR, milestones, "", 0, 0, "* comma list of epochs where lr is multiplied by gamma"),
     O("gamma", T_DBL, gamma, "0.1", 0, 1, "lr decay factor at each milestone"),
     O("mode", T_STR, mode, "sync", 0, 0, "sync | solo | majority | quorum:Q | adaptive"),
-    O("policy-opts", T_STR, policy_opts, "light_fresh=0.5", 0, 0,
-      "adaptive policy options (controller.h) except tau, e.g. 'window=32,maj_enter=4' or 'tau_by=policy' "
-      "(the policy, not libpcoll, enforces --tau); the default light_fresh=0.5 is read by rule=thresholds "
-      "only (solo is kept while its rounds carry half the gradients); rule=rate, the default rule, ignores "
-      "it"),
+    O("policy-opts", T_STR, policy_opts, "", 0, 0,
+      "adaptive policy options (controller.h) except tau, e.g. 'staleness=quadratic' or 'tau_by=policy' "
+      "(the policy, not libpcoll, enforces --tau); with rule=thresholds light_fresh is 0.5 unless given "
+      "(solo is kept while its rounds carry half the gradients)"),
     O("initial-sync", T_INT, initial_sync, "0", 0, 100000,
       "run the first N epochs synchronously whatever --mode says (0: none; docs/EXPERIMENTS.md: its effect "
       "on accuracy)"),
@@ -330,6 +329,9 @@ int cfg_policy(const cfg_t *c, ctl_policy_cfg_t *policy, char *spec, size_t spec
     if (ctl_policy_parse(spec, policy, e, sizeof e))
         return snprintf(err, n, "--mode '%s' --policy-opts '%s': %s", c->mode, c->policy_opts, e), -1;
     policy->tau = c->tau;
+    if (policy->kind == CTL_ADAPTIVE && policy->rule == CTL_RULE_THRESHOLDS &&
+        !has_key(c->policy_opts, "light_fresh"))
+        policy->light_fresh = 0.5;
     if (ctl_policy_check(policy, e, sizeof e))
         return snprintf(err, n, "--tau %d with --mode '%s' --policy-opts '%s': %s", c->tau, c->mode,
                         c->policy_opts, e),

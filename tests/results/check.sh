@@ -119,6 +119,17 @@ compare_repeats)
   rc 0 "$C" --target 0.85 $D/runs/fmnist_sync.json $D/runs/fmnist_solo.json $D/repeat/fmnist_solo_seed2.json
   contains "$TMP/out" '| solo | 4 | linear:unit=20 | 2 | 21.0 ± 1.4 | 22.0 (1/2 reached) |'
   ;;
+compare_adaptive_label)
+  # an adaptive row is named by the options its policy was given: "adaptive" alone, else
+  # adaptive/OPTIONS without repeating the mode ("adaptive,staleness=quadratic")
+  jq '.controller.policy = "adaptive"' $D/runs/fmnist_adaptive.json >"$TMP/a.json"
+  jq '.controller.policy = "adaptive,staleness=quadratic" | .config.seed = 2' $D/runs/fmnist_adaptive.json >"$TMP/b.json"
+  rc 0 "$C" $D/runs/fmnist_sync.json "$TMP/a.json" "$TMP/b.json" $D/runs/fmnist_adaptive.json
+  contains "$TMP/out" '| adaptive | 4 | linear:unit=20 | 1 | 22.0 |'
+  contains "$TMP/out" '| adaptive/staleness=quadratic | 4 | linear:unit=20 | 1 | 22.0 |'
+  contains "$TMP/out" '| adaptive/streak | 4 |'
+  lacks "$TMP/out" 'adaptive/adaptive'
+  ;;
 compare_paired)
   # paired Δ: each run minus the sync run of its seed, which may have run under another imbalance
   # (sync is bit-identical under every imbalance). Seed 1: solo 83 - sync 85 = -2; seed 2: solo
