@@ -201,6 +201,14 @@ void run_agree(run_t *r, int ok, const char *what, const char *msg);
  * Returns the process's exit status. */
 int run_finish(run_t *r);
 
+/* ---- crash.c --------------------------------------------------------------------------- */
+/* After MPI_Init: a SIGSEGV, SIGBUS, SIGILL or SIGFPE prints this rank, the address, the program
+ * counter, the caller of a call through a null pointer and a backtrace to stderr, then goes on to
+ * the handler it replaced (Open MPI's) or the default action. Test aid: EAGER_TEST_CRASH=RANK
+ * makes RANK call a null function pointer from crash_test_null_call. */
+void crash_install(int rank);
+void crash_test_null_call(void);
+
 /* ---- watchdog.c ------------------------------------------------------------------------ */
 /* Every collective outside the training rounds is covered: a peer silent for --t-warn (dead,
  * stopped) is warned about and, after --t-abort, the job ends naming it; while this rank waits in

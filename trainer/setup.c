@@ -22,6 +22,7 @@ int run_init(run_t *r, int *argc, char ***argv) {
     MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_size(MPI_COMM_WORLD, &r->P);
     MPI_Comm_rank(MPI_COMM_WORLD, &r->me);
+    crash_install(r->me); /* after MPI_Init, whose handlers it chains to */
     if (provided >= MPI_THREAD_MULTIPLE) {
         if (watch_start(r) == 0) return 0; /* every collective from here on is watched */
         if (!r->me) fprintf(stderr, "eager-train: the watchdog could not start\n");
