@@ -125,7 +125,7 @@ static void on_crash(int sig, siginfo_t *si, void *ctx) {
         previous[i].sa_handler(sig);
         return;
     }
-    signal(sig, SIG_DFL); /* the faulting instruction runs again and ends the process */
+    signal(sig, SIG_DFL);                   /* the faulting instruction runs again and ends the process */
     if (si && si->si_code <= 0) raise(sig); /* sent by kill/raise: nothing to run again */
 }
 
