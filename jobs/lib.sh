@@ -111,10 +111,11 @@ pcoll_rundir() {  # create $RUN_DIR and its job.txt (after the checks, so a fail
   echo "$PCOLL_SCRIPT: job $JOB_ID, $RANKS ranks via $LAUNCHER, results in $RUN_DIR"
 }
 
-pcoll_launch() {  # with RESTARTS, one dead rank ends the step at once (the others would wait for it)
+pcoll_launch() {  # one dead rank ends the step at once (the others would wait for it: a rank dead
+  # before MPI_Init, e.g. in Open MPI's wire-up, leaves the rest in MPI_Init for ever; mpirun
+  # ends the job itself)
   if [ "$LAUNCHER" = srun ]; then
-    local -a opts=()
-    [ "${RESTARTS:-0}" -gt 0 ] && opts+=(--kill-on-bad-exit=1)
+    local -a opts=(--kill-on-bad-exit=1)
     # after a node loss Slurm 22.05 can keep the dead step's CPUs on the nodes left marked busy
     # ('unable to update job's core use information due to job resizing'): a new step would wait
     # for them forever, so it may overlap them

@@ -20,7 +20,8 @@
  * calls in the handler: write(2), backtrace(3) (loaded once at install time), sigaction(2).
  *
  * Test aid: EAGER_TEST_CRASH=RANK makes that rank call a null function pointer from
- * crash_install's caller-visible function crash_test_null_call (tests/trainer/crash.sh).
+ * crash_install's caller-visible function crash_test_null_call (tests/trainer/crash.sh);
+ * EAGER_TEST_CRASH=RANK:init before MPI_Init (tests/jobs/slurm_test.sh).
  */
 #define _GNU_SOURCE
 #include "trainer/run.h"
@@ -136,6 +137,16 @@ __attribute__((noinline)) void crash_test_null_call(void) {
     put("eager-train: EAGER_TEST_CRASH: the null call returned\n");
 }
 
+/* EAGER_TEST_CRASH=RANK:init: RANK (the launcher's rank variable) crashes before MPI_Init, where no
+ * handler and no watchdog exist yet: only the launcher can end the job then. */
+void crash_test_before_init(void) {
+    const char *t = getenv("EAGER_TEST_CRASH"), *r = getenv("OMPI_COMM_WORLD_RANK");
+    if (!t || !strstr(t, ":init")) return;
+    if (!r) r = getenv("PMIX_RANK");
+    if (!r) r = getenv("SLURM_PROCID");
+    if (r && atoi(r) == atoi(t)) crash_test_null_call();
+}
+
 void crash_install(int rank) {
     crash_rank = rank;
     void *warm[2];
@@ -147,5 +158,5 @@ void crash_install(int rank) {
     sigemptyset(&sa.sa_mask);
     for (int i = 0; i < NSIG_CRASH; i++) sigaction(crash_signals[i], &sa, &previous[i]);
     const char *t = getenv("EAGER_TEST_CRASH");
-    if (t && *t && atoi(t) == rank) crash_test_null_call();
+    if (t && *t && !strstr(t, ":init") && atoi(t) == rank) crash_test_null_call();
 }

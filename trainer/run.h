@@ -208,6 +208,7 @@ int run_finish(run_t *r);
  * makes RANK call a null function pointer from crash_test_null_call. */
 void crash_install(int rank);
 void crash_test_null_call(void);
+void crash_test_before_init(void); /* EAGER_TEST_CRASH=RANK:init: RANK crashes before MPI_Init */
 
 /* ---- watchdog.c ------------------------------------------------------------------------ */
 /* Every collective outside the training rounds is covered: a peer silent for --t-warn (dead,

@@ -19,6 +19,7 @@ extern void openblas_set_num_threads(int);
 int run_init(run_t *r, int *argc, char ***argv) {
     int provided;
     memset(r, 0, sizeof *r);
+    crash_test_before_init(); /* a test aid, off unless EAGER_TEST_CRASH=RANK:init */
     MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_size(MPI_COMM_WORLD, &r->P);
     MPI_Comm_rank(MPI_COMM_WORLD, &r->me);

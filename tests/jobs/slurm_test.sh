@@ -31,8 +31,22 @@ sweep_out=$(OUT=$T/runs MODES=sync,solo SBATCH_OPTS="$after -n 2 --output=$T/out
 echo "$sweep_out"
 read -r -a sweep_ids <<<"$(echo "$sweep_out" | sed -n 's/.*submitted [0-9]* jobs: \([0-9 ]*\) .*/\1/p')"
 [ ${#sweep_ids[@]} -eq 2 ] || fail "sweep.sh did not report 2 job ids"
-echo "submitted: allreduce $bench_id, fmnist $train_id, sweep ${sweep_ids[*]}"
+# 4. a rank that dies before MPI_Init (the test aid EAGER_TEST_CRASH=1:init, a null call on rank
+#    1), where neither the trainer's watchdog nor Open MPI's handlers exist yet: the launcher must
+#    end the step (srun --kill-on-bad-exit), or rank 0 waits in MPI_Init's wire-up for ever
+crash_id=$(EAGER_TEST_CRASH=1:init OUT=$T/runs MODE=sync submit crash "$after" -n 2 jobs/fmnist.sbatch \
+  --limit-train 512 --limit-test 128 --epochs 1 --quiet) || fail "sbatch the crash job"
+echo "submitted: allreduce $bench_id, fmnist $train_id, sweep ${sweep_ids[*]}, crash $crash_id"
 wait_jobs 150 "$bench_id" "$train_id" "${sweep_ids[@]}"
+deadline=$(($(date +%s) + 120))
+while :; do
+  st=$(scontrol show job -o "$crash_id" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
+  case "$st" in PENDING | CONFIGURING | RUNNING | COMPLETING | "") ;; *) break ;; esac
+  [ "$(date +%s)" -lt "$deadline" ] || { scancel "$crash_id"; fail "crash job $crash_id still $st 120 s after the others: a rank dead before MPI_Init left the step waiting"; }
+  sleep 0.5
+done
+[ "$st" = FAILED ] || fail "crash job $crash_id ended $st, not FAILED"
+echo "crash before MPI_Init: job $crash_id $st"
 
 bj=$T/runs/allreduce/$bench_id/collectives.json
 [ -f "$bj" ] || fail "no $bj (results folder not named by the job id?)"
