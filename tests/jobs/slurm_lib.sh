@@ -10,8 +10,9 @@
 #                                Returns 3 when NODES > 1 and the machine forbids network
 #                                namespaces; minicluster's output is in $cluster_msg.
 #   submit NAME SBATCH-ARGS...   sbatch --parsable, output in $T/out/<id>.out; prints the job id
-#   wait_jobs SECONDS ID...      wait until every job has ended (scontrol show job; no accounting
-#                                database), then fail unless each is COMPLETED with exit 0:0
+#   wait_ended SECONDS ID...     wait until every job has ended (scontrol show job; no accounting
+#                                database; fail after SECONDS); sets state[ID] and exitc[ID]
+#   wait_jobs SECONDS ID...      wait_ended, then fail unless each is COMPLETED with exit 0:0
 #   check_run ID FILE RANKS      pcoll-validate, slurm_job_id = ID, ranks, summary.exit ok
 #   check_compare DIR WORD...    pcoll-compare reads DIR and its table names each WORD
 #   fail MSG                     print, show the jobs' and daemons' last lines, exit 1
@@ -118,7 +119,7 @@ submit() {  # submit NAME sbatch-args...: prints the job id
 after_bench() { echo "--dependency=afterany:$1"; }
 
 declare -A state exitc
-wait_jobs() {  # wait_jobs SECONDS ID...
+wait_ended() {  # wait_ended SECONDS ID...: until every job has ended; sets state[ID], exitc[ID]
   local secs=$1 deadline id line s pending; shift
   deadline=$(( $(date +%s) + secs ))
   while :; do
@@ -137,6 +138,12 @@ wait_jobs() {  # wait_jobs SECONDS ID...
     [ "$(date +%s)" -lt "$deadline" ] || { squeue; fail "jobs not finished after $secs s"; }
     sleep 0.5
   done
+}
+
+wait_jobs() {  # wait_jobs SECONDS ID...
+  wait_ended "$@"
+  shift
+  local id
   for id in "$@"; do
     echo "job $id: ${state[$id]} exit ${exitc[$id]}"
     [ "${state[$id]}" = COMPLETED ] && [ "${exitc[$id]}" = 0:0 ] || fail "job $id ended ${state[$id]} (exit ${exitc[$id]})"

@@ -38,15 +38,9 @@ crash_id=$(EAGER_TEST_CRASH=1:init OUT=$T/runs MODE=sync submit crash "$after" -
   --limit-train 512 --limit-test 128 --epochs 1 --quiet) || fail "sbatch the crash job"
 echo "submitted: allreduce $bench_id, fmnist $train_id, sweep ${sweep_ids[*]}, crash $crash_id"
 wait_jobs 150 "$bench_id" "$train_id" "${sweep_ids[@]}"
-deadline=$(($(date +%s) + 120))
-while :; do
-  st=$(scontrol show job -o "$crash_id" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
-  case "$st" in PENDING | CONFIGURING | RUNNING | COMPLETING | "") ;; *) break ;; esac
-  [ "$(date +%s)" -lt "$deadline" ] || { scancel "$crash_id"; fail "crash job $crash_id still $st 120 s after the others: a rank dead before MPI_Init left the step waiting"; }
-  sleep 0.5
-done
-[ "$st" = FAILED ] || fail "crash job $crash_id ended $st, not FAILED"
-echo "crash before MPI_Init: job $crash_id $st"
+wait_ended 120 "$crash_id"  # not ended 120 s after the others: the step waits for the dead rank
+[ "${state[$crash_id]}" = FAILED ] || fail "crash job $crash_id ended ${state[$crash_id]}, not FAILED"
+echo "crash before MPI_Init: job $crash_id ${state[$crash_id]}"
 
 bj=$T/runs/allreduce/$bench_id/collectives.json
 [ -f "$bj" ] || fail "no $bj (results folder not named by the job id?)"
