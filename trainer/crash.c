@@ -17,10 +17,11 @@
  * failure as without it.
  *
  * Installed after MPI_Init (Open MPI installs its own handlers there). Only async-signal-safe
- * calls in the handler: write(2), backtrace(3) (loaded once at install time), sigaction(2).
+ * calls in the handler: write(2), backtrace(3) (loaded once at install time), signal(2),
+ * raise(3).
  *
- * Test aid: EAGER_TEST_CRASH=RANK makes that rank call a null function pointer from
- * crash_install's caller-visible function crash_test_null_call (tests/trainer/crash.sh);
+ * Test aid: EAGER_TEST_CRASH=RANK makes that rank call a null function pointer from the named
+ * function crash_test_null_call, right after installing the handler (tests/trainer/crash.sh);
  * EAGER_TEST_CRASH=RANK:init before MPI_Init (tests/jobs/slurm_test.sh).
  */
 #define _GNU_SOURCE
@@ -137,14 +138,20 @@ __attribute__((noinline)) void crash_test_null_call(void) {
     put("eager-train: EAGER_TEST_CRASH: the null call returned\n");
 }
 
+/* The test aid: rank crashes here when EAGER_TEST_CRASH names it, with ":init" for the call
+ * before MPI_Init (init 1) and without for the one after (init 0). */
+static void test_crash(int rank, int init) {
+    const char *t = getenv("EAGER_TEST_CRASH");
+    if (t && *t && (strstr(t, ":init") != NULL) == init && atoi(t) == rank) crash_test_null_call();
+}
+
 /* EAGER_TEST_CRASH=RANK:init: RANK (the launcher's rank variable) crashes before MPI_Init, where no
  * handler and no watchdog exist yet: only the launcher can end the job then. */
 void crash_test_before_init(void) {
-    const char *t = getenv("EAGER_TEST_CRASH"), *r = getenv("OMPI_COMM_WORLD_RANK");
-    if (!t || !strstr(t, ":init")) return;
+    const char *r = getenv("OMPI_COMM_WORLD_RANK");
     if (!r) r = getenv("PMIX_RANK");
     if (!r) r = getenv("SLURM_PROCID");
-    if (r && atoi(r) == atoi(t)) crash_test_null_call();
+    if (r) test_crash(atoi(r), 1);
 }
 
 void crash_install(int rank) {
@@ -157,6 +164,5 @@ void crash_install(int rank) {
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
     for (int i = 0; i < NSIG_CRASH; i++) sigaction(crash_signals[i], &sa, &previous[i]);
-    const char *t = getenv("EAGER_TEST_CRASH");
-    if (t && *t && !strstr(t, ":init") && atoi(t) == rank) crash_test_null_call();
+    test_crash(rank, 0);
 }
