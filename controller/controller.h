@@ -92,10 +92,7 @@
  *   most CONTEST_MAX = 2 times, each keeping the highest score again). A later probe changes the choice only
  *   to a level that beats the incumbent by Z standard errors. A probe of a level already Z
  *   standard errors below the best one measured ends early; a probe measurement outside its
- *   level's pool limits replaces that pool. Sync is not probed at all when a measurement of solo
- *   just closed beats the most sync could deliver by Z standard errors: a sync round waits for the
- *   slowest step, so sync scores at most P / mean_j max_p c_p[j] over the ranks' j-th solo cycles
- *   (its score is then that bound; the stats and the run file mark it `bound`). The next probe comes after `probe` [256] sync rounds'
+ *   level's pool limits replaces that pool. The next probe comes after `probe` [256] sync rounds'
  *   worth of gradients (P x probe), doubled up to probe_max [4096] each time a probe keeps the
  *   choice, reset when it changes it. While settled, every measurement of the chosen level is
  *   compared with its pool: two in a row more than Z standard errors away on the same side (a
@@ -289,10 +286,7 @@ typedef struct {
                                 last changed) */
     double score_se[3];      /* ... its standard error */
     uint64_t samples[3];     /* gradients counted in the measurements behind score (0: the score
-                                predates a detected change and awaits the level's next probe, or
-                                is a bound) */
-    int bound[3];            /* 1: sync was not measured; its score is the most it could deliver,
-                                from a measurement of solo's cycle times (score_se 0) */
+                                predates a detected change and awaits the level's next probe) */
     int probing;             /* rule=rate: a probe of the levels is in progress */
     uint64_t lv_rounds[3];   /* rounds observed that ran each level (this handle), indexed as
                                 rate[]: LIGHT counts solo and quorum rounds */

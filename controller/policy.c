@@ -389,7 +389,6 @@ void ctl_policy_stats(const ctl_policy_t *p, ctl_policy_stats_t *st) {
         st->score[i] = ok ? s->score[lv] : NAN;
         st->score_se[i] = ok ? rate_se(s, lv) : NAN;
         st->samples[i] = ok ? s->pool_n[lv] : 0;
-        st->bound[i] = ok && rate_bounded(s, lv);
     }
 }
 

@@ -22,8 +22,6 @@ typedef struct {
     uint32_t *np;    /* [P] consecutive pairs counted in dd and ee */
     uint8_t *skip;   /* [P] 1: p's next deposit is skipped (its cycle began in another mode) */
     uint32_t rounds; /* rounds counted */
-    float *c;        /* [P][cost_n] the first cost_n cycle times per gradient counted of each rank ... */
-    uint32_t *k;     /* [P] ... and how many of them are kept (rate.c: sync_bound) */
 } meas_t;
 
 /* The carried state (ctl_state_t): everything a policy learned that the next handle (epoch) or
@@ -129,7 +127,6 @@ void rate_switched(ctl_policy_t *p, int from, int to, int probe);
 void rate_init(struct ctl_state *s, const ctl_policy_cfg_t *c);
 void rate_start(struct ctl_state *s);
 double rate_se(const struct ctl_state *s, int l);
-int rate_bounded(const struct ctl_state *s, int l);
 /* Every level's measurements, scores and pools forgotten (the spread between measurements kept). */
 void rate_forget_levels(struct ctl_state *s);
 void rate_probe_all(struct ctl_state *s);

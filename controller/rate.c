@@ -1,8 +1,6 @@
 /* rate.c -- the adaptive policy's rate rule (controller.h section 3a): it measures the gradients
  * per second each level delivers, in short probes of each level, and keeps the one that delivers
- * most after a discount for staleness; sync, whose probe under a straggler is the dearest, is
- * skipped when solo's cycle times show it cannot win (sync_bound). Pure: no MPI calls, no threads,
- * no clocks, no globals.
+ * most after a discount for staleness. Pure: no MPI calls, no threads, no clocks, no globals.
  *
  * The one constant is a confidence level, dimensionless:
  *   Z = 2: a score beats another only if it is higher by 2 standard errors of the difference
@@ -38,7 +36,6 @@ static void meas_clear(struct ctl_state *s) {
     for (int i = 0; i < s->P; i++) {
         s->m.n[i] = s->m.np[i] = 0;
         s->m.d[i] = s->m.d2[i] = s->m.l[i] = s->m.e[i] = s->m.e2[i] = s->m.dd[i] = s->m.ee[i] = 0;
-        s->m.k[i] = 0;
     }
     s->m.rounds = 0;
 }
@@ -168,8 +165,6 @@ void rate_observe(ctl_policy_t *p, const pcoll_record_t *rec, int nactive) {
                 s->m.np[i] += rec->fresh[i];
             }
             s->m.x1[i] = x, s->m.w1[i] = w;
-            if (s->m.k[i] < (uint32_t)s->cost_n)
-                s->m.c[(size_t)i * (size_t)s->cost_n + s->m.k[i]++] = (float)x;
         }
     }
     for (int i = 0; i < P; i++) s->gsince[i] = rec->fresh[i] ? 0 : s->gsince[i] + nf;
@@ -253,13 +248,6 @@ double rate_se(const struct ctl_state *s, int l) {
     return s->se_in[l] > b ? s->se_in[l] : b;
 }
 
-/* Whether level l's score is sync's bound from solo's cycles (sync_screen), not a measurement:
- * nothing pooled and no error (a measurement has both, and keeps its error when its pool is
- * dropped). */
-int rate_bounded(const struct ctl_state *s, int l) {
-    return l == LV_SYNC && s->scored_at[l] != NONE && s->pool_n[l] == 0 && s->se_in[l] == 0;
-}
-
 /* The confidence level Z for a spread estimated with df degrees of freedom: Student's t quantile
  * of the same one-sided confidence (Cornish-Fisher expansion to 1/df^2; within 3% of the exact
  * quantile from df = 3 on, and about 7 at df = 1, where the exact one is 14). No estimate yet
@@ -277,35 +265,6 @@ static double meas_se(const struct ctl_state *s, double x, double xse) {
     return xse > b ? xse : b;
 }
 
-/* The most sync could score, from the cycle times of a measurement of solo (0: no bound): a sync
- * round waits for every rank's step, so its period is at least the largest of P step times, and a
- * solo cycle is a rank's own step (compute, injected delay, applying rounds; it waits for no
- * other rank). Pairing each rank's j-th cycle of the measurement,
- *     bound = P / mean_j max_p c_p[j]     (every gradient of sync worth 1)
- * keeps the tail of random delays (a straggler per step: the mean of the maxima is the
- * straggler's step, not the mean step). Above sync's score where communication takes time, and
- * where delays hit ranks together (a pair of misaligned steps may miss the straggler); below it
- * only by the extra rounds a solo cycle applies (one per rank against one per step). Not from
- * majority or a quorum: a rank's cycle there includes waiting for others' steps. */
-static double sync_bound(const ctl_policy_t *p) {
-    const struct ctl_state *s = &p->s;
-    if (s->level != LV_LIGHT || p->light.mode != PCOLL_SOLO) return 0;
-    uint32_t K = UINT32_MAX;
-    for (int i = 0; i < p->P; i++)
-        if (s->m.k[i] < K) K = s->m.k[i];
-    if (K < 2) return 0;
-    double S = 0;
-    for (uint32_t j = 0; j < K; j++) {
-        double mx = 0;
-        for (int i = 0; i < p->P; i++) {
-            double v = s->m.c[(size_t)i * (size_t)s->cost_n + j];
-            if (v > mx) mx = v;
-        }
-        S += mx;
-    }
-    return S > 0 ? p->P * K / S : 0;
-}
-
 /* The measurement is complete once it holds `window` deposits (and, in partial levels, `window`
  * rounds: they take a random set of ranks, e.g. a drawn initiator, and the draws must average
  * out; a sync round takes every rank). A probe of a level whose score is already below the best
@@ -314,7 +273,7 @@ static double sync_bound(const ctl_policy_t *p) {
  * Closing records the rate and lag and restarts the counts (no skip: the next deposits belong to
  * the same level). Returns 1 with the score, its standard error and the gradients counted (*ng),
  * 0 while still measuring. */
-static int meas_close(ctl_policy_t *p, uint64_t rg, double *score, double *se, uint64_t *ng, double *bound) {
+static int meas_close(ctl_policy_t *p, uint64_t rg, double *score, double *se, uint64_t *ng) {
     struct ctl_state *s = &p->s;
     const meas_t *m = &s->m;
     if (!meas_score(p, score, se)) return 0;
@@ -340,7 +299,6 @@ static int meas_close(ctl_policy_t *p, uint64_t rg, double *score, double *se, u
     s->rate[s->level] = R;
     s->lag[s->level] = lw / R;
     s->scored_at[s->level] = rg;
-    *bound = sync_bound(p);
     meas_clear(s); /* x1, w1 stay: the next deposit follows them */
     return 1;
 }
@@ -436,35 +394,13 @@ static int top_score(const struct ctl_state *s) {
     return top;
 }
 
-/* Whether sync, next in the probe, need not be measured: the best level measured beats the most
- * sync could score (sync_bound) by Z of its standard errors. Sync's score is then that bound, with
- * no error and nothing pooled (what was measured of sync before is forgotten), and the reason
- * says so. A sync round under a straggler is the dearest probe there is. */
-static void sync_screen(ctl_policy_t *p, uint64_t rg, double bound, char *why, size_t n) {
-    struct ctl_state *s = &p->s;
-    uint32_t df;
-    cv2_df(s, &df);
-    const int best = top_score(s);
-    if (!(s->nqueue > 0 && s->queue[0] == LV_SYNC && bound > 0) || best < 0 || best == LV_SYNC ||
-        !(s->score[best] - zq(df) * rate_se(s, best) > bound))
-        return;
-    memmove(s->queue, s->queue + 1, (size_t)(--s->nqueue) * sizeof s->queue[0]);
-    level_drop(s, LV_SYNC, 0);
-    s->score[LV_SYNC] = s->rate[LV_SYNC] = bound;
-    s->se_in[LV_SYNC] = s->lag[LV_SYNC] = 0;
-    s->scored_at[LV_SYNC] = rg;
-    char a[24];
-    snprintf(why, n, " (sync at most %.3g/s from solo's cycles, below %s's %.3g+-%.2g: not probed)", bound,
-             level_name(p, best, a, sizeof a), s->score[best], rate_se(s, best));
-}
-
 void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
     struct ctl_state *s = &p->s;
     const ctl_policy_cfg_t *c = &p->c;
-    double x, xse, bound;
+    double x, xse;
     uint64_t ng;
-    if (!meas_close(p, rg, &x, &xse, &ng, &bound)) return;
-    char a[24], b[24], sc[160], scr[128] = "";
+    if (!meas_close(p, rg, &x, &xse, &ng)) return;
+    char a[24], b[24], sc[160];
     const int l = s->level;
     if (!s->phase) {
         /* settled: two measurements in a row on one side beyond the pool's limits mean the run's
@@ -482,20 +418,17 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
         else
             rate_probe_all(s);
         if (changed) s->incumbent = -1; /* what it was chosen on no longer holds */
-        sync_screen(p, rg, bound, scr, sizeof scr);
-        snprintf(v->why, sizeof v->why,
-                 "%s: %s score %.3g+-%.2g, pooled before %.3g+-%.2g%s; probe: %s -> %s",
+        snprintf(v->why, sizeof v->why, "%s: %s score %.3g+-%.2g, pooled before %.3g+-%.2g; probe: %s -> %s",
                  changed   ? "rate changed twice"
                  : contest ? "contest due"
                            : "probe due",
-                 level_name(p, l, a, sizeof a), x, meas_se(s, x, xse), before, bse, scr,
-                 level_name(p, l, a, sizeof a), level_name(p, s->nqueue > 0 ? s->queue[0] : l, b, sizeof b));
+                 level_name(p, l, a, sizeof a), x, meas_se(s, x, xse), before, bse,
+                 level_name(p, l, a, sizeof a), level_name(p, s->queue[0], b, sizeof b));
     } else {
         /* probing: a level whose new measurement lies outside its pool's limits is measured under
          * other conditions than its pool was: the new one replaces it */
         if (outside(s, l, x, xse)) level_drop(s, l, 0);
         pool_add(s, l, x, xse, ng);
-        sync_screen(p, rg, bound, scr, sizeof scr);
     }
     if (s->nqueue > 0) { /* probing: measure the next level */
         int to = s->queue[0];
@@ -504,8 +437,8 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
         v->to = to;
         v->probe = 1;
         if (!v->why[0])
-            snprintf(v->why, sizeof v->why, "probe: %s score %.3g+-%.2g (%.3g/s, lag %.2f)%s: %s -> %s",
-                     level_name(p, l, a, sizeof a), s->score[l], rate_se(s, l), s->rate[l], s->lag[l], scr,
+            snprintf(v->why, sizeof v->why, "probe: %s score %.3g+-%.2g (%.3g/s, lag %.2f): %s -> %s",
+                     level_name(p, l, a, sizeof a), s->score[l], rate_se(s, l), s->rate[l], s->lag[l],
                      level_name(p, l, a, sizeof a), level_name(p, v->to, b, sizeof b));
         return;
     }
@@ -541,7 +474,7 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
     }
     if (best == l) return;
     scores_str(p, sc, sizeof sc);
-    snprintf(v->why, sizeof v->why, "%s%s: %s -> %s%s", sc, scr, level_name(p, l, a, sizeof a),
+    snprintf(v->why, sizeof v->why, "%s: %s -> %s%s", sc, level_name(p, l, a, sizeof a),
              level_name(p, best, b, sizeof b), s->rival >= 0 ? " (unresolved: contest due later)" : "");
     v->to = best;
 }

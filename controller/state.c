@@ -10,7 +10,7 @@
 #include <string.h>
 
 #define STATE_MAGIC   "CTLSTATE"
-#define STATE_VERSION 6u
+#define STATE_VERSION 5u
 #define HEADER_BYTES  (8 + 4 * 4) /* magic, version, P, window, cost_n */
 
 int state_alloc(struct ctl_state *s, int P, int window, int cost_n) {
@@ -44,12 +44,10 @@ int state_alloc(struct ctl_state *s, int P, int window, int cost_n) {
     s->m.dd = calloc(P, sizeof(double));
     s->m.ee = calloc(P, sizeof(double));
     s->m.np = calloc(P, sizeof(uint32_t));
-    s->m.c = calloc(N, sizeof(float));
-    s->m.k = calloc(P, sizeof(uint32_t));
     if (!s->w_max || !s->w_fresh || !s->w_active || !s->w_nmax || !s->w_nfresh || !s->w_nfree || !s->w_tau ||
         !s->ns || !s->cost || !s->cost_cnt || !s->cost_pos || !s->act || !s->gsince || !s->m.n || !s->m.d ||
         !s->m.d2 || !s->m.l || !s->m.e || !s->m.e2 || !s->m.skip || !s->m.x1 || !s->m.w1 || !s->m.dd ||
-        !s->m.ee || !s->m.np || !s->m.c || !s->m.k) {
+        !s->m.ee || !s->m.np) {
         state_free(s);
         return CTL_ERR_NOMEM;
     }
@@ -82,8 +80,6 @@ void state_free(struct ctl_state *s) {
     free(s->m.dd);
     free(s->m.ee);
     free(s->m.np);
-    free(s->m.c);
-    free(s->m.k);
     memset(s, 0, sizeof *s);
 }
 
@@ -177,8 +173,6 @@ static int fields(struct ctl_state *s, fld_t *f) {
     ARR(m.ee, P, 'd');
     ARR(m.np, P, '4');
     ONE(m.rounds, '4');
-    ARR(m.c, P * (size_t)s->cost_n, 'f');
-    ARR(m.k, P, '4');
     ARR(gsince, P, '4');
     ARR(score, NLV, 'd');
     ARR(pool_w, NLV, 'd');

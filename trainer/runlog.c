@@ -236,7 +236,6 @@ static json_t *controller_json(const ctl_policy_stats_t *s) {
         set(l, "score", real_or_null(m, s->score[i]));
         set(l, "score_se", real_or_null(m, s->score_se[i]));
         set(l, "samples", json_integer((json_int_t)(m ? s->samples[i] : 0)));
-        set(l, "bound", json_boolean(m && s->bound[i]));
         json_array_append_new(lv, l);
     }
     set(o, "levels", lv);
@@ -249,11 +248,7 @@ static void controller_line(const ctl_policy_stats_t *s) {
     size_t k = 0;
     for (int i = 0; i < 3 && k < sizeof lv; i++) {
         const char *nm = level_name(s, i, a, sizeof a);
-        if (level_measured(s, i) && s->bound[i])
-            k += (size_t)snprintf(lv + k, sizeof lv - k,
-                                  "%s%s at most %.4g/s (from solo's cycles, not probed)", k ? ", " : "", nm,
-                                  s->score[i]);
-        else if (level_measured(s, i))
+        if (level_measured(s, i))
             k += (size_t)snprintf(lv + k, sizeof lv - k,
                                   "%s%s %.4g/s lag %.2f score %.4g+-%.2g (%llu gradients)", k ? ", " : "", nm,
                                   s->rate[i], s->lag[i], s->score[i], s->score_se[i],
