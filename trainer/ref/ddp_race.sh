@@ -38,7 +38,9 @@
 #     --dry-run            print the commands only
 # A step time is what the balanced sync run of the first seed measured about itself (ranks[]
 # compute_s / steps, mean over ranks), so the delays given in step times scale with the model and
-# the machine; delays given in ms do not.
+# the machine; delays given in ms do not. It is kept in DIR/pP/step_ms ("MS RUN") and reused by
+# every later call into DIR (seeds run one call at a time get the same delays); delete the file
+# to measure it again.
 # Per P, DIR/compare-pP.{md,json,csv} is pcoll-compare's table with the target set to DDP's mean
 # final top-1 without imbalance: "to target vs DDP" is then how much sooner a mode reaches the
 # accuracy DDP ends with.
@@ -183,13 +185,25 @@ for P in $RANKS; do
   curve=()
   [ "$ce" -gt 0 ] && curve=(--curve-every "$ce" --curve-test "$ctest")
   echo "ddp_race: P=$P, $th thread(s) per rank, seeds $SEEDS, curve every $ce batches, into $D"
-  # the balanced sync run of the first seed measures the step time the delays are scaled to
-  cal=$D/none/sync-s$first_seed.json
-  run "$cal" $MPIRUN -np "$P" "$B/bin/eager-train" "${common[@]}" "${curve[@]}" "${TRAIN_EXTRA[@]}" --mode sync \
-    --seed "$first_seed" --imbalance none --threads "$th" --quiet --out "$cal" || { fails=$((fails + 1)); continue; }
-  if [ $DRY = 1 ]; then step=STEP_MS
-  else step=$(step_ms "$cal"); fi
-  echo "ddp_race: P=$P: balanced sync step time $step ms (compute per step, mean over ranks)"
+  # the step time the delays are scaled to: measured once per DIR/pP by the balanced sync run of
+  # the first seed and kept in DIR/pP/step_ms, so that later calls into the same folder (one seed
+  # per call, e.g. one Slurm job each) inject the same delays
+  stepf=$D/step_ms
+  if [ $DRY = 0 ] && [ -s "$stepf" ]; then
+    read -r step src <"$stepf"
+    case $step in '' | *[!0-9.]*) die "$stepf: '$step' is not a step time in ms (delete the file to measure again)" ;; esac
+    echo "ddp_race: P=$P: step time $step ms from $stepf (measured by $src; delete it to measure again)"
+  else
+    cal=$D/none/sync-s$first_seed.json
+    run "$cal" $MPIRUN -np "$P" "$B/bin/eager-train" "${common[@]}" "${curve[@]}" "${TRAIN_EXTRA[@]}" --mode sync \
+      --seed "$first_seed" --imbalance none --threads "$th" --quiet --out "$cal" || { fails=$((fails + 1)); continue; }
+    if [ $DRY = 1 ]; then step=STEP_MS
+    else
+      step=$(step_ms "$cal")
+      echo "$step none/sync-s$first_seed.json" >"$stepf"
+    fi
+    echo "ddp_race: P=$P: balanced sync step time $step ms (compute per step, mean over ranks), kept in $stepf"
+  fi
   for name in $IMBS; do
     imb=$(spec "$name" "$step" "$P")
     for s in $SEEDS; do

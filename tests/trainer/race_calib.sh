@@ -1,0 +1,24 @@
+#!/bin/bash
+# ddp_race.sh keeps the step time its delays are scaled to in DIR/pP/step_ms: seeds run one call
+# at a time into the same folder get the same delays (one calibration run, not one per call); a
+# damaged step_ms is refused, naming the file.
+. "$(dirname "$0")/common.sh"
+R=trainer/ref/ddp_race.sh
+D=$TMP/race/p2
+race() {
+  B=$B MPIRUN="$MPIRUN" bash $R --no-ddp --ranks 2 --imbalances random1 --modes adaptive --epochs 1 \
+    --limit-train 512 --limit-test 256 --curve-every 0 --out "$TMP/race" "$@" > "$TMP/race.out" 2>&1
+}
+race --seeds 1 || fail "seed 1: $(tail -5 "$TMP/race.out")"
+[ -s "$D/step_ms" ] || fail "no $D/step_ms after the first call: $(cat "$TMP/race.out")"
+race --seeds 2 || fail "seed 2: $(tail -5 "$TMP/race.out")"
+grep -q "from $D/step_ms (measured by none/sync-s1.json" "$TMP/race.out" ||
+  fail "the second call did not say where its step time came from: $(head -5 "$TMP/race.out")"
+[ -e "$D/none/sync-s2.json" ] && fail "the second call measured the step time again (none/sync-s2.json)"
+imb() { sed -n 's/.*"imbalance": *"\([^"]*\)".*/\1/p' "$1" | head -1; }
+a=$(imb "$D/random1/adaptive-s1.json") b=$(imb "$D/random1/adaptive-s2.json")
+[ -n "$a" ] && [ "$a" = "$b" ] || fail "seeds 1 and 2 ran different delays: '$a' and '$b'"
+echo "12x none/sync-s1.json" > "$D/step_ms"
+race --seeds 3 && fail "a damaged step_ms was accepted"
+grep -q "$D/step_ms: '12x' is not a step time" "$TMP/race.out" || fail "damaged step_ms: $(cat "$TMP/race.out")"
+echo "race_calib: ok ($a)"
