@@ -69,10 +69,11 @@ t_end=$(scontrol show job -o "$id" | sed -n 's/.* EndTime=[0-9-]*T\([0-9:]*\).*/
 
 # ---- 3. checks ---------------------------------------------------------------------------------
 sinfo -h -N -n pcnode2 -o %t | grep -q '^down' || fail "pcnode2 is not down: $(sinfo -h -N -n pcnode2 -o %t)"
-line=$(grep '^restart\.' "$d/job.txt" | tail -n 1)
+mapfile -t restarts < <(grep '^restart\.' "$d/job.txt")
+line=""; [ ${#restarts[@]} -gt 0 ] && line=${restarts[-1]}
 # a launch that died before its first checkpoint, restarted before the node's death
-if [ "$(grep -c '^restart\.' "$d/job.txt")" = 2 ]; then
-  early=$(grep '^restart\.' "$d/job.txt" | head -n 1)
+if [ ${#restarts[@]} = 2 ]; then
+  early=${restarts[0]}
   grep -Eq '^restart\.sync\.1=exit [0-9]+, ranks 4 -> 3, resumed after epoch 0, lost [0-9]+ s$' <<<"$early" \
     || fail "$d/job.txt: two restarts, the first not a launch that died before any checkpoint: '$early'"
   echo "note: the first launch died before its first checkpoint and was restarted ($early)"

@@ -15,8 +15,7 @@ race --seeds 2 || fail "seed 2: $(tail -5 "$TMP/race.out")"
 grep -q "from $D/step_ms (measured by none/sync-s1.json" "$TMP/race.out" ||
   fail "the second call did not say where its step time came from: $(head -5 "$TMP/race.out")"
 [ -e "$D/none/sync-s2.json" ] && fail "the second call measured the step time again (none/sync-s2.json)"
-imb() { sed -n 's/.*"imbalance": *"\([^"]*\)".*/\1/p' "$1" | head -1; }
-a=$(imb "$D/random1/adaptive-s1.json") b=$(imb "$D/random1/adaptive-s2.json")
+a=$(jq -r ".config.imbalance // empty" "$D/random1/adaptive-s1.json") b=$(jq -r ".config.imbalance // empty" "$D/random1/adaptive-s2.json")
 [ -n "$a" ] && [ "$a" = "$b" ] || fail "seeds 1 and 2 ran different delays: '$a' and '$b'"
 echo "12x none/sync-s1.json" > "$D/step_ms"
 race --seeds 3 && fail "a damaged step_ms was accepted"
