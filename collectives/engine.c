@@ -186,7 +186,7 @@ static int activate_pass(struct pcoll *h, round_t *c, int *local) {
 typedef struct {
     int fresh_cnt, flags;
     uint32_t stale;
-    float cost;
+    float cost, step;
 } my_meta_t;
 
 /* Writes the META*P metadata floats of a round: zeros, except this rank's own slots. */
@@ -197,6 +197,7 @@ static void put_meta(const struct pcoll *h, float *meta, const my_meta_t *mm) {
     m[1] = (float)mm->flags;
     m[2] = (float)mm->stale;
     m[3] = mm->cost;
+    m[4] = mm->step;
 }
 
 #ifdef PCOLL_HAVE_NCCL
@@ -333,7 +334,7 @@ static int ring_slot(struct pcoll *h, uint64_t r, ring_slot_t **out) {
 static int start_round(struct pcoll *h, round_t *c) {
     uint64_t r = c->r;
     uint32_t stale = 0;
-    float cost = 0;
+    float cost = 0, step = 0;
     int fresh_cnt = 0;
     c->t_dep = 0;
     pthread_mutex_lock(&h->mu);
@@ -352,7 +353,8 @@ static int start_round(struct pcoll *h, round_t *c) {
         uint64_t s = r - h->applied_at_dep;
         stale = s > META_MAX ? META_MAX : (uint32_t)s;
         cost = h->dep_cost;
-        h->dep_cost = 0;
+        step = h->dep_step;
+        h->dep_cost = h->dep_step = 0;
         if (h->lent) { /* the caller's buffer: dep[dep_cur] stays free for the next deposit */
             h->lent = NULL;
             h->lent_rounds++;
@@ -372,7 +374,7 @@ static int start_round(struct pcoll *h, round_t *c) {
     pthread_mutex_unlock(&h->mu);
 
     c->recv = c->slot && !c->failed ? c->slot->buf : h->scratch;
-    const my_meta_t mm = {fresh_cnt, flags, stale, cost};
+    const my_meta_t mm = {fresh_cnt, flags, stale, cost, step};
 #ifdef PCOLL_HAVE_NCCL
     if (h->mem == PCOLL_MEM_DEVICE) { /* blocking; only the engine drives device rounds */
         int rc = dev_round(h, c->send, send_slot, c->recv, &mm, &c->rm, &c->t_start, &c->t_end);
@@ -418,6 +420,7 @@ static int publish_round(struct pcoll *h, round_t *c) {
         rec->waited[p] = pl->inwait[p];
         rec->staleness[p] = f ? st : 0;
         rec->cost[p] = f ? rm[META * p + 3] : 0.0f;
+        rec->step[p] = f ? rm[META * p + 4] : 0.0f;
         if (f) {
             nfresh++;
             ndep += f;

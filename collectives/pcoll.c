@@ -127,6 +127,7 @@ static int deposit(pcoll_t *h, const float *g, float *lend, int flags) {
             for (size_t i = 0; i < h->n; i++) d[i] += g[i];
         if (h->pending < 255) h->pending++;
         h->dep_cost += h->next_cost;
+        h->dep_step += h->next_step;
     } else {
         if (lend)
             h->lent = lend;
@@ -134,10 +135,11 @@ static int deposit(pcoll_t *h, const float *g, float *lend, int flags) {
             memcpy(d, g, h->n * sizeof(float));
         h->pending = 1;
         h->dep_cost = h->next_cost;
+        h->dep_step = h->next_step;
         h->t_dep = pcoll_now();
         h->applied_at_dep = h->handed;
     }
-    h->next_cost = 0;
+    h->next_cost = h->next_step = 0;
     h->dep_seq++;
     h->t_last_dep = pcoll_now();
     h->events++;
@@ -156,17 +158,18 @@ int pcoll_lend(pcoll_t *h, float *g, int flags) { return deposit(h, g, g, flags)
 
 size_t pcoll_lend_len(const pcoll_t *h) { return h ? h->nbuf : 0; }
 
-int pcoll_set_cost(pcoll_t *h, double seconds) {
+int pcoll_set_cost(pcoll_t *h, double cost, double step) {
     if (!h) return PCOLL_ERR_ARG;
     if (!enter(h)) return PCOLL_ERR_STATE;
     pthread_mutex_lock(&h->mu);
     int rc = PCOLL_OK;
-    if (!(seconds >= 0 && seconds <= 1e9)) { /* also NaN */
-        pcoll_call_error(h, "rank %d: pcoll_set_cost: %g s is not a step time (finite, >= 0)", h->me,
-                         seconds);
+    if (!(cost >= 0 && cost <= 1e9) || !(step >= 0 && step <= 1e9)) { /* also NaN */
+        pcoll_call_error(h, "rank %d: pcoll_set_cost: %g s is not a %s (finite, >= 0)", h->me,
+                         !(cost >= 0 && cost <= 1e9) ? cost : step,
+                         !(cost >= 0 && cost <= 1e9) ? "cost" : "step time");
         rc = PCOLL_ERR_ARG;
     } else
-        h->next_cost = (float)seconds;
+        h->next_cost = (float)cost, h->next_step = (float)step;
     leave_locked(h);
     pthread_mutex_unlock(&h->mu);
     return rc;
@@ -346,7 +349,7 @@ int pcoll_wait(pcoll_t *h, int how, double timeout_s, uint64_t *round) {
 static void record_copy(pcoll_record_t *d, const pcoll_record_t *s) {
     uint8_t *f = d->fresh, *w = d->waited, *fl = d->flags;
     uint32_t *st = d->staleness, *sk = d->streak;
-    float *c = d->cost;
+    float *c = d->cost, *sp = d->step;
     int P = s->P;
     *d = *s;
     d->fresh = f;
@@ -355,6 +358,7 @@ static void record_copy(pcoll_record_t *d, const pcoll_record_t *s) {
     d->staleness = st;
     d->streak = sk;
     d->cost = c;
+    d->step = sp;
     memcpy(f, s->fresh, (size_t)P);
     memcpy(w, s->waited, (size_t)P);
     memcpy(fl, s->flags, (size_t)P);
@@ -365,6 +369,12 @@ static void record_copy(pcoll_record_t *d, const pcoll_record_t *s) {
             memcpy(c, s->cost, (size_t)P * sizeof *c);
         else
             memset(c, 0, (size_t)P * sizeof *c);
+    }
+    if (sp) {
+        if (s->step)
+            memcpy(sp, s->step, (size_t)P * sizeof *sp);
+        else
+            memset(sp, 0, (size_t)P * sizeof *sp);
     }
 }
 void pcoll_record_copy(pcoll_record_t *d, const pcoll_record_t *s) { record_copy(d, s); }
@@ -484,7 +494,9 @@ int pcoll_record_init(pcoll_record_t *rec, int P) {
     rec->staleness = calloc((size_t)P, 4);
     rec->streak = calloc((size_t)P, 4);
     rec->cost = calloc((size_t)P, sizeof *rec->cost);
-    if (!rec->fresh || !rec->waited || !rec->flags || !rec->staleness || !rec->streak || !rec->cost) {
+    rec->step = calloc((size_t)P, sizeof *rec->step);
+    if (!rec->fresh || !rec->waited || !rec->flags || !rec->staleness || !rec->streak || !rec->cost ||
+        !rec->step) {
         pcoll_record_free(rec);
         return PCOLL_ERR_NOMEM;
     }
@@ -498,9 +510,10 @@ void pcoll_record_free(pcoll_record_t *rec) {
     free(rec->staleness);
     free(rec->streak);
     free(rec->cost);
+    free(rec->step);
     rec->fresh = rec->waited = rec->flags = NULL;
     rec->staleness = rec->streak = NULL;
-    rec->cost = NULL;
+    rec->cost = rec->step = NULL;
     rec->P = 0;
 }
 

@@ -153,9 +153,10 @@ typedef struct {
     uint8_t *flags;        /* [P] PCOLL_F_* */
     uint32_t *staleness;   /* [P] r - rounds applied by p when it deposited (fresh ranks) */
     uint32_t *streak;      /* [P] rejection streak of p after this round */
-    float *cost;           /* [P] step time (s) p reported with the deposit it contributed
-                                here (pcoll_set_cost; 0: not fresh or not reported). Agreed: it
+    float *cost;           /* [P] cost (s) p reported with the deposit it contributed here
+                                (pcoll_set_cost; 0: not fresh or not reported). Agreed: it
                                 travels with the data. May be NULL in records a caller built. */
+    float *step;           /* [P] step time (s) reported with it, likewise (may be NULL) */
     double t_start, t_end; /* local: MPI_Wtime when this rank entered / completed it */
     double t_deposit;      /* local: when this rank deposited what it contributed (0 if none) */
 } pcoll_record_t;
@@ -221,12 +222,14 @@ int pcoll_deposit(pcoll_t *h, const float *g, int flags);
 int pcoll_lend(pcoll_t *h, float *g, int flags);
 size_t pcoll_lend_len(const pcoll_t *h); /* n + the round's metadata floats (0 if h is NULL) */
 
-/* Step time of the next deposit: how long this rank took to produce it (seconds: data, compute,
- * any delay; not the wait for a round). It travels with the deposit, so every rank reads it in the
- * record of the round that consumes it (rec->cost[p]): an agreed view of every rank's speed, e.g.
- * for a controller to estimate what a sync round would cost. Deposits merged with
- * PCOLL_ACCUMULATE add their costs. Not calling it reports 0 (unknown). seconds: finite, >= 0. */
-int pcoll_set_cost(pcoll_t *h, double seconds);
+/* Two times (seconds) that travel with the next deposit, so every rank reads them in the record
+ * of the round that consumes it (rec->cost[p], rec->step[p]): an agreed view of every rank's
+ * speed, e.g. for a controller to estimate what each rule would cost. cost: what the deposit cost
+ * the caller (a controller's choice, e.g. the wall time since the previous deposit, waiting
+ * included); step: how long the rank took to produce it (data, compute, any delay; not the wait
+ * for a round). Deposits merged with PCOLL_ACCUMULATE add both. Not calling it reports 0
+ * (unknown). Both finite, >= 0. */
+int pcoll_set_cost(pcoll_t *h, double cost, double step);
 
 /* PCOLL_WAIT_CONSUMED: until the round that consumed the last deposit has completed.
  * PCOLL_WAIT_NEWER: until some completed round has not been handed out by pcoll_next yet

@@ -27,8 +27,9 @@
  * each written by its owner only (every other rank adds +0.0f), so the sum carries it exactly:
  * integers < 2^24 in [0..2], and the float [3] bit for bit. */
 #define META \
-    4                      /* [0] deposits merged (0 = not fresh), [1] flags, [2] staleness,
-                                [3] step time (s) reported with the deposit (pcoll_set_cost) */
+    5                      /* [0] deposits merged (0 = not fresh), [1] flags, [2] staleness,
+                                [3] cost and [4] step time (s) reported with the deposit
+                                (pcoll_set_cost) */
 #define META_MAX 16777215u /* 2^24 - 1: larger staleness saturates */
 
 enum { TAG_READY = 1, TAG_ACT = 2, TAG_COUNT = 4 }; /* payload: uint64_t round, value */
@@ -118,22 +119,22 @@ struct pcoll {
 
     /* deposits [mu] */
     float *dep[2];
-    int dep_cur;             /* the application writes dep[dep_cur] */
-    int pending;             /* deposits merged into dep[dep_cur] (0: none pending) */
-    float *lent;             /* pcoll_lend: the pending deposit is the caller's buffer, not
+    int dep_cur;                /* the application writes dep[dep_cur] */
+    int pending;                /* deposits merged into dep[dep_cur] (0: none pending) */
+    float *lent;                /* pcoll_lend: the pending deposit is the caller's buffer, not
                                 dep[dep_cur] (NULL: none lent) */
-    double t_dep;            /* when the oldest pending deposit was made */
-    float next_cost;         /* pcoll_set_cost: goes with the next deposit */
-    float dep_cost;          /* step time of the pending deposit (sum over merged ones) */
-    uint64_t applied_at_dep; /* rounds handed out when the oldest pending deposit was made */
-    uint64_t dep_seq;        /* deposits made */
-    uint64_t consumed_seq;   /* deposits consumed by started rounds */
-    uint64_t consumed_round; /* round that consumed the latest consumed deposit */
-    int join_req;            /* pcoll_join or pcoll_finalize called */
-    int drop;                /* [mu] pcoll_finalize: results are no longer handed out */
-    int waiting_consumed;    /* [mu] application threads blocked in pcoll_wait(CONSUMED) */
-    int closing;             /* atomic: finalize is freeing the handle; calls get ERR_STATE */
-    int inflight;            /* atomic: public calls in progress */
+    double t_dep;               /* when the oldest pending deposit was made */
+    float next_cost, next_step; /* pcoll_set_cost: go with the next deposit */
+    float dep_cost, dep_step;   /* cost and step time of the pending deposit (sums over merged ones) */
+    uint64_t applied_at_dep;    /* rounds handed out when the oldest pending deposit was made */
+    uint64_t dep_seq;           /* deposits made */
+    uint64_t consumed_seq;      /* deposits consumed by started rounds */
+    uint64_t consumed_round;    /* round that consumed the latest consumed deposit */
+    int join_req;               /* pcoll_join or pcoll_finalize called */
+    int drop;                   /* [mu] pcoll_finalize: results are no longer handed out */
+    int waiting_consumed;       /* [mu] application threads blocked in pcoll_wait(CONSUMED) */
+    int closing;                /* atomic: finalize is freeing the handle; calls get ERR_STATE */
+    int inflight;               /* atomic: public calls in progress */
 
     float *zeros;       /* nbuf, data part all zero: the contribution of a non-fresh rank */
     ring_slot_t *ring;  /* [mu] K slots (see ring_slot_t) */

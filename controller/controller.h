@@ -165,7 +165,7 @@
  * sync | quorum:Q. Keys (one table in options.c): tau, tau_by (library|policy), lag, window,
  * dwell (= min_dwell), max_dwell, maj_enter, maj_exit, wait_enter, wait_exit, sync_fresh,
  * sync_streak, sync_wait, probe (= sync_probe), probe_max, light_fresh, pay_enter, pay_exit,
- * cost_n, rule (rate|thresholds), staleness (weight|bound), start (adaptive only: solo |
+ * cost_n, rule (rate|thresholds), staleness (linear|quadratic|bound), screen (on|off), start (adaptive only: solo |
  * majority | sync | quorum:Q). Example: "adaptive,tau=8,window=64".
  *
  * ----------------------------------------------------------------------------------------------
@@ -235,6 +235,8 @@ typedef struct {
     int cost_n;         /* step times kept per rank for the gain [32] */
     ctl_rule_t rule;    /* adaptive: how the level is chosen [CTL_RULE_RATE] */
     ctl_staleness_t staleness; /* rule=rate: what a stale gradient is worth [CTL_STALE_LINEAR] */
+    int screen; /* rule=rate: skip the probe of a partial level that the ranks' step times, replayed,
+                   show cannot win (0 off, 1 on) [1] */
 } ctl_policy_cfg_t;
 
 /* Bits of ctl_decision_t.what */
@@ -292,6 +294,9 @@ typedef struct {
                                 rate[]: LIGHT counts solo and quorum rounds */
     uint64_t choices;        /* rule=rate: probes of every level completed (this handle) */
     uint64_t choice_changes; /* ... that chose another level than the one before the probe */
+    uint64_t screens;        /* rule=rate: probes of a level skipped by the screen (this handle) */
+    double predicted[3];     /* rule=rate: the latest replayed score of each level, from the ranks'
+                                step times (the screen; NAN: none) */
     int choice;              /* the level the latest completed probe chose, as an index of rate[]
                                  (0 sync, 1 majority, 2 light; -1: none yet) */
     uint64_t tau_waits;      /* (rank, round) pairs that tau forced into a wait set */

@@ -2,7 +2,7 @@
 # Tests: tests/controller.tests (names ctl_*), sources in tests/controller/.
 
 CTL_SRCS := controller/policy.c controller/options.c controller/thresholds.c controller/state.c controller/rate.c \
-            controller/thread.c
+            controller/predict.c controller/thread.c
 CTL_OBJS := $(patsubst %.c,$(B)/%.o,$(CTL_SRCS))
 
 $(B)/controller/%.o: controller/%.c

@@ -159,11 +159,14 @@ static wrow_t count_round(ctl_policy_t *p, const pcoll_record_t *rec) {
 
 /* Keeps the step times of each rank's latest deposits (a merged deposit reports the sum of its
  * steps' times; unreported, zero, negative or non-finite times are skipped). */
-static void record_costs(struct ctl_state *s, const pcoll_record_t *rec) {
+static void record_costs(struct ctl_state *s, const pcoll_record_t *rec, int rate_rule) {
     const int N = s->cost_n;
+    const float *c = rate_rule && rec->step ? rec->step : rec->cost;
     for (int i = 0; i < s->P; i++) {
         s->act[i] = (uint8_t)rec_active(rec, i);
-        float v = rec->cost ? rec->cost[i] : 0.0f;
+        /* step times: rule=rate reports cycle times as costs and the step times beside them, the
+         * other rules report step times as costs (ctl_step_cost) */
+        float v = c ? c[i] : 0.0f;
         if (!rec->fresh[i] || !(v > 0) || !isfinite(v)) continue;
         s->cost[(size_t)i * N + s->cost_pos[i]] = v / (float)rec->fresh[i];
         s->cost_pos[i] = (s->cost_pos[i] + 1) % N;
@@ -311,13 +314,13 @@ int ctl_policy_observe(ctl_policy_t *p, const pcoll_record_t *rec, ctl_decision_
     const uint64_t e = r + (uint64_t)c->lag;
 
     /* 1. what the round says: window row, step times, tau, rate measurement */
+    const int rate_rule = c->kind == CTL_ADAPTIVE && c->rule == CTL_RULE_RATE;
     wrow_t row = count_round(p, rec);
-    record_costs(s, rec);
+    record_costs(s, rec, rate_rule);
     row.tau = track_tau(p, rec);
     if (rg >= s->mode_from && row.active > 0) window_push(s, &row);
     sig_t g = signals(s);
-    int rate_rule = c->kind == CTL_ADAPTIVE && c->rule == CTL_RULE_RATE;
-    if (rate_rule) g.gain = NAN; /* its costs are cycle times (ctl_step_cost): no gain in them */
+    if (rate_rule) g.gain = NAN; /* the rate rule does not read the gain */
     note_gain(&p->st, g.gain);
     if (rate_rule) rate_observe(p, rec, (int)row.active);
 
@@ -389,6 +392,7 @@ void ctl_policy_stats(const ctl_policy_t *p, ctl_policy_stats_t *st) {
         st->score[i] = ok ? s->score[lv] : NAN;
         st->score_se[i] = ok ? rate_se(s, lv) : NAN;
         st->samples[i] = ok ? s->pool_n[lv] : 0;
+        st->predicted[i] = s->pred[lv] > 0 ? s->pred[lv] : NAN;
     }
 }
 

@@ -76,6 +76,11 @@ struct ctl_state {
     int32_t incumbent;          /* probing: the level chosen before the probe (-1: none) */
     uint64_t grads;             /* gradients taken by all rounds observed */
     uint64_t next_probe;        /* settled: the next probe is due once grads reaches this */
+    double ovh_sum;             /* sum over sync rounds of a rank's mean cycle minus the round's
+                                   largest step time: the round's own overhead (predict.c) ... */
+    uint32_t ovh_n;             /* ... and the rounds summed (since the levels were last forgotten) */
+    int32_t screened;           /* bit l: level l's probe skipped in the current probe (the screen) */
+    double pred[NLV];           /* the latest replayed score of each level (0: none) */
 };
 
 struct ctl_policy {
@@ -127,6 +132,10 @@ void rate_switched(ctl_policy_t *p, int from, int to, int probe);
 void rate_init(struct ctl_state *s, const ctl_policy_cfg_t *c);
 void rate_start(struct ctl_state *s);
 double rate_se(const struct ctl_state *s, int l);
+double rate_worth(ctl_staleness_t k, double lag);
+/* predict.c: the score a partial level would have, replayed from the ranks' step times (0: too
+ * little to replay) */
+double rate_predict(const ctl_policy_t *p, int level, double overhead);
 /* Every level's measurements, scores and pools forgotten (the spread between measurements kept). */
 void rate_forget_levels(struct ctl_state *s);
 void rate_probe_all(struct ctl_state *s);

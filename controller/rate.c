@@ -63,6 +63,7 @@ void rate_probe_all(struct ctl_state *s) {
         if (order[k] != s->level) s->queue[s->nqueue++] = order[k];
     s->incumbent = s->phase ? -1 : s->level;
     s->phase = 1;
+    s->screened = 0;
     s->contest = 0;
     s->rival = -1;
     s->probe_from = s->grads;
@@ -75,6 +76,7 @@ static void rival_queue(struct ctl_state *s) {
     s->nqueue = 1;
     s->incumbent = s->level;
     s->phase = 1;
+    s->screened = 0;
     s->rival = -1;
 }
 
@@ -85,7 +87,9 @@ void rate_forget_levels(struct ctl_state *s) {
         s->pool_n[l] = 0;
         s->pool_k[l] = 0;
         s->scored_at[l] = NONE;
+        s->pred[l] = 0;
     }
+    s->ovh_sum = 0, s->ovh_n = 0;
 }
 
 void rate_init(struct ctl_state *s, const ctl_policy_cfg_t *c) {
@@ -119,8 +123,25 @@ void rate_start(struct ctl_state *s) {
  *     measured (solo at 8 ranks 0.68 against 0.58), so it kept solo where solo lost accuracy;
  *   bound 1: within the bound tau every gradient counts (what the convergence theorem needs).
  * The lag is in sync steps: dimensionless, 0 in sync, about (P-1)/P in solo with alike ranks. */
-static double worth(ctl_staleness_t k, double lag) {
+double rate_worth(ctl_staleness_t k, double lag) {
     return k == CTL_STALE_LINEAR ? 1 / (1 + lag) : k == CTL_STALE_QUADRATIC ? 1 / (1 + lag * lag) : 1;
+}
+
+/* Adds a sync round's overhead (predict.c): the ranks' mean cycle minus the round's largest step
+ * time -- the reduction, applying the round, waking. A rank's cycle spans its wait for the previous
+ * round and its step for this one, so a round's difference may be negative; their mean is the
+ * overhead (the mean of the largest steps cancels). Only rounds in which every rank's cycle lies
+ * in sync (none skipped) and that carry both times. */
+static void sync_overhead(struct ctl_state *s, const pcoll_record_t *rec) {
+    if (rec->mode != PCOLL_SYNC || !rec->cost || !rec->step) return;
+    double cyc = 0, mx = 0;
+    for (int i = 0; i < s->P; i++) {
+        if (rec->fresh[i] != 1 || s->m.skip[i] || !(rec->cost[i] > 0) || !(rec->step[i] > 0)) return;
+        cyc += rec->cost[i];
+        if (rec->step[i] > mx) mx = rec->step[i];
+    }
+    s->ovh_sum += cyc / s->P - mx; /* signed: a rank's cycle also holds the previous round's wait */
+    s->ovh_n++;
 }
 
 /* Counts round rec into the measurement of the level in force. The cycle time a rank reports with
@@ -142,6 +163,7 @@ void rate_observe(ctl_policy_t *p, const pcoll_record_t *rec, int nactive) {
     for (int i = 0; i < P; i++) nf += rec->fresh[i];
     s->grads += nf;
     if (s->base + rec->round >= s->mode_from) {
+        sync_overhead(s, rec);
         s->m.rounds++;
         for (int i = 0; i < P; i++) {
             if (!rec->fresh[i]) continue;
@@ -152,7 +174,7 @@ void rate_observe(ctl_policy_t *p, const pcoll_record_t *rec, int nactive) {
             float v = rec->cost ? rec->cost[i] : 0.0f;
             if (!(v > 0) || !isfinite(v)) continue;
             double x = (double)v / rec->fresh[i], lag = (double)s->gsince[i] / P,
-                   w = worth(p->c.staleness, lag);
+                   w = rate_worth(p->c.staleness, lag);
             s->m.n[i] += rec->fresh[i];
             s->m.d[i] += v;
             s->m.d2[i] += rec->fresh[i] * x * x;
@@ -312,12 +334,16 @@ static int beats(const struct ctl_state *s, int a, int b) {
     return s->score[a] - s->score[b] > zq(df) * sqrt(ea * ea + eb * eb);
 }
 
+/* Whether level l can be chosen: measured, and not screened out in the current probe. */
+static int avail(const struct ctl_state *s, int l) {
+    return s->scored_at[l] != NONE && !(s->screened >> l & 1);
+}
+
 /* The best-scoring level other than top that top does not beat, or -1: the choice is resolved. */
 static int runner_up(const struct ctl_state *s, int top) {
     int r = -1;
     for (int l = 0; l < NLV; l++)
-        if (l != top && s->scored_at[l] != NONE && !beats(s, top, l) && (r < 0 || s->score[l] > s->score[r]))
-            r = l;
+        if (l != top && avail(s, l) && !beats(s, top, l) && (r < 0 || s->score[l] > s->score[r])) r = l;
     return r;
 }
 
@@ -386,12 +412,45 @@ static int outside(const struct ctl_state *s, int l, double x, double xse) {
     return s->pool_k[l] == 0 || fabs(d) <= zq(df) * sqrt(xe * xe + e * e) ? 0 : d > 0 ? 1 : -1;
 }
 
-/* The level with the highest score (point estimate), or -1. */
+/* The level with the highest score (point estimate) of those that can be chosen, or -1. */
 static int top_score(const struct ctl_state *s) {
     int top = -1;
     for (int l = 0; l < NLV; l++)
-        if (s->scored_at[l] != NONE && (top < 0 || s->score[l] > s->score[top])) top = l;
+        if (avail(s, l) && (top < 0 || s->score[l] > s->score[top])) top = l;
     return top;
+}
+
+/* The screen: whether the probe of level `to` can be skipped because the ranks' step times,
+ * replayed under its rule (predict.c), score it below the best level measured by Z standard
+ * errors of both -- the test that ends a probe early, applied before the probe. The replay's
+ * error is taken as the relative one of sync's pooled score (the same step times) or the spread
+ * between measurements, whichever is larger. Only partial levels are screened: the worth of a
+ * stale gradient is an assumption that training runs read as generous (docs/EXPERIMENTS.md), so a
+ * screen errs toward sync, which costs time but not accuracy; sync itself is always probed.
+ * Needs sync rounds measured (their overhead) and every rank's step times. */
+static int screen(ctl_policy_t *p, int to, char *why, size_t n) {
+    struct ctl_state *s = &p->s;
+    if (to == LV_SYNC || s->ovh_n < 2 || s->pool_k[LV_SYNC] == 0 || !(s->score[LV_SYNC] > 0)) return 0;
+    int best = -1; /* the best other level with a pool (one dropped on a change of conditions is
+                      from before it) */
+    for (int l = 0; l < NLV; l++)
+        if (l != to && avail(s, l) && s->pool_k[l] > 0 && (best < 0 || s->score[l] > s->score[best]))
+            best = l;
+    if (best < 0) return 0;
+    const double x = rate_predict(p, to, s->ovh_sum > 0 ? s->ovh_sum / s->ovh_n : 0);
+    s->pred[to] = x; /* reported also with screen=off */
+    if (!p->c.screen || !(x > 0)) return 0;
+    uint32_t df;
+    cv2_df(s, &df);
+    const double rel = rate_se(s, LV_SYNC) / s->score[LV_SYNC], xe = meas_se(s, x, rel * x);
+    if (!(x + zq(df) * xe < s->score[best] - zq(df) * rate_se(s, best))) return 0;
+    s->screened |= 1 << to;
+    p->st.screens++;
+    char a[24], b[24];
+    snprintf(why, n, "screen: %s replayed from the step times %.3g+-%.2g, below %s %.3g+-%.2g: not probed",
+             level_name(p, to, a, sizeof a), x, xe, level_name(p, best, b, sizeof b), s->score[best],
+             rate_se(s, best));
+    return 1;
 }
 
 void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
@@ -430,16 +489,18 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
         if (outside(s, l, x, xse)) level_drop(s, l, 0);
         pool_add(s, l, x, xse, ng);
     }
-    if (s->nqueue > 0) { /* probing: measure the next level */
+    char scr[200] = "";
+    while (s->nqueue > 0) { /* probing: measure the next level the screen does not skip */
         int to = s->queue[0];
         memmove(s->queue, s->queue + 1, (size_t)(--s->nqueue) * sizeof s->queue[0]);
         if (to == l) return; /* go on measuring the level in force */
+        if (screen(p, to, scr, sizeof scr)) continue;
         v->to = to;
         v->probe = 1;
         if (!v->why[0])
-            snprintf(v->why, sizeof v->why, "probe: %s score %.3g+-%.2g (%.3g/s, lag %.2f): %s -> %s",
-                     level_name(p, l, a, sizeof a), s->score[l], rate_se(s, l), s->rate[l], s->lag[l],
-                     level_name(p, l, a, sizeof a), level_name(p, v->to, b, sizeof b));
+            snprintf(v->why, sizeof v->why, "%s%sprobe: %s score %.3g+-%.2g (%.3g/s, lag %.2f): %s -> %s",
+                     scr, scr[0] ? "; " : "", level_name(p, l, a, sizeof a), s->score[l], rate_se(s, l),
+                     s->rate[l], s->lag[l], level_name(p, l, a, sizeof a), level_name(p, v->to, b, sizeof b));
         return;
     }
     /* every level measured: keep the highest score (two levels the noise cannot tell apart cost
@@ -448,11 +509,10 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
      * deciding the probe before it); confirming the incumbent doubles the probe interval */
     const int contest = s->contest > 0;
     int best = top_score(s), inc = s->incumbent;
-    if (!contest && inc >= 0 && best != inc && s->scored_at[inc] != NONE && !beats(s, best, inc)) {
+    if (!contest && inc >= 0 && best != inc && avail(s, inc) && !beats(s, best, inc)) {
         best = inc; /* the best of the levels that beat the incumbent, else the incumbent */
         for (int k = 0; k < NLV; k++)
-            if (k != inc && s->scored_at[k] != NONE && beats(s, k, inc) &&
-                (best == inc || s->score[k] > s->score[best]))
+            if (k != inc && avail(s, k) && beats(s, k, inc) && (best == inc || s->score[k] > s->score[best]))
                 best = k;
     }
     if (!contest) p->st.choices++;

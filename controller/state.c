@@ -10,7 +10,7 @@
 #include <string.h>
 
 #define STATE_MAGIC   "CTLSTATE"
-#define STATE_VERSION 5u
+#define STATE_VERSION 6u
 #define HEADER_BYTES  (8 + 4 * 4) /* magic, version, P, window, cost_n */
 
 int state_alloc(struct ctl_state *s, int P, int window, int cost_n) {
@@ -197,6 +197,10 @@ static int fields(struct ctl_state *s, fld_t *f) {
     ONE(incumbent, '4');
     ONE(grads, '8');
     ONE(next_probe, '8');
+    ONE(ovh_sum, 'd');
+    ONE(ovh_n, '4');
+    ONE(screened, '4');
+    ARR(pred, NLV, 'd');
 #undef ONE
 #undef ARR
     return k;

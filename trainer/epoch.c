@@ -135,9 +135,9 @@ static int step(run_t *r, int epoch, long s, epoch_t *e, epoch_io_t *x) {
     e->loss_n++;
     e->correct += be->ops->top1(be);
     e->seen += b->n;
-    /* the step time (or, for rule=rate, the time since the previous deposit) travels with the
-     * deposit: the controller measures from it what each mode costs (ctl_step_cost) */
-    if (pcoll_set_cost(x->h, ctl_step_cost(&x->cc->policy, t2 - t0, t2 - e->t_dep)))
+    /* the step time and the cost (for rule=rate the time since the previous deposit) travel with
+     * the deposit: the controller measures from them what each mode costs (ctl_step_cost) */
+    if (pcoll_set_cost(x->h, ctl_step_cost(&x->cc->policy, t2 - t0, t2 - e->t_dep), t2 - t0))
         run_die(r, "pcoll_set_cost", pcoll_last_error(x->h));
     e->t_dep = t2;
     /* the wait follows at once: this thread drives the round, the engine is not woken */
@@ -177,6 +177,7 @@ static void add_counts(ctl_policy_stats_t *s, const ctl_policy_stats_t *b) {
     s->rounds += b->rounds, s->decisions += b->decisions, s->mode_switches += b->mode_switches;
     s->wait_changes += b->wait_changes, s->probes += b->probes, s->probe_failures += b->probe_failures;
     s->light_exits += b->light_exits, s->choices += b->choices, s->choice_changes += b->choice_changes;
+    s->screens += b->screens;
     s->tau_waits += b->tau_waits, s->tau_violations += b->tau_violations;
     for (int i = 0; i < 3; i++) s->lv_rounds[i] += b->lv_rounds[i];
     if (!b->gain_n) return; /* the gain over the rounds of both (min/max NAN where none) */

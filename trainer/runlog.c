@@ -226,6 +226,7 @@ static json_t *controller_json(const ctl_policy_stats_t *s) {
     set(o, "probing", json_boolean(s->probing));
     set(o, "switches", json_integer((json_int_t)s->mode_switches));
     set(o, "probes", json_integer((json_int_t)s->probes));
+    set(o, "screens", json_integer((json_int_t)s->screens));
     for (int i = 0; i < 3; i++) {
         int m = level_measured(s, i);
         json_t *l = json_object();
@@ -236,6 +237,7 @@ static json_t *controller_json(const ctl_policy_stats_t *s) {
         set(l, "score", real_or_null(m, s->score[i]));
         set(l, "score_se", real_or_null(m, s->score_se[i]));
         set(l, "samples", json_integer((json_int_t)(m ? s->samples[i] : 0)));
+        set(l, "predicted", real_or_null(isfinite(s->predicted[i]), s->predicted[i]));
         json_array_append_new(lv, l);
     }
     set(o, "levels", lv);

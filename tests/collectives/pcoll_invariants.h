@@ -9,7 +9,7 @@
  * deposit an integer-valued gradient that encodes (rank, step), wait, apply every completed round
  * to a double-precision replica. At the end (after finalize flushed everything) it checks:
  *   1 agreement     hash of every round's (index, rule, F_r, flags, step times, result bits)
- *                   equal on all ranks; each step time (pcoll_set_cost) arrives with its deposit
+ *                   equal on all ranks; each cost and step time (pcoll_set_cost) arrives with its deposit
  *   2 conservation  each (rank, step) deposit is in exactly one round; sum of results = deposits
  *   3 trigger       F_r satisfies the round's rule (sync, quorum, majority initiator, wait set)
  *   4 staleness     with --tau, no rejection streak exceeds tau
@@ -197,9 +197,10 @@ static int pinv_mismatch(pinv_t *t) {
 static void pinv_start(pinv_t *t) {
     pcollCheck(pcoll_create(MPI_COMM_WORLD, t->n, t->mem, &t->cfg, &t->h));
     pcoll_t *h = t->h;
-    CHECK(pcoll_set_cost(h, -1.0) == PCOLL_ERR_ARG && strstr(pcoll_last_error(h), "pcoll_set_cost"),
-          "a negative step time is refused, naming the call: %s", pcoll_last_error(h));
-    CHECK(pcoll_set_cost(h, NAN) == PCOLL_ERR_ARG, "a NaN step time is refused");
+    CHECK(pcoll_set_cost(h, -1.0, 0) == PCOLL_ERR_ARG && strstr(pcoll_last_error(h), "pcoll_set_cost"),
+          "a negative cost is refused, naming the call: %s", pcoll_last_error(h));
+    CHECK(pcoll_set_cost(h, 0, NAN) == PCOLL_ERR_ARG && strstr(pcoll_last_error(h), "step time"),
+          "a NaN step time is refused, naming it: %s", pcoll_last_error(h));
     if (t->mixed) { /* a static schedule of rule changes, the same on every rank */
         static int w[1];
         w[0] = P - 1;
@@ -280,7 +281,7 @@ static void pinv_run(pinv_t *t, const pinv_io_t *io) {
                 fails++;
                 break;
             }
-            pcollCheck(pcoll_set_cost(h, cost_of(me, s)));
+            pcollCheck(pcoll_set_cost(h, cost_of(me, s), step_of(me, s)));
             int rc = pcoll_deposit(h, buf, (t->newer ? PCOLL_ACCUMULATE : 0) | io->deposit_flags);
             if (rc) {
                 fprintf(stderr, "rank %d: deposit: %s\n", me, pcoll_last_error(h));

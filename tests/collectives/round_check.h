@@ -57,6 +57,7 @@ static void make_grad(float *g, size_t n, int p, int s) {
 /* step time reported with the deposit of (rank p, step s): a float that is exact, and so are
  * sums of a few of them (merged deposits): (4096 (p+1) + s + 1) / 1024 */
 static float cost_of(int p, int s) { return (float)(4096 * (p + 1) + s + 1) / 1024.0f; }
+static float step_of(int p, int s) { return cost_of(p, s) / 2.0f; } /* exact: another power of 2 */
 
 typedef struct {
     pcoll_t *h;
@@ -149,6 +150,8 @@ static inline void rcheck_round(rcheck_t *c, uint64_t r, const float *res, const
         uint32_t b;
         memcpy(&b, &rec->cost[p], 4);
         c->hash = (c->hash ^ b) * 1099511628211ull;
+        memcpy(&b, &rec->step[p], 4);
+        c->hash = (c->hash ^ b) * 1099511628211ull;
     }
     for (size_t k = 0; k < c->n; k++) {
         uint32_t b;
@@ -169,12 +172,15 @@ static inline void rcheck_round(rcheck_t *c, uint64_t r, const float *res, const
         }
         int nd = 0;
         for (int p = 0; p < P; p++) nd += rec->fresh[p];
-        /* every rank's reported step time arrives with its deposit, bit for bit (merged: summed) */
+        /* every rank's reported cost and step time arrive with its deposit, bit for bit (merged:
+         * summed) */
         for (int p = 0; p < P; p++) {
             float want =
                 rec->fresh[p] ? ((float)rec->fresh[p] * (float)(4096 * (p + 1)) + res[p]) / 1024.0f : 0.0f;
-            RCHECK(c, rec->cost[p] == want, "round %llu: rank %d's step time %.9g, deposited %.9g",
+            RCHECK(c, rec->cost[p] == want, "round %llu: rank %d's cost %.9g, deposited %.9g",
                    (unsigned long long)r, p, rec->cost[p], want);
+            RCHECK(c, rec->step[p] == want / 2, "round %llu: rank %d's step time %.9g, deposited %.9g",
+                   (unsigned long long)r, p, rec->step[p], want / 2);
         }
         RCHECK(c, res[P] == (float)nd, "round %llu: count %g != deposits %d", (unsigned long long)r, res[P],
                nd);

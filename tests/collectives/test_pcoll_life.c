@@ -238,7 +238,7 @@ static void case_args(void) {
         CHECK(strstr(pcoll_last_error(h), "record") != NULL, "message: %s", pcoll_last_error(h));
     }
     pcoll_record_free(&small);
-    CHECK(pcoll_set_cost(h, -1) == PCOLL_ERR_ARG, "negative step time");
+    CHECK(pcoll_set_cost(h, -1, 0) == PCOLL_ERR_ARG, "negative cost");
     const char *mine = pcoll_last_error(h);
     char copy[512];
     snprintf(copy, sizeof copy, "%s", mine);

@@ -108,7 +108,7 @@ int main(int argc, char **argv) {
         sleep_us(me == slow ? unit * factor : unit);
         for (size_t i = 0; i < n; i++) g[i] = 1.0f;
         double td = MPI_Wtime(); /* the step time, or the cycle time, as the policy reads it */
-        pcollCheck(pcoll_set_cost(h, ctl_step_cost(&cc.policy, td - ts, td - t_dep)));
+        pcollCheck(pcoll_set_cost(h, ctl_step_cost(&cc.policy, td - ts, td - t_dep), td - ts));
         t_dep = td;
         pcollCheck(pcoll_deposit(h, g, 0));
         int rc = pcoll_wait(h, PCOLL_WAIT_CONSUMED, 60, NULL);

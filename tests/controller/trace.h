@@ -137,6 +137,7 @@ static void gen_free(gen_t *g) {
     free(g->sched.e);
     free(g->cur);
     free(g->rec.cost);
+    free(g->rec.step);
     free(g->last_dep);
 }
 
@@ -164,9 +165,11 @@ static void sim_start(gen_t *g, double jitter, double lat) {
 }
 /* event time: records carry each deposit's step time in rec.cost (as pcoll_set_cost does) */
 static void sim_report_costs(gen_t *g) { g->rec.cost = calloc(g->P, sizeof(float)); }
-/* ... or its cycle time: the wall time since the rank's previous deposit (what rule=rate reads) */
+/* ... or its cycle time: the wall time since the rank's previous deposit (what rule=rate reads),
+ * with the step time beside it in rec.step (as the trainer reports both) */
 static void sim_report_cycles(gen_t *g) {
     sim_report_costs(g);
+    g->rec.step = calloc(g->P, sizeof(float));
     g->cycle_costs = 1;
 }
 
@@ -246,9 +249,11 @@ static const pcoll_record_t *gen_next(gen_t *g) {
         double end = t + g->lat;
         for (int p = 0; p < P; p++) {
             if (rec->cost) rec->cost[p] = 0;
+            if (rec->step) rec->step[p] = 0;
             if (g->joined[p] || g->ready[p] > t) continue;
             rec->fresh[p] = 1;
             if (rec->cost) rec->cost[p] = (float)(g->cycle_costs ? g->ready[p] - g->last_dep[p] : g->cur[p]);
+            if (rec->step) rec->step[p] = (float)g->cur[p];
             g->last_dep[p] = g->ready[p];
             g->steps[p]++;
             g->now = end;
