@@ -100,6 +100,13 @@
  *   pools are dropped and every level is probed at once. Measurements carry across epochs (an
  *   epoch's tail and the next epoch's first deposit of each rank are skipped, not restarted) and
  *   checkpoints (ctl_state_t).
+ *   Screen [screen=on] (controller/predict.c): each rank also reports its step's own time (data,
+ *   compute, delay: pcoll_set_cost's step). Before a partial level's probe, the ranks' last cost_n
+ *   step times are replayed under the level's trigger, each round costing the overhead measured
+ *   in sync rounds, and scored as a probe would be; a level whose replayed score is Z standard
+ *   errors (one measurement's, as sync's) below the best other level with a pool is not probed
+ *   and cannot be chosen in this probe. Sync is never screened. The partial levels still to probe
+ *   are probed in the order of their replayed scores, highest first.
  *   No threshold of this rule depends on the machine: rates are in the run's own units, lambda is
  *   in sync steps, Z is a confidence level. Which worth function fits a model is the one modelling
  *   choice (key staleness); none has a constant to tune. Without step times the rule cannot

@@ -453,6 +453,23 @@ static int screen(ctl_policy_t *p, int to, char *why, size_t n) {
     return 1;
 }
 
+/* Orders the partial levels still to probe by their replayed scores, highest first (sync, never
+ * replayed, keeps its place): the level likeliest to win is measured first, so that the probes of
+ * the others can end early against it. Without replays the order stays least partial first. */
+static void order_queue(ctl_policy_t *p) {
+    struct ctl_state *s = &p->s;
+    if (!p->c.screen || s->ovh_n < 2) return;
+    const double o = s->ovh_sum > 0 ? s->ovh_sum / s->ovh_n : 0;
+    double x[NLV] = {0};
+    for (int k = 0; k < s->nqueue; k++)
+        if (s->queue[k] != LV_SYNC) x[s->queue[k]] = rate_predict(p, s->queue[k], o);
+    for (int a = 1; a < s->nqueue; a++) /* insertion sort of the partial levels, stable */
+        for (int b = a; b > 0 && s->queue[b - 1] != LV_SYNC && x[s->queue[b]] > x[s->queue[b - 1]]; b--) {
+            int t = s->queue[b];
+            s->queue[b] = s->queue[b - 1], s->queue[b - 1] = t;
+        }
+}
+
 void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
     struct ctl_state *s = &p->s;
     const ctl_policy_cfg_t *c = &p->c;
@@ -490,6 +507,7 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
         pool_add(s, l, x, xse, ng);
     }
     char scr[200] = "";
+    order_queue(p);
     while (s->nqueue > 0) { /* probing: measure the next level the screen does not skip */
         int to = s->queue[0];
         memmove(s->queue, s->queue + 1, (size_t)(--s->nqueue) * sizeof s->queue[0]);

@@ -160,7 +160,7 @@ static int step(run_t *r, int epoch, long s, epoch_t *e, epoch_io_t *x) {
  * level, choice, switches, probes, rounds per level and every level's measurement. */
 static uint64_t report_hash(const ctl_policy_stats_t *st) {
     const int ints[5] = {(int)st->mode, st->quorum, st->choice, st->probing, st->light_quorum};
-    const uint64_t counts[2] = {st->mode_switches, st->probes};
+    const uint64_t counts[3] = {st->mode_switches, st->probes, st->screens};
     uint64_t h = fnv1a64(1469598103934665603ULL, ints, sizeof ints);
     h = fnv1a64(h, counts, sizeof counts);
     h = fnv1a64(h, st->lv_rounds, sizeof st->lv_rounds);
@@ -168,6 +168,7 @@ static uint64_t report_hash(const ctl_policy_stats_t *st) {
     h = fnv1a64(h, st->rate, sizeof st->rate);
     h = fnv1a64(h, st->lag, sizeof st->lag);
     h = fnv1a64(h, st->score, sizeof st->score);
+    h = fnv1a64(h, st->predicted, sizeof st->predicted);
     return fnv1a64(h, st->score_se, sizeof st->score_se);
 }
 

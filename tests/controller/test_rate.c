@@ -729,8 +729,9 @@ static void test_stats(void) {
  * are regular, 10-27% with log-normal 0.8 noise or a random straggler, from the 4-8 step times
  * per rank it replays; the screen takes that spread as one measurement's). 2: with alike ranks,
  * where sync is best, a run that starts in sync runs no partial round (both probes screened) and
- * the default run (starting in solo) skips majority's; where a partial rule is best, the run
- * still spends most of its time in a partial level. (In the short-run table the default's cost
+ * the default run (starting in solo) skips majority's; with a straggler, a run that starts in
+ * sync probes solo (replayed best) before majority; where a partial rule is best, the run still
+ * spends most of its time in a partial level. (In the short-run table the default's cost
  * over the best static falls with the screen from 1.07 to 1.045 with alike ranks at P = 4, 1.08
  * to 1.045 at P = 8, 1.065 to 1.04 with a straggler, and moves nowhere else.) */
 #define SCREEN_DRAWS 8
@@ -794,6 +795,13 @@ static void test_screen(void) {
                     else
                         CHECK(o.time[1] == 0, "%s P=%d, %s: majority probed (%.0f%% of the time)",
                               kname[kind], P, spec[v], 100 * o.time[1] / o.total);
+                }
+                if (kind == 1 && v == 0) { /* after sync, the partial level replayed best is probed first */
+                    int first = -1;
+                    for (int i = 0; i < o.L.n && first < 0; i++)
+                        if (o.L.d[i].what & CTL_DEC_PROBE && o.L.d[i].to != PCOLL_SYNC) first = o.L.d[i].to;
+                    CHECK(first == PCOLL_SOLO, "%s P=%d, %s: first partial probe %d, not solo", kname[kind],
+                          P, spec[v], first);
                 }
                 if (best > 0)
                     CHECK(main_level(&o) != 0, "%s P=%d, %s: mostly sync, %s is best", kname[kind], P,
