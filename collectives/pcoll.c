@@ -158,15 +158,16 @@ int pcoll_lend(pcoll_t *h, float *g, int flags) { return deposit(h, g, g, flags)
 
 size_t pcoll_lend_len(const pcoll_t *h) { return h ? h->nbuf : 0; }
 
+static int is_time(double s) { return s >= 0 && s <= 1e9; } /* also false for NaN */
+
 int pcoll_set_cost(pcoll_t *h, double cost, double step) {
     if (!h) return PCOLL_ERR_ARG;
     if (!enter(h)) return PCOLL_ERR_STATE;
     pthread_mutex_lock(&h->mu);
     int rc = PCOLL_OK;
-    if (!(cost >= 0 && cost <= 1e9) || !(step >= 0 && step <= 1e9)) { /* also NaN */
+    if (!is_time(cost) || !is_time(step)) {
         pcoll_call_error(h, "rank %d: pcoll_set_cost: %g s is not a %s (finite, >= 0)", h->me,
-                         !(cost >= 0 && cost <= 1e9) ? cost : step,
-                         !(cost >= 0 && cost <= 1e9) ? "cost" : "step time");
+                         is_time(cost) ? step : cost, is_time(cost) ? "step time" : "cost");
         rc = PCOLL_ERR_ARG;
     } else
         h->next_cost = (float)cost, h->next_step = (float)step;
@@ -345,6 +346,15 @@ int pcoll_wait(pcoll_t *h, int how, double timeout_s, uint64_t *round) {
     return rc;
 }
 
+/* Copies P floats of s into d, or zeros where s is NULL (a record a caller built); d may be NULL. */
+static void copy_or_zero(float *d, const float *s, int P) {
+    if (!d) return;
+    if (s)
+        memcpy(d, s, (size_t)P * sizeof *d);
+    else
+        memset(d, 0, (size_t)P * sizeof *d);
+}
+
 /* Copies a record into one the caller allocated for d->P >= s->P ranks; d->P becomes s->P. */
 static void record_copy(pcoll_record_t *d, const pcoll_record_t *s) {
     uint8_t *f = d->fresh, *w = d->waited, *fl = d->flags;
@@ -364,18 +374,8 @@ static void record_copy(pcoll_record_t *d, const pcoll_record_t *s) {
     memcpy(fl, s->flags, (size_t)P);
     memcpy(st, s->staleness, (size_t)P * 4);
     memcpy(sk, s->streak, (size_t)P * 4);
-    if (c) {
-        if (s->cost)
-            memcpy(c, s->cost, (size_t)P * sizeof *c);
-        else
-            memset(c, 0, (size_t)P * sizeof *c);
-    }
-    if (sp) {
-        if (s->step)
-            memcpy(sp, s->step, (size_t)P * sizeof *sp);
-        else
-            memset(sp, 0, (size_t)P * sizeof *sp);
-    }
+    copy_or_zero(c, s->cost, P);
+    copy_or_zero(sp, s->step, P);
 }
 void pcoll_record_copy(pcoll_record_t *d, const pcoll_record_t *s) { record_copy(d, s); }
 

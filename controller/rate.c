@@ -144,6 +144,11 @@ static void sync_overhead(struct ctl_state *s, const pcoll_record_t *rec) {
     s->ovh_n++;
 }
 
+/* The overhead of a sync round the replay charges: the mean of sync_overhead's (0 unless positive). */
+static double sync_round_overhead(const struct ctl_state *s) {
+    return s->ovh_sum > 0 ? s->ovh_sum / s->ovh_n : 0;
+}
+
 /* Counts round rec into the measurement of the level in force. The cycle time a rank reports with
  * a deposit (pcoll_set_cost: the wall time since its previous deposit) is what the rule pays per
  * gradient in this level: compute, injected delay, waiting for the round, applying rounds. The
@@ -427,8 +432,9 @@ static int top_score(const struct ctl_state *s) {
  * between measurements, whichever is larger. Only partial levels are screened: the worth of a
  * stale gradient is an assumption that training runs read as generous (docs/EXPERIMENTS.md), so a
  * screen errs toward sync, which costs time but not accuracy; sync itself is always probed.
- * Needs sync rounds measured (their overhead) and every rank's step times. */
-static int screen(ctl_policy_t *p, int to, char *why, size_t n) {
+ * Needs sync rounds measured (their overhead) and every rank's step times. xr: to's replayed score
+ * if order_queue has just replayed it (< 0: not yet). */
+static int screen(ctl_policy_t *p, int to, double xr, char *why, size_t n) {
     struct ctl_state *s = &p->s;
     if (to == LV_SYNC || s->ovh_n < 2 || s->pool_k[LV_SYNC] == 0 || !(s->score[LV_SYNC] > 0)) return 0;
     int best = -1; /* the best other level with a pool (one dropped on a change of conditions is
@@ -437,7 +443,7 @@ static int screen(ctl_policy_t *p, int to, char *why, size_t n) {
         if (l != to && avail(s, l) && s->pool_k[l] > 0 && (best < 0 || s->score[l] > s->score[best]))
             best = l;
     if (best < 0) return 0;
-    const double x = rate_predict(p, to, s->ovh_sum > 0 ? s->ovh_sum / s->ovh_n : 0);
+    const double x = xr >= 0 ? xr : rate_predict(p, to, sync_round_overhead(s));
     s->pred[to] = x; /* reported also with screen=off */
     if (!p->c.screen || !(x > 0)) return 0;
     uint32_t df;
@@ -455,14 +461,14 @@ static int screen(ctl_policy_t *p, int to, char *why, size_t n) {
 
 /* Orders the partial levels still to probe by their replayed scores, highest first (sync, never
  * replayed, keeps its place): the level likeliest to win is measured first, so that the probes of
- * the others can end early against it. Without replays the order stays least partial first. */
-static void order_queue(ctl_policy_t *p) {
+ * the others can end early against it. Without replays the order stays least partial first.
+ * x[l]: level l's replayed score, for the screen (< 0: not replayed here). */
+static void order_queue(ctl_policy_t *p, double x[NLV]) {
     struct ctl_state *s = &p->s;
+    for (int l = 0; l < NLV; l++) x[l] = -1;
     if (!p->c.screen || s->ovh_n < 2) return;
-    const double o = s->ovh_sum > 0 ? s->ovh_sum / s->ovh_n : 0;
-    double x[NLV] = {0};
     for (int k = 0; k < s->nqueue; k++)
-        if (s->queue[k] != LV_SYNC) x[s->queue[k]] = rate_predict(p, s->queue[k], o);
+        if (s->queue[k] != LV_SYNC) x[s->queue[k]] = rate_predict(p, s->queue[k], sync_round_overhead(s));
     for (int a = 1; a < s->nqueue; a++) /* insertion sort of the partial levels, stable */
         for (int b = a; b > 0 && s->queue[b - 1] != LV_SYNC && x[s->queue[b]] > x[s->queue[b - 1]]; b--) {
             int t = s->queue[b];
@@ -507,12 +513,13 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
         pool_add(s, l, x, xse, ng);
     }
     char scr[200] = "";
-    order_queue(p);
+    double xr[NLV];
+    order_queue(p, xr);
     while (s->nqueue > 0) { /* probing: measure the next level the screen does not skip */
         int to = s->queue[0];
         memmove(s->queue, s->queue + 1, (size_t)(--s->nqueue) * sizeof s->queue[0]);
         if (to == l) return; /* go on measuring the level in force */
-        if (screen(p, to, scr, sizeof scr)) continue;
+        if (screen(p, to, xr[to], scr, sizeof scr)) continue;
         v->to = to;
         v->probe = 1;
         if (!v->why[0])

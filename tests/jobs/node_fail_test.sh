@@ -71,19 +71,19 @@ t_end=$(scontrol show job -o "$id" | sed -n 's/.* EndTime=[0-9-]*T\([0-9:]*\).*/
 sinfo -h -N -n pcnode2 -o %t | grep -q '^down' || fail "pcnode2 is not down: $(sinfo -h -N -n pcnode2 -o %t)"
 mapfile -t restarts < <(grep '^restart\.' "$d/job.txt")
 line=""; [ ${#restarts[@]} -gt 0 ] && line=${restarts[-1]}
-# a launch that died before its first checkpoint, restarted before the node's death
+# a launch that died before its first checkpoint, restarted before the node's death: the node's
+# restart is then the second, from 3 ranks
+k=1 from=4
 if [ ${#restarts[@]} = 2 ]; then
   early=${restarts[0]}
   grep -Eq '^restart\.sync\.1=exit [0-9]+, ranks 4 -> 3, resumed after epoch 0, lost [0-9]+ s$' <<<"$early" \
     || fail "$d/job.txt: two restarts, the first not a launch that died before any checkpoint: '$early'"
   echo "note: the first launch died before its first checkpoint and was restarted ($early)"
-  grep -Eq '^restart\.sync\.2=exit [0-9]+, ranks 3 -> 2, node\(s\) pcnode2 down, resumed after epoch [12], lost [0-9]+ s$' <<<"$line" \
-    || fail "$d/job.txt: no restart line 'ranks 3 -> 2, node(s) pcnode2 down, resumed after epoch 1 (or 2)': '$line'"
-else
-  # (epoch 2 when pcnode2's ranks had made all their epoch-2 deposits: pcnode1's end the epoch)
-  grep -Eq '^restart\.sync\.1=exit [0-9]+, ranks 4 -> 2, node\(s\) pcnode2 down, resumed after epoch [12], lost [0-9]+ s$' <<<"$line" \
-    || fail "$d/job.txt: no restart line 'ranks 4 -> 2, node(s) pcnode2 down, resumed after epoch 1 (or 2)': '$(cat "$d/job.txt")'"
+  k=2 from=3
 fi
+# (epoch 2 when pcnode2's ranks had made all their epoch-2 deposits: pcnode1's end the epoch)
+grep -Eq "^restart\\.sync\\.$k=exit [0-9]+, ranks $from -> 2, node\\(s\\) pcnode2 down, resumed after epoch [12], lost [0-9]+ s\$" <<<"$line" \
+  || fail "$d/job.txt: no restart line 'restart.sync.$k=... ranks $from -> 2, node(s) pcnode2 down, resumed after epoch 1 (or 2)': '$(cat "$d/job.txt")'"
 e=$(sed -n 's/.*resumed after epoch \([0-9]*\),.*/\1/p' <<<"$line")
 check_run "$id" "$d/sync.json" 2
 [ "$(jq -r '[.ranks[].host] | join(",")' "$d/sync.json")" = pcnode1,pcnode1 ] \
