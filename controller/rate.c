@@ -467,8 +467,9 @@ static void order_queue(ctl_policy_t *p, double x[NLV]) {
     struct ctl_state *s = &p->s;
     for (int l = 0; l < NLV; l++) x[l] = -1;
     if (!p->c.screen || s->ovh_n < 2) return;
+    const double o = sync_round_overhead(s);
     for (int k = 0; k < s->nqueue; k++)
-        if (s->queue[k] != LV_SYNC) x[s->queue[k]] = rate_predict(p, s->queue[k], sync_round_overhead(s));
+        if (s->queue[k] != LV_SYNC) x[s->queue[k]] = rate_predict(p, s->queue[k], o);
     for (int a = 1; a < s->nqueue; a++) /* insertion sort of the partial levels, stable */
         for (int b = a; b > 0 && s->queue[b - 1] != LV_SYNC && x[s->queue[b]] > x[s->queue[b - 1]]; b--) {
             int t = s->queue[b];
