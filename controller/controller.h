@@ -88,8 +88,9 @@
  *   Probe: the run starts by measuring every level in turn (start level, then the others, least
  *   partial first) and keeps the highest score. While its lead over the next one is within 2
  *   standard errors of their difference (Z), the choice runs and the rival is measured again once
- *   the choice has run for as many gradients as the probing since the probe began (a contest, at
- *   most CONTEST_MAX = 2 times, each keeping the highest score again). A later probe changes the choice only
+ *   the choice has run for as many gradients as the probing since the probe began, or at once when
+ *   the choice's own measurements put its pooled score below the rival's (a contest, at most
+ *   CONTEST_MAX = 2 times, each keeping the highest score again). A later probe changes the choice only
  *   to a level that beats the incumbent by Z standard errors. A probe of a level already Z
  *   standard errors below the best one measured ends early; a probe measurement outside its
  *   level's pool limits replaces that pool. The next probe comes after `probe` [256] sync rounds'
@@ -306,6 +307,8 @@ typedef struct {
                                 step times (the screen; NAN: none) */
     int choice;              /* the level the latest completed probe chose, as an index of rate[]
                                  (0 sync, 1 majority, 2 light; -1: none yet) */
+    int rival;               /* settled on an unresolved choice: the level its contest measures
+                                again, as an index of rate[] (-1: none) */
     uint64_t tau_waits;      /* (rank, round) pairs that tau forced into a wait set */
     uint64_t tau_violations; /* (rank, round) pairs with streak > tau in a record */
     uint64_t tau_misses;     /* tau_by=library: a rank the library had to wait for was not fresh */

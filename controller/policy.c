@@ -381,10 +381,13 @@ void ctl_policy_stats(const ctl_policy_t *p, ctl_policy_stats_t *st) {
     st->kind = p->c.kind;
     st->rule = p->c.rule;
     st->light_quorum = p->light.mode == PCOLL_QUORUM ? p->light.quorum : 0;
-    st->choice = -1;
+    st->choice = st->rival = -1;
     st->probing = p->c.kind == CTL_ADAPTIVE && p->c.rule == CTL_RULE_RATE && s->phase;
     for (int i = 0; i < 3; i++) {
-        if (order[i] == chosen && p->c.kind == CTL_ADAPTIVE && p->c.rule == CTL_RULE_RATE) st->choice = i;
+        if (p->c.kind == CTL_ADAPTIVE && p->c.rule == CTL_RULE_RATE) {
+            if (order[i] == chosen) st->choice = i;
+            if (!s->phase && order[i] == s->rival) st->rival = i;
+        }
         int lv = order[i];
         int ok = s->scored_at[lv] != NONE;
         st->rate[i] = ok ? s->rate[lv] : NAN;

@@ -494,7 +494,12 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
         if (changed) /* the previous measurement, beyond on this side too, goes with the pool */
             for (int k = 0; k < NLV; k++) level_drop(s, k, k == l);
         pool_add(s, l, x, xse, ng);
-        if (!changed && s->grads < s->next_probe) return;
+        /* an unresolved choice kept for its higher point estimate: once its own measurements put
+         * it below its rival's, that reason is gone and the contest is held now (an incumbent kept
+         * below a rival that does not beat it waits for the contest's time) */
+        const int behind =
+            !changed && s->rival >= 0 && before >= s->score[s->rival] && s->score[l] < s->score[s->rival];
+        if (!changed && !behind && s->grads < s->next_probe) return;
         const int contest = !changed && s->rival >= 0;
         if (contest)
             rival_queue(s);
@@ -503,6 +508,7 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
         if (changed) s->incumbent = -1; /* what it was chosen on no longer holds */
         snprintf(v->why, sizeof v->why, "%s: %s score %.3g+-%.2g, pooled before %.3g+-%.2g; probe: %s -> %s",
                  changed   ? "rate changed twice"
+                 : behind  ? "contest now, pooled below the rival"
                  : contest ? "contest due"
                            : "probe due",
                  level_name(p, l, a, sizeof a), x, meas_se(s, x, xse), before, bse,
@@ -549,7 +555,8 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
     if (run >= 0 && s->contest < CONTEST_MAX) {
         /* unresolved: the choice runs (its measurements keep adding to its pool) and the rival is
          * measured again once the choice has run for as long as the probing since the probe of
-         * every level began: the contests take at most about half of the time, then a quarter */
+         * every level began (the contests take at most about half of the time, then a quarter),
+         * or as soon as the choice's pooled score falls below the rival's */
         s->contest++;
         s->rival = run;
         s->next_probe = s->grads + (s->grads - s->probe_from);
