@@ -121,6 +121,9 @@ add_ld_path() {
 # of libcudnn.so.9 (it opens its sub-libraries at run time, which ldd does not see)
 resolve_libraries() {
   local f miss="" so d found dirs cudnn
+  # the path before this function: Python steps (PyTorch brings its own cuDNN, newer than the
+  # system's, which LD_LIBRARY_PATH below would put first) run under it
+  export LD_LIBRARY_PATH_BEFORE_RESOLVE=${LD_LIBRARY_PATH-}
   while IFS= read -r f; do miss="$miss $(missing_libs "$f")"; done < <(elf_binaries)
   miss=$(echo $miss | tr ' ' '\n' | sort -u | tr '\n' ' ')
   if [ -n "${miss// /}" ]; then

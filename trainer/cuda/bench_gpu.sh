@@ -19,7 +19,10 @@ echo "bench-gpu: $dev; median of $IT steps after 3 warm-ups"
 ours=$("$B/bench/nn_bench_gpu" "$IT" $MODELS) || { echo "nn_bench_gpu failed" >&2; exit 1; }
 if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
   tv=$(python3 -c 'import torch; print(torch.__version__)')
-  theirs=$(python3 trainer/cuda/bench_torch_gpu.py "$IT" $MODELS) || theirs=""
+  # PyTorch loads its own cuDNN: without the folders gpu_check.sh added for our binaries
+  # (LD_LIBRARY_PATH wins over PyTorch's RUNPATH, and an older system cuDNN is refused)
+  theirs=$(LD_LIBRARY_PATH=${LD_LIBRARY_PATH_BEFORE_RESOLVE-${LD_LIBRARY_PATH-}} \
+    python3 trainer/cuda/bench_torch_gpu.py "$IT" $MODELS) || theirs=""
 else
   tv=""
   theirs=""
