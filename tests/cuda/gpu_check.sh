@@ -24,7 +24,8 @@
 # Without a usable GPU every step after the preflight prints one SKIP line and the script exits 0.
 # The whole run stays within GPU_CHECK_BUDGET seconds (default 450, under 8 minutes): a step's
 # limit is cut to what is left.  Ends with one summary table.  Everything (this log, test logs,
-# benchmark and training JSON) is written under $OUT (default ./gpu-check-out).
+# benchmark and training JSON) is written under $OUT (default ./gpu-check-out); the test logs and
+# the benchmark's files also packed into $OUT/logs.tgz.
 # Exit: 0 when every step passed or was skipped for lack of a GPU, 1 otherwise.
 set -u
 cd "$(dirname "$0")/../.."
@@ -122,6 +123,8 @@ main() {
   step train 120 train_and_check $MPIRUN -np 2 "$B/bin/eager-train" --experiment fmnist --epochs 2 \
     --device cuda --data-path "$data" --limit-train 4096 --batch 64 --out "$OUT/train_fmnist_cuda.json" --t-warn 30 --t-abort 90
 
+  # the test logs and benchmark files packed into one (a device tool may return only a few files)
+  tar czf "$OUT/logs.tgz" -C "$OUT" --exclude=nn_bench_gpu test-logs bench-gpu 2> /dev/null
   echo; echo "==== summary (t=$(elapsed)s; logs and JSON under $OUT)"
   printf '%-12s %-8s %6s  %s\n' step verdict time detail
   printf '%s\n' "${SUMMARY[@]}"

@@ -17,6 +17,13 @@
 # Delays are scaled to the step time this machine's balanced sync run measures. The data: the
 # Fashion-MNIST subset carried in the build folder ($B/gpu-data), else the system's copy.
 # Budget CORE_CHECK_BUDGET seconds (default 330); each step's limit is cut to what is left.
+# CORE_CHECK_STEPS: the steps to run (default "collectives wake race"). The race's settings:
+# CORE_CHECK_RACE_RANKS (default "4"), _SEEDS ("1 2"), _IMBS (imbalances for adaptive, "random1";
+# any of ddp_race.sh's), _LIMIT (the step's limit, 300 s). The wide race of issue 21, about 9
+# minutes with a core per rank: CORE_CHECK_STEPS=race CORE_CHECK_RACE_RANKS="4 8"
+# CORE_CHECK_RACE_SEEDS="1 2 3" CORE_CHECK_RACE_IMBS="random1 lognormal" CORE_CHECK_RACE_LIMIT=560
+# CORE_CHECK_BUDGET=580 (P = 4 first: a time-out keeps its runs). The race's files are also
+# packed into $OUT/race.tgz (a device tool may return only a few files).
 # CORE_CHECK_QUICK=1: a short version that checks the steps themselves on any machine (fewer
 # iterations, 2,048 samples, one epoch, one seed; tests/device/core_check_quick.sh).
 # Everything goes under $OUT (default ./core-check-out): this log, each step's log, the
@@ -88,14 +95,19 @@ wake_ab() {
 race() {
   local data=$B/gpu-data/fashion-mnist
   [ -f "$data/train-images-idx3-ubyte.gz" ] || data=/usr/share/datasets/fashion-mnist
-  local n=12000 epochs=2 seeds="1 2" ddp=()
+  local n=12000 epochs=2 seeds=${CORE_CHECK_RACE_SEEDS:-1 2} ddp=() p rc=0
   [ "$QUICK" = 1 ] && n=2048 epochs=1 seeds=1
   [ -n "$DDP_NOTE" ] && ddp=(--no-ddp)
-  local C=(--ranks 4 --seeds "$seeds" --epochs "$epochs" --limit-train "$n" --curve-test 1000
-    --train-opts "--epoch-mode global" --both-opts "--milestones 1 --data-path $data"
-    --partial-opts "--tau 4" --out "$OUT/race" "${ddp[@]}")
-  DDP_PY=python3 bash trainer/ref/ddp_race.sh "${C[@]}" --imbalances none --modes sync || return $?
-  DDP_PY=python3 bash trainer/ref/ddp_race.sh "${C[@]}" --imbalances random1 --modes adaptive
+  for p in ${CORE_CHECK_RACE_RANKS:-4}; do
+    local C=(--ranks "$p" --seeds "$seeds" --epochs "$epochs" --limit-train "$n" --curve-test 1000
+      --train-opts "--epoch-mode global" --both-opts "--milestones 1 --data-path $data"
+      --partial-opts "--tau 4" --out "$OUT/race" "${ddp[@]}")
+    DDP_PY=python3 bash trainer/ref/ddp_race.sh "${C[@]}" --imbalances none --modes sync &&
+      DDP_PY=python3 bash trainer/ref/ddp_race.sh "${C[@]}" --imbalances "${CORE_CHECK_RACE_IMBS:-random1}" \
+        --modes adaptive || rc=$?
+    tar czf "$OUT/race.tgz" -C "$OUT" race 2> /dev/null
+    ((rc == 0)) || return $rc
+  done
 }
 
 main() {
@@ -103,16 +115,21 @@ main() {
   export B OUT QUICK DDP_NOTE
   export -f collectives collectives_summary wake_ab race
   preflight
-  step collectives 150 collectives
-  step wake 60 wake_ab
+  local steps=" ${CORE_CHECK_STEPS:-collectives wake race} "
+  [[ $steps == *" collectives "* ]] && step collectives 150 collectives
+  [[ $steps == *" wake "* ]] && step wake 60 wake_ab
   STEP_NOTE=$DDP_NOTE
-  step race 300 race
+  [[ $steps == *" race "* ]] && step race "${CORE_CHECK_RACE_LIMIT:-300}" race
   echo; echo "==== summary (t=$(elapsed)s; logs and JSON under $OUT)"
   printf '%-12s %-8s %6s  %s\n' step verdict time detail
   printf '%s\n' "${SUMMARY[@]}"
   [ -f "$OUT/collectives_p8.json" ] && { echo "== collectives, 8 ranks, no skew"; collectives_summary "$OUT/collectives_p8.json"; }
-  [ -f "$OUT/race/compare-p4.md" ] && { echo "== race, 4 ranks (time vs DDP, to target vs DDP: below 1 is sooner)";
-    grep -E '^\| (mode|sync|adaptive|pytorch-ddp)' "$OUT/race/compare-p4.md"; }
+  local t
+  for t in "$OUT"/race/compare-p*.md; do
+    [ -f "$t" ] || continue
+    echo "== race, $(basename "$t" .md | sed 's/compare-p//') ranks (time vs DDP, to target vs DDP: below 1 is sooner)"
+    grep -E '^\| (mode|sync|adaptive|pytorch-ddp)' "$t"
+  done
   return $FAILED
 }
 
