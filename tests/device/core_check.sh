@@ -7,6 +7,10 @@
 #   collectives  8 ranks: eager rounds against plain MPI_Allreduce at 8 B and 4 MiB, no skew,
 #                repetitions side by side (bench_collectives; issue 19's goal 2 asks <= 1.3x at
 #                8 B and <= 1.1x at 4 MiB: on 2 shared cores 8 B could not be judged)
+#   reduce       8 ranks, 8 B and 4 MiB: the round's reduction part by part against the blocking
+#                MPI_Allreduce (bench_reduce: MPI_Iallreduce + MPI_Test with the metadata, plus the
+#                deposit copy, plus a cold results buffer, libnbc's algorithms): what of the
+#                collectives step's ratio is the reduction and what the round's own work
 #   wake         8 ranks, 8 B: the same with libpcoll's default and with --wake-always (the
 #                engine woken after every partial round), alternated twice: what skipping that
 #                wake-up when the application comes back within spin_us buys with a core per rank
@@ -17,7 +21,7 @@
 # Delays are scaled to the step time this machine's balanced sync run measures. The data: the
 # Fashion-MNIST subset carried in the build folder ($B/gpu-data), else the system's copy.
 # Budget CORE_CHECK_BUDGET seconds (default 330); each step's limit is cut to what is left.
-# CORE_CHECK_STEPS: the steps to run (default "collectives wake race"). The race's settings:
+# CORE_CHECK_STEPS: the steps to run (default "collectives reduce wake race"). The race's settings:
 # CORE_CHECK_RACE_RANKS (default "4"), _SEEDS ("1 2"), _IMBS (imbalances for adaptive, "random1";
 # any of ddp_race.sh's), _LIMIT (the step's limit, 300 s). The wide race of issue 21, about 9
 # minutes with a core per rank: CORE_CHECK_STEPS=race CORE_CHECK_RACE_RANKS="4 8"
@@ -76,6 +80,12 @@ collectives() {
   collectives_summary "$OUT/collectives_p8.json"
 }
 
+reduce() {
+  local iters=()
+  [ "$QUICK" = 1 ] && iters=(--iters 20)
+  $MPIRUN -np 8 "$B/bench/bench_reduce" --sizes 8,4194304 --reps "${REPS:-3}" "${iters[@]}" --json "$OUT/reduce_p8.json"
+}
+
 # the engine's wake-up after a partial round: with libpcoll's default (skipped when the
 # application comes back within spin_us) and with --wake-always, alternated, 8 B only
 wake_ab() {
@@ -113,10 +123,11 @@ race() {
 main() {
   mpi_env
   export B OUT QUICK DDP_NOTE
-  export -f collectives collectives_summary wake_ab race
+  export -f collectives collectives_summary reduce wake_ab race
   preflight
-  local steps=" ${CORE_CHECK_STEPS:-collectives wake race} "
+  local steps=" ${CORE_CHECK_STEPS:-collectives reduce wake race} "
   [[ $steps == *" collectives "* ]] && step collectives 150 collectives
+  [[ $steps == *" reduce "* ]] && step reduce 60 reduce
   [[ $steps == *" wake "* ]] && step wake 60 wake_ab
   STEP_NOTE=$DDP_NOTE
   [[ $steps == *" race "* ]] && step race "${CORE_CHECK_RACE_LIMIT:-300}" race
