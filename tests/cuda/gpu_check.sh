@@ -17,7 +17,8 @@
 #   pcoll       libpcoll's device tests: tests/run.sh T='^cuda_pcoll_' (tests/cuda.tests)
 #   tests       the backend's GPU tests (layers, PyTorch references) and the static CUDA checks
 #   bench-gpu   trainer/cuda/bench_gpu.sh with NN_BENCH_ITERS (default 5) steps per model
-#   collectives the partial-allreduce benchmark with device buffers, 4 ranks, small sizes
+#   collectives the partial-allreduce benchmark with device buffers, 4 ranks, small sizes; then
+#               8 B at 1 and 2 ranks (how much of a small round is ranks sharing the GPU)
 #   train       mpirun -np 2 eager-train --device cuda, 2 epochs on the carried Fashion-MNIST
 #               subset (epoch 2 replays the CUDA graph after epoch 1's evaluation); its JSON
 #               must say the steps ran as a graph (cuda_graph.graph)
@@ -84,6 +85,19 @@ preflight() {
   fi
 }
 
+# the device collectives at PCOLL_BENCH_P ranks sharing the GPU(s), then 8 B at 1 and 2 ranks: at 1
+# no context shares the GPU, so the three say how much of a small round is the sharing
+collectives_gpu() {
+  $MPIRUN -np "${PCOLL_BENCH_P:-4}" "$B/bench/bench_collectives_cuda" --device --unit-ms 1 \
+    --iters "${PCOLL_BENCH_ITERS:-8}" --sizes 8,4194304 --json "$OUT/collectives_gpu.json" || return $?
+  local p
+  for p in 1 2; do
+    echo "== $p rank(s), 8 B"
+    $MPIRUN -np $p "$B/bench/bench_collectives_cuda" --device --unit-ms 1 --iters 20 --sizes 8 \
+      --only mpi_allreduce,sync,solo --json "$OUT/collectives_gpu_p$p.json" | grep -E '^ +8 .* none ' || return 1
+  done
+}
+
 # the JSON of the training step says the steps ran as a CUDA graph
 train_and_check() {
   "$@" || return $?
@@ -115,8 +129,7 @@ main() {
   [ -x "$B/bench/nn_bench_gpu" ] && ln -sf "$(readlink -f "$B/bench/nn_bench_gpu")" "$OUT/bench-gpu/bench/nn_bench_gpu"
   step bench-gpu 120 env NN_BENCH_ITERS="${NN_BENCH_ITERS:-5}" sh trainer/cuda/bench_gpu.sh "$OUT/bench-gpu"
 
-  step collectives 60 $MPIRUN -np "${PCOLL_BENCH_P:-4}" "$B/bench/bench_collectives_cuda" --device --unit-ms 1 \
-    --iters "${PCOLL_BENCH_ITERS:-8}" --sizes 8,4194304 --json "$OUT/collectives_gpu.json"
+  step collectives 90 collectives_gpu
 
   local data=$B/gpu-data/fashion-mnist
   [ -f "$data/train-images-idx3-ubyte.gz" ] || data=/usr/share/datasets/fashion-mnist
@@ -131,7 +144,8 @@ main() {
   return $FAILED
 }
 
-export -f train_and_check
+export -f train_and_check collectives_gpu
+export B
 export OUT
 main "$@" 2>&1 | tee "$OUT/gpu_check.log"
 exit "${PIPESTATUS[0]}"
