@@ -25,6 +25,7 @@
  *                 [--only mode,mode...] [--poll-us U] [--spin-us U] (libpcoll's cfg.poll_max_us,
  *                 cfg.spin_us) [--wake-always] (cfg.wake_always: the engine woken after every
  *                 partial round, even when the application comes back within spin_us)
+ *                 [--reduce auto|iallreduce|rd] (cfg.reduce: the rounds' reduction algorithm)
  *        [--device]  device buffers (PCOLL_MEM_DEVICE: NCCL, or staged through the host when ranks
  *                    share a GPU); only in build/bench/bench_collectives_cuda (-DPCOLL_HAVE_NCCL);
  *                    rank r uses GPU (local rank % devices); mpi_allreduce stays a host baseline.
@@ -43,7 +44,7 @@
 #include <time.h>
 
 static int P, me;
-static int g_poll_us = 0, g_spin_us = -1, g_wake_always = 0;
+static int g_poll_us = 0, g_spin_us = -1, g_wake_always = 0, g_reduce = PCOLL_REDUCE_AUTO;
 static const char *g_only = NULL;
 static int g_device = 0;
 static int g_wait_next = PCOLL_WAIT_NEXT;
@@ -156,6 +157,7 @@ static result_t run(const char *mode, size_t n, int linear, double unit, int ite
         if (g_poll_us > 0) cfg.poll_max_us = g_poll_us;
         if (g_spin_us >= 0) cfg.spin_us = g_spin_us;
         cfg.wake_always = g_wake_always;
+        cfg.reduce = g_reduce;
         char m[32];
         if (!strcmp(mode, "quorum"))
             snprintf(m, sizeof m, "quorum:%d", P / 2 > 0 ? P / 2 : 1);
@@ -361,12 +363,18 @@ int main(int argc, char **argv) {
             g_lend = 0;
         else if (!strcmp(a, "--wake-always"))
             g_wake_always = 1;
+        else if (!strcmp(a, "--reduce") && v &&
+                 (!strcmp(v, "auto") || !strcmp(v, "iallreduce") || !strcmp(v, "rd")))
+            g_reduce = !strcmp(v, "rd")           ? PCOLL_REDUCE_RD
+                       : !strcmp(v, "iallreduce") ? PCOLL_REDUCE_IALLREDUCE
+                                                  : PCOLL_REDUCE_AUTO,
+            i++;
         else {
             if (!me)
                 fprintf(stderr,
                         "bench_collectives: unknown option '%s' (options: --unit-ms "
                         "--iters --reps --warmup --sizes --json --only --poll-us --spin-us --device --copy\n"
-                        "--deposit-wakes --wake-always)\n",
+                        "--deposit-wakes --wake-always --reduce auto|iallreduce|rd)\n",
                         a);
             MPI_Finalize();
             return 2;
@@ -473,6 +481,10 @@ int main(int argc, char **argv) {
         json_object_set_new(root, "memory", json_string(g_device ? "device" : "host"));
         json_object_set_new(root, "deposit", json_string(g_lend && !g_device ? "lend" : "copy"));
         json_object_set_new(root, "wake_always", json_boolean(g_wake_always));
+        json_object_set_new(root, "reduce",
+                            json_string(g_reduce == PCOLL_REDUCE_RD           ? "rd"
+                                        : g_reduce == PCOLL_REDUCE_IALLREDUCE ? "iallreduce"
+                                                                              : "auto"));
         json_object_set_new(root, "unit_ms", json_real(unit));
         json_object_set_new(root, "iterations", json_integer(iters));
         json_object_set_new(root, "repetitions", json_integer(reps));

@@ -55,12 +55,13 @@ int pcoll_rule_check(const pcoll_rule_t *r, int P, char *msg, size_t len) {
 
 /* The fields every rank must agree on, exchanged at creation. */
 typedef struct {
-    int64_t ok, n, mem, mode, quorum, div, ring, tau, horizon, nwait;
+    int64_t ok, n, mem, mode, quorum, div, ring, tau, horizon, nwait, reduce;
     uint64_t seed, waithash;
 } agree_t;
-static const char *agree_names[] = {"(local arguments)", "n",          "mem",  "rule.mode",
-                                    "rule.quorum",       "div",        "ring", "tau",
-                                    "horizon",           "rule.nwait", "seed", "rule.wait"};
+enum { AGREE_INTS = 10 }; /* the int64 fields from n on */
+static const char *agree_names[] = {
+    "(local arguments)", "n",          "mem",    "rule.mode", "rule.quorum", "div", "ring", "tau",
+    "horizon",           "rule.nwait", "reduce", "seed",      "rule.wait"};
 
 /* Handles that pcoll_finalize freed: only the struct itself stays, marked closing, so that a
  * thread that calls the library after finalize returned (e.g. a controller stopped after
@@ -106,6 +107,7 @@ void pcoll_destroy(struct pcoll *h, int comms, int retire) {
         free(h->dep[1]);
         free(h->zeros);
         free(h->scratch);
+        free(h->rd_tmp);
     }
     if (h->ring)
         for (int i = 0; i < h->K; i++) {
@@ -270,6 +272,9 @@ static int args_local(int P, size_t n, pcoll_mem_t mem, pcoll_config_t *cfg, cha
         ok = 0, snprintf(msg, len, "mem = %d", (int)mem);
     else if (!pcoll_rule_check(&cfg->rule, P, msg, len))
         ok = 0;
+    else if (cfg->reduce < PCOLL_REDUCE_AUTO || cfg->reduce > PCOLL_REDUCE_RD)
+        ok = 0,
+        snprintf(msg, len, "reduce = %d (need PCOLL_REDUCE_AUTO, _IALLREDUCE or _RD)", (int)cfg->reduce);
     else if (cfg->div < PCOLL_DIV_NONE || cfg->div > PCOLL_DIV_FRESH)
         ok = 0, snprintf(msg, len, "div = %d", (int)cfg->div);
     else if (cfg->ring < 1 || cfg->ring > (1 << 20))
@@ -302,6 +307,7 @@ static int args_agree(MPI_Comm comm, int P, int me, int ok, size_t n, pcoll_mem_
                  cfg->tau,
                  cfg->horizon,
                  cfg->rule.nwait,
+                 cfg->reduce,
                  cfg->seed,
                  1469598103934665603ull};
     for (int i = 0; ok && i < cfg->rule.nwait; i++)
@@ -318,10 +324,10 @@ static int args_agree(MPI_Comm comm, int P, int me, int ok, size_t n, pcoll_mem_
     const int64_t *v0 = &all[0].n;
     for (int p = 1; p < P && field < 0; p++) {
         const int64_t *vp = &all[p].n;
-        for (int f = 0; f < 9 && field < 0; f++)
+        for (int f = 0; f < AGREE_INTS && field < 0; f++)
             if (vp[f] != v0[f]) field = f + 1, bad = p;
-        if (field < 0 && all[p].seed != all[0].seed) field = 10, bad = p;
-        if (field < 0 && all[p].waithash != all[0].waithash) field = 11, bad = p;
+        if (field < 0 && all[p].seed != all[0].seed) field = AGREE_INTS + 1, bad = p;
+        if (field < 0 && all[p].waithash != all[0].waithash) field = AGREE_INTS + 2, bad = p;
     }
     if (field == 0) {
         if (bad == me)
@@ -332,13 +338,13 @@ static int args_agree(MPI_Comm comm, int P, int me, int ok, size_t n, pcoll_mem_
                      "any rank",
                      bad);
         rc = bad == me ? local_code : PCOLL_ERR_ARG;
-    } else if (field == 11) {
+    } else if (field == AGREE_INTS + 2) {
         snprintf(pcoll_create_err, sizeof pcoll_create_err,
                  "pcoll_create: argument mismatch: rule.wait differs between rank 0 and rank %d", bad);
         rc = PCOLL_ERR_MISMATCH;
     } else if (field > 0) {
-        long long x0 = field <= 9 ? (long long)v0[field - 1] : (long long)all[0].seed;
-        long long xb = field <= 9 ? (long long)(&all[bad].n)[field - 1] : (long long)all[bad].seed;
+        long long x0 = field <= AGREE_INTS ? (long long)v0[field - 1] : (long long)all[0].seed;
+        long long xb = field <= AGREE_INTS ? (long long)(&all[bad].n)[field - 1] : (long long)all[bad].seed;
         snprintf(pcoll_create_err, sizeof pcoll_create_err,
                  "pcoll_create: argument mismatch: %s is %lld on rank 0 but %lld on rank %d (every rank must "
                  "pass the same)",
@@ -381,6 +387,9 @@ static struct pcoll *handle_alloc(MPI_Comm comm, int P, int me, size_t n, pcoll_
         {
             nomem |= !(h->dep[0] = calloc(1, bytes)) || !(h->dep[1] = calloc(1, bytes));
             nomem |= !(h->zeros = calloc(1, bytes)) || !(h->scratch = calloc(1, bytes));
+            h->rd = cfg->reduce == PCOLL_REDUCE_RD ||
+                    (cfg->reduce == PCOLL_REDUCE_AUTO && bytes <= PCOLL_RD_MAX_BYTES);
+            if (h->rd) nomem |= !(h->rd_tmp = calloc(1, bytes));
         }
         /* ring slots: records now, result buffers when first used (engine.c: ring_slot) */
         nomem |= !(h->ring = calloc((size_t)h->K, sizeof *h->ring));

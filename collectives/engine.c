@@ -329,7 +329,8 @@ static int ring_slot(struct pcoll *h, uint64_t r, ring_slot_t **out) {
 }
 
 /* Stage ST_START: contribute (the pending deposit, or zeros) and start the reduction. 1: started
- * (host memory: the MPI_Iallreduce is in c->req; device memory: the round ran to its end), 0:
+ * (host memory: the MPI_Iallreduce is in c->req, or the recursive doubling in c->rd; device
+ * memory: the round ran to its end), 0:
  * held back by the results ring, < 0 an error. */
 static int start_round(struct pcoll *h, round_t *c) {
     uint64_t r = c->r;
@@ -386,8 +387,14 @@ static int start_round(struct pcoll *h, round_t *c) {
     (void)send_slot;
     put_meta(h, c->send + h->n, &mm);
     c->t_start = pcoll_now();
-    int rc = MPI_Iallreduce(c->send, c->recv, (int)h->nbuf, MPI_FLOAT, MPI_SUM, h->data, &c->req);
-    if (rc != MPI_SUCCESS) return mpi_fail(h, rc, "MPI_Iallreduce (round data)");
+    int rc;
+    if (h->rd) { /* small buffers: recursive doubling in the result buffer (rd.c) */
+        memcpy(c->recv, c->send, h->nbuf * sizeof(float));
+        rc = pcoll_rd_start(&c->rd, c->recv, h->rd_tmp, (int)h->nbuf, h->data);
+    } else
+        rc = MPI_Iallreduce(c->send, c->recv, (int)h->nbuf, MPI_FLOAT, MPI_SUM, h->data, &c->req);
+    if (rc != MPI_SUCCESS)
+        return mpi_fail(h, rc, h->rd ? "MPI_Isend/MPI_Irecv (round data)" : "MPI_Iallreduce (round data)");
     c->stage = ST_REDUCE;
     return 1;
 }
@@ -508,8 +515,10 @@ int pcoll_drive(struct pcoll *h) {
             break;
         case ST_REDUCE: {
             int done = 0;
-            if ((rc = MPI_Test(&c->req, &done, MPI_STATUS_IGNORE)) != MPI_SUCCESS) {
-                rc = mpi_fail(h, rc, "MPI_Iallreduce (round data)");
+            if ((rc = h->rd ? pcoll_rd_test(&c->rd, &done) : MPI_Test(&c->req, &done, MPI_STATUS_IGNORE)) !=
+                MPI_SUCCESS) {
+                rc = mpi_fail(h, rc,
+                              h->rd ? "recursive doubling (round data)" : "MPI_Iallreduce (round data)");
                 break;
             }
             if (!done) return PASS_INFLIGHT;

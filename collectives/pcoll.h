@@ -98,6 +98,10 @@ typedef enum { PCOLL_SYNC = 0, PCOLL_SOLO = 1, PCOLL_MAJORITY = 2, PCOLL_QUORUM 
  * mean of the gradients it holds; without merged deposits that is |F_r|, the fresh ranks. */
 typedef enum { PCOLL_DIV_NONE = 0, PCOLL_DIV_P = 1, PCOLL_DIV_FRESH = 2 } pcoll_div_t;
 
+/* How a round's buffer (n + 4 x P floats, host memory) is reduced: AUTO (default) recursive
+ * doubling over point-to-point messages up to 2 KiB, MPI_Iallreduce above; or either always. */
+typedef enum { PCOLL_REDUCE_AUTO = 0, PCOLL_REDUCE_IALLREDUCE = 1, PCOLL_REDUCE_RD = 2 } pcoll_reduce_t;
+
 #define PCOLL_MAX_RANKS 4096
 
 /* Trigger rule of a round. The wait set is copied by the library.
@@ -114,24 +118,25 @@ typedef struct {
 } pcoll_rule_t;
 
 typedef struct {
-    pcoll_rule_t rule;    /* rule from round 0 on (default: sync) */
-    pcoll_div_t div;      /* divide the sum by nothing, P, or the deposits in the round */
-    uint64_t seed;        /* majority initiator draw; must match across ranks */
-    int ring;             /* K: completed rounds kept for a rank that lags before it holds the
+    pcoll_rule_t rule;     /* rule from round 0 on (default: sync) */
+    pcoll_div_t div;       /* divide the sum by nothing, P, or the deposits in the round */
+    uint64_t seed;         /* majority initiator draw; must match across ranks */
+    int ring;              /* K: completed rounds kept for a rank that lags before it holds the
                            others back (default 16; result buffers are allocated when used) */
-    int records;          /* round records kept for pcoll_record_get (default 4096); pcoll_next's
+    int records;           /* round records kept for pcoll_record_get (default 4096); pcoll_next's
                            records travel with the results ring and do not depend on it */
-    int tau;              /* staleness bound (0 = none): streak >= tau puts a rank in the wait set */
-    int horizon;          /* 1: the engine starts round r only once pcoll_set_horizon(>= r) was
+    int tau;               /* staleness bound (0 = none): streak >= tau puts a rank in the wait set */
+    int horizon;           /* 1: the engine starts round r only once pcoll_set_horizon(>= r) was
                            called, and pcoll_set_rule may change rules of rounds above the
                            horizon (a controller posts rules ahead); 0: cfg.rule for every round */
-    int poll_max_us;      /* longest idle sleep of the engine between polls (default 200) */
-    int spin_us;          /* the engine, and a thread driving in pcoll_wait, poll for other
+    int poll_max_us;       /* longest idle sleep of the engine between polls (default 200) */
+    int spin_us;           /* the engine, and a thread driving in pcoll_wait, poll for other
                            ranks' activation messages (with sched_yield) this long before
                            sleeping (default 50) */
-    double live_period_s; /* heartbeat period of the liveness thread (0: 0.1 s). Detection of a
+    double live_period_s;  /* heartbeat period of the liveness thread (0: 0.1 s). Detection of a
                            silent peer takes 100 x the longest gap seen, so at least 100 periods */
-    int wake_always;      /* 1: a pcoll_wait that ends after a partial round always wakes the
+    pcoll_reduce_t reduce; /* the rounds' reduction algorithm (must match across ranks) */
+    int wake_always;       /* 1: a pcoll_wait that ends after a partial round always wakes the
                            engine to watch for other ranks' rounds; 0 (default): not when the
                            application comes back within spin_us (pcoll_stats.engine_signals) */
 } pcoll_config_t;

@@ -78,6 +78,23 @@ enum { PASS_ROUND = 1, PASS_INFLIGHT, PASS_IDLE_LOCAL, PASS_IDLE_REMOTE, PASS_EN
 /* Who holds the drive token. */
 enum { DRV_NONE = 0, DRV_ENGINE = 1, DRV_APP = 2 };
 
+/* A recursive-doubling reduction in flight (rd.c). */
+enum { RD_PRE = -1, RD_POST = -2 };
+typedef struct {
+    float *buf, *tmp;
+    int n, P, me, P2, steps;
+    int phase; /* RD_PRE, doubling step 0..steps-1, RD_POST */
+    MPI_Comm comm;
+    MPI_Request rq[2];
+    int nrq;
+} pcoll_rd_t;
+int pcoll_rd_start(pcoll_rd_t *d, float *buf, float *tmp, int n, MPI_Comm comm);
+int pcoll_rd_test(pcoll_rd_t *d, int *done);
+/* The round's buffers are reduced by recursive doubling (rd.c) up to this size (n + META x P
+ * floats), by MPI_Iallreduce above: MPICH's short-message limit for its own recursive doubling
+ * (MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE); below it a reduction is a few message latencies. */
+#define PCOLL_RD_MAX_BYTES 2048
+
 /* The round in progress [token]. */
 typedef struct {
     uint64_t r;         /* the round */
@@ -93,6 +110,7 @@ typedef struct {
     double t_start, t_end;
     const float *rm; /* ST_PUBLISH: the reduced metadata (host memory) */
     MPI_Request req; /* ST_REDUCE: the round's MPI_Iallreduce */
+    pcoll_rd_t rd;   /* ST_REDUCE: or its recursive doubling (h->rd) */
 } round_t;
 
 /* Heartbeat message of the liveness thread (doubles): sequence number, pending, pending_s,
@@ -139,6 +157,8 @@ struct pcoll {
     float *zeros;       /* nbuf, data part all zero: the contribution of a non-fresh rank */
     ring_slot_t *ring;  /* [mu] K slots (see ring_slot_t) */
     float *scratch;     /* receive buffer once this rank has failed */
+    int rd;             /* 1: rounds reduce by recursive doubling (rd.c; cfg.reduce) */
+    float *rd_tmp;      /* its scratch: nbuf floats (host memory) */
     uint64_t completed; /* [mu] rounds completed */
     uint64_t started;   /* [mu] rounds whose reduction this engine has entered */
     uint64_t handed;    /* [mu] rounds handed out by pcoll_next */

@@ -23,7 +23,8 @@
  * cfg.ring on the last rank, PCOLL_ERR_ARG), and no hang.
  * Options of both programs (pinv_parse): --mode sync|solo|majority|quorum:Q|mixed|dynamic
  *          --steps N  --n N  --delay-us U  --seed S  --slow RANK --slow-factor F  --tau T
- *          --newer (WAIT_NEWER + ACCUMULATE)  --expect-streak-growth  --mismatch n|seed|mode|arg
+ *          --newer (WAIT_NEWER + ACCUMULATE)  --expect-streak-growth  --mismatch n|seed|mode|arg|reduce
+ *          --reduce rd|iallreduce (cfg.reduce; default auto: recursive doubling up to 2 KiB)
  *          --div p|fresh
  * A main calls, in this order: pinv_init (MPI_Init_thread, defaults), pinv_parse, then either
  * pinv_mismatch, or pinv_start, pinv_run (steps, drain, finalize) and pinv_verify (the checks
@@ -65,7 +66,7 @@ struct pinv {
     const char *prog; /* name in messages */
     pcoll_mem_t mem;
     /* options */
-    const char *mode, *mismatch, *div;
+    const char *mode, *mismatch, *div, *reduce;
     int steps, tau, slow, newer, growth;
     size_t n;
     double delay_us, slow_factor;
@@ -132,6 +133,8 @@ static void pinv_parse(pinv_t *t, int argc, char **argv, pinv_option_fn own, voi
             t->mismatch = v;
         else if (!strcmp(a, "--div"))
             t->div = v;
+        else if (!strcmp(a, "--reduce"))
+            t->reduce = v;
         else if (!strcmp(a, "--newer"))
             t->newer = 1, took = 1;
         else if (!strcmp(a, "--expect-streak-growth"))
@@ -153,6 +156,13 @@ static void pinv_parse(pinv_t *t, int argc, char **argv, pinv_option_fn own, voi
                          : t->ring_default; /* a lagging rank holds the others back */
     cfg->records = t->records;
     if (t->div) cfg->div = !strcmp(t->div, "p") ? PCOLL_DIV_P : PCOLL_DIV_FRESH;
+    if (t->reduce) {
+        if (strcmp(t->reduce, "rd") && strcmp(t->reduce, "iallreduce")) {
+            if (!me) fprintf(stderr, "%s: bad --reduce %s (rd or iallreduce)\n", t->prog, t->reduce);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        cfg->reduce = !strcmp(t->reduce, "rd") ? PCOLL_REDUCE_RD : PCOLL_REDUCE_IALLREDUCE;
+    }
     t->dynamic = !strcmp(t->mode, "dynamic");
     t->mixed = !strcmp(t->mode, "mixed");
     if (t->dynamic || t->mixed)
@@ -172,6 +182,8 @@ static int pinv_mismatch(pinv_t *t) {
     if (!strcmp(mismatch, "seed") && me == P - 1) cfg.seed = t->seed + 1;
     if (!strcmp(mismatch, "mode") && me == P - 1) cfg.rule.mode = PCOLL_MAJORITY;
     if (!strcmp(mismatch, "arg") && me == P - 1) cfg.ring = 0;
+    if (!strcmp(mismatch, "reduce") && me == P - 1)
+        cfg.reduce = cfg.reduce == PCOLL_REDUCE_RD ? PCOLL_REDUCE_IALLREDUCE : PCOLL_REDUCE_RD;
     pcoll_t *h = NULL;
     int rc = pcoll_create(MPI_COMM_WORLD, nn, t->mem, &cfg, &h);
     const char *m = pcoll_last_error(NULL);
