@@ -390,7 +390,7 @@ static int start_round(struct pcoll *h, round_t *c) {
     int rc;
     if (h->rd) { /* small buffers: recursive doubling in the result buffer (rd.c) */
         memcpy(c->recv, c->send, h->nbuf * sizeof(float));
-        rc = pcoll_rd_start(&c->rd, c->recv, h->rd_tmp, (int)h->nbuf, h->data);
+        rc = pcoll_rd_start(&c->rd, c->recv, h->rd_tmp, (int)h->nbuf, h->data, h->P, h->me);
     } else
         rc = MPI_Iallreduce(c->send, c->recv, (int)h->nbuf, MPI_FLOAT, MPI_SUM, h->data, &c->req);
     if (rc != MPI_SUCCESS)

@@ -88,7 +88,7 @@ typedef struct {
     MPI_Request rq[2];
     int nrq;
 } pcoll_rd_t;
-int pcoll_rd_start(pcoll_rd_t *d, float *buf, float *tmp, int n, MPI_Comm comm);
+int pcoll_rd_start(pcoll_rd_t *d, float *buf, float *tmp, int n, MPI_Comm comm, int P, int me);
 int pcoll_rd_test(pcoll_rd_t *d, int *done);
 /* The round's buffers are reduced by recursive doubling (rd.c) up to this size (n + META x P
  * floats), by MPI_Iallreduce above: MPICH's short-message limit for its own recursive doubling

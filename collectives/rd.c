@@ -2,23 +2,23 @@
  * non-blocking, for the whole communicator (sum of floats, in place).
  *
  * Accepts: buf (n floats, this rank's contribution, overwritten with the sum), tmp (n floats of
- *   scratch), the handle's private data communicator; every rank calls it for the same rounds in
+ *   scratch), the handle's private data communicator with its size P and this rank's me; every rank calls it for the same rounds in
  *   the same order with the same n (pcoll_create agrees on n and the algorithm).
  * Returns: pcoll_rd_test sets *done once buf holds the sum; MPI errors as MPI return codes.
- * Assumes: MPI_THREAD_MULTIPLE is not needed (one thread drives a round at a time); messages of
- *   consecutive rounds between two ranks are matched in order (MPI's non-overtaking rule, one tag,
- *   at most one message per ordered pair of ranks and round).
+ * Assumes: one thread drives a round at a time (the drive token); messages of consecutive rounds
+ *   between two ranks are matched in order (MPI's non-overtaking rule, one tag, at most one
+ *   message per ordered pair of ranks and round).
  *
  * P2 = the largest power of two <= P; ranks P2.. P-1 ("extra") first fold into rank - P2 and get
  * the result back at the end:
  *
  *     P = 6:  pre     4 -> 0, 5 -> 1          0 += 4, 1 += 5
- *             step 0  0 <-> 1, 2 <-> 3        each: buf = lower's + higher's
+ *             step 0  0 <-> 1, 2 <-> 3        each: buf = its sum + the partner's
  *             step 1  0 <-> 2, 1 <-> 3
  *             post    0 -> 4, 1 -> 5          4, 5 = the sum
  *
- * Each exchange adds the lower rank's partial sum to the higher one's, in that order, on both
- * sides, so every rank ends with the same bits (as MPI_Iallreduce does; the bits may differ from
+ * Both sides of an exchange add the same two partial sums, and float addition is commutative, so
+ * every rank ends with the same bits (as MPI_Iallreduce does; the bits may differ from
  * MPI_Iallreduce's, whose order is its own). Why: libnbc's MPI_Iallreduce of a few hundred bytes
  * costs 2x the blocking MPI_Allreduce (a schedule built per call, progressed by MPI_Test); this
  * costs what the blocking call does (docs/EXPERIMENTS.md). */
@@ -49,25 +49,17 @@ static int post(pcoll_rd_t *d) {
     return rc;
 }
 
-/* after the phase's messages: its additions (lower rank's sum first) */
+/* after the phase's messages: the partner's partial sum added, where one came into tmp */
 static void combine(pcoll_rd_t *d) {
-    int me = d->me, P2 = d->P2, n = d->n;
-    float *b = d->buf;
-    const float *t = d->tmp;
-    if (d->phase == RD_PRE) {
-        if (me < d->P - P2)
-            for (int i = 0; i < n; i++) b[i] = b[i] + t[i];
-    } else if (d->phase >= 0 && me < P2) {
-        if (me < (me ^ (1 << d->phase)))
-            for (int i = 0; i < n; i++) b[i] = b[i] + t[i];
-        else
-            for (int i = 0; i < n; i++) b[i] = t[i] + b[i];
-    }
+    int me = d->me, P2 = d->P2;
+    int got = d->phase == RD_PRE ? me < d->P - P2 : d->phase >= 0 && me < P2;
+    if (got)
+        for (int i = 0; i < d->n; i++) d->buf[i] += d->tmp[i];
 }
 
-int pcoll_rd_start(pcoll_rd_t *d, float *buf, float *tmp, int n, MPI_Comm comm) {
-    MPI_Comm_size(comm, &d->P);
-    MPI_Comm_rank(comm, &d->me);
+int pcoll_rd_start(pcoll_rd_t *d, float *buf, float *tmp, int n, MPI_Comm comm, int P, int me) {
+    d->P = P;
+    d->me = me;
     d->P2 = 1;
     d->steps = 0;
     while (d->P2 * 2 <= d->P) d->P2 *= 2, d->steps++;
