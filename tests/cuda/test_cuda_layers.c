@@ -170,6 +170,20 @@ static nn_model_t *mk_spread(void *a) {
     return r;
 }
 
+/* What the GPU run and --spread share: the full batch and the smaller one, the SGD settings of
+ * the 5 steps and the CPU spreads of every check (c: the model, for its shapes) */
+static void setup(const char *desc, const nn_model_t *c, int N, int T, int nesterov, batch_t *bt,
+                  batch_t *small, nn_sgd_t *o, spread_t *sp) {
+    nn_rng_t r;
+    nn_rng_seed(&r, 42);
+    if (c->in_ndim == 2 && T <= 0) T = c->in_shape[0];
+    make_batch(bt, c, N, T, &r);
+    make_batch(small, c, N > 2 ? N / 2 + 1 : N, T, &r);
+    *o = (nn_sgd_t){.lr = 0.05f, .momentum = 0.9f, .wd = 1e-3f, .nesterov = nesterov};
+    mk_arg_t ma = {desc, N};
+    spread_measure(mk_spread, &ma, &bt->b, &small->b, o, sp);
+}
+
 static void run(const char *desc, int N, int T, int nesterov) {
     char err[512], tag[96];
     printf("== %s, batch %d%s\n", desc, N, nesterov ? ", nesterov" : "");
@@ -188,17 +202,10 @@ static void run(const char *desc, int N, int T, int nesterov) {
         nn_model_free(shadow);
         return;
     }
-    nn_rng_t r;
-    nn_rng_seed(&r, 42);
-    if (c->in_ndim == 2 && T <= 0) T = c->in_shape[0];
     batch_t bt, small;
-    make_batch(&bt, c, N, T, &r);
-    int Ns = N > 2 ? N / 2 + 1 : N;
-    make_batch(&small, c, Ns, T, &r);
-    nn_sgd_t o = {.lr = 0.05f, .momentum = 0.9f, .wd = 1e-3f, .nesterov = nesterov};
+    nn_sgd_t o;
     spread_t sp;
-    mk_arg_t ma = {desc, N};
-    spread_measure(mk_spread, &ma, &bt.b, &small.b, &o, &sp);
+    setup(desc, c, N, T, nesterov, &bt, &small, &o, &sp);
     snprintf(tag, sizeof tag, "fp32");
     fwd_bwd_compare(tag, c, g, &bt.b, &sp, 0, 0, 1e-4, 1e-4);
     fwd_bwd_compare(tag, c, g, &small.b, &sp, 1, 0, 1e-4, 1e-4);
@@ -365,20 +372,14 @@ static void run(const char *desc, int N, int T, int nesterov) {
 /* --spread: the CPU spreads alone (no GPU needed): every check of a model marked conditioned must
  * have a tolerance (not be ill-conditioned), and the custom model with its first convolution's bias
  * before training-mode BN (gradient zero in exact arithmetic) must be reported ill-conditioned */
-static void spread_only(const char *desc, int N, int T, int conditioned) {
+static void spread_only(const char *desc, int N, int T, int nesterov, int conditioned) {
     char err[512];
     nn_model_t *c = mk(desc, N, err, sizeof err);
     nnCheck(c ? 0 : NN_ERR_ARG, err, "model");
-    nn_rng_t r;
-    nn_rng_seed(&r, 42);
-    if (c->in_ndim == 2 && T <= 0) T = c->in_shape[0];
     batch_t bt, small;
-    make_batch(&bt, c, N, T, &r);
-    make_batch(&small, c, N > 2 ? N / 2 + 1 : N, T, &r);
-    nn_sgd_t o = {.lr = 0.05f, .momentum = 0.9f, .wd = 1e-3f};
+    nn_sgd_t o;
     spread_t sp;
-    mk_arg_t ma = {desc, N};
-    spread_measure(mk_spread, &ma, &bt.b, &small.b, &o, &sp);
+    setup(desc, c, N, T, nesterov, &bt, &small, &o, &sp);
     double wg = 0, wp = 0, w32 = 0;
     int nill = 0;
     for (int t = 0; t < sp.nt; t++) {
@@ -437,11 +438,11 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
             if (only && !strstr(all[i].desc, only)) continue;
             printf("== %s, batch %d (CPU spreads)\n", all[i].desc, all[i].N);
-            spread_only(all[i].desc, all[i].N, all[i].T, all[i].conditioned ? 1 : -1);
+            spread_only(all[i].desc, all[i].N, all[i].T, all[i].nesterov, all[i].conditioned ? 1 : -1);
         }
         if (!only || strstr("custom-bias-before-bn", only)) {
             printf("== custom-bias-before-bn, batch 6 (CPU spreads)\n");
-            spread_only("custom-bias-before-bn", 6, 0, 0);
+            spread_only("custom-bias-before-bn", 6, 0, 1, 0);
         }
         printf("%s: %d failures\n", nt_fail ? "FAIL" : "PASS", nt_fail);
         return nt_fail ? 1 : 0;
