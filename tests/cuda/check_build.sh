@@ -7,9 +7,9 @@
 B=${B:-build}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 fail=0
-MULTIARCH=$(${CC:-gcc} -print-multiarch 2>/dev/null)
-SYS_INCLUDE=${SYS_INCLUDE:-/usr/include}
-have() { [ -f "$CUDA_HOME/include/$1" ] || [ -f "$SYS_INCLUDE/$1" ] || { [ -n "$MULTIARCH" ] && [ -f "$SYS_INCLUDE/$MULTIARCH/$1" ]; }; }
+# a header the compiler finds (its own search path, multiarch folders included, plus CUDA's): asked
+# of the compiler, not of the Makefile's list of folders, so a folder the Makefile misses fails here
+have() { echo "#include <$1>" | ${CC:-gcc} -E -I"$CUDA_HOME/include" -x c - > /dev/null 2>&1; }
 if ! command -v "${NVCC:-nvcc}" >/dev/null 2>&1; then echo "SKIP: no nvcc on PATH"; exit 77; fi
 if ! have cudnn.h; then echo "SKIP: nvcc but no cuDNN (cudnn.h): the CUDA backend needs cuDNN"; exit 77; fi
 bad() { echo "FAIL: $*"; fail=1; }
