@@ -139,6 +139,7 @@ down() {
   local f
   for f in "$dir"/run/slurmd*.pid; do [ -f "$f" ] && files+=("$(basename "$f" .pid)"); done
   stop_pids "${files[@]}" slurmctld munged
+  rm -f "$dir"/run/launched-*
   net_down
   echo "minicluster: down ($dir)"
 }
@@ -173,6 +174,7 @@ start_slurmd() {  # start_slurmd NODE NODES: in the node's namespaces when NODES
       >"$dir/log/slurmd-$node.out" 2>&1 </dev/null &
   fi
   echo $! >"$dir/run/slurmd-$node.pid"
+  echo $! >"$dir/run/launched-slurmd-$node"
 }
 
 up() {
@@ -262,12 +264,15 @@ EOF
   # -D: foreground (we keep the PID ourselves); -i: ignore state from an earlier run
   setsid slurmctld -D -i -f "$SLURM_CONF" >"$dir/log/slurmctld.out" 2>&1 </dev/null &
   echo $! >"$dir/run/slurmctld.pid"
+  # the wait below checks the PIDs kept here: the daemons rewrite their *.pid files (Slurmctld-
+  # and SlurmdPidFile), and a read while one is truncated saw an empty file, "slurmctld exited"
+  echo $! >"$dir/run/launched-slurmctld"
   for b in "${names[@]}"; do mkdir -p "$dir/spool/$b"; start_slurmd "$b" "$nodes"; done
   local i state="" idle n
   for i in $(seq 150); do
-    kill -0 "$(cat "$dir/run/slurmctld.pid")" 2>/dev/null || { tail -n 20 "$dir/log/slurmctld.log" "$dir/log/slurmctld.out" >&2 || true; down; die "slurmctld exited"; }
+    kill -0 "$(cat "$dir/run/launched-slurmctld")" 2>/dev/null || { tail -n 20 "$dir/log/slurmctld.log" "$dir/log/slurmctld.out" >&2 || true; down; die "slurmctld exited"; }
     for n in "${names[@]}"; do
-      kill -0 "$(cat "$dir/run/slurmd-$n.pid")" 2>/dev/null \
+      kill -0 "$(cat "$dir/run/launched-slurmd-$n")" 2>/dev/null \
         || { tail -n 20 "$dir/log/slurmd-$n.log" "$dir/log/slurmd-$n.out" >&2 || true; down; die "slurmd of $n exited"; }
     done
     state=$(sinfo -h -N -o %t 2>/dev/null | sort | uniq -c | xargs || true)
