@@ -54,11 +54,13 @@ HAVE_BLAS := $(if $(BLAS_INC),1,)
 HAVE_OPENMP := $(shell echo 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo 1)
 HAVE_PAPI   := $(shell test -f /usr/include/papi.h && echo 1)
 HAVE_NVCC   := $(shell command -v $(NVCC) >/dev/null 2>&1 && echo 1)
-# a header in CUDA's folder, the system's, or the system's multiarch folder (Ubuntu's and NVIDIA's
-# cuDNN/NCCL packages: /usr/include/x86_64-linux-gnu/cudnn.h), all on the compilers' search path
-SYS_INCLUDE ?= /usr/include
-MULTIARCH   := $(shell $(CC) -print-multiarch 2>/dev/null)
-has_header   = $(if $(wildcard $(CUDA_HOME)/include/$(1) $(SYS_INCLUDE)/$(1) $(if $(MULTIARCH),$(SYS_INCLUDE)/$(MULTIARCH)/$(1))),1,)
+# a header in CUDA's folder, the system's, the system's multiarch folder (Ubuntu's and NVIDIA's
+# cuDNN/NCCL packages: /usr/include/x86_64-linux-gnu/cudnn.h) or the local one (a tarball
+# installed by hand: /usr/local/include/cudnn.h), all on the compilers' search path
+SYS_INCLUDE   ?= /usr/include
+LOCAL_INCLUDE ?= /usr/local/include
+MULTIARCH     := $(shell $(CC) -print-multiarch 2>/dev/null)
+has_header     = $(if $(wildcard $(CUDA_HOME)/include/$(1) $(SYS_INCLUDE)/$(1) $(LOCAL_INCLUDE)/$(1) $(if $(MULTIARCH),$(SYS_INCLUDE)/$(MULTIARCH)/$(1))),1,)
 HAVE_CUDNN  := $(call has_header,cudnn.h)
 HAVE_NCCL   := $(call has_header,nccl.h)
 HAVE_CUDA   := $(if $(and $(HAVE_NVCC),$(HAVE_CUDNN)),1,)
