@@ -45,6 +45,13 @@ static const opt_t opts[] = {
       "sample: a round decays by --wd x |F|/P, the share of a whole round's gradients it carries, so every "
       "mode decays as much per sample learnt; round: full decay every round (a partial round of |F| "
       "gradients then decays as much as a whole one)"),
+    O("momentum-per", T_STR, mom_per, "sample", 0, 0,
+      "sample: a partial round advances the optimiser by its share s = |F|/P of a step (momentum "
+      "decays by momentum^s, the step is lr x s with the mean of its fresh gradients), so the velocity "
+      "keeps its scale when the rule changes (sync to solo); round: every round is a whole momentum "
+      "step (PyTorch's step per round: after a switch to smaller rounds the weights move up to P times "
+      "as far per gradient until the velocity has decayed). Rounds of every rank are whole steps "
+      "either way"),
     O("nesterov", T_BOOL, nesterov, "0", 0, 1, "Nesterov momentum"),
     O("warmup", T_DBL, warmup, "", 0, 1000, "* linear warm-up epochs"),
     O("warmup-start-lr", T_DBL, warmup_start_lr, "-1", -1, 100, "warm-up start lr (-1: base lr unscaled)"),
@@ -404,6 +411,13 @@ int cfg_parse(cfg_t *c, int argc, char **argv, char *err, size_t n) {
         return snprintf(err, n, "--device '%s' must be cpu or cuda", c->device), -1;
     if (strcmp(c->wd_per, "sample") && strcmp(c->wd_per, "round"))
         return snprintf(err, n, "--wd-per '%s' must be sample or round", c->wd_per), -1;
+    if (strcmp(c->mom_per, "sample") && strcmp(c->mom_per, "round"))
+        return snprintf(err, n, "--momentum-per '%s' must be sample or round", c->mom_per), -1;
+    if (!strcmp(c->mom_per, "sample") && !strcmp(c->wd_per, "round"))
+        return snprintf(err, n,
+                        "--wd-per round needs --momentum-per round (with --momentum-per sample a round "
+                        "decays by its share of a step, as --wd-per sample)"),
+               -1;
     if (strcmp(c->div, "p") && strcmp(c->div, "fresh"))
         return snprintf(err, n, "--div '%s' must be p or fresh", c->div), -1;
     if (strcmp(c->epoch_mode, "shard") && strcmp(c->epoch_mode, "global"))

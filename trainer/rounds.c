@@ -25,6 +25,22 @@ static float wd_of(const cfg_t *c, const pcoll_record_t *rec, int P) {
     return (float)(c->wd * (double)rec->nfresh / (double)P);
 }
 
+/* The SGD step that applies a round: the schedule's lr and the weight decay of wd_of, as a whole
+ * momentum step (--momentum-per round, or a round of every rank, or --div fresh, whose rounds are
+ * whole steps), or (--momentum-per sample) advanced by the round's share s = |F_r| / P of a step
+ * (nn_sgd_share: momentum decays by momentum^s, the step is lr x s with the mean of the fresh
+ * gradients, decay by wd x (1 - momentum^s) / (1 - momentum) ~ wd x s). */
+static void sgd_of(const run_t *r, const pcoll_record_t *rec, nn_sgd_t *o) {
+    const double s = (double)rec->nfresh / (double)r->P;
+    if (strcmp(r->cfg.mom_per, "sample") || !strcmp(r->cfg.div, "fresh") || s >= 1) {
+        *o = r->sgd;
+        return;
+    }
+    nn_sgd_t whole = r->sgd;
+    whole.wd = (float)r->cfg.wd;
+    nn_sgd_share(&whole, s, o);
+}
+
 /* The record's staleness and streaks into the epoch's counters. */
 static void count_round(epoch_t *e, const pcoll_record_t *rec, int P) {
     e->rounds++;
@@ -50,7 +66,9 @@ int apply_rounds(run_t *r, pcoll_t *h, int epoch, epoch_t *e, dealer_t *dl) {
             run_die(r, "global epoch", "a rank deposited without a batch (internal)");
         r->sgd.lr = (float)lr_of(&r->sched, epoch, e->fresh_sum, e->nbatches);
         r->sgd.wd = wd_of(&r->cfg, rec, r->P);
-        if (r->be->ops->apply(r->be, res, &r->sgd, err, sizeof err)) run_die(r, "apply a round", err);
+        nn_sgd_t step;
+        sgd_of(r, rec, &step);
+        if (r->be->ops->apply(r->be, res, &step, err, sizeof err)) run_die(r, "apply a round", err);
         count_round(e, rec, r->P);
         gstats_round(r, round, epoch, rec, res);
         curve_round(r, epoch, e, rec->nfresh);

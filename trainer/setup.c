@@ -180,7 +180,11 @@ void run_build_model(run_t *r) {
 
 void run_set_optimiser(run_t *r) {
     cfg_t *c = &r->cfg;
-    r->sgd = (nn_sgd_t){(float)c->lr, (float)c->momentum, (float)c->wd, c->nesterov, c->wd_bn};
+    r->sgd = (nn_sgd_t){.lr = (float)c->lr,
+                        .momentum = (float)c->momentum,
+                        .wd = (float)c->wd,
+                        .nesterov = c->nesterov,
+                        .wd_all = c->wd_bn};
     nn_lr_sched_t *s = &r->sched;
     nn_lr_sched_default(s, c->lr);
     s->base_batch = c->base_batch;

@@ -44,6 +44,7 @@ typedef struct {
     int tau, ring;
     char div[8];        /* p | fresh */
     char wd_per[8];     /* sample | round */
+    char mom_per[8];    /* sample | round: momentum by a round's share of a step, or per round */
     char epoch_mode[8]; /* shard | global (docs/DESIGN.md) */
     uint64_t seed;
     char imbalance[128]; /* none | linear:unit=MS | random:k=K,d=MS | lognormal:mean=MS,std=MS

@@ -1,6 +1,6 @@
-/* test_nn_optim.c: SGD (plain/nesterov, weight-decay flags) against a hand computation, LR
- * schedules, bit-identical replicas, NaN/Inf guards, shape-mismatch and description errors,
- * checkpoint round trip. */
+/* test_nn_optim.c: SGD (plain/nesterov, weight-decay flags) against a hand computation, a round's
+ * share of a step (nn_sgd_share), LR schedules, bit-identical replicas, NaN/Inf guards,
+ * shape-mismatch and description errors, checkpoint round trip. */
 #include "tests/nn/nn_test_util.h"
 #ifdef _OPENMP
 #include <omp.h>
@@ -193,8 +193,71 @@ static void test_repeatable(void) {
 #endif
 }
 
+/* One weight under a constant gradient (one unit per whole step), rounds of whole steps, then
+ * rounds of share s (each carrying s units, divided as a partial round is): returns the largest
+ * displacement per round in the first 30 rounds after the change over the displacement per round
+ * those rounds settle to. Coefficients from nn_sgd_share (per_sample) or the whole step each
+ * round; the recurrence is nn_sgd_step_grad's: v = mu v + gscale g + wd w; w -= lr v. */
+static double switch_overshoot(double s, int per_sample) {
+    const nn_sgd_t whole = {.lr = 0.1f, .momentum = 0.9f};
+    double v = 0, w = 0, peak = 0, last = 0;
+    for (int k = 0; k < 400; k++) { /* whole steps: v settles at 1 / (1 - mu) */
+        v = whole.momentum * v + 1.0;
+        w -= whole.lr * v;
+    }
+    nn_sgd_t o = whole;
+    if (per_sample) nn_sgd_share(&whole, s, &o);
+    double gs = o.gscale != 0.f ? o.gscale : 1.0;
+    for (int k = 0; k < 4000; k++) {
+        double w0 = w;
+        v = o.momentum * v + gs * s;
+        w -= o.lr * v;
+        last = w0 - w;
+        if (k < 30 && last > peak) peak = last;
+    }
+    return peak / last;
+}
+
+static void test_sgd_share(void) {
+    nn_sgd_t in = {.lr = 0.1f, .momentum = 0.9f, .wd = 5e-4f, .nesterov = 1}, o;
+    nn_sgd_share(&in, 1.0, &o);
+    nt_check(!memcmp(&in, &o, sizeof in), "nn_sgd_share: a whole step (s = 1) is unchanged", 0, 0);
+    /* n rounds of share 1/n settle to the whole step's velocity per step: v = c/(1-mu^s) x g/s = g/(1-mu) */
+    nn_sgd_share(&in, 0.25, &o);
+    double c = (1 - pow(0.9, 0.25)) / (1 - 0.9), vss = o.gscale * 0.25 / (1 - o.momentum);
+    int ok = fabs(o.momentum - pow(0.9, 0.25)) < 1e-7 && fabs(o.lr - 0.025) < 1e-9 &&
+             fabs(o.wd - 5e-4 * c) < 1e-9 && fabs(vss - 10.0) < 1e-4 && o.nesterov == 1;
+    nt_check(ok, "nn_sgd_share: s = 1/4 keeps the whole step's velocity (10 for mu 0.9)", vss, 10.0);
+    /* momentum 0: plain SGD, lr x the round's buffer, whatever the share */
+    nn_sgd_t p0 = {.lr = 0.1f, .momentum = 0.f, .wd = 0.f};
+    nn_sgd_share(&p0, 0.25, &o);
+    ok = o.momentum == 0.f && fabs((double)o.lr * o.gscale - 0.1) < 1e-7;
+    nt_check(ok, "nn_sgd_share: momentum 0 is plain SGD at lr x the round's buffer", o.lr * o.gscale, 0.1);
+    /* the switch from whole steps to rounds of 1/4 (sync to solo at 4 ranks): per round, the
+     * weight moves 1/4 of a step's distance from the first round on; a whole momentum step per
+     * round moves it about 4x that until the velocity has decayed */
+    double share = switch_overshoot(0.25, 1), round = switch_overshoot(0.25, 0);
+    nt_check(share < 1.01, "nn_sgd_share: no overshoot after a switch to rounds of 1/4", share, 1.01);
+    nt_check(round > 3.0, "a whole momentum step per round overshoots ~4x after that switch", round, 3.0);
+    /* through nn_sgd_step_grad: a gradient factor 0.5 equals halving the gradient */
+    char err[256];
+    nn_model_t *a = nn_model_build("hyperplane features=3 out=2", 4, 1, err, sizeof err),
+               *b = nn_model_build("hyperplane features=3 out=2", 4, 1, err, sizeof err);
+    nt_check(a && b, "build two hyperplane models", 0, 0);
+    float g[8], h[8];
+    for (int i = 0; i < 8; i++) g[i] = 0.1f * (i + 1), h[i] = 0.5f * g[i];
+    nn_sgd_t hs = {.lr = 0.1f, .momentum = 0.9f, .wd = 0.01f, .gscale = 0.5f}, one = hs;
+    one.gscale = 0.f;
+    for (int k = 0; k < 3; k++) nn_sgd_step_grad(a, g, &hs), nn_sgd_step_grad(b, h, &one);
+    nt_check(!memcmp(a->params, b->params, 8 * sizeof(float)), "SGD gradient factor 0.5 = half the gradient",
+             0, 0);
+    nn_model_free(a);
+    nn_model_free(b);
+}
+
 int main(void) {
     test_sgd();
+    test_sgd_share();
     test_repeatable();
     test_lr();
     test_guards();

@@ -28,6 +28,8 @@ expect "mode 'fast'" 2 --mode fast
 expect "imbalance 'linear'" 2 --imbalance linear
 expect "resume needs --ckpt-dir" 2 --resume
 expect "ckpt-every-steps needs --ckpt-dir" 2 --ckpt-every-steps 4
+expect "--momentum-per 'step' must be sample or round" 2 --momentum-per step
+expect "--wd-per round needs --momentum-per round" 2 --momentum-per sample --wd-per round
 printf 'epochs = 1\nbogus = 3\n' > "$TMP/bad.cfg"
 expect "bad.cfg:2: unknown option 'bogus'" 2 --config "$TMP/bad.cfg"
 expect "$TMP/nope" 3 --data-path "$TMP/nope"

@@ -55,11 +55,28 @@ for mode in sync solo; do
   awk -v a="$want" -v b="$w" 'BEGIN { exit !(a > 0 && (a - b) * (a - b) < 1e-12 * a * a) }' \
     || fail "--wd-per sample: $mode decayed $w in an epoch, expected $want"
 done
-run $NP --mode solo --epochs 1 --epoch-mode global --imbalance linear:unit=40 --tau 4 --wd-per round \
+run $NP --mode solo --epochs 1 --epoch-mode global --imbalance linear:unit=40 --tau 4 --wd-per round --momentum-per round \
   --out "$TMP/g_round.json" || { cat "$TMP/out"; fail "--wd-per round run"; }
 w=$(wd_total "$TMP/g_round.json")
 echo "decay in epoch 1 under --wd-per round: solo $w"
 awk -v a="$want" -v b="$w" 'BEGIN { exit !(b > 1.5 * a) }' || fail "--wd-per round: solo decayed $w, not more than $want"
+# --momentum-per sample (default): a round of every rank is a whole step, so sync ends with the
+# weights of --momentum-per round (PyTorch's step per round) while no round is partial (1,920
+# samples: 60 batches of 32, rounds of all 3 ranks); solo's partial rounds step by their share and
+# decay by wd x |F|/P per round, as --wd-per sample says.
+for m in round sample; do
+  run $NP --mode sync --epochs 1 --limit-train 1920 --momentum-per $m --out "$TMP/ms_$m.json" ||
+    { cat "$TMP/out"; fail "sync --momentum-per $m"; }
+done
+jq -e "[.rounds.records[] | .min_fresh] | min == $NP" "$TMP/ms_round.json" > /dev/null || fail "sync had a partial round"
+h1=$(jq -r '.epochs[0].weights_hash' "$TMP/ms_round.json") h2=$(jq -r '.epochs[0].weights_hash' "$TMP/ms_sample.json")
+[ "$h1" = "$h2" ] || fail "--momentum-per sample changed sync's weights ($h2; round: $h1)"
+run $NP --mode solo --epochs 1 --epoch-mode global --imbalance slow:rank=$((NP - 1)),factor=4 --tau 4 \
+  --momentum-per sample --out "$TMP/g_solo_ms.json" || { cat "$TMP/out"; fail "solo --momentum-per sample"; }
+w=$(wd_total "$TMP/g_solo_ms.json")
+echo "--momentum-per sample: sync's weights as with round ($h1); solo decayed $w in epoch 1 (want $want)"
+awk -v a="$want" -v b="$w" 'BEGIN { exit !(a > 0 && (a - b) * (a - b) < 1e-12 * a * a) }' \
+  || fail "--momentum-per sample: solo decayed $w in an epoch, expected $want"
 # --initial-sync 1 --final-sync 1: the first and last epochs run synchronously whatever --mode says
 # (every round all fresh, no switch logged in them), the epoch between keeps the partial mode.
 run $NP --mode adaptive --epochs 3 --initial-sync 1 --final-sync 1 --imbalance linear:unit=5 --tau 4 \

@@ -209,19 +209,20 @@ __global__ void k_mse_bwd(float *dy, const float *y, const float *t, size_t n, f
         dy[i] = acc ? dy[i] + d : d;
     }
 }
-/* SGD momentum, PyTorch formulation (as trainer/nn/optim.c) */
+/* SGD momentum, PyTorch formulation with a factor gs on the gradient (as trainer/nn/optim.c) */
 __global__ void k_sgd(float *w, float *v, const float *g, const uint8_t *decay, size_t n, float lr, float mu,
-                      float wd, int wd_all, int nesterov) {
+                      float wd, int wd_all, int nesterov, float gs) {
     GRID_LOOP(i, n) {
         float wdi = (wd_all || decay[i]) ? wd : 0.f;
         float wi = w[i];
         if (nesterov) {
-            float gi = g[i] + wdi * wi;
+            float gi = (gs == 1.f ? g[i] : gs * g[i]) + wdi * wi;
             float vi = mu * v[i] + gi;
             v[i] = vi;
             w[i] = wi - lr * (gi + mu * vi);
         } else {
-            float vi = mu * v[i] + g[i] + wdi * wi;
+            float gg = gs == 1.f ? g[i] : gs * g[i]; /* 1: PyTorch's step, unchanged */
+            float vi = mu * v[i] + gg + wdi * wi;
             v[i] = vi;
             w[i] = wi - lr * vi;
         }

@@ -206,7 +206,7 @@ __global__ void k_softmax_ce_bwd(float *dlogits, const float *probs, const int *
 __global__ void k_mse_rows(double *rowloss, const float *y, const float *t, int N, int K);
 __global__ void k_mse_bwd(float *dy, const float *y, const float *t, size_t n, float s, int acc);
 __global__ void k_sgd(float *w, float *v, const float *g, const uint8_t *decay, size_t n, float lr, float mu,
-                      float wd, int wd_all, int nesterov);
+                      float wd, int wd_all, int nesterov, float gs);
 __global__ void k_first_bad(unsigned long long *bad, const float *g, size_t n);
 __global__ void k_fill(float *p, float v, size_t n);
 

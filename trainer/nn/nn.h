@@ -253,16 +253,29 @@ const nn_param_t *nn_param_find(const nn_model_t *m, const char *name);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Optimiser: SGD with momentum, PyTorch's formulation
- *   g = grad + wd*w (only tensors with decay=1 unless wd_all);  v = mu*v + g;
- *   w -= lr * (nesterov ? g + mu*v : v)                                                       */
+ *   g = gscale*grad + wd*w (only tensors with decay=1 unless wd_all);  v = mu*v + g;
+ *   w -= lr * (nesterov ? g + mu*v : v)
+ * gscale 0 stands for 1 (PyTorch's step; designated initialisers leave it 0).                 */
 typedef struct {
     float lr, momentum, wd;
     int nesterov;
-    int wd_all; /* 1: weight decay also on BN parameters and biases (plain torch SGD) */
+    int wd_all;   /* 1: weight decay also on BN parameters and biases (plain torch SGD) */
+    float gscale; /* factor on the gradient (0: 1); set by nn_sgd_share */
 } nn_sgd_t;
 void nn_sgd_step(nn_model_t *m, const nn_sgd_t *o);
 /* Same with an external gradient buffer of m->nparams floats (e.g. the allreduce result). */
 void nn_sgd_step_grad(nn_model_t *m, const float *grad, const nn_sgd_t *o);
+/* The step `in` advanced by a share s in (0, 1] of a whole step, for a gradient buffer that
+ * carries s of a step's gradients (a partial round: |F|/P of them, divided by P). The momentum
+ * decays by mu^s, the step's gradient is the buffer / s (the mean of what it carries) weighted
+ * c = (1 - mu^s) / (1 - mu), weight decay likewise, and the lr is lr x s:
+ *     v = mu^s v + c (grad / s + wd w);   w -= lr s v
+ * so that n rounds of share 1/n move the weights and the velocity about as one whole step of
+ * their gradients does, and the velocity keeps its scale whatever the rounds' shares: with a
+ * whole step per round (PyTorch's), v holds s of a step's gradients per round and a change of
+ * the round size (sync to solo) makes the next rounds step with a velocity built from larger
+ * ones. s = 1 (or outside (0, 1)) returns `in` unchanged; mu = 0 is plain SGD at lr x grad. */
+void nn_sgd_share(const nn_sgd_t *in, double s, nn_sgd_t *out);
 
 /* LR schedule: lr(epoch) with the linear scaling rule (peak = base_lr * global_batch /
  * base_batch), linear warm-up from warmup_start_lr (<0: base_lr unscaled) to the peak over

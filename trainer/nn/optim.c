@@ -3,7 +3,7 @@
 #include <math.h>
 
 void nn_sgd_step_grad(nn_model_t *m, const float *grad, const nn_sgd_t *o) {
-    float lr = o->lr, mu = o->momentum;
+    float lr = o->lr, mu = o->momentum, gs = o->gscale != 0.f ? o->gscale : 1.f;
     nn_tick_t t0 = nn_prof_start();
     for (int t = 0; t < m->nptensors; t++) {
         const nn_param_t *p = &m->ptensors[t];
@@ -14,19 +14,36 @@ void nn_sgd_step_grad(nn_model_t *m, const float *grad, const nn_sgd_t *o) {
         if (o->nesterov) {
 #pragma omp parallel for schedule(static) if (n > 65536)
             for (size_t i = 0; i < n; i++) {
-                float gi = g[i] + wd * w[i];
+                float gi = (gs == 1.f ? g[i] : gs * g[i]) + wd * w[i];
                 v[i] = mu * v[i] + gi;
                 w[i] -= lr * (gi + mu * v[i]);
             }
-        } else {
+        } else if (gs == 1.f) { /* PyTorch's step, as its reference files were written */
 #pragma omp parallel for schedule(static) if (n > 65536)
             for (size_t i = 0; i < n; i++) {
                 v[i] = mu * v[i] + g[i] + wd * w[i];
                 w[i] -= lr * v[i];
             }
+        } else {
+#pragma omp parallel for schedule(static) if (n > 65536)
+            for (size_t i = 0; i < n; i++) {
+                v[i] = mu * v[i] + gs * g[i] + wd * w[i];
+                w[i] -= lr * v[i];
+            }
         }
     }
     nn_prof_end(NP_UPDATE, 2, t0, 0);
+}
+
+void nn_sgd_share(const nn_sgd_t *in, double s, nn_sgd_t *out) {
+    *out = *in;
+    if (!(s > 0 && s < 1)) return;
+    double mu = in->momentum, a = pow(mu, s), c = mu < 1 ? (1 - a) / (1 - mu) : s;
+    double gs = in->gscale != 0.f ? in->gscale : 1.0;
+    out->momentum = (float)a;
+    out->lr = (float)(in->lr * s);
+    out->wd = (float)(in->wd * c);
+    out->gscale = (float)(gs * c / s);
 }
 
 void nn_sgd_step(nn_model_t *m, const nn_sgd_t *o) { nn_sgd_step_grad(m, m->grads, o); }
