@@ -12,7 +12,7 @@ trap 'rm -rf "$OUT"' EXIT
 fail() { echo "FAIL: $*"; tail -40 "$OUT/stdout" | sed 's/^/    /'; exit 1; }
 OUT=$OUT CORE_CHECK_QUICK=1 CORE_CHECK_BUDGET=540 make --no-print-directory -s core-check B="$B" HAVE_JANSSON= MPICC= > "$OUT/stdout" 2>&1 ||
   fail "make core-check exited $?"
-for s in collectives reduce wake race; do grep -qE "^$s +PASS" "$OUT/stdout" || fail "no PASS row for $s"; done
+for s in collectives skew reduce wake race; do grep -qE "^$s +PASS" "$OUT/stdout" || fail "no PASS row for $s"; done
 grep -qE '^preflight +DONE' "$OUT/stdout" || fail "no preflight row"
 jq -e '.wake_always == true' "$OUT/wake_always-1.json" > /dev/null || fail "wake_always-1.json: not run with --wake-always"
 jq -e '[.results[] | select(.skew == "none" and .wrong == 0) | "\(.mode) \(.bytes)"] as $got
@@ -20,6 +20,7 @@ jq -e '[.results[] | select(.skew == "none" and .wrong == 0) | "\(.mode) \(.byte
   "$OUT/collectives_p8.json" > /dev/null || fail "collectives_p8.json: sync, solo or MPI_Allreduce missing at 8 B or 4 MiB"
 jq -e '[.results[] | .variant] | index("blocking") and index("nb")' "$OUT/reduce_p8.json" > /dev/null ||
   fail "reduce_p8.json: the blocking and non-blocking variants missing"
+[ -s "$OUT/skew_u8.json" ] && grep -q "unit/R" "$OUT/stdout" || fail "skew: no skew_u8.json or no summary of the sweep"
 T=$OUT/race/compare-p4.md
 [ -s "$T" ] || fail "no race table $T"
 grep -qE '^\| sync \| 4 \| none ' "$T" || fail "race: no sync row without imbalance"
