@@ -207,7 +207,7 @@ static double switch_overshoot(double s, int per_sample) {
     }
     nn_sgd_t o = whole;
     if (per_sample) nn_sgd_share(&whole, s, &o);
-    double gs = o.gscale != 0.f ? o.gscale : 1.0;
+    double gs = nn_sgd_gscale(&o);
     for (int k = 0; k < 4000; k++) {
         double w0 = w;
         v = o.momentum * v + gs * s;

@@ -155,8 +155,7 @@ int nn_cuda_step_graph(nn_cuda_model_t *m, const nn_batch_t *b) {
 
 int nn_cuda_sgd_step_grad(nn_cuda_model_t *m, const float *dev_grad, const nn_sgd_t *o) {
     k_sgd<<<nblk(m->nparams), 256, 0, m->st>>>(m->params, m->mom, dev_grad, m->decay, m->nparams, o->lr,
-                                               o->momentum, o->wd, o->wd_all, o->nesterov,
-                                               o->gscale != 0.f ? o->gscale : 1.f);
+                                               o->momentum, o->wd, o->wd_all, o->nesterov, nn_sgd_gscale(o));
     KCHECK("k_sgd");
     if (dev_grad != m->grads) { /* the caller's buffer (a results-ring slot): wait until it was read */
         CK(cudaEventRecord(m->sgd_ev, m->st));

@@ -262,6 +262,8 @@ typedef struct {
     int wd_all;   /* 1: weight decay also on BN parameters and biases (plain torch SGD) */
     float gscale; /* factor on the gradient (0: 1); set by nn_sgd_share */
 } nn_sgd_t;
+/* The gradient factor of o, its 0 read as 1. */
+static inline float nn_sgd_gscale(const nn_sgd_t *o) { return o->gscale != 0.f ? o->gscale : 1.f; }
 void nn_sgd_step(nn_model_t *m, const nn_sgd_t *o);
 /* Same with an external gradient buffer of m->nparams floats (e.g. the allreduce result). */
 void nn_sgd_step_grad(nn_model_t *m, const float *grad, const nn_sgd_t *o);

@@ -3,7 +3,7 @@
 #include <math.h>
 
 void nn_sgd_step_grad(nn_model_t *m, const float *grad, const nn_sgd_t *o) {
-    float lr = o->lr, mu = o->momentum, gs = o->gscale != 0.f ? o->gscale : 1.f;
+    float lr = o->lr, mu = o->momentum, gs = nn_sgd_gscale(o);
     nn_tick_t t0 = nn_prof_start();
     for (int t = 0; t < m->nptensors; t++) {
         const nn_param_t *p = &m->ptensors[t];
@@ -39,11 +39,10 @@ void nn_sgd_share(const nn_sgd_t *in, double s, nn_sgd_t *out) {
     *out = *in;
     if (!(s > 0 && s < 1)) return;
     double mu = in->momentum, a = pow(mu, s), c = mu < 1 ? (1 - a) / (1 - mu) : s;
-    double gs = in->gscale != 0.f ? in->gscale : 1.0;
     out->momentum = (float)a;
     out->lr = (float)(in->lr * s);
     out->wd = (float)(in->wd * c);
-    out->gscale = (float)(gs * c / s);
+    out->gscale = (float)(nn_sgd_gscale(in) * c / s);
 }
 
 void nn_sgd_step(nn_model_t *m, const nn_sgd_t *o) { nn_sgd_step_grad(m, m->grads, o); }
