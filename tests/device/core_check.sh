@@ -7,10 +7,11 @@
 #   collectives  8 ranks: eager rounds against plain MPI_Allreduce at 8 B and 4 MiB, no skew,
 #                repetitions side by side (bench_collectives; issue 19's goal 2 asks <= 1.3x at
 #                8 B and <= 1.1x at 4 MiB: on 2 shared cores 8 B could not be judged)
-#   skew         8 ranks, 4 MiB, linear skew of unit u = 0.5, 1, 2, 4, 8 ms: solo's latency over
-#                sync's against u / R (R: sync's round without skew). Issue 19 asks solo <= 0.15x
-#                sync under skew; at 4 MiB one reduction is about the 1 ms unit of the default
-#                benchmark, so the figure depends on u / R, which this sweep measures
+#   skew         8 ranks, 4 MiB, linear skew of unit u = 0.25, 0.5, 1, 2, 4 x R (R: sync's round
+#                without skew, measured first on this machine; x 1 ms without python3): solo's
+#                latency over sync's against u / R. Issue 19 asks solo <= 0.15x sync under skew; at
+#                4 MiB one reduction is about the 1 ms unit of the default benchmark, so the figure
+#                depends on u / R, which this sweep measures
 #   reduce       8 ranks, 8 B and 4 MiB: the round's reduction part by part against the blocking
 #                MPI_Allreduce (bench_reduce: MPI_Iallreduce + MPI_Test with the metadata, plus the
 #                deposit copy, plus a cold results buffer, libnbc's algorithms): what of the
@@ -86,10 +87,10 @@ collectives() {
 
 # solo over sync at 4 MiB against the skew unit over the round's own length
 skew_summary() {
-  python3 - "$OUT" << 'PY' 2> /dev/null || echo "(no python3: see the skew_u*.json files)"
+  python3 - "$OUT" << 'PY' 2> /dev/null || echo "(no python3: see the skew_x*.json files)"
 import glob, json, os, sys
 rows = []
-for f in glob.glob(os.path.join(sys.argv[1], "skew_u*.json")):
+for f in glob.glob(os.path.join(sys.argv[1], "skew_x*.json")):
     d = json.load(open(f))
     m = {(r["mode"], r["skew"]): r for r in d["results"]}
     R = m[("sync", "none")]["mean_latency_us"]
@@ -104,11 +105,19 @@ PY
 }
 
 skew() {
-  local u iters=(--iters 32)
+  local x u R iters=(--iters 32)
   [ "$QUICK" = 1 ] && iters=(--iters 8)
-  for u in 0.5 1 2 4 8; do
-    $MPIRUN -np 8 "$B/bench/bench_collectives" --unit-ms $u --sizes 4194304 --only sync,solo \
-      "${iters[@]}" --json "$OUT/skew_u$u.json" > /dev/null || return $?
+  $MPIRUN -np 8 "$B/bench/bench_collectives" --unit-ms 0 --sizes 4194304 --only sync "${iters[@]}" \
+    --json "$OUT/skew_r.json" > /dev/null || return $?
+  R=$(python3 -c 'import json, sys
+print([r for r in json.load(open(sys.argv[1]))["results"] if r["skew"] == "none"][0]["mean_latency_us"] / 1e3)' \
+    "$OUT/skew_r.json" 2> /dev/null) || R=""
+  if [ -n "$R" ]; then echo "R = $R ms (sync, 4 MiB, no skew)"; else
+    R=1; echo "no python3 to read R: units of the default benchmark's 1 ms instead"; fi
+  for x in 0.25 0.5 1 2 4; do
+    u=$(awk -v x="$x" -v r="$R" 'BEGIN { printf "%.3f", x * r }')
+    $MPIRUN -np 8 "$B/bench/bench_collectives" --unit-ms "$u" --sizes 4194304 --only sync,solo \
+      "${iters[@]}" --json "$OUT/skew_x$x.json" > /dev/null || return $?
   done
   echo "== 4 MiB, solo over sync under linear skew against unit / R (issue 19: <= 0.15)"
   skew_summary

@@ -20,7 +20,7 @@ jq -e '[.results[] | select(.skew == "none" and .wrong == 0) | "\(.mode) \(.byte
   "$OUT/collectives_p8.json" > /dev/null || fail "collectives_p8.json: sync, solo or MPI_Allreduce missing at 8 B or 4 MiB"
 jq -e '[.results[] | .variant] | index("blocking") and index("nb")' "$OUT/reduce_p8.json" > /dev/null ||
   fail "reduce_p8.json: the blocking and non-blocking variants missing"
-[ -s "$OUT/skew_u8.json" ] && grep -q "unit/R" "$OUT/stdout" || fail "skew: no skew_u8.json or no summary of the sweep"
+[ -s "$OUT/skew_x4.json" ] && grep -q "unit/R" "$OUT/stdout" || fail "skew: no skew_x4.json or no summary of the sweep"
 T=$OUT/race/compare-p4.md
 [ -s "$T" ] || fail "no race table $T"
 grep -qE '^\| sync \| 4 \| none ' "$T" || fail "race: no sync row without imbalance"
