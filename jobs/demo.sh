@@ -12,15 +12,17 @@
 # first 2,000 test samples outside the run's clock), so the table's time to TARGET is not rounded
 # up to an epoch end; the adaptive run prints, per epoch, the level it chose and what it measured.
 # Knobs (environment): NP=4 EPOCHS=3 LIMIT=24000 (training samples) DELAY_X=2 (step times)
-# IMB (an --imbalance model instead, e.g. IMB=linear:unit=60) TAU=4 TARGET=0.80 EPOCH_MODE=global
+# IMB (an --imbalance model instead, e.g. IMB=linear:unit=60) TAU (--tau; the trainer's default
+# unless set) TARGET=0.80 EPOCH_MODE=global
 # B=build
 set -euo pipefail
 cd "$(dirname "$0")/.."
-B=${B:-build}; NP=${NP:-4}; EPOCHS=${EPOCHS:-3}; LIMIT=${LIMIT:-24000}; DELAY_X=${DELAY_X:-2}; TAU=${TAU:-4}
+B=${B:-build}; NP=${NP:-4}; EPOCHS=${EPOCHS:-3}; LIMIT=${LIMIT:-24000}; DELAY_X=${DELAY_X:-2}
 TARGET=${TARGET:-0.80}
 CURVE=$(( LIMIT / 64 / 10 > 0 ? LIMIT / 64 / 10 : 1 ))  # batches (all ranks) per snapshot: a tenth of an epoch
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
 export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
+TAU=${TAU:-$(mpirun -np 1 "$B/bin/eager-train" --help | awk '$1 == "--tau" { print $2 }')}
 OUT=results/runs/demo-$(date +%Y%m%d-%H%M%S)
 FIG=results/figures/$(basename "$OUT")
 mkdir -p "$OUT" "$FIG"

@@ -154,7 +154,7 @@ race() {
   for p in ${CORE_CHECK_RACE_RANKS:-4}; do
     local C=(--ranks "$p" --seeds "$seeds" --epochs "$epochs" --limit-train "$n" --curve-test 1000
       --train-opts "--epoch-mode global" --both-opts "--milestones 1 --data-path $data"
-      --partial-opts "--tau 4" --out "$OUT/race" "${ddp[@]}")
+      --out "$OUT/race" "${ddp[@]}")
     DDP_PY=python3 bash trainer/ref/ddp_race.sh "${C[@]}" --imbalances none --modes sync &&
       DDP_PY=python3 bash trainer/ref/ddp_race.sh "${C[@]}" --imbalances "${CORE_CHECK_RACE_IMBS:-random1}" \
         --modes adaptive || rc=$?

@@ -24,8 +24,9 @@ local_fmnist)
   d=${dirs[0]}
   [[ "$(basename "$d")" =~ ^local-[0-9]{8}-[0-9]{6}-[0-9]+$ ]] || fail "job id '$(basename "$d")' is not local-<timestamp>-<pid>"
   "$B/bin/pcoll-validate" results/schema/run.schema.json "$d/sync.json" "$d/majority.json" || fail "JSON does not validate"
+  tau=$(mpirun -np 1 "$B/bin/eager-train" --help | awk '$1 == "--tau" { print $2 }')
   for m in sync majority; do
-    [ "$(jq -r .config.tau "$d/$m.json")" = 4 ] || fail "$m.json: tau is not the script default 4"
+    [ "$(jq -r .config.tau "$d/$m.json")" = "$tau" ] || fail "$m.json: tau is not the trainer's default $tau"
     [ "$(jq -r .config.mode "$d/$m.json")" = $m ] || fail "$m.json: config.mode is not $m"
     [ "$(jq -r .environment.ranks "$d/$m.json")" = 2 ] || fail "$m.json: ranks is not 2"
     [ "$(jq -r .environment.slurm_job_id "$d/$m.json")" = null ] || fail "$m.json: local run recorded a Slurm job id"

@@ -25,6 +25,7 @@
 #                          "adaptive adaptive+staleness=linear": both worths, interleaved per
 #                          seed); --no-ddp leaves DDP out
 #     --partial-opts "--tau 4"           extra eager-train flags for the modes other than sync
+#                          (none by default: the trainer's defaults, tau included)
 #     --train-opts "..."   extra eager-train flags for every eager-train run (e.g. "--epoch-mode
 #                          global"; DDP has no counterpart of most, so check what you compare)
 #     --both-opts "..."    flags both programs take, for every run (e.g. "--milestones 1")
@@ -53,7 +54,7 @@ DDP_PY=${DDP_PY:-$B/venv/bin/python3}
 : "${MPIRUN:=mpirun --oversubscribe --bind-to none}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 RANKS="4 8"; SEEDS="1 2 3"; IMBS="none random1 random2 lognormal"; MODES="sync adaptive majority"
-DELAY_X=2; LN_X=1; LIN_X=0.5; SLOW=2; BUSY=""; DDP=1; PARTIAL="--tau 4"; TRAIN_OPTS=""; BOTH_OPTS=""; EXP=fmnist
+DELAY_X=2; LN_X=1; LIN_X=0.5; SLOW=2; BUSY=""; DDP=1; PARTIAL=""; TRAIN_OPTS=""; BOTH_OPTS=""; EXP=fmnist
 EPOCHS=""; BATCH=""; LT=0; LTE=0; THREADS=0; CURVE=auto; CURVE_TEST=2000; OUT=results/runs/ddp-race; DRY=0
 die() { echo "ddp_race: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
