@@ -22,7 +22,7 @@ TARGET=${TARGET:-0.80}
 CURVE=$(( LIMIT / 64 / 10 > 0 ? LIMIT / 64 / 10 : 1 ))  # batches (all ranks) per snapshot: a tenth of an epoch
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
 export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
-TAU=${TAU:-$(mpirun -np 1 "$B/bin/eager-train" --help | awk '$1 == "--tau" { print $2 }')}
+TAU_ARG=(); [ -n "${TAU:-}" ] && TAU_ARG=(--tau "$TAU")  # as jobs/lib.sh: the trainer's default unless set
 OUT=results/runs/demo-$(date +%Y%m%d-%H%M%S)
 FIG=results/figures/$(basename "$OUT")
 mkdir -p "$OUT" "$FIG"
@@ -37,12 +37,12 @@ if [ -z "${IMB:-}" ]; then
   IMB=$(awk -v s="$STEP" -v x="$DELAY_X" 'BEGIN { printf "random:k=1,d=%.1f", s * x }')
   echo "demo: step time $(printf %.1f "$STEP") ms (balanced sync); straggler: one rank per step waits $DELAY_X steps ($IMB)"
 fi
-echo "demo: $NP ranks, $EPOCHS ${EPOCH_MODE:-global} epochs of $LIMIT Fashion-MNIST samples, --imbalance $IMB, tau $TAU"
+echo "demo: $NP ranks, $EPOCHS ${EPOCH_MODE:-global} epochs of $LIMIT Fashion-MNIST samples, --imbalance $IMB, tau ${TAU:-default of eager-train --help}"
 echo "demo: runs -> $OUT, figures -> $FIG"
 for mode in sync solo majority adaptive; do
   echo "== $mode"
   mpirun --oversubscribe --bind-to none -np "$NP" "$B/bin/eager-train" --experiment fmnist \
-    --epochs "$EPOCHS" --limit-train "$LIMIT" --imbalance "$IMB" --tau "$TAU" --epoch-mode "${EPOCH_MODE:-global}" \
+    --epochs "$EPOCHS" --limit-train "$LIMIT" --imbalance "$IMB" "${TAU_ARG[@]}" --epoch-mode "${EPOCH_MODE:-global}" \
     --mode "$mode" --milestones "$((EPOCHS - 1))" --curve-every "$CURVE" --curve-test 2000 \
     --target-top1 "$TARGET" --out "$OUT/$mode.json" 2>&1 | grep -E '^epoch|^eager-train: [a-z]+:|controller:|rror'
 done
