@@ -85,14 +85,16 @@
  *   measurement; estimated as one relative variance pooled over every level's repeated
  *   measurements since the start, with Student's t in place of Z while it has few degrees of
  *   freedom). Scores of a level are pooled (inverse-variance) until its conditions change.
- *   Probe: the run starts by measuring every level in turn (start level, then the others, least
- *   partial first) and keeps the highest score. While its lead over the next one is within 2
- *   standard errors of their difference (Z), the choice runs and the rival is measured again once
- *   the choice has run for as many gradients as the probing since the probe began, or at once when
- *   the choice's own measurements put its pooled score below the rival's (a contest, at most
- *   CONTEST_MAX = 2 times, each keeping the highest score again). A later probe changes the choice only
+ *   Probe: the run starts by measuring every level in turn (start level -- sync unless start= says
+ *   otherwise --, then the others, least partial first) and keeps the highest score. While its
+ *   lead over the next one is within 2 standard errors of their difference (Z), the choice runs
+ *   and every level it does not beat (the rival, the best-scoring of them, first) is measured
+ *   again once the choice has run for as many gradients as the probing since the probe began, or
+ *   at once when the choice's own measurements put its pooled score below the rival's (a contest,
+ *   at most CONTEST_MAX = 2 times, each keeping the highest score again). A later probe changes the choice only
  *   to a level that beats the incumbent by Z standard errors. A probe of a level already Z
- *   standard errors below the best one measured ends early; a probe measurement outside its
+ *   standard errors below the best one measured ends early (sync's, before any partial level is
+ *   measured, also below the best partial level's replay: screen below); a probe measurement outside its
  *   level's pool limits replaces that pool. The next probe comes after `probe` [256] sync rounds'
  *   worth of gradients (P x probe), doubled up to probe_max [4096] each time a probe keeps the
  *   choice, reset when it changes it. While settled, every measurement of the chosen level is
@@ -104,9 +106,10 @@
  *   Screen [screen=on] (controller/predict.c): each rank also reports its step's own time (data,
  *   compute, delay: pcoll_set_cost's step). Before a partial level's probe, the ranks' last cost_n
  *   step times are replayed under the level's trigger, each round costing the overhead measured
- *   in sync rounds, and scored as a probe would be; a level whose replayed score is Z standard
- *   errors (one measurement's, as sync's) below the best other level with a pool is not probed
- *   and cannot be chosen in this probe. Sync is never screened. The partial levels still to probe
+ *   in sync rounds, and scored as a probe would be; while sync scores best of the levels measured, a level whose
+ *   replayed score is Z standard errors (one measurement's, as sync's) below sync's is not probed
+ *   and cannot be chosen in this probe. Sync is never screened, and the replay never decides
+ *   between partial levels (on shared cores it reads them low). The partial levels still to probe
  *   are probed in the order of their replayed scores, highest first.
  *   No threshold of this rule depends on the machine: rates are in the run's own units, lambda is
  *   in sync steps, Z is a confidence level. Which worth function fits a model is the one modelling
@@ -174,7 +177,7 @@
  * dwell (= min_dwell), max_dwell, maj_enter, maj_exit, wait_enter, wait_exit, sync_fresh,
  * sync_streak, sync_wait, probe (= sync_probe), probe_max, light_fresh, pay_enter, pay_exit,
  * cost_n, rule (rate|thresholds), staleness (linear|quadratic|bound), screen (on|off), start (adaptive only: solo |
- * majority | sync | quorum:Q). Example: "adaptive,tau=8,window=64".
+ * majority | sync | quorum:Q; default sync for rule=rate, solo for rule=thresholds). Example: "adaptive,tau=8,window=64".
  *
  * ----------------------------------------------------------------------------------------------
  * 6. Carried state (ctl_state_t, controller/state.c)
@@ -220,7 +223,8 @@ typedef struct {
     ctl_kind_t kind;              /* [CTL_ADAPTIVE] */
     pcoll_rule_t base;            /* static: the rule. adaptive: the start rule; if it is solo or
                               quorum:Q it is also the LIGHT rule (else LIGHT = solo).
-                              Must have an empty wait set. [solo] */
+                              Must have an empty wait set. [ctl_policy_default: solo;
+                              ctl_policy_parse: sync for rule=rate unless start= is given] */
     int tau;                      /* staleness bound, 0 = none [0] */
     ctl_tau_by_t tau_by;          /* who enforces tau [CTL_TAU_LIBRARY] */
     int lag;                      /* decision at round r takes effect at r + lag, >= 1 [2] */

@@ -228,6 +228,7 @@ int ctl_policy_parse(const char *s, ctl_policy_cfg_t *c, char *err, size_t n) {
                 tok, s);
     }
     char keys[512];
+    int start = 0; /* the start rule was given */
     while ((tok = strtok_r(NULL, ",", &save))) {
         char *eq = strchr(tok, '=');
         if (!eq)
@@ -243,10 +244,14 @@ int ctl_policy_parse(const char *s, ctl_policy_cfg_t *c, char *err, size_t n) {
                                key_list(keys, sizeof keys));
         if (key->type == 'r' && c->kind != CTL_ADAPTIVE)
             return policy_fail(err, n, "policy '%s': option 'start' is only for adaptive", s);
+        start |= key->type == 'r';
         char want[64];
         if (parse_key(key, v, c, want, sizeof want))
             return policy_fail(err, n, "policy '%s': bad value '%s' for option '%s' (%s)", s, v, k, want);
     }
+    /* rule=rate starts in sync unless told otherwise: its first measurement gives the sync round's
+     * overhead, from which the screen can keep sync without a partial round where sync is best */
+    if (c->kind == CTL_ADAPTIVE && c->rule == CTL_RULE_RATE && !start) parse_rule("sync", &c->base);
     char e2[256];
     if (ctl_policy_check(c, e2, sizeof e2)) return policy_fail(err, n, "policy '%s': %s", s, e2);
     return CTL_OK;

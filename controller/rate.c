@@ -5,8 +5,8 @@
  * The one constant is a confidence level, dimensionless:
  *   Z = 2: a score beats another only if it is higher by 2 standard errors of the difference
  *     (one-sided, about 98% confidence that it really is faster after the discount). A choice
- *     that does not beat the next level is unresolved and that rival is measured again (a
- *     contest); a settled choice changes only to a level that beats it. A tie keeps the higher
+ *     that does not beat the next level is unresolved and every level it does not beat is
+ *     measured again (a contest); a settled choice changes only to a level that beats it. A tie keeps the higher
  *     point estimate (sending ties to the least partial level instead was measured over 6-epoch
  *     training runs: it moves the loss from one regime to another, docs/EXPERIMENTS.md). A
  *     settled choice is re-probed when two measurements in a row of it lie more than 2
@@ -67,17 +67,6 @@ void rate_probe_all(struct ctl_state *s) {
     s->contest = 0;
     s->rival = -1;
     s->probe_from = s->grads;
-}
-
-/* Queues a measurement of the rival alone: the contest of an unresolved choice, whose incumbent
- * (the level in force) has been measured all along while it ran. */
-static void rival_queue(struct ctl_state *s) {
-    s->queue[0] = s->rival;
-    s->nqueue = 1;
-    s->incumbent = s->level;
-    s->phase = 1;
-    s->screened = 0;
-    s->rival = -1;
 }
 
 void rate_forget_levels(struct ctl_state *s) {
@@ -310,9 +299,19 @@ static int meas_close(ctl_policy_t *p, uint64_t rg, double *score, double *se, u
     if (!full && s->phase) {
         uint32_t df;
         cv2_df(s, &df);
+        const double hi = *score + zq(df) * meas_se(s, *score, *se);
         for (int l = 0; l < NLV && !full; l++) {
             if (l == s->level || s->scored_at[l] == NONE || s->pool_k[l] == 0) continue;
-            full = *score + zq(df) * meas_se(s, *score, *se) < s->score[l] - zq(df) * rate_se(s, l);
+            full = hi < s->score[l] - zq(df) * rate_se(s, l);
+        }
+        /* sync, before any partial level is measured (the run's start): against the partial
+         * levels' replays (the screen's), with this measurement's relative error. The replay
+         * reads partial levels low on shared cores, so this errs toward measuring sync longer. */
+        const double rel = meas_se(s, *score, *se) / *score, o = sync_round_overhead(s);
+        for (int l = 0; l < NLV && !full && s->level == LV_SYNC && p->c.screen && s->ovh_n >= 2; l++) {
+            if (l == LV_SYNC) continue;
+            const double x = rate_predict(p, l, o);
+            full = x > 0 && hi < x - zq(df) * meas_se(s, x, rel * x);
         }
     }
     if (!full) return 0;
@@ -344,12 +343,31 @@ static int avail(const struct ctl_state *s, int l) {
     return s->scored_at[l] != NONE && !(s->screened >> l & 1);
 }
 
-/* The best-scoring level other than top that top does not beat, or -1: the choice is resolved. */
-static int runner_up(const struct ctl_state *s, int top) {
+/* The best-scoring level other than top and those in mask `skip` that top does not beat, or -1
+ * (skip 0: the choice is resolved). */
+static int runner_up(const struct ctl_state *s, int top, unsigned skip) {
     int r = -1;
     for (int l = 0; l < NLV; l++)
-        if (l != top && avail(s, l) && !beats(s, top, l) && (r < 0 || s->score[l] > s->score[r])) r = l;
+        if (l != top && !(skip >> l & 1) && avail(s, l) && !beats(s, top, l) &&
+            (r < 0 || s->score[l] > s->score[r]))
+            r = l;
     return r;
+}
+
+/* Queues the contest of an unresolved choice: a measurement of its rival (the best-scoring level
+ * it does not beat), then of any other level it does not beat, highest score first. The incumbent
+ * (the level in force) has been measured all along while it ran. Every level the noise cannot
+ * rank below the choice is measured again, not only the closest: a level measured once, low by
+ * chance, would otherwise never be (sync at 8 ranks: one measurement is 4 rounds). */
+static void rival_queue(struct ctl_state *s) {
+    unsigned done = 1u << s->rival;
+    s->queue[0] = s->rival;
+    s->nqueue = 1;
+    for (int l; (l = runner_up(s, s->level, done)) >= 0; done |= 1u << l) s->queue[s->nqueue++] = l;
+    s->incumbent = s->level;
+    s->phase = 1;
+    s->screened = 0;
+    s->rival = -1;
 }
 
 static void scores_str(const ctl_policy_t *p, char *b, size_t n) {
@@ -426,26 +444,24 @@ static int top_score(const struct ctl_state *s) {
 }
 
 /* The screen: whether the probe of level `to` can be skipped because the ranks' step times,
- * replayed under its rule (predict.c), score it below the best level measured by Z standard
- * errors of both -- the test that ends a probe early, applied before the probe. The replay's
- * error is taken as the relative one of sync's pooled score (the same step times) or the spread
- * between measurements, whichever is larger. Only partial levels are screened: the worth of a
- * stale gradient is an assumption that training runs read as generous (docs/EXPERIMENTS.md), so a
- * screen errs toward sync, which costs time but not accuracy; sync itself is always probed.
- * Needs sync rounds measured (their overhead) and every rank's step times. xr: to's replayed score
- * if order_queue has just replayed it (< 0: not yet). */
+ * replayed under its rule (predict.c), score it below sync by Z standard errors of both -- the
+ * test that ends a probe early, applied before the probe. The replay's error is taken as the
+ * relative one of sync's pooled score (the same step times) or the spread between measurements,
+ * whichever is larger. Only partial levels are screened, and only while sync scores best of the
+ * levels measured: a screen can then only keep sync, which costs time but not accuracy. The replay
+ * does not see what a partial level changes in the ranks' steps themselves (on shared cores, how
+ * many ranks compute at once): training runs read it up to 30% below the measured score
+ * (majority at 8 ranks with a slow rank, docs/EXPERIMENTS.md), so it must not choose between
+ * partial levels, where an under-read sends the run to the other one. Needs sync rounds measured
+ * (their overhead) and every rank's step times. xr: to's replayed score if order_queue has just
+ * replayed it (< 0: not yet). */
 static int screen(ctl_policy_t *p, int to, double xr, char *why, size_t n) {
     struct ctl_state *s = &p->s;
     if (to == LV_SYNC || s->ovh_n < 2 || s->pool_k[LV_SYNC] == 0 || !(s->score[LV_SYNC] > 0)) return 0;
-    int best = -1; /* the best other level with a pool (one dropped on a change of conditions is
-                      from before it) */
-    for (int l = 0; l < NLV; l++)
-        if (l != to && avail(s, l) && s->pool_k[l] > 0 && (best < 0 || s->score[l] > s->score[best]))
-            best = l;
-    if (best < 0) return 0;
     const double x = xr >= 0 ? xr : rate_predict(p, to, sync_round_overhead(s));
-    s->pred[to] = x; /* reported also with screen=off */
-    if (!p->c.screen || !(x > 0)) return 0;
+    s->pred[to] = x;               /* reported also with screen=off */
+    const int best = top_score(s); /* it acts only where sync scores best */
+    if (!p->c.screen || !(x > 0) || best != LV_SYNC) return 0;
     uint32_t df;
     cv2_df(s, &df);
     const double rel = rate_se(s, LV_SYNC) / s->score[LV_SYNC], xe = meas_se(s, x, rel * x);
@@ -551,7 +567,7 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
     if (best != s->incumbent) p->st.choice_changes++;
     s->phase = 0;
     s->beyond = 0;
-    const int run = runner_up(s, best);
+    const int run = runner_up(s, best, 0);
     if (run >= 0 && s->contest < CONTEST_MAX) {
         /* unresolved: the choice runs (its measurements keep adding to its pool) and the rival is
          * measured again once the choice has run for as long as the probing since the probe of

@@ -18,8 +18,17 @@ static void test_parse(void) {
     ctl_policy_cfg_t c, d;
     char err[512], buf[1024];
     CHECK(ctl_policy_parse("adaptive", &c, err, sizeof err) == CTL_OK, "%s", err);
-    CHECK(c.kind == CTL_ADAPTIVE && c.base.mode == PCOLL_SOLO && c.lag == 2 && c.window == 32 && c.tau == 0,
+    CHECK(c.kind == CTL_ADAPTIVE && c.base.mode == PCOLL_SYNC && c.lag == 2 && c.window == 32 && c.tau == 0,
           "adaptive defaults kind=%d mode=%d lag=%d window=%d", c.kind, c.base.mode, c.lag, c.window);
+    /* rule=rate starts in sync, rule=thresholds in solo, unless start= says otherwise */
+    CHECK(ctl_policy_parse("adaptive,rule=thresholds", &c, err, sizeof err) == CTL_OK &&
+              c.base.mode == PCOLL_SOLO,
+          "adaptive,rule=thresholds starts in mode %d, not solo", c.base.mode);
+    CHECK(ctl_policy_parse("adaptive,start=solo", &c, err, sizeof err) == CTL_OK && c.base.mode == PCOLL_SOLO,
+          "adaptive,start=solo starts in mode %d", c.base.mode);
+    CHECK(ctl_policy_parse("adaptive,start=quorum:2", &c, err, sizeof err) == CTL_OK &&
+              c.base.mode == PCOLL_QUORUM && c.base.quorum == 2,
+          "adaptive,start=quorum:2 starts in mode %d", c.base.mode);
     CHECK(ctl_policy_parse("quorum:3", &c, err, sizeof err) == CTL_OK && c.kind == CTL_STATIC &&
               c.base.mode == PCOLL_QUORUM && c.base.quorum == 3,
           "quorum:3 -> mode %d q %d", c.base.mode, c.base.quorum);

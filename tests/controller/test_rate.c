@@ -202,7 +202,12 @@ static int check_scen(const char *name, const char *spec, const scen_t *sc, uint
           lvname[m], sc3[m], lvname[best], sc3[best]);
     CHECK(share >= min_share, "%s: only %.0f%% of the time in levels within 5%% of %s", name, 100 * share,
           lvname[best]);
-    CHECK(o.changes <= (uint64_t)max_changes, "%s: %llu probes changed the choice (at most %d)", name,
+    /* two levels whose true scores are within 1% are a tie: each contest keeps the higher point
+     * estimate, so a choice between them may change at every contest without costing anything
+     * (straggler P=8 k=4: majority 3.833, solo 3.829); the score delivered is checked below */
+    int tie = 0;
+    for (int l = 0; l < 3; l++) tie |= l != best && sc3[l] >= 0.99 * sc3[best];
+    CHECK(tie || o.changes <= (uint64_t)max_changes, "%s: %llu probes changed the choice (at most %d)", name,
           (unsigned long long)o.changes, max_changes);
     /* rounds N allow about log2(N / 256) doubled intervals, plus a new start after each change */
     uint64_t allowed = 2 + (uint64_t)log2((double)sc->N / 256) + 2 * o.changes;
@@ -472,6 +477,63 @@ static void test_behind(void) {
     CHECK(held >= 1, "no contest held early in 24 runs: the check saw nothing");
 }
 
+/* A contest measures again every level the choice does not beat, not only the best-scoring one:
+ * a level measured once and low by chance (one sync measurement at 8 ranks is 4 rounds) would
+ * otherwise never be measured again while two partial levels contest. When a contest begins, every
+ * level other than the choice that scores above it or within Z = 2 standard errors of the
+ * difference (the rule's confidence level; its Student's t is wider, so these are unbeaten) must be
+ * measured before the run settles again. Random straggler and noisy alike ranks at P = 4 and 8, 8
+ * draws each, screen off (a screened level is not a candidate); the situation (two such levels)
+ * must arise. */
+static void test_contest(void) {
+    int two = 0;
+    for (int kind = 0; kind < 4; kind++)
+        for (uint64_t seed = 1; seed <= 8; seed++) {
+            scen_t s = alike(kind & 1 ? 8 : 4, 1);
+            if (kind < 2)
+                s.rand_delay = 3;
+            else
+                s.jitter = 0, s.lognormal = 0.8;
+            s.seed = seed;
+            gen_t g;
+            ctl_policy_t *pol = scen_start("adaptive,screen=off", &s, &g, NULL);
+            unsigned owed = 0; /* levels the contest in progress must measure (bit per index) */
+            for (uint64_t r = 0; r < 3000; r++) {
+                ctl_decision_t d;
+                int k;
+                scen_step(pol, &g, &d, &k);
+                ctl_policy_stats_t st;
+                ctl_policy_stats(pol, &st);
+                if (k && (d.what & CTL_DEC_PROBE)) owed &= ~(1u << mode_level(d.new_rule.mode));
+                if (k && !strncmp(d.reason, "contest", 7)) {
+                    const int c = st.choice;
+                    owed = 0;
+                    for (int l = 0; l < 3; l++) {
+                        if (l == c || !isfinite(st.score[l])) continue;
+                        double e = sqrt(st.score_se[c] * st.score_se[c] + st.score_se[l] * st.score_se[l]);
+                        if (st.score[c] - st.score[l] <= 2 * e) owed |= 1u << l;
+                    }
+                    owed &= ~(1u << mode_level(d.new_rule.mode)); /* the first is measured now */
+                    two += owed != 0;
+                    if (verbose > 1)
+                        printf("      r=%llu %s (owed %x)\n", (unsigned long long)r, d.reason, owed);
+                }
+                if (!st.probing && owed) {
+                    CHECK(0,
+                          "kind %d seed %llu round %llu: settled with a level the choice did not beat "
+                          "unmeasured "
+                          "(mask %x)",
+                          kind, (unsigned long long)seed, (unsigned long long)r, owed);
+                    owed = 0;
+                }
+            }
+            ctl_policy_free(pol);
+            gen_free(&g);
+        }
+    if (verbose) printf("    contests with two levels to measure again: %d\n", two);
+    CHECK(two >= 1, "no contest with two unbeaten levels in 32 runs: the check saw nothing");
+}
+
 /* Time spec's run takes to deliver `target` fresh-gradient equivalents (each gradient at its worth
  * truth_worth(lag), lag in sync steps: count_round, as run_scen counts them). */
 static double time_to_worth(const char *spec, const scen_t *sc, double target) {
@@ -513,7 +575,8 @@ static void test_se(void) {
                 for (int p = 0; p < 4; p++) sc.period[p] = 1 + 0.5 * p;
             gen_t g;
             ctl_policy_cfg_t cfg;
-            ctl_policy_t *pol = scen_start("adaptive,rule=rate,screen=off", &sc, &g, &cfg);
+            /* from solo: started in sync, the partial levels' probes end early against it */
+            ctl_policy_t *pol = scen_start("adaptive,rule=rate,screen=off,start=solo", &sc, &g, &cfg);
             ctl_policy_stats_t st;
             for (uint64_t r = 0; r < 2000; r++) { /* until every level has its first measurement */
                 ctl_decision_t d;
@@ -776,12 +839,12 @@ static void test_stats(void) {
  * table at P = 4 and 8 (-v prints the bias and the draws' rms error: 1-4% where the step times
  * are regular, 10-27% with log-normal 0.8 noise or a random straggler, from the 4-8 step times
  * per rank it replays; the screen takes that spread as one measurement's). 2: with alike ranks,
- * where sync is best, a run that starts in sync runs no partial round (both probes screened) and
- * the default run (starting in solo) skips majority's; with a straggler, a run that starts in
+ * where sync is best, a run that starts in sync (the default) runs no partial round (both probes
+ * screened) and one that starts in solo skips majority's; with a straggler, a run that starts in
  * sync probes solo (replayed best) before majority; where a partial rule is best, the run still
- * spends most of its time in a partial level. (In the short-run table the default's cost
- * over the best static falls with the screen from 1.07 to 1.045 with alike ranks at P = 4, 1.08
- * to 1.045 at P = 8, 1.065 to 1.04 with a straggler, and moves nowhere else.) */
+ * spends most of its time in a partial level. (In the short-run table, starting in solo, the
+ * cost over the best static fell with the screen from 1.07 to 1.045 with alike ranks at P = 4,
+ * 1.08 to 1.045 at P = 8, 1.065 to 1.04 with a straggler, and moved nowhere else.) */
 #define SCREEN_DRAWS 8
 static void test_screen(void) {
     const double tol = 0.15;
@@ -828,7 +891,7 @@ static void test_screen(void) {
                       kname[kind], P, lvname[l], 100 * e1[l]);
             }
             /* with the screen: what it skips */
-            const char *spec[2] = {"adaptive,start=sync", "adaptive"};
+            const char *spec[2] = {"adaptive", "adaptive,start=solo"};
             for (int v = 0; v < 2; v++) {
                 outcome_t o;
                 run_scen(spec[v], &s, 0, &o);
@@ -859,6 +922,57 @@ static void test_screen(void) {
         }
 }
 
+/* The screen keeps sync or nothing: it skips a partial level's probe only while sync scores best
+ * of the levels measured (the replay is not trusted to choose between partial levels: training
+ * runs read it up to 30% low). Whenever a screen acts, sync's score is the highest; and where a
+ * partial level is best, the other partial level is still measured. Straggler, linear skew and
+ * random straggler at P = 4 and 8, both start levels, 4 draws each; screens must happen. */
+static void test_screen_sync(void) {
+    uint64_t screens = 0;
+    for (int P = 4; P <= 8; P += 4)
+        for (int kind = 0; kind < 4; kind++)
+            for (int v = 0; v < 2; v++)
+                for (uint64_t seed = 1; seed <= 4; seed++) {
+                    scen_t s = alike(P, 1);
+                    s.N = 2000;
+                    s.seed = seed;
+                    if (kind == 1) s.period[P - 1] = 4;
+                    if (kind == 2)
+                        for (int p = 0; p < P; p++) s.period[p] = 1 + p;
+                    if (kind == 3) s.rand_delay = 3;
+                    gen_t g;
+                    ctl_policy_t *pol = scen_start(v ? "adaptive" : "adaptive,start=sync", &s, &g, NULL);
+                    uint64_t was = 0;
+                    unsigned measured = 0;
+                    for (uint64_t r = 0; r < s.N; r++) {
+                        ctl_decision_t d;
+                        int k;
+                        scen_step(pol, &g, &d, &k);
+                        ctl_policy_stats_t st;
+                        ctl_policy_stats(pol, &st);
+                        for (int l = 0; l < 3; l++) measured |= (unsigned)isfinite(st.score[l]) << l;
+                        if (st.screens > was) {
+                            int top = 0;
+                            for (int l = 1; l < 3; l++)
+                                if (isfinite(st.score[l]) && !(st.score[l] <= st.score[top])) top = l;
+                            CHECK(top == 0,
+                                  "P=%d kind %d %s seed %llu round %llu: a screen while %s scores best", P,
+                                  kind, v ? "start solo" : "start sync", (unsigned long long)seed,
+                                  (unsigned long long)r, lvname[top]);
+                            screens += st.screens - was;
+                            was = st.screens;
+                        }
+                    }
+                    if (kind > 0)
+                        CHECK(measured == 7, "P=%d kind %d %s seed %llu: levels measured %x, not all three",
+                              P, kind, v ? "start solo" : "start sync", (unsigned long long)seed, measured);
+                    ctl_policy_free(pol);
+                    gen_free(&g);
+                }
+    if (verbose) printf("    screens: %llu\n", (unsigned long long)screens);
+    CHECK(screens >= 1, "no screen acted: the check saw nothing");
+}
+
 int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "-vv"))
@@ -872,13 +986,21 @@ int main(int argc, char **argv) {
         }
     }
     const named_test_t tests[] = {
-        {"alike", test_alike},   {"straggler", test_straggler},
-        {"skew", test_skew},     {"appears", test_appears},
-        {"noisy", test_noisy},   {"random", test_random},
-        {"drift", test_drift},   {"variants", test_variants},
-        {"stats", test_stats},   {"short", test_short},
-        {"se", test_se},         {"screen", test_screen},
+        {"alike", test_alike},
+        {"straggler", test_straggler},
+        {"skew", test_skew},
+        {"appears", test_appears},
+        {"noisy", test_noisy},
+        {"random", test_random},
+        {"drift", test_drift},
+        {"variants", test_variants},
+        {"stats", test_stats},
+        {"short", test_short},
+        {"se", test_se},
+        {"screen", test_screen},
         {"behind", test_behind},
+        {"contest", test_contest},
+        {"screen_sync", test_screen_sync},
     };
     return run_tests(tests, sizeof tests / sizeof tests[0]);
 }
