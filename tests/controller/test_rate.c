@@ -429,6 +429,18 @@ static void test_random(void) {
     }
 }
 
+/* Alike ranks at P, draw `seed`, with the paper's random straggler (a rank's step waits 3 more
+ * steps with probability 1/P) if `random`, else log-normal step noise of the given sigma. */
+static scen_t straggler_or_noise(int P, int random, double sigma, uint64_t seed) {
+    scen_t s = alike(P, 1);
+    if (random)
+        s.rand_delay = 3;
+    else
+        s.jitter = 0, s.lognormal = sigma;
+    s.seed = seed;
+    return s;
+}
+
 /* An unresolved choice (its lead over the rival within the noise) is kept for its higher point
  * estimate; the measurements it adds while it runs may put its pooled score below the rival's, and
  * then the contest is held at once, not when it falls due (the choice's reason is gone; a sync
@@ -442,12 +454,7 @@ static void test_behind(void) {
     int held = 0;
     for (int kind = 0; kind < 3; kind++)
         for (uint64_t seed = 1; seed <= 8; seed++) {
-            scen_t s = alike(kind == 1 ? 8 : 4, 1);
-            if (kind < 2)
-                s.rand_delay = 3;
-            else
-                s.jitter = 0, s.lognormal = 0.3;
-            s.seed = seed;
+            scen_t s = straggler_or_noise(kind == 1 ? 8 : 4, kind < 2, 0.3, seed);
             gen_t g;
             ctl_policy_t *pol = scen_start("adaptive,rule=rate", &s, &g, NULL);
             int bad = 0;
@@ -489,12 +496,7 @@ static void test_contest(void) {
     int two = 0;
     for (int kind = 0; kind < 4; kind++)
         for (uint64_t seed = 1; seed <= 8; seed++) {
-            scen_t s = alike(kind & 1 ? 8 : 4, 1);
-            if (kind < 2)
-                s.rand_delay = 3;
-            else
-                s.jitter = 0, s.lognormal = 0.8;
-            s.seed = seed;
+            scen_t s = straggler_or_noise(kind & 1 ? 8 : 4, kind < 2, 0.8, seed);
             gen_t g;
             ctl_policy_t *pol = scen_start("adaptive,screen=off", &s, &g, NULL);
             unsigned owed = 0; /* levels the contest in progress must measure (bit per index) */
