@@ -93,8 +93,8 @@
  *   at once when the choice's own measurements put its pooled score below the rival's (a contest,
  *   at most CONTEST_MAX = 2 times, each keeping the highest score again). A later probe changes the choice only
  *   to a level that beats the incumbent by Z standard errors. A probe of a level already Z
- *   standard errors below the best one measured ends early (sync's, before any partial level is
- *   measured, also below the best partial level's replay: screen below); a probe measurement outside its
+ *   standard errors below the best one measured ends early (sync's also when below a partial
+ *   level's replay: screen below); a probe measurement outside its
  *   level's pool limits replaces that pool. The next probe comes after `probe` [256] sync rounds'
  *   worth of gradients (P x probe), doubled up to probe_max [4096] each time a probe keeps the
  *   choice, reset when it changes it. While settled, every measurement of the chosen level is

@@ -6,10 +6,10 @@
  *   Z = 2: a score beats another only if it is higher by 2 standard errors of the difference
  *     (one-sided, about 98% confidence that it really is faster after the discount). A choice
  *     that does not beat the next level is unresolved and every level it does not beat is
- *     measured again (a contest); a settled choice changes only to a level that beats it. A tie keeps the higher
- *     point estimate (sending ties to the least partial level instead was measured over 6-epoch
- *     training runs: it moves the loss from one regime to another, docs/EXPERIMENTS.md). A
- *     settled choice is re-probed when two measurements in a row of it lie more than 2
+ *     measured again (a contest); a settled choice changes only to a level that beats it. A tie
+ *     keeps the higher point estimate (sending ties to the least partial level instead was
+ *     measured over 6-epoch training runs: it moves the loss from one regime to another,
+ *     docs/EXPERIMENTS.md). A settled choice is re-probed when two measurements in a row of it lie more than 2
  *     standard errors from its pool on the same side (a control chart's run rule: about one false
  *     alarm in 2,000 measurements), e.g. when a rank becomes slow in the middle of a run.
  * Standard errors are the larger of two: the spread of the cycle times within a measurement, and
@@ -304,9 +304,10 @@ static int meas_close(ctl_policy_t *p, uint64_t rg, double *score, double *se, u
             if (l == s->level || s->scored_at[l] == NONE || s->pool_k[l] == 0) continue;
             full = hi < s->score[l] - zq(df) * rate_se(s, l);
         }
-        /* sync, before any partial level is measured (the run's start): against the partial
-         * levels' replays (the screen's), with this measurement's relative error. The replay
-         * reads partial levels low on shared cores, so this errs toward measuring sync longer. */
+        /* sync also against the partial levels' replays (the screen's), with this measurement's
+         * relative error: at the run's start no partial level is measured yet to end against. The
+         * replay reads partial levels low on shared cores, so this errs toward measuring sync
+         * longer. */
         const double rel = meas_se(s, *score, *se) / *score, o = sync_round_overhead(s);
         for (int l = 0; l < NLV && !full && s->level == LV_SYNC && p->c.screen && s->ovh_n >= 2; l++) {
             if (l == LV_SYNC) continue;
