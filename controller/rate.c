@@ -308,11 +308,13 @@ static int meas_close(ctl_policy_t *p, uint64_t rg, double *score, double *se, u
          * relative error: at the run's start no partial level is measured yet to end against. The
          * replay reads partial levels low on shared cores, so this errs toward measuring sync
          * longer. */
-        const double rel = meas_se(s, *score, *se) / *score, o = sync_round_overhead(s);
-        for (int l = 0; l < NLV && !full && s->level == LV_SYNC && p->c.screen && s->ovh_n >= 2; l++) {
-            if (l == LV_SYNC) continue;
-            const double x = rate_predict(p, l, o);
-            full = x > 0 && hi < x - zq(df) * meas_se(s, x, rel * x);
+        if (s->level == LV_SYNC && p->c.screen && s->ovh_n >= 2) {
+            const double rel = meas_se(s, *score, *se) / *score, o = sync_round_overhead(s);
+            for (int l = 0; l < NLV && !full; l++) {
+                if (l == LV_SYNC) continue;
+                const double x = rate_predict(p, l, o);
+                full = x > 0 && hi < x - zq(df) * meas_se(s, x, rel * x);
+            }
         }
     }
     if (!full) return 0;

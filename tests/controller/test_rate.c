@@ -236,6 +236,20 @@ static scen_t alike(int P, double scale) {
     return s;
 }
 
+/* The regimes of the short-run table, applied to alike ranks s (its P): one rank 4x slower, linear
+ * skew (periods 1 .. P), log-normal noise sigma 0.8, the paper's random straggler (a rank's step
+ * waits 3 more steps with probability 1/P), log-normal sigma 0.3 (the spread of the paper's cloud
+ * step times: sync best). */
+enum { R_ALIKE, R_STRAGGLER, R_SKEW, R_LN08, R_RANDOM, R_LN03 };
+static void set_regime(scen_t *s, int kind) {
+    if (kind == R_STRAGGLER) s->period[s->P - 1] = 4;
+    if (kind == R_SKEW)
+        for (int p = 0; p < s->P; p++) s->period[p] = 1 + p;
+    if (kind == R_LN08) s->jitter = 0, s->lognormal = 0.8;
+    if (kind == R_RANDOM) s->rand_delay = 3;
+    if (kind == R_LN03) s->jitter = 0, s->lognormal = 0.3;
+}
+
 /* Alike ranks: sync costs nothing, it is the choice (at P = 2, 4, 8 and any step scale). */
 static void test_alike(void) {
     int Ps[] = {2, 4, 8};
@@ -429,18 +443,6 @@ static void test_random(void) {
     }
 }
 
-/* Alike ranks at P, draw `seed`, with the paper's random straggler (a rank's step waits 3 more
- * steps with probability 1/P) if `random`, else log-normal step noise of the given sigma. */
-static scen_t straggler_or_noise(int P, int random, double sigma, uint64_t seed) {
-    scen_t s = alike(P, 1);
-    if (random)
-        s.rand_delay = 3;
-    else
-        s.jitter = 0, s.lognormal = sigma;
-    s.seed = seed;
-    return s;
-}
-
 /* An unresolved choice (its lead over the rival within the noise) is kept for its higher point
  * estimate; the measurements it adds while it runs may put its pooled score below the rival's, and
  * then the contest is held at once, not when it falls due (the choice's reason is gone; a sync
@@ -454,7 +456,9 @@ static void test_behind(void) {
     int held = 0;
     for (int kind = 0; kind < 3; kind++)
         for (uint64_t seed = 1; seed <= 8; seed++) {
-            scen_t s = straggler_or_noise(kind == 1 ? 8 : 4, kind < 2, 0.3, seed);
+            scen_t s = alike(kind == 1 ? 8 : 4, 1);
+            set_regime(&s, kind < 2 ? R_RANDOM : R_LN03);
+            s.seed = seed;
             gen_t g;
             ctl_policy_t *pol = scen_start("adaptive,rule=rate", &s, &g, NULL);
             int bad = 0;
@@ -496,7 +500,9 @@ static void test_contest(void) {
     int two = 0;
     for (int kind = 0; kind < 4; kind++)
         for (uint64_t seed = 1; seed <= 8; seed++) {
-            scen_t s = straggler_or_noise(kind & 1 ? 8 : 4, kind < 2, 0.8, seed);
+            scen_t s = alike(kind & 1 ? 8 : 4, 1);
+            set_regime(&s, kind < 2 ? R_RANDOM : R_LN08);
+            s.seed = seed;
             gen_t g;
             ctl_policy_t *pol = scen_start("adaptive,screen=off", &s, &g, NULL);
             unsigned owed = 0; /* levels the contest in progress must measure (bit per index) */
@@ -523,8 +529,7 @@ static void test_contest(void) {
                 if (!st.probing && owed) {
                     CHECK(0,
                           "kind %d seed %llu round %llu: settled with a level the choice did not beat "
-                          "unmeasured "
-                          "(mask %x)",
+                          "unmeasured (mask %x)",
                           kind, (unsigned long long)seed, (unsigned long long)r, owed);
                     owed = 0;
                 }
@@ -623,13 +628,7 @@ static double short_cost(const scen_t *base, int kind, int P, double steps, uint
     const char *st[3] = {"sync", "majority", "solo"};
     scen_t s = *base;
     s.seed = seed;
-    if (kind == 1) s.period[P - 1] = 4;
-    if (kind == 2)
-        for (int p = 0; p < P; p++) s.period[p] = 1 + p;
-    if (kind == 3) s.jitter = 0, s.lognormal = 0.8;
-    if (kind == 4) s.rand_delay = 3;
-    if (kind == 5)
-        s.jitter = 0, s.lognormal = 0.3; /* the spread of the paper's cloud step times: sync best */
+    set_regime(&s, kind);
     double target = steps * P, best = 0;
     for (int l = 0; l < 3; l++) {
         double t = time_to_worth(st[l], &s, target);
@@ -643,10 +642,11 @@ static void test_short(void) {
     struct {
         const char *name;
         int P, kind;
-    } reg[] = {{"alike", 4, 0},          {"straggler k=4", 4, 1},    {"linear skew", 4, 2},
-               {"log-normal 0.8", 4, 3}, {"random straggler", 4, 4}, {"alike", 8, 0},
-               {"linear skew", 8, 2},    {"random straggler", 8, 4}, {"log-normal 0.3", 4, 5},
-               {"log-normal 0.3", 8, 5}};
+    } reg[] = {
+        {"alike", 4, R_ALIKE},         {"straggler k=4", 4, R_STRAGGLER}, {"linear skew", 4, R_SKEW},
+        {"log-normal 0.8", 4, R_LN08}, {"random straggler", 4, R_RANDOM}, {"alike", 8, R_ALIKE},
+        {"linear skew", 8, R_SKEW},    {"random straggler", 8, R_RANDOM}, {"log-normal 0.3", 4, R_LN03},
+        {"log-normal 0.3", 8, R_LN03}};
     for (size_t i = 0; i < sizeof reg / sizeof reg[0]; i++) {
         double sum = 0, worst = 0, sum50 = 0;
         int P = reg[i].P;
@@ -856,12 +856,7 @@ static void test_screen(void) {
         for (int kind = 0; kind < 6; kind++) {
             scen_t s = alike(P, 1);
             s.N = 3000;
-            if (kind == 1) s.period[P - 1] = 4;
-            if (kind == 2)
-                for (int p = 0; p < P; p++) s.period[p] = 1 + p;
-            if (kind == 3) s.jitter = 0, s.lognormal = 0.8;
-            if (kind == 4) s.rand_delay = 3;
-            if (kind == 5) s.jitter = 0, s.lognormal = 0.3;
+            set_regime(&s, kind);
             double sc3[3], e1[3] = {0}, e2[3] = {0};
             int best = 0;
             for (uint64_t seed = 1; seed <= SCREEN_DRAWS; seed++) {
@@ -909,7 +904,8 @@ static void test_screen(void) {
                         CHECK(o.time[1] == 0, "%s P=%d, %s: majority probed (%.0f%% of the time)",
                               kname[kind], P, spec[v], 100 * o.time[1] / o.total);
                 }
-                if (kind == 1 && v == 0) { /* after sync, the partial level replayed best is probed first */
+                if (kind == R_STRAGGLER &&
+                    v == 0) { /* after sync, the partial level replayed best is probed first */
                     int first = -1;
                     for (int i = 0; i < o.L.n && first < 0; i++)
                         if (o.L.d[i].what & CTL_DEC_PROBE && o.L.d[i].to != PCOLL_SYNC) first = o.L.d[i].to;
@@ -930,6 +926,7 @@ static void test_screen(void) {
  * partial level is best, the other partial level is still measured. Straggler, linear skew and
  * random straggler at P = 4 and 8, both start levels, 4 draws each; screens must happen. */
 static void test_screen_sync(void) {
+    const int kinds[4] = {R_ALIKE, R_STRAGGLER, R_SKEW, R_RANDOM};
     uint64_t screens = 0;
     for (int P = 4; P <= 8; P += 4)
         for (int kind = 0; kind < 4; kind++)
@@ -938,10 +935,7 @@ static void test_screen_sync(void) {
                     scen_t s = alike(P, 1);
                     s.N = 2000;
                     s.seed = seed;
-                    if (kind == 1) s.period[P - 1] = 4;
-                    if (kind == 2)
-                        for (int p = 0; p < P; p++) s.period[p] = 1 + p;
-                    if (kind == 3) s.rand_delay = 3;
+                    set_regime(&s, kinds[kind]);
                     gen_t g;
                     ctl_policy_t *pol = scen_start(v ? "adaptive" : "adaptive,start=sync", &s, &g, NULL);
                     uint64_t was = 0;
@@ -965,7 +959,7 @@ static void test_screen_sync(void) {
                             was = st.screens;
                         }
                     }
-                    if (kind > 0)
+                    if (kinds[kind] != R_ALIKE)
                         CHECK(measured == 7, "P=%d kind %d %s seed %llu: levels measured %x, not all three",
                               P, kind, v ? "start solo" : "start sync", (unsigned long long)seed, measured);
                     ctl_policy_free(pol);
