@@ -1,7 +1,7 @@
 #!/bin/bash
 # ddp_race.sh keeps the step time its delays are scaled to in DIR/pP/step_ms: seeds run one call
 # at a time into the same folder get the same delays (one calibration run, not one per call); a
-# damaged step_ms is refused, naming the file.
+# damaged step_ms is refused, naming the file; the target is DDP's mean final top-1 over seeds.
 . "$(dirname "$0")/common.sh"
 R=trainer/ref/ddp_race.sh
 D=$TMP/race/p2
@@ -17,6 +17,17 @@ grep -q "from $D/step_ms (measured by none/sync-s1.json" "$TMP/race.out" ||
 [ -e "$D/none/sync-s2.json" ] && fail "the second call measured the step time again (none/sync-s2.json)"
 a=$(jq -r ".config.imbalance // empty" "$D/random1/adaptive-s1.json") b=$(jq -r ".config.imbalance // empty" "$D/random1/adaptive-s2.json")
 [ -n "$a" ] && [ "$a" = "$b" ] || fail "seeds 1 and 2 ran different delays: '$a' and '$b'"
+# the target: DDP's mean final top-1 over seeds, one run per seed, the one without imbalance where
+# there is one (DDP's steps do not depend on the delays), also when this call runs no DDP
+F=tests/results/ddp/fmnist_ddp_none.json
+mkdir -p "$D/linear"
+jq '.summary.final_test_top1 = 0.9' $F >"$D/random1/ddp-s1.json"
+jq '.summary.final_test_top1 = 0.5' $F >"$D/none/ddp-s1.json"
+jq '.summary.final_test_top1 = 0.7' $F >"$D/linear/ddp-s2.json"
+race --seeds 2 || fail "with DDP runs in the folder: $(tail -5 "$TMP/race.out")"
+grep -q "target top-1 = DDP's mean final top-1, 0.6, over seed(s) 1 2 " "$TMP/race.out" ||
+  fail "target not DDP's mean over seeds 1 (none) and 2 (linear), 0.6: $(grep -i target "$TMP/race.out")"
+rm -r "$D/random1/ddp-s1.json" "$D/none/ddp-s1.json" "$D/linear"
 echo "12x none/sync-s1.json" > "$D/step_ms"
 race --seeds 3 && fail "a damaged step_ms was accepted"
 grep -q "$D/step_ms: '12x' is not a step time" "$TMP/race.out" || fail "damaged step_ms: $(cat "$TMP/race.out")"

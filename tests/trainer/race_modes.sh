@@ -1,6 +1,7 @@
 #!/bin/bash
 # ddp_race.sh --modes MODE+OPTS: the run takes --policy-opts OPTS after --partial-opts, into a file
-# named with + = , as _, so two adaptive specs run interleaved per seed; bad specs are refused.
+# named with + = , as _, so two adaptive specs run interleaved per seed; bad specs are refused;
+# --ln-std-x sets the log-normal delay's std.
 . "$(dirname "$0")/common.sh"
 R=trainer/ref/ddp_race.sh
 out=$(B=$B bash $R --no-ddp --ranks 2 --seeds 1 --imbalances none --partial-opts "--tau 4" \
@@ -15,4 +16,13 @@ for bad in "sinc:mode" "sync+tau=2:sync takes no policy options" "adaptive+:no o
   m=$(B=$B bash $R --no-ddp --modes "$spec" --out "$TMP/race" --dry-run 2>&1) && fail "--modes '$spec' accepted"
   echo "$m" | grep -q -- "$msg" || fail "--modes '$spec': '$m' does not say '$msg'"
 done
+# --ln-std-x: the log-normal delay's std (default 0.3 x its mean), in step times or ms
+for c in ":std=0.3x1xSTEP_MS" "--ln-std-x 0.6:std=0.6xSTEP_MS" "--ln-x 100ms:mean=100.0,std=30.0" \
+  "--ln-x 100ms --ln-std-x 60ms:mean=100.0,std=60.0"; do
+  read -ra a <<<"${c%%:*}"
+  out=$(B=$B bash $R --no-ddp --ranks 2 --seeds 1 --imbalances lognormal --modes sync --out "$TMP/race" --dry-run "${a[@]}" 2>&1)
+  echo "$out" | grep -q -- "--imbalance lognormal:[^ ]*${c#*:}" || fail "'${c%%:*}': no lognormal ${c#*:} in: $out"
+done
+m=$(B=$B bash $R --ln-std-x 0.6x --dry-run 2>&1) && fail "--ln-std-x 0.6x accepted"
+echo "$m" | grep -q -- "--ln-std-x .* not '0.6x'" || fail "--ln-std-x 0.6x: $m"
 echo "race_modes: ok"

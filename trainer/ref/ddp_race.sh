@@ -9,12 +9,16 @@
 #                          none
 #                          randomK    random:k=K,d=DELAY: K ranks drawn per step (with
 #                                     replacement) wait DELAY (the paper's Figs. 11-12: K = 1, 2)
-#                          lognormal  lognormal:mean=LN,std=0.3 LN: every rank waits a log-normal
-#                                     delay (std/mean of the paper's cloud V100 step times, 144/475)
+#                          lognormal  lognormal:mean=LN,std=LN_STD: every rank waits a log-normal
+#                                     delay; LN_STD 0.3 LN by default (the delay alone has the
+#                                     std/mean of the paper's cloud V100 step times, 144/475);
+#                                     --ln-std-x 0.6 gives the step time itself (1 step of compute
+#                                     + the delay, mean 2 steps, std 0.6) that ratio
 #                          linear     linear:unit=LIN: rank r waits r x LIN (a fixed skew)
 #                          slow       slow:rank=P-1,factor=SLOW: the last rank is SLOW times slower
 #                                     (waits SLOW - 1 times its own compute time, every step)
-#     --delay-x X          DELAY (2), --ln-x X: LN (1), --lin-x X: LIN (0.5), in step times, or
+#     --delay-x X          DELAY (2), --ln-x X: LN (1), --ln-std-x X: LN_STD (0.3 LN),
+#                          --lin-x X: LIN (0.5), in step times, or
 #                          with the suffix ms in milliseconds (e.g. --delay-x 150ms: the same
 #                          absolute delay whatever P and the machine)
 #     --slow-factor F      SLOW (2)
@@ -43,8 +47,9 @@
 # every later call into DIR (seeds run one call at a time get the same delays); delete the file
 # to measure it again.
 # Per P, DIR/compare-pP.{md,json,csv} is pcoll-compare's table with the target set to DDP's mean
-# final top-1 without imbalance: "to target vs DDP" is then how much sooner a mode reaches the
-# accuracy DDP ends with.
+# final top-1 over the seeds in DIR/pP (one run per seed, the one without imbalance where there
+# is one: DDP's steps do not depend on the delays): "to target vs DDP" is then how much sooner a
+# mode reaches the accuracy DDP ends with.
 # Needs $B/bin/eager-train, $B/bin/pcoll-compare, jq or python3 (a machine without a registry may
 # lack jq), and for DDP $DDP_PY with torch (ddp_venv.sh).
 set -u
@@ -54,7 +59,7 @@ DDP_PY=${DDP_PY:-$B/venv/bin/python3}
 : "${MPIRUN:=mpirun --oversubscribe --bind-to none}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 RANKS="4 8"; SEEDS="1 2 3"; IMBS="none random1 random2 lognormal"; MODES="sync adaptive majority"
-DELAY_X=2; LN_X=1; LIN_X=0.5; SLOW=2; BUSY=""; DDP=1; PARTIAL=""; TRAIN_OPTS=""; BOTH_OPTS=""; EXP=fmnist
+DELAY_X=2; LN_X=1; LN_STD_X=""; LIN_X=0.5; SLOW=2; BUSY=""; DDP=1; PARTIAL=""; TRAIN_OPTS=""; BOTH_OPTS=""; EXP=fmnist
 EPOCHS=""; BATCH=""; LT=0; LTE=0; THREADS=0; CURVE=auto; CURVE_TEST=2000; OUT=results/runs/ddp-race; DRY=0
 die() { echo "ddp_race: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -64,6 +69,7 @@ while [ $# -gt 0 ]; do
   --imbalances) IMBS=$2; shift ;;
   --delay-x) DELAY_X=$2; shift ;;
   --ln-x) LN_X=$2; shift ;;
+  --ln-std-x) LN_STD_X=$2; shift ;;
   --lin-x) LIN_X=$2; shift ;;
   --slow-factor) SLOW=$2; shift ;;
   --busy) BUSY=",busy=1" ;;
@@ -88,8 +94,8 @@ while [ $# -gt 0 ]; do
   shift
 done
 [ $# -eq 0 ] || die "unexpected argument $1"
-for x in "$DELAY_X" "$LN_X" "$LIN_X"; do
-  [[ $x =~ ^[0-9]+(\.[0-9]+)?(ms)?$ ]] || die "--delay-x / --ln-x / --lin-x take a number of step times or NUMBERms, not '$x'"
+for x in "$DELAY_X" "$LN_X" "${LN_STD_X:-0}" "$LIN_X"; do
+  [[ $x =~ ^[0-9]+(\.[0-9]+)?(ms)?$ ]] || die "--delay-x / --ln-x / --ln-std-x / --lin-x take a number of step times or NUMBERms, not '$x'"
 done
 [[ $SLOW =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v f="$SLOW" 'BEGIN { exit !(f >= 1) }' || die "--slow-factor takes a number >= 1, not '$SLOW'"
 [[ $CURVE =~ ^(auto|[0-9]+)$ ]] || die "--curve-every takes auto or a number of batches, not '$CURVE'"
@@ -169,8 +175,10 @@ spec() {
   random*) echo "random:k=${1#random},d=$(ms "$DELAY_X" "$2")$BUSY" ;;
   lognormal)
     d=$(ms "$LN_X" "$2")
-    case $d in *STEP_MS) echo "lognormal:mean=$d,std=0.3x$d$BUSY" ;;
-    *) awk -v m="$d" -v b="$BUSY" 'BEGIN { printf "lognormal:mean=%.1f,std=%.1f%s", m, 0.3 * m, b }' ;; esac ;;
+    if [ -n "$LN_STD_X" ]; then sd=$(ms "$LN_STD_X" "$2")
+    else case $d in *STEP_MS) sd=0.3x$d ;; *) sd=$(awk -v m="$d" 'BEGIN { printf "%.1f", 0.3 * m }') ;; esac; fi
+    case $d$sd in *STEP_MS*) echo "lognormal:mean=$d,std=$sd$BUSY" ;;
+    *) awk -v m="$d" -v sd="$sd" -v b="$BUSY" 'BEGIN { printf "lognormal:mean=%.1f,std=%.1f%s", m, sd, b }' ;; esac ;;
   linear) echo "linear:unit=$(ms "$LIN_X" "$2")$BUSY" ;;
   slow) echo "slow:rank=$(($3 - 1)),factor=$SLOW$BUSY" ;;
   esac
@@ -225,14 +233,22 @@ for P in $RANKS; do
     done
   done
   [ $DRY = 1 ] && continue
-  # the target: DDP's mean final top-1 without imbalance (else the preset's target)
-  # (regression presets have no top-1: each run's own target, i.e. none)
-  tgt=()
-  if [ $DDP = 1 ] && ls "$D"/none/ddp-s*.json >/dev/null 2>&1; then
-    t=$(mean_top1 "$D"/none/ddp-s*.json)
+  # the target: DDP's mean final top-1 over its seeds, one run per seed (else the preset's target;
+  # regression presets have no top-1: each run's own target, i.e. none). DDP computes the same
+  # steps whatever the delays, so a seed's run without imbalance or under any imbalance will do:
+  # the one without is taken where there is one
+  tgt=() ddpf=() seen=" "
+  for f in "$D"/none/ddp-s*.json "$D"/*/ddp-s*.json; do
+    [ -s "$f" ] || continue
+    s=${f##*/ddp-s} && s=${s%.json}
+    [[ $seen == *" $s "* ]] && continue
+    seen+="$s " && ddpf+=("$f")
+  done
+  if [ ${#ddpf[@]} -gt 0 ]; then
+    t=$(mean_top1 "${ddpf[@]}")
     if [ -n "$t" ]; then
       tgt=(--target "$t")
-      echo "ddp_race: P=$P: target top-1 = DDP's mean final top-1 without imbalance, $t"
+      echo "ddp_race: P=$P: target top-1 = DDP's mean final top-1, $t, over seed(s)$seen(${ddpf[*]#"$D"/})"
     fi
   fi
   C=$OUT/compare-p$P
