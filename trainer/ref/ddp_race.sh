@@ -40,16 +40,20 @@
 #     --experiment fmnist --epochs E --batch B --limit-train N --limit-test N --threads T (0: cores / P)
 #     --out DIR            runs go to DIR/pP/<imbalance>/<program>-s<seed>.json (default
 #                          results/runs/ddp-race); existing files are kept (rerun to resume)
+#     --cal-epochs E       measure the step time with a balanced sync run of E epochs (the race's
+#                          options otherwise) into DIR/pP-cal/, not with the race's own
+#                          balanced sync run of the first seed (a long race need not wait for a
+#                          long calibration run: a step costs the same in epoch 2 as in epoch 16)
 #     --dry-run            print the commands only
-# A step time is what the balanced sync run of the first seed measured about itself (ranks[]
-# compute_s / steps, mean over ranks), so the delays given in step times scale with the model and
-# the machine; delays given in ms do not. It is kept in DIR/pP/step_ms ("MS RUN") and reused by
-# every later call into DIR (seeds run one call at a time get the same delays); delete the file
-# to measure it again.
+# A step time is what the balanced sync run of the first seed (--cal-epochs: its own run) measured
+# about itself (ranks[] compute_s / steps, mean over ranks), so the delays given in step times scale
+# with the model and the machine; delays given in ms do not. It is kept in DIR/pP/step_ms ("MS RUN",
+# RUN relative to DIR/pP) and reused by every later call into DIR (seeds run one call at a time get
+# the same delays); delete the file to measure it again.
 # Per P, DIR/compare-pP.{md,json,csv} is pcoll-compare's table with the target set to DDP's mean
-# final top-1 over the seeds in DIR/pP (one run per seed, the one without imbalance where there
-# is one: DDP's steps do not depend on the delays): "to target vs DDP" is then how much sooner a
-# mode reaches the accuracy DDP ends with.
+# final top-1 over the seeds in DIR/pP (one run per seed with a final top-1, the one without
+# imbalance where there is one: DDP's steps do not depend on the delays): "to target vs DDP" is then
+# how much sooner a mode reaches the accuracy DDP ends with.
 # Needs $B/bin/eager-train, $B/bin/pcoll-compare, jq or python3 (a machine without a registry may
 # lack jq), and for DDP $DDP_PY with torch (ddp_venv.sh).
 set -u
@@ -60,7 +64,7 @@ DDP_PY=${DDP_PY:-$B/venv/bin/python3}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 RANKS="4 8"; SEEDS="1 2 3"; IMBS="none random1 random2 lognormal"; MODES="sync adaptive majority"
 DELAY_X=2; LN_X=1; LN_STD_X=""; LIN_X=0.5; SLOW=2; BUSY=""; DDP=1; PARTIAL=""; TRAIN_OPTS=""; BOTH_OPTS=""; EXP=fmnist
-EPOCHS=""; BATCH=""; LT=0; LTE=0; THREADS=0; CURVE=auto; CURVE_TEST=2000; OUT=results/runs/ddp-race; DRY=0
+EPOCHS=""; CAL_EPOCHS=""; BATCH=""; LT=0; LTE=0; THREADS=0; CURVE=auto; CURVE_TEST=2000; OUT=results/runs/ddp-race; DRY=0
 die() { echo "ddp_race: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -83,6 +87,7 @@ while [ $# -gt 0 ]; do
   --batch) BATCH=$2; shift ;;
   --experiment) EXP=$2; shift ;;
   --epochs) EPOCHS=$2; shift ;;
+  --cal-epochs) CAL_EPOCHS=$2; shift ;;
   --limit-train) LT=$2; shift ;;
   --limit-test) LTE=$2; shift ;;
   --threads) THREADS=$2; shift ;;
@@ -97,9 +102,15 @@ done
 for x in "$DELAY_X" "$LN_X" "${LN_STD_X:-0}" "$LIN_X"; do
   [[ $x =~ ^[0-9]+(\.[0-9]+)?(ms)?$ ]] || die "--delay-x / --ln-x / --ln-std-x / --lin-x take a number of step times or NUMBERms, not '$x'"
 done
+# the log-normal std by default: 0.3 x its mean, in the mean's unit
+if [ -z "$LN_STD_X" ]; then
+  case $LN_X in *ms) LN_STD_X=$(awk -v m="${LN_X%ms}" 'BEGIN { printf "%.10gms", 0.3 * m }') ;;
+  *) LN_STD_X=$(awk -v m="$LN_X" 'BEGIN { printf "%.10g", 0.3 * m }') ;; esac
+fi
 [[ $SLOW =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v f="$SLOW" 'BEGIN { exit !(f >= 1) }' || die "--slow-factor takes a number >= 1, not '$SLOW'"
 [[ $CURVE =~ ^(auto|[0-9]+)$ ]] || die "--curve-every takes auto or a number of batches, not '$CURVE'"
 [[ $CURVE_TEST =~ ^[0-9]+$ ]] && [ "$CURVE_TEST" -ge 1 ] || die "--curve-test takes a number of test samples >= 1, not '$CURVE_TEST'"
+[ -z "$CAL_EPOCHS" ] || [[ $CAL_EPOCHS =~ ^[1-9][0-9]*$ ]] || die "--cal-epochs takes a number of epochs >= 1, not '$CAL_EPOCHS'"
 [ -z "$BATCH" ] || [[ $BATCH =~ ^[1-9][0-9]*$ ]] || die "--batch takes a number >= 1, not '$BATCH'"
 read -ra TRAIN_EXTRA <<<"$TRAIN_OPTS"
 read -ra BOTH_EXTRA <<<"$BOTH_OPTS"
@@ -112,15 +123,15 @@ for m in $MODES; do
   case $m in sync+*) die "--modes: '$m': sync takes no policy options" ;; *+) die "--modes: '$m': no options after +" ;; esac
 done
 for i in $IMBS; do [[ $i =~ ^(none|random[1-9][0-9]*|lognormal|linear|slow)$ ]] || die "--imbalances: '$i' is not none, randomK, lognormal, linear or slow"; done
-# the two figures read from run files: the balanced step time (ms) and the mean final top-1
+# the two figures read from run files: the balanced step time (ms) and a run's final top-1 (empty
+# where it has none)
 if command -v jq >/dev/null; then
   step_ms() { jq '[.ranks[] | .compute_s / .steps] | add / length * 1000' "$1"; }
-  mean_top1() { jq -s '[.[].summary.final_test_top1 | numbers] | if length > 0 then add / length else empty end' "$@"; }
+  top1() { jq '.summary.final_test_top1 | numbers' "$1"; }
 elif command -v python3 >/dev/null; then
   step_ms() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["ranks"]; print(sum(x["compute_s"]/x["steps"] for x in r)/len(r)*1000)' "$1"; }
-  mean_top1() { python3 -c 'import json,sys
-v=[json.load(open(f))["summary"].get("final_test_top1") for f in sys.argv[1:]]; v=[x for x in v if isinstance(x,(int,float))]
-print(sum(v)/len(v) if v else "")' "$@"; }
+  top1() { python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))["summary"].get("final_test_top1")
+if isinstance(v,(int,float)) and not isinstance(v,bool): print(v)' "$1"; }
 else die "needs jq or python3 to read the run files (make deps installs jq)"; fi
 if [ $DRY = 0 ]; then
   [ -x "$B/bin/eager-train" ] && [ -x "$B/bin/pcoll-compare" ] || die "build first: make build-all"
@@ -133,8 +144,11 @@ if [ $DRY = 0 ]; then
 fi
 
 common=(--experiment "$EXP" --limit-train "$LT" --limit-test "$LTE" "${BOTH_EXTRA[@]}")
-[ -n "$EPOCHS" ] && common+=(--epochs "$EPOCHS")
 [ -n "$BATCH" ] && common+=(--batch "$BATCH")
+# the race's epochs, and the calibration run's (the race's unless --cal-epochs)
+ep=() cal_ep=()
+[ -n "$EPOCHS" ] && ep=(--epochs "$EPOCHS") && cal_ep=("${ep[@]}")
+[ -n "$CAL_EPOCHS" ] && cal_ep=(--epochs "$CAL_EPOCHS")
 
 # curve_every P: the --curve-every of P ranks: CURVE, or auto: a tenth of an epoch's batches (all
 # ranks together: P x floor(floor(N / P) / batch), N the training samples used), at least 1
@@ -173,12 +187,7 @@ spec() {
   case $1 in
   none) echo none ;;
   random*) echo "random:k=${1#random},d=$(ms "$DELAY_X" "$2")$BUSY" ;;
-  lognormal)
-    d=$(ms "$LN_X" "$2")
-    if [ -n "$LN_STD_X" ]; then sd=$(ms "$LN_STD_X" "$2")
-    else case $d in *STEP_MS) sd=0.3x$d ;; *) sd=$(awk -v m="$d" 'BEGIN { printf "%.1f", 0.3 * m }') ;; esac; fi
-    case $d$sd in *STEP_MS*) echo "lognormal:mean=$d,std=$sd$BUSY" ;;
-    *) awk -v m="$d" -v sd="$sd" -v b="$BUSY" 'BEGIN { printf "lognormal:mean=%.1f,std=%.1f%s", m, sd, b }' ;; esac ;;
+  lognormal) echo "lognormal:mean=$(ms "$LN_X" "$2"),std=$(ms "$LN_STD_X" "$2")$BUSY" ;;
   linear) echo "linear:unit=$(ms "$LIN_X" "$2")$BUSY" ;;
   slow) echo "slow:rank=$(($3 - 1)),factor=$SLOW$BUSY" ;;
   esac
@@ -203,13 +212,15 @@ for P in $RANKS; do
     case $step in '' | *[!0-9.]*) die "$stepf: '$step' is not a step time in ms (delete the file to measure again)" ;; esac
     echo "ddp_race: P=$P: step time $step ms from $stepf (measured by $src; delete it to measure again)"
   else
-    cal=$D/none/sync-s$first_seed.json
-    run "$cal" $MPIRUN -np "$P" "$B/bin/eager-train" "${common[@]}" "${curve[@]}" "${TRAIN_EXTRA[@]}" --mode sync \
-      --seed "$first_seed" --imbalance none --threads "$th" --quiet --out "$cal" || { fails=$((fails + 1)); continue; }
+    rel=none/sync-s$first_seed.json
+    [ -n "$CAL_EPOCHS" ] && rel=../p$P-cal/sync-s$first_seed.json
+    cal=$D/$rel
+    run "$cal" $MPIRUN -np "$P" "$B/bin/eager-train" "${common[@]}" "${cal_ep[@]}" "${curve[@]}" "${TRAIN_EXTRA[@]}" \
+      --mode sync --seed "$first_seed" --imbalance none --threads "$th" --quiet --out "$cal" || { fails=$((fails + 1)); continue; }
     if [ $DRY = 1 ]; then step=STEP_MS
     else
       step=$(step_ms "$cal")
-      echo "$step none/sync-s$first_seed.json" >"$stepf"
+      echo "$step $rel" >"$stepf"
     fi
     echo "ddp_race: P=$P: balanced sync step time $step ms (compute per step, mean over ranks), kept in $stepf"
   fi
@@ -222,12 +233,12 @@ for P in $RANKS; do
         extra=()
         [ "$m" != sync ] && read -ra extra <<<"$PARTIAL"
         [ "$ms" != "$m" ] && extra+=(--policy-opts "${ms#*+}")
-        run "$f" $MPIRUN -np "$P" "$B/bin/eager-train" "${common[@]}" "${curve[@]}" "${TRAIN_EXTRA[@]}" --mode "$m" \
+        run "$f" $MPIRUN -np "$P" "$B/bin/eager-train" "${common[@]}" "${ep[@]}" "${curve[@]}" "${TRAIN_EXTRA[@]}" --mode "$m" \
           "${extra[@]}" --seed "$s" --imbalance "$imb" --threads "$th" --quiet --out "$f" || fails=$((fails + 1))
       done
       if [ $DDP = 1 ]; then
         f=$D/$name/ddp-s$s.json
-        run "$f" "$DDP_PY" trainer/ref/ddp_mirror.py --ranks "$P" "${common[@]}" "${curve[@]}" --seed "$s" \
+        run "$f" "$DDP_PY" trainer/ref/ddp_mirror.py --ranks "$P" "${common[@]}" "${ep[@]}" "${curve[@]}" --seed "$s" \
           --imbalance "$imb" --threads "$th" --quiet --out "$f" || fails=$((fails + 1))
       fi
     done
@@ -237,19 +248,19 @@ for P in $RANKS; do
   # regression presets have no top-1: each run's own target, i.e. none). DDP computes the same
   # steps whatever the delays, so a seed's run without imbalance or under any imbalance will do:
   # the one without is taken where there is one
-  tgt=() ddpf=() seen=" "
+  tgt=() ddpf=() seen=" " vals=""
   for f in "$D"/none/ddp-s*.json "$D"/*/ddp-s*.json; do
     [ -s "$f" ] || continue
     s=${f##*/ddp-s} && s=${s%.json}
     [[ $seen == *" $s "* ]] && continue
-    seen+="$s " && ddpf+=("$f")
+    v=$(top1 "$f" 2>/dev/null)
+    [ -n "$v" ] || continue
+    seen+="$s " && ddpf+=("$f") && vals+="$v "
   done
   if [ ${#ddpf[@]} -gt 0 ]; then
-    t=$(mean_top1 "${ddpf[@]}")
-    if [ -n "$t" ]; then
-      tgt=(--target "$t")
-      echo "ddp_race: P=$P: target top-1 = DDP's mean final top-1, $t, over seed(s)$seen(${ddpf[*]#"$D"/})"
-    fi
+    t=$(echo "$vals" | awk '{ for (i = 1; i <= NF; i++) s += $i; printf "%.10g", s / NF }')
+    tgt=(--target "$t")
+    echo "ddp_race: P=$P: target top-1 = DDP's mean final top-1, $t, over seed(s)$seen(${ddpf[*]#"$D"/})"
   fi
   C=$OUT/compare-p$P
   "$B/bin/pcoll-compare" "${tgt[@]}" --json "$C.json" --csv="$C.csv" "$D" >/dev/null 2>&1
