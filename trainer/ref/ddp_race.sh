@@ -103,10 +103,7 @@ for x in "$DELAY_X" "$LN_X" "${LN_STD_X:-0}" "$LIN_X"; do
   [[ $x =~ ^[0-9]+(\.[0-9]+)?(ms)?$ ]] || die "--delay-x / --ln-x / --ln-std-x / --lin-x take a number of step times or NUMBERms, not '$x'"
 done
 # the log-normal std by default: 0.3 x its mean, in the mean's unit
-if [ -z "$LN_STD_X" ]; then
-  case $LN_X in *ms) LN_STD_X=$(awk -v m="${LN_X%ms}" 'BEGIN { printf "%.10gms", 0.3 * m }') ;;
-  *) LN_STD_X=$(awk -v m="$LN_X" 'BEGIN { printf "%.10g", 0.3 * m }') ;; esac
-fi
+[ -n "$LN_STD_X" ] || LN_STD_X=$(awk -v m="${LN_X%ms}" -v u="${LN_X##*[0-9.]}" 'BEGIN { printf "%.10g%s", 0.3 * m, u }')
 [[ $SLOW =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v f="$SLOW" 'BEGIN { exit !(f >= 1) }' || die "--slow-factor takes a number >= 1, not '$SLOW'"
 [[ $CURVE =~ ^(auto|[0-9]+)$ ]] || die "--curve-every takes auto or a number of batches, not '$CURVE'"
 [[ $CURVE_TEST =~ ^[0-9]+$ ]] && [ "$CURVE_TEST" -ge 1 ] || die "--curve-test takes a number of test samples >= 1, not '$CURVE_TEST'"
