@@ -17,7 +17,11 @@ static const char *const ignored_keys[] = {
 static const char *const adaptive_keys[] = {"policy-opts", "controller", "horizon", NULL};
 /* keys a sync run's trajectory does not depend on (it waits for all, every round is fresh):
  * compared among the other modes only, and ignored when pairing runs with sync runs by seed */
-static const char *const sync_blind_keys[] = {"initial-sync", "final-sync", "tau", "ring", "div", NULL};
+static const char *const sync_blind_keys[] = {"initial-sync", "final-sync", "tau", "ring",
+                                              "div",          "late",       NULL};
+/* options added to the trainer after runs were written, with the value those runs had (KEY=VALUE,
+ * as --assume; --assume overrides them) */
+static const char *const later_keys[] = {"late=wait", NULL};
 
 int key_eq(const char *a, const char *b) {
     for (; *a && *b; a++, b++) {
@@ -48,16 +52,20 @@ int key_moot(const char *k, const run_t *r) {
            (key_in(k, sync_blind_keys) && !strcmp(r->mode, "sync"));
 }
 
-/* a key the run lacks takes its --assume value, else "(unset)" (runs written before an option
- * existed) */
+/* KEY=VALUE's value if KEY is k, else NULL */
+static char *kv_val(const char *a, const char *k) {
+    const char *eq = strchr(a, '=');
+    char *key = astrdup(a); /* the arena's: freed with it */
+    key[eq - a] = 0;
+    return key_eq(key, k) ? astrdup(eq + 1) : NULL;
+}
+
+/* a key the run lacks takes its --assume value, else the value of runs written before the option
+ * existed (later_keys), else "(unset)" */
 char *cfg_val(const compare_t *c, const run_t *r, const char *k) {
     const json_t *v = json_object_get(r->cfg, k);
-    if (!v)
-        for (int i = 0; i < c->assume.n; i++) {
-            const char *a = c->assume.v[i], *eq = strchr(a, '=');
-            char *key = astrdup(a);
-            key[eq - a] = 0;
-            if (key_eq(key, k)) return astrdup(eq + 1);
-        }
-    return val_text(v);
+    char *x = NULL;
+    for (int i = 0; !v && !x && i < c->assume.n; i++) x = kv_val(c->assume.v[i], k);
+    for (int i = 0; !v && !x && later_keys[i]; i++) x = kv_val(later_keys[i], k);
+    return x ? x : val_text(v);
 }

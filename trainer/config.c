@@ -77,6 +77,12 @@ static const opt_t opts[] = {
     O("ring", T_INT, ring, "0", 0, 1 << 20,
       "rounds a slow rank may lag (results ring); 0: max(16, 2 tau + 2)"),
     O("div", T_STR, div, "p", 0, 0, "average the sum by p (ranks, the paper) or fresh (contributors)"),
+    O("late", T_STR, late, "wait", 0, 0,
+      "what a rank does after its deposit: wait (until a round has taken it, the design's step) or go "
+      "(only until a round it has not applied yet has completed: a rank that missed a round applies it "
+      "and computes on, its next gradient added to the pending one, which the next round takes; tau "
+      "still bounds the rounds a rank is left out of). A partial round then waits for one rank's step, not "
+      "two (docs/EXPERIMENTS.md: what a partial mode can gain over sync)"),
     O("epoch-mode", T_STR, epoch_mode, "shard", 0, 0,
       "shard (each rank runs its 1/P of the data, the paper's) or global (batches dealt from the round "
       "history: fast ranks take more)"),
@@ -423,6 +429,14 @@ int cfg_parse(cfg_t *c, int argc, char **argv, char *err, size_t n) {
         return snprintf(err, n, "--div '%s' must be p or fresh", c->div), -1;
     if (strcmp(c->epoch_mode, "shard") && strcmp(c->epoch_mode, "global"))
         return snprintf(err, n, "--epoch-mode '%s' must be shard or global", c->epoch_mode), -1;
+    if (strcmp(c->late, "wait") && strcmp(c->late, "go"))
+        return snprintf(err, n, "--late '%s' must be wait or go", c->late), -1;
+    if (!strcmp(c->late, "go") && c->ckpt_every_steps)
+        return snprintf(err, n,
+                        "--late go with --ckpt-every-steps: a mid-epoch checkpoint counts one gradient per "
+                        "fresh rank and round, which merged deposits break; use epoch checkpoints "
+                        "(--ckpt-every) or --late wait"),
+               -1;
     imb_t im;
     if (imb_parse(c->imbalance, &im, err, n)) return -1;
     if (check_milestones(c->milestones, err, n)) return -1;

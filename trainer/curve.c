@@ -67,11 +67,11 @@ void curve_open(run_t *r) {
     run_agree(r, cv->test != NULL, "accuracy curve test data", err);
 }
 
-void curve_round(run_t *r, int epoch, const epoch_t *e, int nfresh) {
+void curve_round(run_t *r, int epoch, const epoch_t *e, int ngrads) {
     const long every = r->cfg.curve_every;
     if (!every) return;
-    const uint64_t b = (uint64_t)epoch * (uint64_t)e->nbatches + e->fresh_sum; /* after this round */
-    if (b / (uint64_t)every == (b - (uint64_t)nfresh) / (uint64_t)every) return;
+    const uint64_t b = (uint64_t)epoch * (uint64_t)e->nbatches + e->grads; /* after this round */
+    if (b / (uint64_t)every == (b - (uint64_t)ngrads) / (uint64_t)every) return;
     curve_t *cv = &r->curve;
     const nn_model_t *m = r->model;
     char err[512] = "";

@@ -2,6 +2,9 @@
  *
  *   for each of my batches:  forward/backward (backend) -> injected delay -> pcoll_deposit
  *                            -> pcoll_wait(consumed) -> apply every completed round in order
+ *   --late go:               pcoll_deposit(accumulate) -> pcoll_wait(newer): a rank that missed
+ *                            a round while it computed applies it and computes on; its deposit
+ *                            stays pending, the next gradient is added to it
  *   join: keep taking part until every rank has joined; apply every remaining round
  *
  * Shard epochs: each rank runs its 1/P of the data. Global epochs: one permutation of the whole
@@ -22,6 +25,7 @@
 #include "trainer/run.h"
 #include "trainer/runlog.h"
 #include <math.h>
+#include <string.h>
 #include <time.h>
 
 static void sleep_ms(double ms) {
@@ -104,6 +108,23 @@ static data_iter_t *open_epoch(run_t *r, int epoch, epoch_t *e, epoch_io_t *x) {
     return it;
 }
 
+/* Waits until the round that took this rank's last deposit has completed; applies the rounds. */
+static void wait_consumed(run_t *r, int epoch, epoch_t *e, epoch_io_t *x) {
+    if (pcoll_wait(x->h, PCOLL_WAIT_CONSUMED, r->cfg.t_abort + 5, NULL))
+        run_die(r, "pcoll_wait", pcoll_last_error(x->h));
+    apply_rounds(r, x->h, epoch, e, r->global ? &x->dl : NULL);
+    if (r->global) submit_dealt(r, x->it, &x->dl, epoch);
+}
+
+/* Global epoch: my next batch, or 0 when nothing more is dealt to me (join). With --late go my
+ * deposits may still be pending with no batch in hand: the round that takes them deals the next. */
+static int next_batch(run_t *r, int epoch, epoch_t *e, epoch_io_t *x, int64_t *gb) {
+    if (dealer_take(&x->dl, gb)) return 1;
+    if (strcmp(r->cfg.late, "go")) return 0;
+    wait_consumed(r, epoch, e, x);
+    return dealer_take(&x->dl, gb);
+}
+
 /* One step: batch s of the epoch through the backend, the injected delay, the deposit, the
  * wait, the rounds completed meanwhile. Returns 0 when a global epoch has no batch left for me. */
 static int step(run_t *r, int epoch, long s, epoch_t *e, epoch_io_t *x) {
@@ -112,7 +133,8 @@ static int step(run_t *r, int epoch, long s, epoch_t *e, epoch_io_t *x) {
     char err[1024] = "";
     const data_batch_t *b;
     int64_t gb;
-    if (r->global && !dealer_take(&x->dl, &gb)) return 0; /* nothing more dealt to me: join */
+    const int go = !strcmp(c->late, "go");
+    if (r->global && !next_batch(r, epoch, e, x, &gb)) return 0; /* nothing more dealt to me: join */
     double t0 = run_now();
     int got = data_iter_next(x->it, &b, err, sizeof err);
     if (got < 0) run_die(r, "training data", err);
@@ -140,10 +162,11 @@ static int step(run_t *r, int epoch, long s, epoch_t *e, epoch_io_t *x) {
     if (pcoll_set_cost(x->h, ctl_step_cost(&x->cc->policy, t2 - t0, t2 - e->t_dep), t2 - t0))
         run_die(r, "pcoll_set_cost", pcoll_last_error(x->h));
     e->t_dep = t2;
-    /* the wait follows at once: this thread drives the round, the engine is not woken */
-    if (pcoll_deposit(x->h, be->ops->grads(be), PCOLL_WAIT_NEXT))
+    /* the wait follows at once: this thread drives the round, the engine is not woken (--late go:
+     * it is, since the wait may return at once while the next round needs this deposit) */
+    if (pcoll_deposit(x->h, be->ops->grads(be), go ? PCOLL_ACCUMULATE : PCOLL_WAIT_NEXT))
         run_die(r, "pcoll_deposit", pcoll_last_error(x->h));
-    if (pcoll_wait(x->h, PCOLL_WAIT_CONSUMED, c->t_abort + 5, NULL))
+    if (pcoll_wait(x->h, go ? PCOLL_WAIT_NEWER : PCOLL_WAIT_CONSUMED, c->t_abort + 5, NULL))
         run_die(r, "pcoll_wait", pcoll_last_error(x->h));
     double t3 = run_now();
     apply_rounds(r, x->h, epoch, e, r->global ? &x->dl : NULL);
@@ -305,7 +328,8 @@ static void mid_checkpoint(run_t *r, int epoch, epoch_t *e, int64_t pos) {
  * losses and samples on rank 0 (mid_checkpoint's sums), the steps spread over the ranks. */
 static void continue_epoch(run_t *r, epoch_t *e) {
     const ckpt_epoch_t *a = &r->at;
-    e->rounds = a->rounds, e->fresh_sum = a->fresh, e->stale_n = a->stale_n, e->stale_sum = a->stale;
+    e->rounds = a->rounds, e->fresh_sum = e->grads = a->fresh, e->stale_n = a->stale_n,
+    e->stale_sum = a->stale;
     e->max_stale = a->max_stale, e->max_streak = a->max_streak;
     e->fresh0 = a->fresh, e->share0 = (double)a->fresh / r->at_ranks;
     if (r->me == 0)

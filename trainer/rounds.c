@@ -4,8 +4,16 @@
 #include "trainer/runlog.h"
 #include <string.h>
 
+/* The gradients a round carries: one per deposit, which is one per fresh rank unless a rank merged
+ * deposits into a pending one (--late go; the record counts them per rank). */
+int round_grads(const pcoll_record_t *rec) {
+    int n = 0;
+    for (int p = 0; p < rec->P; p++) n += rec->fresh[p];
+    return n;
+}
+
 /* The lr of a round: a function of the epoch and of the fraction of the epoch's gradients that
- * the rounds before it applied (the sum of their fresh counts over the epoch's batches: P x steps
+ * the rounds before it applied (the sum of their gradient counts over the epoch's batches: P x steps
  * with even shards, or all batches dealt in a global epoch). Every rank holds the same records,
  * so every replica uses the same lr, and the schedule advances with the samples learnt, not with
  * the round count: a solo epoch has several times more rounds than a sync one, and a round index
@@ -22,7 +30,7 @@ static double lr_of(const nn_lr_sched_t *s, int epoch, uint64_t fresh_before, in
  * every round a whole step (full decay). */
 static float wd_of(const cfg_t *c, const pcoll_record_t *rec, int P) {
     if (!strcmp(c->wd_per, "round") || !strcmp(c->div, "fresh")) return (float)c->wd;
-    return (float)(c->wd * (double)rec->nfresh / (double)P);
+    return (float)(c->wd * (double)round_grads(rec) / (double)P);
 }
 
 /* The SGD step that applies a round: the schedule's lr and the weight decay of wd_of, as a whole
@@ -31,7 +39,7 @@ static float wd_of(const cfg_t *c, const pcoll_record_t *rec, int P) {
  * (nn_sgd_share: momentum decays by momentum^s, the step is lr x s with the mean of the fresh
  * gradients, decay by wd x (1 - momentum^s) / (1 - momentum) ~ wd x s). */
 static void sgd_of(const run_t *r, const pcoll_record_t *rec, nn_sgd_t *o) {
-    const double s = (double)rec->nfresh / (double)r->P;
+    const double s = (double)round_grads(rec) / (double)r->P;
     if (strcmp(r->cfg.mom_per, "sample") || !strcmp(r->cfg.div, "fresh") || s >= 1) {
         *o = r->sgd;
         return;
@@ -45,6 +53,7 @@ static void sgd_of(const run_t *r, const pcoll_record_t *rec, nn_sgd_t *o) {
 static void count_round(epoch_t *e, const pcoll_record_t *rec, int P) {
     e->rounds++;
     e->fresh_sum += (uint64_t)rec->nfresh;
+    e->grads += (uint64_t)round_grads(rec);
     for (int p = 0; p < P; p++) {
         if (rec->streak[p] > e->max_streak) e->max_streak = rec->streak[p];
         if (!rec->fresh[p]) continue;
@@ -64,14 +73,14 @@ int apply_rounds(run_t *r, pcoll_t *h, int epoch, epoch_t *e, dealer_t *dl) {
         if (rec->nfresh == 0) continue; /* a round that only carried joins: not an SGD step */
         if (dl && dealer_round(dl, rec->fresh))
             run_die(r, "global epoch", "a rank deposited without a batch (internal)");
-        r->sgd.lr = (float)lr_of(&r->sched, epoch, e->fresh_sum, e->nbatches);
+        r->sgd.lr = (float)lr_of(&r->sched, epoch, e->grads, e->nbatches);
         r->sgd.wd = wd_of(&r->cfg, rec, r->P);
         nn_sgd_t step;
         sgd_of(r, rec, &step);
         if (r->be->ops->apply(r->be, res, &step, err, sizeof err)) run_die(r, "apply a round", err);
         count_round(e, rec, r->P);
         gstats_round(r, round, epoch, rec, res);
-        curve_round(r, epoch, e, rec->nfresh);
+        curve_round(r, epoch, e, round_grads(rec));
         runlog_round(r, rec, r->sgd.lr, r->sgd.wd, epoch);
         k++;
     }

@@ -41,6 +41,7 @@ typedef struct {      /* one epoch on this rank */
     double loss_sum;  /* training loss and top-1 of this rank's steps */
     long loss_n, correct, seen;
     uint64_t rounds, fresh_sum, stale_n; /* rounds applied (every rank applies every round) */
+    uint64_t grads;                      /* the gradients in them: fresh_sum plus merged deposits */
     double stale_sum;
     uint32_t max_stale, max_streak;
     uint64_t fresh0;        /* resumed mid-epoch: the fresh gradients of the rounds before the resume, */
@@ -138,6 +139,8 @@ void train_epoch(run_t *r, int epoch, epoch_t *e);
 /* Applies every completed round in order (SGD with the round's lr and weight decay); dl: the
  * dealer of a global epoch (NULL: shard). Returns the rounds applied. */
 int apply_rounds(run_t *r, pcoll_t *h, int epoch, epoch_t *e, dealer_t *dl);
+/* The gradients a round carries (its deposits: more than |F_r| where a rank merged deposits). */
+int round_grads(const pcoll_record_t *rec);
 /* Global epoch: hands every batch dealt to this rank to the loader. */
 void submit_dealt(run_t *r, data_iter_t *it, dealer_t *dl, int epoch);
 /* nn's batch view of a data batch. */
@@ -165,7 +168,7 @@ void run_evaluate(run_t *r, const data_set_t *set, double *loss, double *top1, d
 void curve_open(run_t *r);
 /* After a round of nfresh gradients is applied and counted in e: a snapshot when the run's
  * applied batches passed a multiple of --curve-every. The same on every rank (the records are). */
-void curve_round(run_t *r, int epoch, const epoch_t *e, int nfresh);
+void curve_round(run_t *r, int epoch, const epoch_t *e, int ngrads);
 /* Collective, at the epoch end before anything else: evaluates the epoch's snapshots (their BN
  * statistics averaged over the ranks), logs them, restores the current model bitwise, and moves
  * r->t_start and e->t0 by the time that took (the same on every rank). */

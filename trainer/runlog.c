@@ -316,6 +316,7 @@ void runlog_epoch(run_t *r, int epoch, const epoch_t *e, const epoch_report_t *p
     set(o, "samples", json_integer((json_int_t)p->samples));
     set(o, "rounds", json_integer((json_int_t)e->rounds));
     set(o, "fresh_fraction", json_real(p->fresh_fraction));
+    set(o, "merged", json_integer((json_int_t)(e->grads - e->fresh_sum)));
     set(o, "mean_staleness", json_real(e->stale_n ? e->stale_sum / e->stale_n : 0));
     set(o, "max_staleness", json_integer(e->max_stale));
     set(o, "max_streak", json_integer(e->max_streak));

@@ -46,6 +46,7 @@ typedef struct {
     char wd_per[8];     /* sample | round */
     char mom_per[8];    /* sample | round: momentum by a round's share of a step, or per round */
     char epoch_mode[8]; /* shard | global (docs/DESIGN.md) */
+    char late[8]; /* wait | go: after a deposit, wait until a round took it, or only for a newer round */
     uint64_t seed;
     char imbalance[128]; /* none | linear:unit=MS | random:k=K,d=MS | lognormal:mean=MS,std=MS
                                | slow:rank=R,factor=F | inherent:unit=MS; ",busy=1": computed */

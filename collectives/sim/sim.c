@@ -39,7 +39,12 @@ typedef struct {
     double *dep_time;
     int it, arrived, done;
     double *lat;
-    long nlat;
+    long nlat, cap_lat;
+    /* loop 1: each rank's own step count; steps consumed in all, and the clock and count at the
+     * end of the warm-up */
+    uint64_t *pit;
+    long steps, steps_warm;
+    double t_warm, t_end;
     long fresh_sum, rounds;
     uint32_t max_streak;
 } sim_t;
@@ -253,12 +258,35 @@ static void plan(sim_t *s) { /* trigger.c's plan_round for P active ranks (no jo
 }
 
 /* ---- applications --------------------------------------------------------------------------- */
+static double delay_us(const sim_t *s, uint64_t it, int p) {
+    return s->c->delay ? 1e3 * s->c->delay(s->c->delay_arg, it, p, s->P) : 0;
+}
+
+/* loop 1: rank p's deposit was consumed: count the step, start its next one */
+static int loop_step(sim_t *s, int p) {
+    long warm = (long)s->P * s->c->warmup, end = warm + (long)s->P * s->c->iters;
+    if (++s->steps > warm && s->nlat < s->cap_lat) s->lat[s->nlat++] = s->now - s->dep_time[p];
+    if (s->steps == warm) s->t_warm = s->now, s->steps_warm = warm;
+    if (s->steps >= end) {
+        s->t_end = s->now;
+        s->done = 1;
+        return SIM_OK;
+    }
+    uint64_t it = ++s->pit[p];
+    return push(s, s->now + 1e3 * s->c->compute_ms + delay_us(s, it, p), EV_DEPOSIT, p, 0, 0);
+}
+
 static int check_wait(sim_t *s, int p) {
     if (!s->waiting[p]) return SIM_OK;
-    int ok = s->c->rule == SIM_SYNC ? s->cons_seq[p] == s->dep_seq[p] && s->completed > s->cons_round[p]
-                                    : s->completed > s->handed[p];
+    int consumed = s->cons_seq[p] == s->dep_seq[p] && s->completed > s->cons_round[p];
+    int newer = s->completed > s->handed[p];
+    int ok = s->c->loop ? (s->c->go ? newer : consumed) : s->c->rule == SIM_SYNC ? consumed : newer;
     if (!ok) return SIM_OK;
     s->waiting[p] = 0;
+    if (s->c->loop) {
+        s->handed[p] = s->completed;
+        return loop_step(s, p);
+    }
     if (s->it >= s->c->warmup) s->lat[s->nlat++] = s->now - s->dep_time[p];
     s->handed[p] = s->completed;
     if (++s->arrived < s->P) return SIM_OK;
@@ -303,7 +331,7 @@ static int on_complete(sim_t *s) {
     }
     s->completed = ++s->r;
     plan(s);
-    for (int p = 0; p < s->P; p++)
+    for (int p = 0; p < s->P && !s->done; p++)
         if ((rc = check_wait(s, p))) return rc;
     for (int p = 0; p < s->P; p++)
         if ((rc = engine_check(s, p))) return rc;
@@ -317,8 +345,7 @@ static int on_barrier(sim_t *s) {
         return SIM_OK;
     }
     for (int p = 0; p < s->P; p++) {
-        double d = s->c->delay ? s->c->delay(s->c->delay_arg, (uint64_t)s->it, p, s->P) : 0;
-        int rc = push(s, s->now + d * 1e3, EV_DEPOSIT, p, 0, 0);
+        int rc = push(s, s->now + delay_us(s, (uint64_t)s->it, p), EV_DEPOSIT, p, 0, 0);
         if (rc) return rc;
     }
     return SIM_OK;
@@ -382,6 +409,8 @@ static void summarise(sim_t *s, sim_result_t *out) {
     out->rounds = s->rounds;
     out->max_streak = s->max_streak;
     out->events = s->events;
+    if (s->c->loop && s->steps > s->steps_warm)
+        out->step_us = s->P * (s->t_end - s->t_warm) / (double)(s->steps - s->steps_warm);
 }
 
 static void sim_free(sim_t *s) {
@@ -402,12 +431,13 @@ static void sim_free(sim_t *s) {
     free(s->handed);
     free(s->dep_time);
     free(s->lat);
+    free(s->pit);
 }
 
 int sim_run(const sim_cfg_t *c, const sim_cost_t *k, sim_result_t *out) {
     if (!c || !k || !out || c->P < 1 || c->iters < 1 || c->warmup < 0 || c->tau < 0 ||
         (c->rule == SIM_QUORUM && (c->quorum < 1 || c->quorum > c->P)) || k->o_us < 0 || k->L_us < 0 ||
-        k->alpha_us < 0 || k->beta_us < 0)
+        k->alpha_us < 0 || k->beta_us < 0 || !(c->compute_ms >= 0) || (c->loop && c->iters < 1))
         return SIM_ERR_ARG;
     sim_t s = {0};
     s.c = c;
@@ -429,17 +459,23 @@ int sim_run(const sim_cfg_t *c, const sim_cost_t *k, sim_result_t *out) {
     s.cons_round = calloc(P, 8);
     s.handed = calloc(P, 8);
     s.dep_time = calloc(P, sizeof(double));
-    s.lat = calloc(P * (size_t)c->iters, sizeof(double));
+    s.cap_lat = (long)P * c->iters;
+    s.lat = calloc((size_t)s.cap_lat, sizeof(double));
+    s.pit = calloc(P, sizeof *s.pit);
     int rc = SIM_OK;
     if (!s.inwait || !s.streak || !s.act_stamp || !s.uf_stamp || !s.ready_stamp || !s.sent_stamp ||
         !s.fresh_stamp || !s.uf || !s.pending || !s.waiting || !s.dep_seq || !s.cons_seq || !s.cons_round ||
-        !s.handed || !s.dep_time || !s.lat)
+        !s.handed || !s.dep_time || !s.lat || !s.pit)
         rc = SIM_ERR_NOMEM;
     if (!rc) {
         for (int p = 0; p < s.P; p++) s.cons_round[p] = UINT64_MAX; /* nothing consumed yet */
         s.it = -1;
         plan(&s);
-        rc = push(&s, 0, EV_BARRIER, 0, 0, 0);
+        if (!c->loop)
+            rc = push(&s, 0, EV_BARRIER, 0, 0, 0);
+        else /* every rank's first step; no warm-up: the clock starts at 0 */
+            for (int p = 0; p < s.P && !rc; p++)
+                rc = push(&s, 1e3 * c->compute_ms + delay_us(&s, 0, p), EV_DEPOSIT, p, 0, 0);
     }
     while (!rc && !s.done) {
         if (s.n == 0) {

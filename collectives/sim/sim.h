@@ -55,6 +55,17 @@ typedef struct {
     uint64_t seed;     /* majority's initiator hash */
     sim_delay_fn delay;
     void *delay_arg; /* NULL: no delay */
+    /* loop 0: the benchmark's loop above (a barrier per iteration, then the delay and a deposit).
+     * loop 1: the trainer's (trainer/epoch.c), no barrier: each rank on its own computes
+     * compute_ms, waits its delay for its own step count, deposits and waits until a round has
+     * consumed the deposit (PCOLL_WAIT_CONSUMED under every rule), then starts its next step.
+     * The run ends after P x iters consumed steps in all (a global epoch: fast ranks take more
+     * of them in partial rounds), measured after P x warmup. One core per rank.
+     * go (loop 1): the trainer's --late go: wait only until a round this rank has not seen has
+     * completed (PCOLL_WAIT_NEWER); a deposit while one is pending is merged into it. */
+    int loop;
+    double compute_ms;
+    int go;
 } sim_cfg_t;
 
 typedef struct {
@@ -62,7 +73,8 @@ typedef struct {
     double fresh_frac; /* fresh contributions / (rounds x P), as bench_collectives */
     long rounds;
     uint32_t max_streak;
-    long events; /* simulation events processed (the model's own cost) */
+    long events;    /* simulation events processed (the model's own cost) */
+    double step_us; /* loop 1: a rank's mean step time, compute + delay + wait (P x span / steps) */
 } sim_result_t;
 
 enum { SIM_OK = 0, SIM_ERR_ARG = -1, SIM_ERR_NOMEM = -2, SIM_ERR_DEADLOCK = -3 };

@@ -4,12 +4,17 @@
  *       [--imbalance none|linear:unit=MS|lognormal:mean=MS,std=MS|random:k=K,d=MS] (repeatable)
  *       [--bytes 8] [--iters 64] [--warmup 4] [--tau 0] [--seed 1]
  *       [--cost FILE] [--o-us X] [--L-us X] [--alpha-us X] [--beta-ns X]
- *       [--validate BENCH.json ...] [--json OUT]
+ *       [--validate BENCH.json ...] [--loop COMPUTE_MS [--late wait|go]] [--json OUT]
  *
  * Costs: --cost reads the JSON that pcoll-sim-calibrate writes (measured on the machine being
  * modelled); single flags override it. Quorum is Q = P/2, as in bench_collectives.
  * --validate: for each measured row of a bench_collectives JSON (its ranks, mode, skew, size),
  * the model's prediction beside it (tree activation, as libpcoll), same iterations and unit.
+ * --loop COMPUTE_MS: the trainer's loop instead of the benchmark's (sim.h: each rank computes
+ * COMPUTE_MS, waits its delay and deposits, no barrier; --iters steps per rank on average); the
+ * rows give a rank's mean step time and the speed-up of each rule over sync with the same delays:
+ * what a partial mode can gain in training, with a core per rank, before any accuracy question.
+ * --late go: the trainer's --late go (a rank waits only for a round it has not seen).
  */
 #include "collectives/sim/sim.h"
 #include "trainer/trainer.h"
@@ -62,6 +67,8 @@ static int load_cost(const char *path, sim_cost_t *c) {
 
 typedef struct {
     sim_cost_t cost;
+    double loop_ms; /* < 0: the benchmark's loop; else the trainer's, with this compute per step */
+    int go;         /* the trainer's --late go */
     int iters, warmup, tau;
     size_t bytes;
     uint64_t seed;
@@ -87,9 +94,17 @@ static int run_one(run_ctx_t *x, int P, sim_rule_t rule, sim_act_t act, const ch
                    warmup,
                    x->seed,
                    da.m.kind == IMB_NONE ? NULL : delay_ms,
-                   &da};
-    sim_result_t r;
+                   &da,
+                   x->loop_ms >= 0,
+                   x->loop_ms >= 0 ? x->loop_ms : 0,
+                   x->go};
+    sim_result_t r, rs = {0};
     int rc = sim_run(&c, &x->cost, &r);
+    if (!rc && c.loop) { /* sync with the same delays: the reference of the speed-up */
+        sim_cfg_t cs = c;
+        cs.rule = SIM_SYNC;
+        rc = sim_run(&cs, &x->cost, &rs);
+    }
     const char *an = act == SIM_ACT_TREE ? "tree" : "flat";
     if (rc == SIM_ERR_DEADLOCK) {
         printf("%6d %10zu %9s %5s %24s %12s\n", P, bytes, sim_rule_name(rule), an, skew, "deadlock");
@@ -101,6 +116,7 @@ static int run_one(run_ctx_t *x, int P, sim_rule_t rule, sim_act_t act, const ch
     }
     printf("%6d %10zu %9s %5s %24s %12.1f %10.1f %10.1f %10.1f %6.2f %8ld", P, bytes, sim_rule_name(rule), an,
            skew, r.mean_us, r.p50_us, r.p90_us, r.p99_us, r.fresh_frac, r.rounds);
+    if (c.loop) printf(" %10.2f %8.3f", r.step_us / 1e3, rs.step_us / r.step_us);
     if (measured >= 0) printf(" %12.1f %7.2f", measured, measured > 0 ? r.mean_us / measured : 0);
     printf("\n");
     json_t *o = json_pack("{s:i, s:s, s:s, s:s, s:I, s:f, s:f, s:f, s:f, s:f, s:I}", "ranks", P, "mode",
@@ -108,14 +124,20 @@ static int run_one(run_ctx_t *x, int P, sim_rule_t rule, sim_act_t act, const ch
                           "mean_latency_us", r.mean_us, "p50_us", r.p50_us, "p90_us", r.p90_us, "p99_us",
                           r.p99_us, "fresh_fraction", r.fresh_frac, "rounds", (json_int_t)r.rounds);
     if (measured >= 0) json_object_set_new(o, "measured_mean_latency_us", json_real(measured));
+    if (c.loop) {
+        json_object_set_new(o, "step_ms", json_real(r.step_us / 1e3));
+        json_object_set_new(o, "speedup_vs_sync", json_real(rs.step_us / r.step_us));
+    }
     json_array_append_new(x->rows, o);
     return 0;
 }
 
-static void header(int validate) {
+static void header(int validate, int loop) {
     printf("%6s %10s %9s %5s %24s %12s %10s %10s %10s %6s %8s%s\n", "P", "size(B)", "mode", "act", "skew",
            "mean(us)", "p50(us)", "p90(us)", "p99(us)", "fresh", "rounds",
-           validate ? "  measured(us)  model/meas" : "");
+           validate ? "  measured(us)  model/meas"
+           : loop   ? "   step(ms)  vs sync"
+                    : "");
 }
 
 /* Every measured partial/sync row of a bench_collectives JSON, with the model beside it. */
@@ -167,7 +189,7 @@ static int split(char *s, char **out, int max) {
 int main(int argc, char **argv) {
     /* Defaults: `pcoll-sim-calibrate` at P=8 on the development VM (Debian 12, 2 cores,
      * Open MPI 4.1.4, shared memory), 2026-11-30; pass --cost for another machine. */
-    run_ctx_t x = {{1.0, 1.5, 3.0, 1.0e-3}, 64, 4, 0, 8, 1, json_array()};
+    run_ctx_t x = {{1.0, 1.5, 3.0, 1.0e-3}, -1, 0, 64, 4, 0, 8, 1, json_array()};
     char pl[256] = "4,8,16,32,64", ml[128] = "sync,solo,majority,quorum", al[32] = "flat,tree";
     const char *skews[8];
     int nskew = 0;
@@ -214,7 +236,20 @@ int main(int argc, char **argv) {
             x.cost.beta_us = atof(v) * 1e-3;
         else if (!strcmp(a, "--json"))
             json = v;
-        else {
+        else if (!strcmp(a, "--late")) {
+            if (strcmp(v, "wait") && strcmp(v, "go")) {
+                fprintf(stderr, "pcoll-sim: --late '%s': want wait or go\n", v);
+                return 2;
+            }
+            x.go = !strcmp(v, "go");
+        } else if (!strcmp(a, "--loop")) {
+            char *end;
+            x.loop_ms = strtod(v, &end);
+            if (*end || !(x.loop_ms >= 0)) {
+                fprintf(stderr, "pcoll-sim: --loop '%s': want the compute time per step in ms (>= 0)\n", v);
+                return 2;
+            }
+        } else {
             fprintf(stderr, "pcoll-sim: unknown option '%s'\n", a);
             return 2;
         }
@@ -224,16 +259,24 @@ int main(int argc, char **argv) {
         skews[1] = "linear:unit=1";
         nskew = 2;
     }
-    printf("# pcoll-sim: o=%.2f us L=%.2f us alpha=%.2f us beta=%.3f ns/B, %d iterations (+%d warm-up)\n",
+    printf("# pcoll-sim: o=%.2f us L=%.2f us alpha=%.2f us beta=%.3f ns/B, %d iterations (+%d warm-up)",
            x.cost.o_us, x.cost.L_us, x.cost.alpha_us, x.cost.beta_us * 1e3, x.iters, x.warmup);
+    if (x.loop_ms >= 0)
+        printf(", the trainer's loop: %g ms of compute per step, tau %d, --late %s", x.loop_ms, x.tau,
+               x.go ? "go" : "wait");
+    printf("\n");
+    if (nval && x.loop_ms >= 0) {
+        fprintf(stderr, "pcoll-sim: --validate compares with the benchmark's loop; drop --loop\n");
+        return 2;
+    }
     int rc = 0;
     if (nval) {
-        header(1);
+        header(1, 0);
         for (int i = 0; i < nval && !rc; i++) rc = validate(&x, vals[i]);
     } else {
         char *ps[32], *ms[8], *as[4];
         int np = split(pl, ps, 32), nm = split(ml, ms, 8), na = split(al, as, 4);
-        header(0);
+        header(0, x.loop_ms >= 0);
         for (int s = 0; s < nskew && !rc; s++)
             for (int a = 0; a < na && !rc; a++)
                 for (int m = 0; m < nm && !rc; m++)
@@ -255,6 +298,11 @@ int main(int argc, char **argv) {
         json_t *root = json_pack("{s:f, s:f, s:f, s:f, s:i, s:o}", "o_us", x.cost.o_us, "L_us", x.cost.L_us,
                                  "alpha_us", x.cost.alpha_us, "beta_us", x.cost.beta_us, "iterations",
                                  x.iters, "results", json_incref(x.rows));
+        if (root && x.loop_ms >= 0) {
+            json_object_set_new(root, "loop_compute_ms", json_real(x.loop_ms));
+            json_object_set_new(root, "tau", json_integer(x.tau));
+            json_object_set_new(root, "late", json_string(x.go ? "go" : "wait"));
+        }
         if (!root || json_dump_file(root, json, JSON_INDENT(1))) {
             fprintf(stderr, "pcoll-sim: cannot write %s\n", json);
             rc = 1;

@@ -244,6 +244,15 @@ compare_ignore)
   jq '.config["tag"] = "b"' $D/runs/fmnist_solo.json >"$TMP/solo_tag.json"
   rc 0 "$C" $D/runs/fmnist_solo.json "$TMP/solo_tag.json"
   contains "$TMP/out" 'note: runs differ in tag ((unset) vs b)'
+  # an option added after a run was written counts as the value those runs had (late=wait): a
+  # run without it and one with --late wait share a row, --late go splits it
+  jq '.config["late"] = "wait"' $D/runs/fmnist_solo.json >"$TMP/solo_wait.json"
+  rc 0 "$C" $D/runs/fmnist_solo.json "$TMP/solo_wait.json"
+  contains "$TMP/out" '| solo | 4 | linear:unit=20 | 2 | 20.0 ± 0.0 |'
+  lacks "$TMP/out" 'runs differ'
+  jq '.config["late"] = "go"' $D/runs/fmnist_solo.json >"$TMP/solo_go.json"
+  rc 0 "$C" $D/runs/fmnist_solo.json "$TMP/solo_go.json"
+  contains "$TMP/out" 'note: runs differ in late (wait vs go)'
   ;;
 compare_curve)
   # time to target from a run's accuracy curve (--curve-every): the wall time of its first point at

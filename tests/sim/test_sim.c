@@ -52,7 +52,7 @@ static sim_result_t run(sim_cfg_t c, sim_cost_t k, int want_rc) {
 }
 
 static sim_cfg_t cfg(int P, sim_rule_t rule, sim_act_t act, int iters, int warm) {
-    sim_cfg_t c = {P, rule, P / 2 > 0 ? P / 2 : 1, 0, act, 8, iters, warm, 1, NULL, NULL};
+    sim_cfg_t c = {P, rule, P / 2 > 0 ? P / 2 : 1, 0, act, 8, iters, warm, 1, NULL, NULL, 0, 0, 0};
     return c;
 }
 
@@ -130,9 +130,43 @@ int main(void) {
                 CHECK(r.max_streak <= 3, "P=%d %s tau 3: max streak %u", P, sim_rule_name(c.rule),
                       r.max_streak);
             }
+    /* The trainer's loop (c.loop = 1): no barrier, each rank computes, waits its delay, deposits
+     * and waits until a round took the deposit. Sync: every step is the compute, the slowest
+     * delay of that step and the reduction, exactly. */
+    for (int P = 1; P <= 16; P *= 2) {
+        sim_cost_t z = {0, 0, 3.0, 0};
+        sim_cfg_t c = cfg(P, SIM_SYNC, SIM_ACT_TREE, 50, 5);
+        c.loop = 1, c.compute_ms = 2.0, c.delay = lognorm;
+        sim_result_t r = run(c, z, SIM_OK);
+        double mx = 0, A = sim_allreduce_us(&z, P, wire(P));
+        for (int it = 5; it < 55; it++) {
+            double m = 0;
+            for (int p = 0; p < P; p++) m = fmax(m, lognorm(NULL, (uint64_t)it, p, P));
+            mx += m / 50;
+        }
+        double want = 2000.0 + 1e3 * mx + A;
+        CHECK(NEAR(r.step_us, want), "loop sync P=%d step %.6f want %.6f", P, r.step_us, want);
+        c.go = 1; /* --late go: no sync round completes without this rank's deposit */
+        r = run(c, z, SIM_OK);
+        CHECK(NEAR(r.step_us, want), "loop sync go P=%d step %.6f want %.6f", P, r.step_us, want);
+        /* solo, tau 0, no costs, rank p delayed p ms: a round starts at every deposit, so no rank
+         * ever waits and rank p's step is 2 + p ms: the mean step is their harmonic mean */
+        sim_cost_t zero = {0, 0, 0, 0};
+        linear_ms = 1.0;
+        c = cfg(P, SIM_SOLO, SIM_ACT_TREE, 4000, 100);
+        c.loop = 1, c.compute_ms = 2.0, c.delay = lin;
+        r = run(c, zero, SIM_OK);
+        double inv = 0;
+        for (int p = 0; p < P; p++) inv += 1.0 / (2000.0 + 1000.0 * p);
+        CHECK(fabs(r.step_us / (P / inv) - 1) < 0.01 && r.max_us == 0,
+              "loop solo P=%d step %.3f want %.3f, max wait %.3f", P, r.step_us, P / inv, r.max_us);
+    }
     /* bad arguments */
     sim_cfg_t bad = cfg(4, SIM_QUORUM, SIM_ACT_FLAT, 1, 0);
     bad.quorum = 9;
+    run(bad, k, SIM_ERR_ARG);
+    bad = cfg(4, SIM_SYNC, SIM_ACT_FLAT, 1, 0);
+    bad.loop = 1, bad.compute_ms = -1;
     run(bad, k, SIM_ERR_ARG);
     printf("%s: test_sim\n", fails ? "FAIL" : "ok");
     return fails != 0;

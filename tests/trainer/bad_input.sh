@@ -30,6 +30,8 @@ expect "resume needs --ckpt-dir" 2 --resume
 expect "ckpt-every-steps needs --ckpt-dir" 2 --ckpt-every-steps 4
 expect "--momentum-per 'step' must be sample or round" 2 --momentum-per step
 expect "--wd-per round needs --momentum-per round" 2 --momentum-per sample --wd-per round
+expect "--late 'soon' must be wait or go" 2 --late soon
+expect "--late go with --ckpt-every-steps" 2 --late go --ckpt-dir "$TMP/ck" --ckpt-every-steps 4
 printf 'epochs = 1\nbogus = 3\n' > "$TMP/bad.cfg"
 expect "bad.cfg:2: unknown option 'bogus'" 2 --config "$TMP/bad.cfg"
 expect "$TMP/nope" 3 --data-path "$TMP/nope"
