@@ -70,7 +70,8 @@ static const opt_t opts[] = {
       "accuracy)"),
     O("tau", T_INT, tau, "2", 0, 1 << 20,
       "staleness bound, the one place it is set: a rank whose deposits were left out of tau rounds in a row "
-      "is waited for in the next, so no applied gradient is more than tau rounds stale. Bounded staleness is "
+      "is waited for in the next, so no applied gradient is more than tau rounds stale (with --late wait). "
+      "Bounded staleness is "
       "what eager-SGD's convergence argument assumes, so the default is finite; 2 because the final accuracy "
       "falls with the run's mean staleness and 2 keeps most of solo's speed (docs/EXPERIMENTS.md, \"The "
       "default bound\"; 0: unbounded)"),
@@ -81,8 +82,9 @@ static const opt_t opts[] = {
       "what a rank does after its deposit: wait (until a round has taken it, the design's step) or go "
       "(only until a round it has not applied yet has completed: a rank that missed a round applies it "
       "and computes on, its next gradient added to the pending one, which the next round takes; tau "
-      "still bounds the rounds a rank is left out of). A partial round then waits for one rank's step, not "
-      "two (docs/EXPERIMENTS.md: what a partial mode can gain over sync)"),
+      "still bounds the rounds a rank is left out of, a merged gradient's age only to about 2 tau). A "
+      "partial round then waits for one rank's step, not two: faster, at a cost in accuracy that a short "
+      "run does not recover (docs/EXPERIMENTS.md: what a partial mode can gain over sync)"),
     O("epoch-mode", T_STR, epoch_mode, "shard", 0, 0,
       "shard (each rank runs its 1/P of the data, the paper's) or global (batches dealt from the round "
       "history: fast ranks take more)"),
