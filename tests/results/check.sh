@@ -306,6 +306,13 @@ compare_hold)
   jq '.curve[-1].test_top1 = 0.79' "$TMP/spike.json" >"$TMP/fall.json"
   rc 0 "$C" --target 0.8 --hold "$TMP/fall.json"
   lacks "$TMP/out" 'to target (curve'
+  # held on the curve (a test subset) but the whole test set ends below the target: said per run
+  lacks "$TMP/out" 'on all of it'
+  rc 0 "$C" --target 0.8 --hold "$TMP/spike.json"
+  lacks "$TMP/out" 'on all of it'
+  jq '.summary.final_test_top1 = 0.79' "$TMP/spike.json" >"$TMP/below.json"
+  rc 0 "$C" --target 0.8 --hold "$TMP/below.json"
+  contains "$TMP/out" "$TMP/below.json: stays at the target (80.00%) on its curve, evaluated on part of the test set, but ends at 79.00% on all of it"
   ;;
 compare_regression)
   rc 0 "$C" $D/runs/hyperplane_sync.json $D/runs/hyperplane_solo.json
