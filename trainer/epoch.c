@@ -25,7 +25,6 @@
 #include "trainer/run.h"
 #include "trainer/runlog.h"
 #include <math.h>
-#include <string.h>
 #include <time.h>
 
 static void sleep_ms(double ms) {
@@ -120,7 +119,7 @@ static void wait_consumed(run_t *r, int epoch, epoch_t *e, epoch_io_t *x) {
  * deposits may still be pending with no batch in hand: the round that takes them deals the next. */
 static int next_batch(run_t *r, int epoch, epoch_t *e, epoch_io_t *x, int64_t *gb) {
     if (dealer_take(&x->dl, gb)) return 1;
-    if (strcmp(r->cfg.late, "go")) return 0;
+    if (!r->late_go) return 0;
     wait_consumed(r, epoch, e, x);
     return dealer_take(&x->dl, gb);
 }
@@ -133,7 +132,7 @@ static int step(run_t *r, int epoch, long s, epoch_t *e, epoch_io_t *x) {
     char err[1024] = "";
     const data_batch_t *b;
     int64_t gb;
-    const int go = !strcmp(c->late, "go");
+    const int go = r->late_go;
     if (r->global && !next_batch(r, epoch, e, x, &gb)) return 0; /* nothing more dealt to me: join */
     double t0 = run_now();
     int got = data_iter_next(x->it, &b, err, sizeof err);

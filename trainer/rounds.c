@@ -28,9 +28,9 @@ static double lr_of(const nn_lr_sched_t *s, int epoch, uint64_t fresh_before, in
  * epoch, as sync does, whatever its round sizes. Decayed in full (--wd-per round), a partial
  * round of |F| gradients would decay the weights as much as a whole sync round. --div fresh makes
  * every round a whole step (full decay). */
-static float wd_of(const cfg_t *c, const pcoll_record_t *rec, int P) {
+static float wd_of(const cfg_t *c, int ngrads, int P) {
     if (!strcmp(c->wd_per, "round") || !strcmp(c->div, "fresh")) return (float)c->wd;
-    return (float)(c->wd * (double)round_grads(rec) / (double)P);
+    return (float)(c->wd * (double)ngrads / (double)P);
 }
 
 /* The SGD step that applies a round: the schedule's lr and the weight decay of wd_of, as a whole
@@ -38,8 +38,8 @@ static float wd_of(const cfg_t *c, const pcoll_record_t *rec, int P) {
  * whole steps), or (--momentum-per sample) advanced by the round's share s = |F_r| / P of a step
  * (nn_sgd_share: momentum decays by momentum^s, the step is lr x s with the mean of the fresh
  * gradients, decay by wd x (1 - momentum^s) / (1 - momentum) ~ wd x s). */
-static void sgd_of(const run_t *r, const pcoll_record_t *rec, nn_sgd_t *o) {
-    const double s = (double)round_grads(rec) / (double)r->P;
+static void sgd_of(const run_t *r, int ngrads, nn_sgd_t *o) {
+    const double s = (double)ngrads / (double)r->P;
     if (strcmp(r->cfg.mom_per, "sample") || !strcmp(r->cfg.div, "fresh") || s >= 1) {
         *o = r->sgd;
         return;
@@ -49,11 +49,11 @@ static void sgd_of(const run_t *r, const pcoll_record_t *rec, nn_sgd_t *o) {
     nn_sgd_share(&whole, s, o);
 }
 
-/* The record's staleness and streaks into the epoch's counters. */
-static void count_round(epoch_t *e, const pcoll_record_t *rec, int P) {
+/* The record's gradients, staleness and streaks into the epoch's counters. */
+static void count_round(epoch_t *e, const pcoll_record_t *rec, int ngrads, int P) {
     e->rounds++;
     e->fresh_sum += (uint64_t)rec->nfresh;
-    e->grads += (uint64_t)round_grads(rec);
+    e->grads += (uint64_t)ngrads;
     for (int p = 0; p < P; p++) {
         if (rec->streak[p] > e->max_streak) e->max_streak = rec->streak[p];
         if (!rec->fresh[p]) continue;
@@ -73,14 +73,15 @@ int apply_rounds(run_t *r, pcoll_t *h, int epoch, epoch_t *e, dealer_t *dl) {
         if (rec->nfresh == 0) continue; /* a round that only carried joins: not an SGD step */
         if (dl && dealer_round(dl, rec->fresh))
             run_die(r, "global epoch", "a rank deposited without a batch (internal)");
+        const int ng = round_grads(rec);
         r->sgd.lr = (float)lr_of(&r->sched, epoch, e->grads, e->nbatches);
-        r->sgd.wd = wd_of(&r->cfg, rec, r->P);
+        r->sgd.wd = wd_of(&r->cfg, ng, r->P);
         nn_sgd_t step;
-        sgd_of(r, rec, &step);
+        sgd_of(r, ng, &step);
         if (r->be->ops->apply(r->be, res, &step, err, sizeof err)) run_die(r, "apply a round", err);
-        count_round(e, rec, r->P);
+        count_round(e, rec, ng, r->P);
         gstats_round(r, round, epoch, rec, res);
-        curve_round(r, epoch, e, round_grads(rec));
+        curve_round(r, epoch, e, ng);
         runlog_round(r, rec, r->sgd.lr, r->sgd.wd, epoch);
         k++;
     }

@@ -89,6 +89,7 @@ typedef struct run {
     pcoll_config_t pcoll;
     imb_t imb;
     int global;     /* --epoch-mode global */
+    int late_go;    /* --late go */
     int64_t *perm;  /* global: this epoch's permutation of the training set */
     int epoch0;     /* first epoch to run (> 0 after --resume) */
     double wall0;   /* training wall time before this process (--resume) */

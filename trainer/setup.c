@@ -90,6 +90,7 @@ int run_configure(run_t *r, int argc, char **argv) {
     if (r->me == 0) out_dir_writable(r->cfg.out, err, sizeof err);
     run_agree(r, r->me != 0 || !*err, "output", err);
     r->global = !strcmp(r->cfg.epoch_mode, "global");
+    r->late_go = !strcmp(r->cfg.late, "go");
     r->tot =
         (run_totals_t){.final_top1 = -1, .final_top5 = -1, .t_target = -1, .decision_hash = FNV1A64_INIT};
     return 0;

@@ -43,7 +43,7 @@ typedef struct {
     /* loop 1: each rank's own step count; steps consumed in all, and the clock and count at the
      * end of the warm-up */
     uint64_t *pit;
-    long steps, steps_warm;
+    long steps;
     double t_warm, t_end;
     long fresh_sum, rounds;
     uint32_t max_streak;
@@ -266,7 +266,7 @@ static double delay_us(const sim_t *s, uint64_t it, int p) {
 static int loop_step(sim_t *s, int p) {
     long warm = (long)s->P * s->c->warmup, end = warm + (long)s->P * s->c->iters;
     if (++s->steps > warm && s->nlat < s->cap_lat) s->lat[s->nlat++] = s->now - s->dep_time[p];
-    if (s->steps == warm) s->t_warm = s->now, s->steps_warm = warm;
+    if (s->steps == warm) s->t_warm = s->now; /* warm 0: the clock's start */
     if (s->steps >= end) {
         s->t_end = s->now;
         s->done = 1;
@@ -409,8 +409,9 @@ static void summarise(sim_t *s, sim_result_t *out) {
     out->rounds = s->rounds;
     out->max_streak = s->max_streak;
     out->events = s->events;
-    if (s->c->loop && s->steps > s->steps_warm)
-        out->step_us = s->P * (s->t_end - s->t_warm) / (double)(s->steps - s->steps_warm);
+    const long warm = (long)s->P * s->c->warmup;
+    if (s->c->loop && s->steps > warm)
+        out->step_us = s->P * (s->t_end - s->t_warm) / (double)(s->steps - warm);
 }
 
 static void sim_free(sim_t *s) {
@@ -437,7 +438,7 @@ static void sim_free(sim_t *s) {
 int sim_run(const sim_cfg_t *c, const sim_cost_t *k, sim_result_t *out) {
     if (!c || !k || !out || c->P < 1 || c->iters < 1 || c->warmup < 0 || c->tau < 0 ||
         (c->rule == SIM_QUORUM && (c->quorum < 1 || c->quorum > c->P)) || k->o_us < 0 || k->L_us < 0 ||
-        k->alpha_us < 0 || k->beta_us < 0 || !(c->compute_ms >= 0) || (c->loop && c->iters < 1))
+        k->alpha_us < 0 || k->beta_us < 0 || !(c->compute_ms >= 0))
         return SIM_ERR_ARG;
     sim_t s = {0};
     s.c = c;

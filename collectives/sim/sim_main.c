@@ -100,7 +100,9 @@ static int run_one(run_ctx_t *x, int P, sim_rule_t rule, sim_act_t act, const ch
                    x->go};
     sim_result_t r, rs = {0};
     int rc = sim_run(&c, &x->cost, &r);
-    if (!rc && c.loop) { /* sync with the same delays: the reference of the speed-up */
+    if (!rc && c.loop && rule == SIM_SYNC)
+        rs = r;               /* the reference of the speed-up: itself */
+    else if (!rc && c.loop) { /* sync with the same delays */
         sim_cfg_t cs = c;
         cs.rule = SIM_SYNC;
         rc = sim_run(&cs, &x->cost, &rs);
