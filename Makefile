@@ -12,7 +12,6 @@ B      ?= build
 SAN    ?=
 CC     := gcc
 NVCC   ?= nvcc
-MPICC  := $(shell command -v mpicc 2>/dev/null)
 CUDA_HOME ?= /usr/local/cuda
 
 WARN   := -Wall -Wextra -Werror -Wno-unused-parameter
@@ -37,16 +36,24 @@ endif
 SETUP_GOALS := deps deps-all test asan tsan demo clean gpu-check core-check
 CHECK_REQ := $(if $(MAKECMDGOALS),$(filter-out $(SETUP_GOALS),$(MAKECMDGOALS)),all)
 HAVE_JANSSON := $(shell test -f /usr/include/jansson.h && echo 1)
+# The MPI: found by jobs/mpi.sh (MPI_CFLAGS/MPI_LIBS as given, else the wrapper MPICC in the dialect
+# it speaks, else pkg-config), recorded in $(B)/mpi.mk and $(B)/mpi.env (its launcher: MPIEXEC).
+# Goals that only install or clean skip it; a failed search is an error for every building goal.
+MPICC      ?=
+MPIEXEC    ?=
+MPI_CFLAGS ?=
+MPI_LIBS   ?=
 ifneq ($(CHECK_REQ),)
-  ifeq ($(MPICC),)
-    $(error MPI not found: no mpicc on PATH. Run 'make deps' (installs openmpi-bin libopenmpi-dev))
+  MPI_CONFIG := $(shell MPIEXEC='$(MPIEXEC)' bash jobs/mpi.sh configure '$(B)' '$(CC)' '$(MPICC)' '$(MPI_CFLAGS)' '$(MPI_LIBS)' 2>&1; echo " rc=$$?")
+  ifeq ($(filter rc=0,$(lastword $(MPI_CONFIG))),)
+    $(error $(patsubst rc=%,,$(MPI_CONFIG)))
   endif
+  MPI_CONFIG := $(patsubst rc=%,,$(MPI_CONFIG))
+  include $(B)/mpi.mk
   ifneq ($(HAVE_JANSSON),1)
     $(error jansson not found: /usr/include/jansson.h missing. Run 'make deps' (installs libjansson-dev))
   endif
 endif
-MPI_CFLAGS := $(if $(MPICC),$(shell mpicc --showme:compile),)
-MPI_LIBS   := $(if $(MPICC),$(shell mpicc --showme:link),)
 BLAS_INC := $(firstword $(wildcard /usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/openblas))
 HAVE_BLAS := $(if $(BLAS_INC),1,)
 
@@ -70,7 +77,7 @@ else
 endif
 
 yn = $(if $(1),yes,no)
-$(info config: mpicc=$(MPICC) jansson=yes openblas=$(call yn,$(HAVE_BLAS)) openmp=$(call yn,$(HAVE_OPENMP)) papi=$(call yn,$(HAVE_PAPI)) nvcc=$(call yn,$(HAVE_NVCC)) cudnn=$(call yn,$(HAVE_CUDNN)) nccl=$(call yn,$(HAVE_NCCL)) san=$(if $(SAN),$(SAN),none) build=$(B))
+$(info config: $(MPI_CONFIG) jansson=yes openblas=$(call yn,$(HAVE_BLAS)) openmp=$(call yn,$(HAVE_OPENMP)) papi=$(call yn,$(HAVE_PAPI)) nvcc=$(call yn,$(HAVE_NVCC)) cudnn=$(call yn,$(HAVE_CUDNN)) nccl=$(call yn,$(HAVE_NCCL)) san=$(if $(SAN),$(SAN),none) build=$(B))
 
 ALL_BINS :=
 TEST_BINS :=
@@ -93,10 +100,18 @@ deps:
 deps-all:
 	@sh jobs/deps.sh all
 
-# make test: installs what is missing, builds, runs every tests/*.tests line; ends 'N passed, N failed'.
+# make test: installs what is missing, builds, runs every tests/*.tests line; then the lines tagged
+# mpi2 again on a second tree built against the other MPI family (make deps installs MPICH beside
+# Open MPI: $(B)-mpich); ends 'N passed, N failed' counting both.
 test: deps
 	@$(MAKE) --no-print-directory build-all B=$(B) SAN=$(SAN) -j2
-	@B=$(B) SAN=$(SAN) bash tests/run.sh
+	@set -- $$(bash jobs/mpi.sh second $(B)); \
+	if [ -z "$(SAN)" ] && [ -n "$${1:-}" ]; then \
+	  $(MAKE) --no-print-directory build-all B=$$1 MPICC=$$2 -j2 >$(B)/mpi2-build.log 2>&1 || \
+	    { tail -20 $(B)/mpi2-build.log; echo "make test: the second tree ($$1, MPICC=$$2) did not build"; exit 1; }; \
+	  head -1 $(B)/mpi2-build.log; \
+	elif [ -z "$(SAN)" ]; then echo "make test: no second MPI family installed: the mpi2 pass is skipped"; fi; \
+	B=$(B) B2=$${1:-} SAN=$(SAN) bash tests/run.sh
 
 # make demo: the README's first command: installs, builds, runs the eager-SGD vs sync comparison
 demo: deps
@@ -109,7 +124,7 @@ tsan:
 	@$(MAKE) --no-print-directory test B=build-tsan SAN=tsan
 
 clean:
-	rm -rf build build-asan build-tsan
+	rm -rf build build-asan build-tsan build-mpich build-openmpi
 
 # make gpu-check: on a GPU machine, with a `build` folder made elsewhere (no rebuild, no headers
 # needed): preflight, GPU tests, short benchmarks, 2-rank CUDA training; logs under $$OUT

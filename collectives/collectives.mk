@@ -34,9 +34,7 @@ TEST_BINS += $(B)/tests/test_pcoll $(B)/tests/test_pcoll_life
 
 # Fig. 9: P ranks, REPS repetitions of every row (side by side in each), more arguments in BENCH_ARGS
 P ?= 8
-BENCH_MPIRUN = OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1 \
-	OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none \
-	mpirun --oversubscribe --bind-to none -np $(P)
+BENCH_MPIRUN = bash jobs/mpi.sh run $(B) $(P)
 UNIT_MS ?= 1
 REPS ?= 5
 BENCH_ARGS ?=
@@ -78,7 +76,7 @@ $(LIBPCOLL_CUDA): $(PCOLL_CUDA_OBJ)
 # partial-allreduce benchmark with --device (device buffers)
 $(B)/collectives/cuda/bench_collectives.o: collectives/bench_collectives.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(MPI_CFLAGS) -DPCOLL_HAVE_NCCL -I$(CUDA_HOME)/include -c $< -o $@
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) -DPCOLL_HAVE_NCCL -isystem $(CUDA_HOME)/include -c $< -o $@
 
 $(B)/bench/bench_collectives_cuda: $(B)/collectives/cuda/bench_collectives.o $(LIBPCOLL_CUDA)
 	@mkdir -p $(dir $@)

@@ -7,7 +7,7 @@
 CUDA_LIBDIR  ?= $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
 CUDA_GENCODE ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80 \
                 -gencode arch=compute_90,code=compute_90
-NVCC_FLAGS   := -O3 -std=c++17 $(CUDA_GENCODE) -I. -I$(BLAS_INC) -Xcompiler -Wall,-Wextra,-Werror,-Wno-unused-parameter,-fPIC
+NVCC_FLAGS   := -O3 -std=c++17 $(CUDA_GENCODE) -I. -isystem $(BLAS_INC) -Xcompiler -Wall,-Wextra,-Werror,-Wno-unused-parameter,-fPIC
 
 # the device choice is a pure function in plain C, built and tested everywhere (no GPU, no CUDA)
 $(B)/trainer/cuda/device_pick.o: trainer/cuda/device_pick.c trainer/cuda/nn_cuda.h
@@ -20,7 +20,7 @@ TEST_BINS += $(B)/tests/test_device_pick
 
 # the graph-replay and algorithm rules: plain C on cuDNN's enum values (headers only, no GPU)
 ifeq ($(HAVE_CUDNN),1)
-CUDNN_INC := $(if $(wildcard $(CUDA_HOME)/include/cudnn.h),-I$(CUDA_HOME)/include,)
+CUDNN_INC := $(if $(wildcard $(CUDA_HOME)/include/cudnn.h),-isystem $(CUDA_HOME)/include,)
 $(B)/trainer/cuda/rules.o: trainer/cuda/rules.c trainer/cuda/rules.h trainer/cuda/nn_cuda.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(CUDNN_INC) -c $< -o $@
@@ -34,7 +34,7 @@ ifeq ($(HAVE_CUDA),1)
 
 NN_CUDA_LIB    := $(B)/libnn_cuda.a
 NN_CUDA_LDLIBS := -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcudnn -lcublas -lcudart -lstdc++
-NN_CUDA_CFLAGS := $(NN_CFLAGS) -I$(CUDA_HOME)/include
+NN_CUDA_CFLAGS := $(NN_CFLAGS) -isystem $(CUDA_HOME)/include
 NN_CUDA_TESTS  := $(B)/tests/test_cuda_layers $(B)/tests/test_cuda_ref
 NN_CUDA_BENCH  := $(B)/bench/nn_bench_gpu
 NN_CUDA_CU     := $(wildcard trainer/cuda/*.cu)
@@ -68,7 +68,7 @@ ALL_BINS  += $(B)/bench/bench_collectives_cuda
 
 $(B)/tests/test_pcoll_device: tests/cuda/test_pcoll_device.c $(LIBPCOLL_CUDA)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(MPI_CFLAGS) -I$(CUDA_HOME)/include $< -o $@ $(LDFLAGS) $(LIBPCOLL_CUDA) \
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) -isystem $(CUDA_HOME)/include $< -o $@ $(LDFLAGS) $(LIBPCOLL_CUDA) \
 	  $(MPI_LIBS) $(PCOLL_CUDA_LDLIBS) $(LDLIBS)
 endif
 

@@ -9,7 +9,7 @@ NN_OMP    := $(if $(HAVE_OPENMP),-fopenmp,)
 # NN_ARCH=x86-64-v3 or x86-64.  The AVX-512 3x3 convolution is compiled in either way and chosen
 # at run time where the CPU has AVX-512 (conv3.c).
 NN_ARCH   ?= native
-NN_CFLAGS := $(CFLAGS) -O3 -march=$(NN_ARCH) -I$(BLAS_INC) $(if $(HAVE_OPENMP),-fopenmp,-Wno-unknown-pragmas)
+NN_CFLAGS := $(CFLAGS) -O3 -march=$(NN_ARCH) -isystem $(BLAS_INC) $(if $(HAVE_OPENMP),-fopenmp,-Wno-unknown-pragmas)
 NN_LDLIBS := -lopenblas $(NN_OMP) -lm
 
 NN_TESTS  := $(B)/tests/test_nn_layers $(B)/tests/test_nn_ref $(B)/tests/test_nn_optim \

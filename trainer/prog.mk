@@ -15,7 +15,7 @@ ALL_BINS   += $(TRAIN_BIN)
 $(B)/trainer/%.o: trainer/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(MPI_CFLAGS) $(NN_OMP) $(if $(HAVE_PAPI),-DHAVE_PAPI,) \
-	  $(if $(TRAIN_CUDA),-DHAVE_NN_CUDA -I$(CUDA_HOME)/include,) -c $< -o $@
+	  $(if $(TRAIN_CUDA),-DHAVE_NN_CUDA -isystem $(CUDA_HOME)/include,) -c $< -o $@
 
 # relinked when a fragment's link flags change (data.mk: static libjpeg; here: no -lpapi)
 $(TRAIN_BIN): $(TRAIN_OBJS) $(if $(TRAIN_CUDA),$(NN_CUDA_LIB),) $(NN_LIB) $(DATA_LIB) $(B)/libcontroller.a $(TRAIN_PCOLL) \
