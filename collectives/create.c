@@ -468,7 +468,8 @@ static int handle_start(struct pcoll *h, MPI_Comm comm) {
                  "pcoll_create: the first exchange between all ranks failed");
         return PCOLL_ERR_MPI;
     }
-    h->cores_each = processor_each(comm) && !h->cfg.wake_always; /* collective: called on every rank */
+    h->oversub = !processor_each(comm); /* collective: called on every rank */
+    h->cores_each = !h->oversub && !h->cfg.wake_always;
     h->t_last_dep = pcoll_now();
     if (pthread_create(&h->thread, NULL, pcoll_engine_main, h) != 0) {
         snprintf(pcoll_create_err, sizeof pcoll_create_err, "pcoll_create: cannot start the engine thread");

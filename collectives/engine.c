@@ -659,8 +659,14 @@ void *pcoll_engine_main(void *arg) {
         if (pass == PASS_IDLE_LOCAL || pass == PASS_IDLE_REMOTE) {
             h->engine_polls++;
             engine_idle(h, pass, events, &t_idle, &sleep_s);
-        } else
+        } else {
             t_idle = -1;
+            if (pass == PASS_INFLIGHT) {
+                pthread_mutex_unlock(&h->mu);
+                pcoll_inflight_yield(h);
+                pthread_mutex_lock(&h->mu);
+            }
+        }
     }
     pthread_mutex_unlock(&h->mu);
     if (pass == PASS_END) final_drain(h);

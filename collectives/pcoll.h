@@ -80,15 +80,17 @@ enum {
     PCOLL_ERR_THREAD_LEVEL = -3, /* MPI not initialised with MPI_THREAD_MULTIPLE */
     PCOLL_ERR_MPI = -4,          /* an MPI call failed */
     PCOLL_ERR_NOMEM = -5,
-    PCOLL_ERR_PENDING = -6,     /* deposit while the previous one is still pending */
-    PCOLL_ERR_RING = -7,        /* not returned: a lagging rank is held back (kept for callers) */
-    PCOLL_ERR_LATE = -8,        /* rule change for a round at or below the horizon (final) */
-    PCOLL_ERR_TIMEOUT = -9,     /* a wait ran past its timeout */
-    PCOLL_ERR_EVICTED = -10,    /* round record no longer kept */
-    PCOLL_ERR_PEER = -11,       /* another rank failed (its engine reported an error) or went
+    PCOLL_ERR_PENDING = -6,      /* deposit while the previous one is still pending */
+    PCOLL_ERR_RING = -7,         /* not returned: a lagging rank is held back (kept for callers) */
+    PCOLL_ERR_LATE = -8,         /* rule change for a round at or below the horizon (final) */
+    PCOLL_ERR_TIMEOUT = -9,      /* a wait ran past its timeout */
+    PCOLL_ERR_EVICTED = -10,     /* round record no longer kept */
+    PCOLL_ERR_PEER = -11,        /* another rank failed (its engine reported an error) or went
                                    silent (dead or hung): the message names it */
-    PCOLL_ERR_STATE = -12,      /* call not allowed now (e.g. the handle is being finalized) */
-    PCOLL_ERR_UNSUPPORTED = -13 /* e.g. device memory in a build without CUDA/NCCL */
+    PCOLL_ERR_STATE = -12,       /* call not allowed now (e.g. the handle is being finalized) */
+    PCOLL_ERR_UNSUPPORTED = -13, /* e.g. device memory in a build without CUDA/NCCL */
+    PCOLL_ERR_UNRECEIVED = -14   /* pcoll_finalize found a message of its own that no receive
+                                    matched (a libpcoll bug; the handle is freed all the same) */
 };
 
 typedef enum { PCOLL_MEM_HOST = 0, PCOLL_MEM_DEVICE = 1 } pcoll_mem_t;
@@ -304,7 +306,8 @@ int pcoll_join(pcoll_t *h);
  * with pcoll_next first if they matter. Waits for calls of other threads in progress to leave;
  * afterwards every call on the handle returns PCOLL_ERR_STATE. On PCOLL_ERR_TIMEOUT, or an
  * error with a peer dead (PCOLL_ERR_PEER), the handle is not freed: the engine may be inside
- * MPI, so end the process with MPI_Abort, not MPI_Finalize. */
+ * MPI, so end the process with MPI_Abort, not MPI_Finalize. Before it frees its communicators it
+ * checks (MPI_Iprobe) that no message is left on them: PCOLL_ERR_UNRECEIVED otherwise. */
 int pcoll_finalize(pcoll_t **h, double timeout_s);
 
 const char *pcoll_strerror(int code);

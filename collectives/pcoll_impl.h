@@ -21,6 +21,7 @@
 
 #include "collectives/pcoll.h"
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 
 /* Per-rank metadata travels in the reduced buffer after the n data floats: META floats per rank,
@@ -193,6 +194,7 @@ struct pcoll {
                           sharing memory <= processors this process may use), and not
                           cfg.wake_always: else a short park only delays the engine (its timed
                           wake-up waits for a processor) */
+    int oversub;       /* more ranks share this node than this process has processors */
     double park_until; /* [mu] while eng_parked: when the engine's park times out */
     int park_short;    /* [mu] while eng_parked: the park is a short one (park_max) */
     uint64_t events;   /* [mu] local events that may unblock a round (deposit, join, horizon,
@@ -346,6 +348,14 @@ static inline double pcoll_park_max(const struct pcoll *h) {
 /* Whether a thread idle since *t_idle (< 0: sets it to now) is still within cfg.spin_us of polling
  * with sched_yield before it sleeps (the engine, and pcoll_wait before it gives a round back). */
 int pcoll_spinning(const struct pcoll *h, double *t_idle);
+
+/* A round's reduction is in flight (PASS_INFLIGHT) and the driving thread tests it again: on an
+ * oversubscribed node it first gives up its processor, so the peers it waits for can run. The MPI
+ * library's own test may not (MPICH's spins; Open MPI yields with mpi_yield_when_idle). Caller
+ * does not hold mu. */
+static inline void pcoll_inflight_yield(const struct pcoll *h) {
+    if (h->oversub) sched_yield();
+}
 
 /* live.c: heartbeats, peer failure detection (started by pcoll_create, stopped by finalize) */
 void *pcoll_live_main(void *arg);

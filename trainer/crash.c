@@ -148,7 +148,8 @@ static void test_crash(int rank, int init) {
 /* EAGER_TEST_CRASH=RANK:init: RANK (the launcher's rank variable) crashes before MPI_Init, where no
  * handler and no watchdog exist yet: only the launcher can end the job then. */
 void crash_test_before_init(void) {
-    const char *r = getenv("OMPI_COMM_WORLD_RANK");
+    const char *r = getenv("OMPI_COMM_WORLD_RANK"); /* Open MPI */
+    if (!r) r = getenv("PMI_RANK");                 /* MPICH's hydra, srun --mpi=pmi2 */
     if (!r) r = getenv("PMIX_RANK");
     if (!r) r = getenv("SLURM_PROCID");
     if (r) test_crash(atoi(r), 1);

@@ -15,8 +15,9 @@
 
 int main(int argc, char **argv) {
     run_t r;
-    if (run_init(&r, &argc, &argv)) return 1;    /* MPI, thread level checked */
-    if (run_configure(&r, argc, argv)) return 0; /* --help */
+    if (run_init(&r, &argc, &argv)) return 1; /* MPI, thread level checked */
+    int help = run_configure(&r, argc, argv);
+    if (help) return help < 0; /* --help */
     run_set_threads(&r);
     runlog_config(&r);
 

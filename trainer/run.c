@@ -11,7 +11,8 @@
 
 double run_now(void) { return MPI_Wtime(); }
 
-/* The nearest ancestor process that is an Open MPI launcher daemon (mpirun, orted), or 0. */
+/* The nearest ancestor process that is an Open MPI launcher daemon (mpirun, orted), or 0. Names
+ * are matched as prefixes: Debian starts Open MPI's as mpirun.openmpi / mpiexec.openmpi. */
 static pid_t launcher_pid(void) {
     static const char *names[] = {"mpirun", "mpiexec", "orterun", "orted"};
     pid_t pid = getppid();
@@ -23,7 +24,7 @@ static pid_t launcher_pid(void) {
         if (fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = 0;
         fclose(f);
         for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-            if (!strcmp(comm, names[i])) return pid;
+            if (!strncmp(comm, names[i], strlen(names[i]))) return pid;
         snprintf(path, sizeof path, "/proc/%d/stat", (int)pid); /* "pid (comm) state ppid ..." */
         if (!(f = fopen(path, "r"))) return 0;
         size_t got = fread(stat, 1, sizeof stat - 1, f);
@@ -37,9 +38,11 @@ static pid_t launcher_pid(void) {
     return 0;
 }
 
-/* Under `mpirun --enable-recovery` (Open MPI sets OMPI_MCA_orte_enable_recovery in the ranks'
- * environment) the launcher ignores the ranks' exit statuses: a failing rank ends the job through
- * its launcher daemon, which then exits non-zero. Elsewhere (mpirun, srun) nothing is needed. */
+/* Open MPI only: under `mpirun --enable-recovery` (Open MPI sets OMPI_MCA_orte_enable_recovery in
+ * the ranks' environment) the launcher ignores the ranks' exit statuses: a failing rank ends the
+ * job through its launcher daemon, which then exits non-zero. Elsewhere (Open MPI's mpirun without
+ * it, MPICH's hydra, srun) the launcher ends the job at the first non-zero exit or MPI_Abort and
+ * reports it: nothing is needed. */
 static void fail_launcher(const run_t *r) {
     const char *rec = getenv("OMPI_MCA_orte_enable_recovery");
     if (!rec || !(rec[0] == '1' || rec[0] == 't' || rec[0] == 'T')) return;
@@ -57,6 +60,30 @@ _Noreturn void run_abort(run_t *r, int code) {
     fail_launcher(r);
     MPI_Abort(MPI_COMM_WORLD, code);
     exit(code);
+}
+
+void run_unreceived(run_t *r, MPI_Comm comm, const char *name) {
+    int flag = 1, len = 0;
+    MPI_Status st;
+    for (int n = 0; n < 1000; n++) {
+        if (MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, &st) != MPI_SUCCESS || !flag) return;
+        MPI_Get_count(&st, MPI_BYTE, &len);
+        char *b = malloc(len > 0 ? (size_t)len : 1);
+        if (!b) return;
+        MPI_Recv(b, len, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, comm, MPI_STATUS_IGNORE);
+        free(b);
+        fprintf(stderr,
+                "eager-train: rank %d: a message from rank %d (tag %d, %d bytes) on %s was never received "
+                "before MPI_Finalize: a bug in eager-train, please report it\n",
+                r->me, st.MPI_SOURCE, st.MPI_TAG, len, name);
+        r->unreceived++;
+    }
+}
+
+int run_finalize(run_t *r) {
+    run_unreceived(r, MPI_COMM_WORLD, "MPI_COMM_WORLD");
+    MPI_Finalize();
+    return r->unreceived > 0;
 }
 
 /* A note after an error: this rank was the one not running (its error is a consequence). */
@@ -122,7 +149,7 @@ void run_agree(run_t *r, int ok, const char *what, const char *msg) {
     MPI_Barrier(MPI_COMM_WORLD);
     watch_leave(r);
     watch_stop(r);
-    MPI_Finalize();
+    run_finalize(r);
     fail_launcher(r);
     exit(1);
 }
@@ -143,7 +170,7 @@ int run_finish(run_t *r) {
     nn_model_free(r->model);
     data_close(r->train);
     data_close(r->test);
-    MPI_Finalize();
+    if (run_finalize(r) && !rc) rc = 1;
     if (rc) fail_launcher(r);
     return rc;
 }

@@ -104,6 +104,7 @@ typedef struct run {
     curve_t curve;
     struct gstats *gstats; /* --grad-stats (gradstats.c); NULL when off and on ranks other than 0 */
     struct watch *watch;   /* the watchdog (watchdog.c); NULL before watch_start, after watch_stop */
+    int unreceived;        /* messages found unreceived before MPI_Finalize (run_unreceived) */
 } run_t;
 
 /* ---- config.c (the options themselves: trainer.h) ---------------------------------------- */
@@ -118,9 +119,13 @@ int cfg_policy(const cfg_t *c, ctl_policy_cfg_t *policy, char *spec, size_t spec
 int cfg_check_ranks(const cfg_t *c, const ctl_policy_cfg_t *policy, int P, char *err, size_t n);
 
 /* ---- setup.c --------------------------------------------------------------------------- */
-/* MPI with MPI_THREAD_MULTIPLE; zeroes r. Returns 0, or 1 after printing why (MPI finalized). */
+/* MPI with MPI_THREAD_MULTIPLE, checked on every rank: when any rank got less, rank 0 prints one
+ * line naming the MPI library, the level provided and the rank, and every rank returns 1 (MPI
+ * finalized). Test aid: EAGER_TEST_THREAD_LEVEL=single|funneled|serialized asks for that level.
+ * Zeroes r. Returns 0, or 1 after printing why. */
 int run_init(run_t *r, int *argc, char ***argv);
-/* Options: 0 to go on, 1 after --help was printed (MPI finalized). Bad options: every rank exits. */
+/* Options: 0 to go on, 1 after --help was printed (MPI finalized; -1 when run_finalize found a
+ * message left unreceived). Bad options: every rank exits. */
 int run_configure(run_t *r, int argc, char **argv);
 void run_set_threads(run_t *r);   /* the host's cores shared by its ranks */
 void run_open_data(run_t *r);     /* training and test sets */
@@ -195,6 +200,13 @@ _Noreturn void run_die(run_t *r, const char *what, const char *msg);
  * first sends SIGTERM to its launcher daemon (mpirun or orted), which then ends the job with a
  * non-zero status. */
 _Noreturn void run_abort(run_t *r, int code);
+/* Before MPI_Finalize or MPI_Comm_free (name: the communicator's): every message on comm that no
+ * receive matched is received, named on stderr as a bug, and counted in r->unreceived, which
+ * makes the rank exit non-zero. A message left unreceived at MPI_Finalize is erroneous MPI
+ * (Open MPI drops it silently; MPICH over UCX warns); there should be none. */
+void run_unreceived(run_t *r, MPI_Comm comm, const char *name);
+/* MPI_Finalize after run_unreceived on MPI_COMM_WORLD; 1 when something was left unreceived. */
+int run_finalize(run_t *r);
 /* The controller's stall abort (ctl_config_t.on_abort; arg: the run): the controller's message,
  * or, when this rank itself was not running (stopped), that it is the silent one; then run_abort. */
 void run_stall_abort(void *arg, const char *msg);
@@ -236,7 +248,10 @@ void watch_log_owned(run_t *r);
 /* 1 with a sentence in s when this rank was not running for longer than --t-warn lately (its
  * watchdog thread woke that late, or has not run since): it is the rank that went silent. */
 int watch_self_silent(run_t *r, char *s, size_t n);
-/* Ends the thread and tells the peers this rank has finished (before MPI_Finalize). */
+/* Ends the thread, tells the peers this rank has finished, receives every heartbeat still in
+ * flight to it and frees the watchdog's communicator (run_unreceived checks it first). Collective:
+ * every rank calls it at the same point; a rank that does not take part within --t-abort is hung,
+ * and the job is aborted naming it. */
 void watch_stop(run_t *r);
 
 #endif

@@ -16,25 +16,57 @@ extern void openblas_set_num_threads(int);
 #include <omp.h>
 #endif
 
+static const char *thread_level_name(int level) {
+    return level == MPI_THREAD_SINGLE       ? "MPI_THREAD_SINGLE"
+           : level == MPI_THREAD_FUNNELED   ? "MPI_THREAD_FUNNELED"
+           : level == MPI_THREAD_SERIALIZED ? "MPI_THREAD_SERIALIZED"
+           : level == MPI_THREAD_MULTIPLE   ? "MPI_THREAD_MULTIPLE"
+                                            : "an unknown level";
+}
+
+/* The thread level to ask for: MPI_THREAD_MULTIPLE, or the test aid EAGER_TEST_THREAD_LEVEL
+ * (single, funneled, serialized), which shows the refusal on an MPI that has MULTIPLE. */
+static int thread_level_wanted(void) {
+    const char *t = getenv("EAGER_TEST_THREAD_LEVEL");
+    if (!t || !*t) return MPI_THREAD_MULTIPLE;
+    return !strcmp(t, "single")     ? MPI_THREAD_SINGLE
+           : !strcmp(t, "funneled") ? MPI_THREAD_FUNNELED
+                                    : MPI_THREAD_SERIALIZED;
+}
+
 int run_init(run_t *r, int *argc, char ***argv) {
-    int provided;
+    int provided, below, nbelow = 0;
     memset(r, 0, sizeof *r);
     crash_test_before_init(); /* a test aid, off unless EAGER_TEST_CRASH=RANK:init */
-    MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Init_thread(argc, argv, thread_level_wanted(), &provided);
     MPI_Comm_size(MPI_COMM_WORLD, &r->P);
     MPI_Comm_rank(MPI_COMM_WORLD, &r->me);
     crash_install(r->me); /* after MPI_Init, whose handlers it chains to */
-    if (provided >= MPI_THREAD_MULTIPLE) {
+    /* every rank checks, all agree: how many ranks got less, and the first of them says what */
+    below = provided < MPI_THREAD_MULTIPLE;
+    MPI_Allreduce(&below, &nbelow, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (nbelow == 0) {
         if (watch_start(r) == 0) return 0; /* every collective from here on is watched */
         if (!r->me) fprintf(stderr, "eager-train: the watchdog could not start\n");
         MPI_Finalize();
         return 1;
     }
-    if (!r->me)
+    int first = below ? r->me : r->P, from = 0, level = provided;
+    MPI_Allreduce(&first, &from, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Bcast(&level, 1, MPI_INT, from, MPI_COMM_WORLD);
+    if (!r->me) {
+        char ver[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+        int len = 0;
+        MPI_Get_library_version(ver, &len);
+        ver[strcspn(ver, "\n")] = 0;
+        for (char *c = ver; *c; c++)
+            if (*c == '\t') *c = ' ';
         fprintf(stderr,
-                "eager-train: the MPI library provides thread level %d, libpcoll needs "
-                "MPI_THREAD_MULTIPLE\n",
-                provided);
+                "eager-train: %s provides thread level %s on rank %d (%d of %d ranks below "
+                "MPI_THREAD_MULTIPLE); libpcoll needs MPI_THREAD_MULTIPLE (its engine, liveness and "
+                "watchdog threads call MPI concurrently): use an MPI built with it\n",
+                ver, thread_level_name(level), from, nbelow, r->P);
+    }
     MPI_Finalize();
     return 1;
 }
@@ -77,8 +109,7 @@ int run_configure(run_t *r, int argc, char **argv) {
     if (rc == 1) {
         if (!r->me) cfg_print_help(stdout);
         watch_stop(r);
-        MPI_Finalize();
-        return 1;
+        return run_finalize(r) ? -1 : 1;
     }
     run_agree(r, rc == 0, "configuration", err);
     rc = cfg_policy(&r->cfg, &r->policy_cfg, r->policy, sizeof r->policy, err, sizeof err);

@@ -61,6 +61,7 @@ struct watch {
     double *heard;              /* per peer: when its last heartbeat arrived */
     beat_t *last, *out;         /* per peer: its last heartbeat; the one in flight to it */
     int *left;                  /* per peer: it has finished (BEAT_LEAVING) */
+    int64_t *nsent, *nrecv;     /* per peer: heartbeats sent to it, received from it */
     MPI_Request *req;
     /* the test aid EAGER_TEST_PAUSE=RANK:PHASE:SECONDS[:NTH] */
     int pause_rank, pause_nth, pause_seen;
@@ -95,6 +96,8 @@ static void send_all(struct watch *w, int state) {
         w->out[p] = b;
         if (MPI_Isend(&w->out[p], sizeof b, MPI_BYTE, p, 0, w->hb, &w->req[p]) != MPI_SUCCESS)
             w->req[p] = MPI_REQUEST_NULL;
+        else
+            w->nsent[p]++;
     }
 }
 
@@ -106,6 +109,7 @@ static void receive_all(struct watch *w) {
         beat_t b;
         if (MPI_Recv(&b, sizeof b, MPI_BYTE, st.MPI_SOURCE, 0, w->hb, MPI_STATUS_IGNORE) != MPI_SUCCESS)
             return;
+        w->nrecv[st.MPI_SOURCE]++;
         b.name[NAME_LEN - 1] = 0;
         pthread_mutex_lock(&w->mu);
         w->heard[st.MPI_SOURCE] = now_s();
@@ -271,7 +275,9 @@ int watch_start(run_t *r) {
     w->out = calloc((size_t)P, sizeof *w->out);
     w->left = calloc((size_t)P, sizeof *w->left);
     w->req = malloc((size_t)P * sizeof *w->req);
-    if (!w->heard || !w->last || !w->out || !w->left || !w->req) return -1;
+    w->nsent = calloc((size_t)P, sizeof *w->nsent);
+    w->nrecv = calloc((size_t)P, sizeof *w->nrecv);
+    if (!w->heard || !w->last || !w->out || !w->left || !w->req || !w->nsent || !w->nrecv) return -1;
     for (int p = 0; p < P; p++) w->req[p] = MPI_REQUEST_NULL;
     if (parse_pause(w, getenv("EAGER_TEST_PAUSE"))) {
         if (!r->me)
@@ -368,6 +374,57 @@ int watch_self_silent(run_t *r, char *s, size_t n) {
     return 1;
 }
 
+/* Completes request *rq by deadline dl, or ends the job naming what it waited for. */
+static void finish_wait(struct watch *w, MPI_Request *rq, double dl, const char *what, int peer) {
+    for (;;) {
+        int done = 0;
+        if (MPI_Test(rq, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done) return;
+        if (now_s() > dl) break;
+        usleep(200);
+    }
+    char s[256];
+    if (peer >= 0)
+        snprintf(
+            s, sizeof s,
+            "eager-train: rank %d: finishing: rank %d did not %s within --t-abort (%g s); aborting the job",
+            w->r->me, peer, what, w->t_abort);
+    else
+        snprintf(
+            s, sizeof s,
+            "eager-train: rank %d: finishing: a rank did not %s within --t-abort (%g s); aborting the job",
+            w->r->me, what, w->t_abort);
+    abort_job(w, s, 0);
+}
+
+/* Every heartbeat sent is received before MPI_Finalize (a message never received is erroneous
+ * MPI; MPICH over UCX warns about each one). Every rank calls watch_stop at the same point, so:
+ *
+ *   send LEAVING -> exchange counts sent (Ialltoall) -> receive what is missing from each peer
+ *                -> complete this rank's own sends -> free the communicator
+ *
+ * each step bounded by --t-abort: a rank that does not take part is hung, and the job ends. */
+static void drain(struct watch *w) {
+    int P = w->r->P;
+    int64_t *expect = calloc((size_t)P, sizeof *expect);
+    if (!expect) return;
+    double dl = now_s() + w->t_abort;
+    MPI_Request rq;
+    if (MPI_Ialltoall(w->nsent, 1, MPI_INT64_T, expect, 1, MPI_INT64_T, w->hb, &rq) == MPI_SUCCESS)
+        finish_wait(w, &rq, dl, "join the final count of heartbeats", -1);
+    for (int p = 0; p < P; p++)
+        for (; w->nrecv[p] < expect[p]; w->nrecv[p]++) {
+            beat_t b;
+            if (MPI_Irecv(&b, sizeof b, MPI_BYTE, p, 0, w->hb, &rq) != MPI_SUCCESS) break;
+            finish_wait(w, &rq, dl, "deliver its last heartbeats", p);
+        }
+    for (int p = 0; p < P; p++)
+        if (w->req[p] != MPI_REQUEST_NULL)
+            finish_wait(w, &w->req[p], dl, "receive this rank's last heartbeats", p);
+    free(expect);
+    run_unreceived(w->r, w->hb, "the watchdog's communicator");
+    MPI_Comm_free(&w->hb);
+}
+
 void watch_stop(run_t *r) {
     struct watch *w = r->watch;
     if (!w) return;
@@ -377,20 +434,9 @@ void watch_stop(run_t *r) {
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->th, NULL);
     send_all(w, BEAT_LEAVING); /* the peers stop watching this rank */
-    for (int p = 0; p < r->P; p++) {
-        int done = 0;
-        if (w->req[p] == MPI_REQUEST_NULL) continue;
-        for (int i = 0; i < 1000 && !done; i++) { /* eager sends: complete at once; a gone peer: 1 s */
-            MPI_Test(&w->req[p], &done, MPI_STATUS_IGNORE);
-            if (!done) usleep(1000);
-        }
-        if (!done) {
-            MPI_Cancel(&w->req[p]);
-            MPI_Request_free(&w->req[p]);
-        }
-    }
+    drain(w);
     r->watch = NULL;
-    free(w->heard), free(w->last), free(w->out), free(w->left), free(w->req);
+    free(w->heard), free(w->last), free(w->out), free(w->left), free(w->req), free(w->nsent), free(w->nrecv);
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
     free(w);

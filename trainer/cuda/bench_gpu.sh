@@ -51,9 +51,7 @@ echo "wrote $B/bench/gpu.json"
 if [ -x "$B/bench/bench_collectives_cuda" ]; then
   P=${PCOLL_BENCH_P:-4}
   echo "bench-gpu: partial allreduce with device buffers, $P ranks"
-  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1 \
-  OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none \
-  mpirun --oversubscribe --bind-to none -np "$P" "$B/bench/bench_collectives_cuda" --device \
+  bash jobs/mpi.sh run "$B" "$P" "$B/bench/bench_collectives_cuda" --device \
     --unit-ms "${UNIT_MS:-1}" --iters "${PCOLL_BENCH_ITERS:-32}" --sizes 8,4194304,102236160 \
     --json "$B/bench/collectives_gpu.json" || { echo "bench_collectives_cuda --device failed" >&2; exit 1; }
 fi

@@ -23,8 +23,9 @@
 set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}
-: "${MPIRUN:=mpirun --oversubscribe --bind-to none}"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# the launcher of the MPI that built $B (jobs/mpi.sh), or the caller's MPIRUN
+. jobs/mpi.sh
+pcoll_mpi_use "$B" || exit 2
 live=0
 [ "${1:-}" = --live ] && { live=1; shift; }
 [ $# -gt 0 ] || set -- trainer/ref/ddp_mirror_ref_*.json

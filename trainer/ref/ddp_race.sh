@@ -60,8 +60,9 @@ set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}
 DDP_PY=${DDP_PY:-$B/venv/bin/python3}
-: "${MPIRUN:=mpirun --oversubscribe --bind-to none}"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# the launcher of the MPI that built $B (jobs/mpi.sh), or the caller's MPIRUN
+. jobs/mpi.sh
+pcoll_mpi_use "$B" || exit 2
 RANKS="4 8"; SEEDS="1 2 3"; IMBS="none random1 random2 lognormal"; MODES="sync adaptive majority"
 DELAY_X=2; LN_X=1; LN_STD_X=""; LIN_X=0.5; SLOW=2; BUSY=""; DDP=1; PARTIAL=""; TRAIN_OPTS=""; BOTH_OPTS=""; EXP=fmnist
 EPOCHS=""; CAL_EPOCHS=""; BATCH=""; LT=0; LTE=0; THREADS=0; CURVE=auto; CURVE_TEST=2000; OUT=results/runs/ddp-race; DRY=0
