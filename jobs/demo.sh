@@ -20,8 +20,9 @@ cd "$(dirname "$0")/.."
 B=${B:-build}; NP=${NP:-4}; EPOCHS=${EPOCHS:-3}; LIMIT=${LIMIT:-24000}; DELAY_X=${DELAY_X:-2}
 TARGET=${TARGET:-0.80}
 CURVE=$(( LIMIT / 64 / 10 > 0 ? LIMIT / 64 / 10 : 1 ))  # batches (all ranks) per snapshot: a tenth of an epoch
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
-export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
+# the launcher of the MPI that built $B (jobs/mpi.sh), set for more ranks than cores
+. jobs/mpi.sh
+pcoll_mpi_use "$B"
 TAU_ARG=(); [ -n "${TAU:-}" ] && TAU_ARG=(--tau "$TAU")  # as jobs/lib.sh: the trainer's default unless set
 OUT=results/runs/demo-$(date +%Y%m%d-%H%M%S)
 FIG=results/figures/$(basename "$OUT")
@@ -31,7 +32,7 @@ if [ -z "${IMB:-}" ]; then
   # the step time: compute per step (mean over ranks) of 24 balanced sync steps per rank
   CAL=$(mktemp -d)
   trap 'rm -rf "$CAL"' EXIT
-  mpirun --oversubscribe --bind-to none -np "$NP" "$B/bin/eager-train" --experiment fmnist --epochs 1 \
+  $MPIRUN -np "$NP" "$B/bin/eager-train" --experiment fmnist --epochs 1 \
     --limit-train $(( NP * 64 * 24 )) --limit-test 64 --mode sync --imbalance none --quiet --out "$CAL/cal.json"
   STEP=$(jq '[.ranks[] | .compute_s / .steps] | add / length * 1000' "$CAL/cal.json")
   IMB=$(awk -v s="$STEP" -v x="$DELAY_X" 'BEGIN { printf "random:k=1,d=%.1f", s * x }')
@@ -41,7 +42,7 @@ echo "demo: $NP ranks, $EPOCHS ${EPOCH_MODE:-global} epochs of $LIMIT Fashion-MN
 echo "demo: runs -> $OUT, figures -> $FIG"
 for mode in sync solo majority adaptive; do
   echo "== $mode"
-  mpirun --oversubscribe --bind-to none -np "$NP" "$B/bin/eager-train" --experiment fmnist \
+  $MPIRUN -np "$NP" "$B/bin/eager-train" --experiment fmnist \
     --epochs "$EPOCHS" --limit-train "$LIMIT" --imbalance "$IMB" "${TAU_ARG[@]}" --epoch-mode "${EPOCH_MODE:-global}" \
     --mode "$mode" --milestones "$((EPOCHS - 1))" --curve-every "$CURVE" --curve-test 2000 \
     --target-top1 "$TARGET" --out "$OUT/$mode.json" 2>&1 | grep -E '^epoch|^eager-train: [a-z]+:|controller:|rror'

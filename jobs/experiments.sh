@@ -31,13 +31,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${B:-build}
 mkdir -p results/figures
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
-export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
+# the launcher of the MPI that built $B (jobs/mpi.sh), set for more ranks than cores
+. jobs/mpi.sh
+pcoll_mpi_use "$B"
 run() {  # run NP OUT ARGS...
   local np=$1 out=$2; shift 2
   mkdir -p "$(dirname "$out")"
   echo "== $(basename "$out" .json): $*"
-  mpirun --oversubscribe --bind-to none -np "$np" "$B/bin/eager-train" --out "$out" "$@" 2>&1 |
+  $MPIRUN -np "$np" "$B/bin/eager-train" --out "$out" "$@" 2>&1 |
     grep -E '^epoch|^eager-train: [a-z-]+:|controller:|rror' || true
 }
 regimes_run() {  # REGIMES (light heavy) x REPEATS seeds x MODES

@@ -6,7 +6,8 @@
 #   pcoll_need_data PATH HINT    stop with a clear error (exit 2) when the data is missing
 #   pcoll_rundir                 create $RUN_DIR = $OUT/<experiment>/<jobid> and its job.txt
 #   pcoll_train [ARGS...]        one eager-train run per entry of $MODE, JSON to $RUN_DIR/<mode>.json
-#   pcoll_launch PROG [ARGS...]  srun --mpi=pmix (under Slurm) or mpirun (local runner) with $RANKS ranks
+#   pcoll_launch PROG [ARGS...]  srun --mpi=<the MPI's plugin> (under Slurm) or the MPI's own launcher
+#                                (mpirun/mpiexec of the installation that built $B) with $RANKS ranks
 #
 # Environment read here (all optional):
 #   RANKS       MPI ranks (default: $SLURM_NTASKS under Slurm; jobs/local.sh sets it from #SBATCH --ntasks)
@@ -23,7 +24,9 @@
 #   OUT         results root (default: <repo>/results/runs); runs go to $OUT/<experiment>/<jobid>/
 #   EXTRA       more eager-train (or bench_collectives) arguments, word-split
 #   B           build folder (default: build)
-#   LAUNCHER    srun | mpirun (default: srun under Slurm when it has pmix, else mpirun)
+#   LAUNCHER    srun | mpirun (default: srun under Slurm when it has the plugin of the MPI that
+#               built $B: pmix for Open MPI, pmi2 for the MPICH family; else mpirun, which means
+#               that MPI's own launcher, recorded in $B/mpi.env by make)
 #   RESTARTS    restart a failed run up to N times from its last checkpoint on one rank fewer
 #               (default 0; see pcoll_elastic); CKPT_EVERY (default 1) epochs between checkpoints;
 #               CKPT_STEPS (default none) also checkpoints every N steps of each rank within an
@@ -56,37 +59,38 @@ pcoll_init() {
   RUN_DIR=$OUT/$EXPERIMENT/$JOB_ID
   export RUN_DIR JOB_ID RANKS EXPERIMENT
 
-  # Open MPI settings from DESIGN.md section 7
-  if [ "$(id -u)" = 0 ]; then
-    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-  fi
+  # the MPI that built $B: its launcher and settings (jobs/mpi.sh; DESIGN.md section 7)
+  # shellcheck source=jobs/mpi.sh
+  . "$PCOLL_ROOT/jobs/mpi.sh"
+  pcoll_mpi "$B" 2>/dev/null || pcoll_die "$B/mpi.env missing: build first (make B=$B in $PCOLL_ROOT)"
   local nodes=${SLURM_JOB_NUM_NODES:-1} cores per_node
   cores=$(nproc 2>/dev/null || echo 1)
   per_node=$(( (RANKS + nodes - 1) / nodes ))
-  export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
-  if [ "$nodes" = 1 ]; then
-    # one node: shared memory only (there is no InfiniBand device for UCX on these machines)
-    export OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader} OMPI_MCA_pml=${OMPI_MCA_pml:-ob1}
-  elif [ -z "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
-    # several nodes without an RDMA device: TCP between nodes, shared memory within one
-    export OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader,tcp} OMPI_MCA_pml=${OMPI_MCA_pml:-ob1}
-  fi
   # more ranks on a node than it has cores: spin-waiting ranks steal the cores (8-rank allreduce
   # 6 ms instead of 0.1)
-  if [ "$per_node" -gt "$cores" ]; then
-    export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_rmaps_base_oversubscribe=1
+  pcoll_mpi_env "$([ "$per_node" -gt "$cores" ] && echo 1 || echo 0)"
+  if [ "$MPI_FAMILY" = openmpi ]; then
+    if [ "$nodes" = 1 ]; then
+      # one node: shared memory only (there is no InfiniBand device for UCX on these machines)
+      export OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader} OMPI_MCA_pml=${OMPI_MCA_pml:-ob1}
+    elif [ -z "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
+      # several nodes without an RDMA device: TCP between nodes, shared memory within one
+      export OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader,tcp} OMPI_MCA_pml=${OMPI_MCA_pml:-ob1}
+    fi
   fi
 
   if [ -z "${LAUNCHER:-}" ]; then
     LAUNCHER=mpirun
-    # srun --mpi=pmix: Debian's Open MPI 4.1 is built against PMIx (not PMI-2); Slurm's mpi_pmix
-    # plugin serves it. Where the plugin is missing, mpirun inside the allocation still works
-    # (Open MPI reads the Slurm allocation and starts its daemons with srun).
+    # srun --mpi=PLUGIN: the plugin the build's MPI speaks (PCOLL_SRUN_MPI: pmix for Open MPI 4,
+    # built against PMIx; pmi2 for the MPICH family). Where Slurm lacks it, the MPI's own
+    # launcher inside the allocation still works (Open MPI's mpirun and MPICH's hydra read the
+    # Slurm allocation and start their daemons with srun).
     if [ -n "${SLURM_JOB_ID:-}" ] && command -v srun >/dev/null; then
-      if grep -qw pmix <<<"$(srun --mpi=list 2>&1)"; then LAUNCHER=srun
-      else echo "$PCOLL_SCRIPT: srun has no pmix plugin; using mpirun inside the allocation" >&2; fi
+      if grep -qw "$PCOLL_SRUN_MPI" <<<"$(srun --mpi=list 2>&1)"; then LAUNCHER=srun
+      else echo "$PCOLL_SCRIPT: srun has no $PCOLL_SRUN_MPI plugin (for $MPI_NAME); using $MPIEXEC inside the allocation" >&2; fi
     fi
   fi
+  [ "$LAUNCHER" = srun ] || [ -n "$MPIEXEC" ] || pcoll_die "no launcher of $MPI_NAME found beside the wrapper that built $B: set MPIEXEC=/path/to/its/mpiexec and rebuild, or run under Slurm (srun)"
 }
 
 pcoll_hosts() {  # the job's host names, comma separated (scontrol expands a Slurm node list)
@@ -102,7 +106,7 @@ pcoll_rundir() {  # create $RUN_DIR and its job.txt (after the checks, so a fail
   mkdir -p "$RUN_DIR" || pcoll_die "cannot create $RUN_DIR"
   {
     echo "experiment=$EXPERIMENT"; echo "job_id=$JOB_ID"; echo "ranks=$RANKS"
-    echo "launcher=$LAUNCHER"; echo "nodelist=${SLURM_JOB_NODELIST:-$(hostname -s)}"
+    echo "launcher=$LAUNCHER"; echo "mpi=$MPI_NAME"; echo "mpiexec=$MPIEXEC"; echo "nodelist=${SLURM_JOB_NODELIST:-$(hostname -s)}"
     echo "nodes=$(pcoll_hosts)"; echo "ompi_btl=${OMPI_MCA_btl:-}"; echo "ompi_pml=${OMPI_MCA_pml:-}"
     echo "mode=${MODE:-}"; echo "imbalance=${IMBALANCE:-}"; echo "data=${DATA:-}"
     echo "epochs=${EPOCHS:-}"; echo "tau=${TAU:-}"; echo "device=${DEVICE:-}"; echo "extra=${EXTRA:-}"; echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -120,9 +124,10 @@ pcoll_launch() {  # one dead rank ends the step at once (the others would wait f
     # ('unable to update job's core use information due to job resizing'): a new step would wait
     # for them forever, so it may overlap them
     [ -n "${PCOLL_SLOTS:-}" ] && opts+=(--overlap)
-    srun --mpi=pmix -n "$RANKS" "${opts[@]}" "$@"
+    srun --mpi="$PCOLL_SRUN_MPI" -n "$RANKS" "${opts[@]}" "$@"
   else
-    mpirun --oversubscribe --bind-to none -np "$RANKS" "$@"
+    # shellcheck disable=SC2086  # MPIRUN: the launcher and its options
+    $MPIRUN -np "$RANKS" "$@"
   fi
 }
 

@@ -1,5 +1,6 @@
 #!/bin/bash
-# jobs/local.sh SCRIPT.sbatch [ARGS...]: run a job script without Slurm, with mpirun on this machine.
+# jobs/local.sh SCRIPT.sbatch [ARGS...]: run a job script without Slurm, on this machine, with the
+# launcher of the MPI that built $B (mpirun or mpiexec of that installation: jobs/mpi.sh).
 #
 #   jobs/local.sh jobs/fmnist.sbatch --limit-train 1024 --epochs 1
 #   RANKS=2 MODE=sync,majority jobs/local.sh jobs/fmnist.sbatch
@@ -21,5 +22,5 @@ fi
 for v in $(compgen -v SLURM_); do unset "$v"; done
 export RANKS PCOLL_ROOT=$root LAUNCHER=mpirun
 export PCOLL_JOB_ID=${PCOLL_JOB_ID:-local-$(date +%Y%m%d-%H%M%S)-$$}
-echo "local.sh: $script as job $PCOLL_JOB_ID with $RANKS ranks (mpirun)"
+echo "local.sh: $script as job $PCOLL_JOB_ID with $RANKS ranks (the MPI's own launcher)"
 exec bash "$script" "$@"

@@ -87,15 +87,22 @@ host_lines() {
   echo "== cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') x $(nproc)${miss_isa:+; WARNING: lacks$miss_isa (libnn built with -march=native: expect SIGILL)}"
 }
 
-# the MPI settings of every step (those of tests/run.sh and make bench-collectives): as root,
-# oversubscribed, shared-memory transport without UCX (a caller's OMPI_MCA_pml / _btl win), and
-# MPIRUN, exported
+# the MPI settings of every step (those of tests/run.sh and make bench-collectives): the launcher
+# of the MPI that built $B (jobs/mpi.sh: the same family's on PATH when the recorded one is not on
+# this machine), as root, oversubscribed, Open MPI's shared-memory transport without UCX (a
+# caller's OMPI_MCA_pml / _btl win), and MPIRUN, exported
 mpi_env() {
-  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
-  export OMPI_MCA_rmaps_base_oversubscribe=1
-  export OMPI_MCA_pml=${OMPI_MCA_pml:-ob1} OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader}
-  export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
-  export MPIRUN="mpirun --oversubscribe --bind-to none"
+  # shellcheck source=jobs/mpi.sh
+  . jobs/mpi.sh
+  if [ -f "$B/mpi.env" ]; then
+    pcoll_mpi "$B"
+  else # a build folder from before jobs/mpi.sh: Open MPI's mpirun on PATH
+    export MPI_FAMILY=openmpi MPIRUN="mpirun --oversubscribe --bind-to none"
+  fi
+  pcoll_mpi_env 1
+  if [ "$MPI_FAMILY" = openmpi ]; then
+    export OMPI_MCA_pml=${OMPI_MCA_pml:-ob1} OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader}
+  fi
 }
 
 # the executables under $B (ELF files in bin/, tests/, bench/), one per line

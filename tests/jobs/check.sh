@@ -24,7 +24,7 @@ local_fmnist)
   d=${dirs[0]}
   [[ "$(basename "$d")" =~ ^local-[0-9]{8}-[0-9]{6}-[0-9]+$ ]] || fail "job id '$(basename "$d")' is not local-<timestamp>-<pid>"
   "$B/bin/pcoll-validate" results/schema/run.schema.json "$d/sync.json" "$d/majority.json" || fail "JSON does not validate"
-  tau=$(mpirun -np 1 "$B/bin/eager-train" --help | awk '$1 == "--tau" { print $2 }')
+  tau=$(bash jobs/mpi.sh run "$B" 1 "$B/bin/eager-train" --help | awk '$1 == "--tau" { print $2 }')
   for m in sync majority; do
     [ "$(jq -r .config.tau "$d/$m.json")" = "$tau" ] || fail "$m.json: tau is not the trainer's default $tau"
     [ "$(jq -r .config.mode "$d/$m.json")" = $m ] || fail "$m.json: config.mode is not $m"
@@ -33,6 +33,14 @@ local_fmnist)
     [ "$(jq -r .config.imbalance "$d/$m.json")" = linear:unit=60 ] || fail "$m.json: imbalance is not the script default"
   done
   grep -q "^job_id=$(basename "$d")\$" "$d/job.txt" && grep -q '^launcher=mpirun$' "$d/job.txt" || fail "job.txt wrong"
+  # launched with the MPI that built $B: job.txt and every run's MPI_Get_library_version say so
+  built=$(. "$B/mpi.env" && echo "$MPI_NAME|$MPIEXEC")
+  [ "$(sed -n 's/^mpi=//p' "$d/job.txt")|$(sed -n 's/^mpiexec=//p' "$d/job.txt")" = "$built" ] \
+    || fail "job.txt: mpi/mpiexec $(grep '^mpi' "$d/job.txt" | paste -sd' '), the build's: $built"
+  v=${built%%|*}; v=${v##* }  # the version, e.g. 4.0.2
+  for m in sync majority; do
+    jq -r .environment.mpi "$d/$m.json" | grep -qF "$v" || fail "$m.json: environment.mpi '$(jq -r .environment.mpi "$d/$m.json")' is not ${built%%|*}"
+  done
   # RANKS defaults to '#SBATCH --ntasks' (4 for fmnist)
   out=$(OUT=$T/r4 MODE=sync jobs/local.sh jobs/fmnist.sbatch --limit-train 256 --limit-test 64 --epochs 1 --quiet 2>&1) \
     || { echo "$out"; fail "local.sh fmnist (default ranks)"; }

@@ -426,7 +426,7 @@ trainer_output)
   # real output: a tiny hyperplane run of the trainer validates and compares
   T=$B/bin/eager-train
   [ -x "$T" ] || { echo "SKIP: $T not built"; exit 77; }
-  : "${MPIRUN:=mpirun --oversubscribe --bind-to none}"
+  . jobs/mpi.sh && pcoll_mpi_use "$B" || exit 2  # tests/run.sh's MPIRUN, or the build's launcher
   for m in sync solo; do
     $MPIRUN -np 2 "$T" --experiment hyperplane --epochs 2 --hp-features 64 --hp-samples 512 --mode $m \
       --out "$TMP/hp-$m.json" --quiet >"$TMP/train.log" 2>&1 || { fail "eager-train --mode $m failed"; tail -20 "$TMP/train.log"; }

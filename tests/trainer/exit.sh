@@ -28,7 +28,7 @@ validate "$part" || fail "the stopped run's partial JSON is not schema-valid"
 rm "$part"
 
 # killed: every rank gets SIGKILL once the partial file holds an epoch
-timeout 240 $MPIRUN -np 2 bash -c 'echo $$ > "$0.$OMPI_COMM_WORLD_RANK"; exec "$@"' "$TMP/pid" \
+timeout 240 $MPIRUN -np 2 bash -c 'echo $$ > "$0.'"$PCOLL_RANK_ENV"'"; exec "$@"' "$TMP/pid" \
   "$TRAIN" --experiment fmnist --batch 32 --quiet "${args[@]}" --epochs 1000 --out "$out" > "$TMP/out" 2>&1 &
 job=$!
 for _ in $(seq 1200); do

@@ -4,9 +4,10 @@
 # the signal to the job's end, the first line naming the rank, mpirun's and every rank's exit
 # status, and what is left on disk (the run's JSON summary.exit, the checkpoint folder).
 #   B=build bash tests/trainer/fault_table.sh        (about 20 s a row; t_warn 2 s, t_abort 8 s)
-# LAUNCHERS: ';'-separated launcher commands without the rank count (default: mpirun, and mpirun
-# --enable-recovery; "srun --mpi=pmix" and "srun --mpi=pmix --kill-on-bad-exit=1" inside a Slurm
-# allocation or with jobs/minicluster.sh's env).
+# LAUNCHERS: ';'-separated launcher commands without the rank count (default: mpirun, i.e. the
+# launcher of the MPI that built $B, and with Open MPI also mpirun --enable-recovery; "srun
+# --mpi=pmix" and "srun --mpi=pmix --kill-on-bad-exit=1" inside a Slurm allocation or with
+# jobs/minicluster.sh's env).
 # PHASES (default: all): of training, evaluation, checkpoint, between.
 # Phases: training (the signal lands 3 s after rank 1 started its first epoch), evaluation,
 # checkpoint (rank 0, the writer, held after writing latest.ckpt and before the agreement that
@@ -14,16 +15,22 @@
 # rank there (trainer/run.h).
 B=${B:-build}
 . "$(dirname "$0")/common.sh"
-# tests/run.sh's environment when run by hand
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
-export OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader} OMPI_MCA_pml=${OMPI_MCA_pml:-ob1} OMPI_MCA_plm_rsh_agent=false
-export OMPI_MCA_btl_vader_single_copy_mechanism=none
-MPIRUN=${MPIRUN:-mpirun --oversubscribe --bind-to none}
-WRAP='"$0" "$@"; echo "rank ${OMPI_COMM_WORLD_RANK:-$SLURM_PROCID} rc=$?"'
-LAUNCHERS=${LAUNCHERS:-mpirun;mpirun --enable-recovery}
+# tests/run.sh's environment when run by hand: the launcher of the MPI that built $B
+. jobs/mpi.sh
+pcoll_mpi_use "$B" || exit 2
+[ "$MPI_FAMILY" = openmpi ] &&
+  export OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader} OMPI_MCA_pml=${OMPI_MCA_pml:-ob1} OMPI_MCA_plm_rsh_agent=false
+WRAP='"$0" "$@"; echo "rank '"$PCOLL_RANK_ENV"' rc=$?"'
+# mpirun: the MPI's own launcher; --enable-recovery is Open MPI's
+DEFAULT_LAUNCHERS=mpirun; [ "$MPI_FAMILY" = openmpi ] && DEFAULT_LAUNCHERS="mpirun;mpirun --enable-recovery"
+LAUNCHERS=${LAUNCHERS:-$DEFAULT_LAUNCHERS}
 WARN=2 ABORT=8
 printf '| phase | fault | launcher | s to end | first line naming the rank | mpirun | ranks 0,1,2 | summary.exit | checkpoints |\n'
 printf '|---|---|---|---|---|---|---|---|---|\n'
+show() { # the launcher column: mpirun for the MPI's own, without the options every row has
+  local x=${1/--oversubscribe --bind-to none/}
+  echo "${x/$MPIEXEC/mpirun ($MPI_NAME)}"
+}
 row() { # row PHASE PAUSE VICTIM SIGNAL LAUNCHER
   local phase=$1 pause=$2 victim=$3 sig=$4 extra=$5 d="$TMP/$RANDOM" pid="" t0 rc el np="-np 3" ntrain=1024
   [[ " ${PHASES:-training evaluation checkpoint between} " == *" ${phase%% *} "* ]] || return 0
@@ -35,7 +42,7 @@ row() { # row PHASE PAUSE VICTIM SIGNAL LAUNCHER
     --t-warn $WARN --t-abort $ABORT --ckpt-dir "$d/ck" --ckpt-every 1 --out "$d/run.json" > "$d/log" 2>&1 &
   local job=$!
   pid=$(paused_pid "$d/log" $victim $job)
-  [ -n "$pid" ] || { echo "| $phase | $sig | ${extra/--oversubscribe --bind-to none/} | the rank never got there |"; wait $job; return; }
+  [ -n "$pid" ] || { echo "| $phase | $sig | $(show "$extra") | the rank never got there |"; wait $job; return; }
   [ "$phase" = training ] && sleep 3 # into the rounds
   kill -$sig "$pid"; t0=$(date +%s.%N)
   wait $job; rc=$?
@@ -46,7 +53,7 @@ row() { # row PHASE PAUSE VICTIM SIGNAL LAUNCHER
   ranks=$(for r in 0 1 2; do sed -n "s/^rank $r rc=//p" "$d/log" | head -1 | grep . || echo -; done | paste -sd, -)
   ex=$(jq -r '.summary.exit // "no summary"' "$d/run.json" 2>/dev/null | cut -c1-80 | tr '|' '/')
   ck=$(cd "$d/ck" && ls | paste -sd' ' -)
-  echo "| $phase | $sig | ${extra/--oversubscribe --bind-to none/} | $el | $line | $rc | $ranks | ${ex:-no file} | ${ck:-empty} |"
+  echo "| $phase | $sig | $(show "$extra") | $el | $line | $rc | $ranks | ${ex:-no file} | ${ck:-empty} |"
 }
 IFS=';' read -ra launchers <<< "$LAUNCHERS"
 for extra in "${launchers[@]}"; do

@@ -9,7 +9,9 @@
 . "$(dirname "$0")/common.sh"
 WARN=1.5 ABORT=6
 # each rank reports its exit status through a wrapper line "rank R rc=N"
-WRAP='"$0" "$@"; echo "rank $OMPI_COMM_WORLD_RANK rc=$?"'
+WRAP='"$0" "$@"; echo "rank '"$PCOLL_RANK_ENV"' rc=$?"'
+# mpirun --enable-recovery is Open MPI's (MPICH's hydra ends the job at a rank's death, always)
+RECOVERY=""; [ "$MPI_FAMILY" = openmpi ] && RECOVERY="--enable-recovery"
 want() { [[ " ${FAULTS:-kill stop stop-cont hold} " == *" $1 "* ]]; }
 args=(--experiment fmnist --limit-train 512 --limit-test 256 --batch 32 --quiet --threads 1 --mode sync)
 
@@ -38,7 +40,7 @@ failed_all() { # every rank that reported exited non-zero, and mpirun did
 }
 
 # (1) SIGKILL in evaluation, under mpirun and mpirun --enable-recovery
-want kill && for extra in "" "--enable-recovery"; do
+want kill && for extra in "" $RECOVERY; do
   n=kill${extra:+-recovery}
   start $n 1:evaluation:60 "$extra" --epochs 1 --t-warn $WARN --t-abort $ABORT
   kill -9 "$pid"; t0=$(date +%s.%N)
@@ -53,7 +55,7 @@ want kill && for extra in "" "--enable-recovery"; do
 done
 
 # (2) SIGSTOP in evaluation: a warning after t_warn, then the abort, both naming rank 1
-want stop && for extra in "" "--enable-recovery"; do
+want stop && for extra in "" $RECOVERY; do
   n=stop${extra:+-recovery}
   start $n 1:evaluation:60 "$extra" --epochs 1 --t-warn $WARN --t-abort $ABORT
   kill -STOP "$pid"; t0=$(date +%s.%N)
