@@ -43,6 +43,11 @@ bench-collectives: $(B)/bench/bench_collectives
 	$(BENCH_MPIRUN) $(B)/bench/bench_collectives \
 	  --unit-ms $(UNIT_MS) --reps $(REPS) --json $(B)/bench/collectives.json $(BENCH_ARGS)
 
+# the same benchmark under the two MPI families side by side (needs make test's second tree)
+RUNS ?= 3
+bench-mpis: $(B)/bench/bench_collectives
+	@B=$(B) bash collectives/bench_mpis.sh $(P) $(RUNS)
+
 # a round's reduction part by part against MPI_Allreduce, and libnbc's algorithms (bench_reduce.c)
 bench-reduce: $(B)/bench/bench_reduce
 	@mkdir -p $(B)/bench

@@ -10,8 +10,8 @@
 #          --showme:compile/--showme:link   Open MPI
 #          --cray-print-opts=cflags/libs    Cray's compiler wrapper (MPICC=cc)
 #          -compile_info/-link_info, -show  MPICH, Intel MPI, MVAPICH (a whole command line, split)
-#       3. pkg-config: ompi-c, then mpich;
-#       4. none: exit 1 with what to set.
+#       3. no wrapper at all: pkg-config, ompi-c then mpich;
+#       4. none, or a wrapper that answers no dialect: exit 1 with what to set.
 #     Names the MPI from its mpi.h (OPEN_MPI, MPICH_VERSION, I_MPI_VERSION, MVAPICH2_VERSION),
 #     checks that a program links with the flags, finds the launcher of the same installation
 #     (MPIEXEC if set; else mpiexec/mpirun beside each link of the wrapper's path, with the
@@ -179,7 +179,11 @@ mpi_configure() {
     if [ -n "$wrapper" ] && ! command -v "$wrapper" >/dev/null 2>&1; then
       pcoll_mpi_die "MPICC=$wrapper: no such command"; return 1
     fi
-    if [ -z "$wrapper" ] || ! mpi_ask_wrapper "$wrapper"; then
+    if [ -n "$wrapper" ] && ! mpi_ask_wrapper "$wrapper"; then
+      pcoll_mpi_die "the wrapper '$wrapper' answered none of --showme:compile, --cray-print-opts=cflags, -compile_info, -show: set MPI_CFLAGS='-I<dir of mpi.h>' and MPI_LIBS='-L<dir> -l<mpi library>', or MPICC=<another wrapper>"
+      return 1
+    fi
+    if [ -z "$wrapper" ]; then
       local pc
       for pc in ompi-c mpich; do
         if pkg-config --exists "$pc" 2>/dev/null; then
@@ -189,7 +193,7 @@ mpi_configure() {
       done
     fi
     if [ -z "$MPI_DIALECT" ]; then
-      pcoll_mpi_die "no MPI found: ${wrapper:+the wrapper '$wrapper' answered none of --showme:compile, --cray-print-opts=cflags, -compile_info, -show; }${wrapper:-no mpicc on PATH;} no pkg-config ompi-c or mpich. Run 'make deps' (Debian's Open MPI), load your MPI's module, or set MPICC=<its C wrapper> (MPICC=cc with Cray's programming environment), or MPI_CFLAGS='-I...' MPI_LIBS='-L... -lmpi'"
+      pcoll_mpi_die "no MPI found: no mpicc on PATH, no pkg-config ompi-c or mpich. Run 'make deps' (Debian's Open MPI), load your MPI's module, or set MPICC=<its C wrapper> (MPICC=cc with Cray's programming environment), or MPI_CFLAGS='-I...' MPI_LIBS='-L... -lmpi'"
       return 1
     fi
   fi

@@ -8,7 +8,8 @@
 #   3. a small sweep         (jobs/sweep.sh fmnist, MODES=sync,solo: sbatch path of the sweep)
 # waits for them (scontrol show job; no accounting database), checks COMPLETED / exit 0, the JSON
 # (pcoll-validate for runs; jq for the benchmark's keys and wrong == 0), that the metrics recorded
-# the job id sbatch returned, that srun --mpi=pmix launched the ranks and that pcoll-compare reads
+# the job id sbatch returned, that srun launched the ranks with the plugin of the MPI that built $B
+# (--mpi=pmix for Open MPI, pmi2 for MPICH: the test runs under both) and that pcoll-compare reads
 # the results folders. The daemons are stopped by their PIDs on every exit (trap). Prints the
 # wall time at the end.
 # Exit: 0 pass, 1 fail, 77 skip (Slurm could not be installed, or not root: one loud line says why).
@@ -18,7 +19,9 @@ set -uo pipefail
 . "$(dirname "$0")/slurm_lib.sh"
 slurm_setup "SLURM TEST"
 cluster_up 1 8
-pmix=0; grep -qw pmix <<<"$(srun --mpi=list 2>&1)" && pmix=1
+# the srun plugin of the MPI that built $B (jobs/mpi.sh: pmix for Open MPI, pmi2 for MPICH)
+plugin=$(. jobs/mpi.sh && pcoll_mpi "$B" && echo "$PCOLL_SRUN_MPI") || fail "$B/mpi.env missing"
+have=0; grep -qw "$plugin" <<<"$(srun --mpi=list 2>&1)" && have=1
 
 bench_id=$(OUT=$T/runs ITERS=8 SIZES=8,4096 submit allreduce -n 4 jobs/allreduce.sbatch) \
   || fail "sbatch jobs/allreduce.sbatch"
@@ -53,7 +56,7 @@ jq -e '(.ranks == 4) and (.unit_ms | type == "number") and (.iterations == 8)
 echo "allreduce: $(jq -r '"\(.ranks) ranks, \(.iterations) iterations, \(.results|length) results, wrong=\([.results[].wrong]|add)"' "$bj")"
 check_compare "$(dirname "$bj")" majority
 
-want_launcher=mpirun; [ $pmix = 1 ] && want_launcher=srun
+want_launcher=mpirun; [ $have = 1 ] && want_launcher=srun
 check_one() {  # check_one ID FILE RANKS: check_run, this host as the node list, the launcher
   check_run "$@"
   local f=$2 got
@@ -65,5 +68,5 @@ check_one "$train_id" "$T/runs/fmnist/$train_id/majority.json" 4
 check_one "${sweep_ids[0]}" "$T/runs/fmnist/${sweep_ids[0]}/sync.json" 2
 check_one "${sweep_ids[1]}" "$T/runs/fmnist/${sweep_ids[1]}/solo.json" 2
 check_compare "$T/runs/fmnist" majority sync solo
-echo "fmnist: majority (job $train_id), sync (job ${sweep_ids[0]}), solo (job ${sweep_ids[1]}): valid, slurm_job_id recorded, launched with $want_launcher$([ $pmix = 1 ] && echo ' --mpi=pmix'), pcoll-compare reads them"
+echo "fmnist: majority (job $train_id), sync (job ${sweep_ids[0]}), solo (job ${sweep_ids[1]}): valid, slurm_job_id recorded, launched with $want_launcher$([ $have = 1 ] && echo " --mpi=$plugin") ($(jq -r .environment.mpi "$T/runs/fmnist/$train_id/majority.json" | tr '\t' ' ')), pcoll-compare reads them"
 echo "PASS (jobs done after $(elapsed) s)"
