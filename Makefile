@@ -77,7 +77,7 @@ else
 endif
 
 yn = $(if $(1),yes,no)
-$(info config: $(MPI_CONFIG) jansson=yes openblas=$(call yn,$(HAVE_BLAS)) openmp=$(call yn,$(HAVE_OPENMP)) papi=$(call yn,$(HAVE_PAPI)) nvcc=$(call yn,$(HAVE_NVCC)) cudnn=$(call yn,$(HAVE_CUDNN)) nccl=$(call yn,$(HAVE_NCCL)) san=$(if $(SAN),$(SAN),none) build=$(B))
+$(if $(CHECK_REQ),$(info config: $(MPI_CONFIG) jansson=yes openblas=$(call yn,$(HAVE_BLAS)) openmp=$(call yn,$(HAVE_OPENMP)) papi=$(call yn,$(HAVE_PAPI)) nvcc=$(call yn,$(HAVE_NVCC)) cudnn=$(call yn,$(HAVE_CUDNN)) nccl=$(call yn,$(HAVE_NCCL)) san=$(if $(SAN),$(SAN),none) build=$(B)))
 
 ALL_BINS :=
 TEST_BINS :=

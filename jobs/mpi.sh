@@ -14,7 +14,7 @@
 #       4. none, or a wrapper that answers no dialect: exit 1 with what to set.
 #     Names the MPI from its mpi.h (OPEN_MPI, MPICH_VERSION, I_MPI_VERSION, MVAPICH2_VERSION),
 #     checks that a program links with the flags, finds the launcher of the same installation
-#     (MPIEXEC if set; else mpiexec/mpirun beside each link of the wrapper's path, with the
+#     (MPIEXEC if set, refused when its --version names the other family; else mpiexec/mpirun beside each link of the wrapper's path, with the
 #     wrapper's suffix: /usr/bin/mpicc.mpich -> /usr/bin/mpiexec.mpich; its --version must name
 #     the same MPI), and writes B/mpi.mk (make) and B/mpi.env (sh). Include paths become
 #     -isystem, so that warnings in the MPI's headers cannot stop a -Werror build.
@@ -32,7 +32,8 @@
 #   pcoll_mpi B    reads B/mpi.env (fails with a message when B was not built) and sets:
 #     MPI_FAMILY   openmpi | mpich | other (the MPICH family: MPICH, Intel MPI, MVAPICH, Cray MPICH)
 #     MPI_NAME     e.g. 'Open MPI 4.1.4', 'MPICH 4.0.2'
-#     MPIEXEC      that MPI's launcher (absolute path)
+#     MPIEXEC      that MPI's launcher (absolute path; not exported: make would take it for an
+#                  override)
 #     MPIRUN       MPIEXEC with the options a shared, oversubscribed node needs (Open MPI:
 #                  --oversubscribe --bind-to none; MPICH's hydra oversubscribes and binds
 #                  nothing by default); the caller adds -np N
@@ -229,6 +230,13 @@ mpi_configure() {
   rm -rf "$tmp"
   if [ -n "$MPIEXEC" ]; then
     MPIEXEC=$(command -v "$MPIEXEC") || { pcoll_mpi_die "MPIEXEC: no such command"; return 1; }
+    local f
+    for f in openmpi mpich; do # a launcher that names another family than the build's is refused
+      if [ "$f" != "$MPI_FAMILY" ] && mpi_launcher_is "$MPIEXEC" "$f"; then
+        pcoll_mpi_die "MPIEXEC=$MPIEXEC is a launcher of the $f family; the MPI found is $MPI_NAME ($MPI_DIALECT): unset MPIEXEC or give that MPI's own"
+        return 1
+      fi
+    done
   elif [ -n "$wrapper" ]; then
     mpi_find_launcher "$wrapper" "$MPI_FAMILY" || MPIEXEC=""
   fi
@@ -265,7 +273,7 @@ pcoll_mpi() {
       break
     done
   fi
-  export MPI_FAMILY MPI_NAME MPIEXEC
+  export MPI_FAMILY MPI_NAME # not MPIEXEC: make reads it from the environment as an override
   case "$MPI_FAMILY" in
     openmpi) MPIRUN="$MPIEXEC --oversubscribe --bind-to none"; PCOLL_SRUN_MPI=pmix ;;
     mpich) MPIRUN=$MPIEXEC; PCOLL_SRUN_MPI=pmi2 ;;
@@ -312,6 +320,7 @@ mpi_second() {
 # (tests/run.sh does), else B's; then pcoll_mpi_env. For scripts that launch themselves.
 pcoll_mpi_use() {
   if [ -z "${MPIRUN:-}" ] || [ -z "${MPI_FAMILY:-}" ]; then pcoll_mpi "$1" || return 1; fi
+  MPIEXEC=${MPIEXEC:-${MPIRUN%% *}}
   pcoll_mpi_env "${2:-1}"
 }
 

@@ -10,6 +10,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 2
 T=$(mktemp -d /tmp/mpi-detect.XXXXXX); trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+unset MPIEXEC
 command -v mpicc.openmpi >/dev/null && command -v mpicc.mpich >/dev/null ||
   { echo "SKIP: needs Debian's Open MPI and MPICH wrappers (make deps)"; exit 77; }
 OCF=$(mpicc.openmpi --showme:compile) OLIB=$(mpicc.openmpi --showme:link)
@@ -68,6 +69,11 @@ mkdir -p "$T/chain" && ln -s "$(command -v mpicc.mpich)" "$T/chain/mpicc"
 conf b-chain "$T/chain/mpicc"; want b-chain mpich '^MPICH' 'compile_info'
 l=$(. "$T/b-chain/mpi.env" && echo "$MPIEXEC")
 [ "$l" = "$(dirname "$(command -v mpicc.mpich)")/mpiexec.mpich" ] || fail "b-chain: launcher '$l', not mpiexec.mpich"
+
+# MPIEXEC naming the other family is refused
+MPIEXEC=$(command -v mpiexec.openmpi) conf b-wrongl "$T/mpich/mpicc"
+[ $rc != 0 ] && grep -q "is a launcher of the openmpi family" "$T/out" || { cat "$T/out"; fail "MPIEXEC of Open MPI accepted for MPICH"; }
+echo "ok: refused: $(cut -c1-120 "$T/out")"
 
 # a build folder made with one MPI is refused for another
 mkdir -p "$T/b-ompi/x" && touch "$T/b-ompi/x/a.o"
