@@ -661,11 +661,7 @@ void *pcoll_engine_main(void *arg) {
             engine_idle(h, pass, events, &t_idle, &sleep_s);
         } else {
             t_idle = -1;
-            if (pass == PASS_INFLIGHT) {
-                pthread_mutex_unlock(&h->mu);
-                pcoll_inflight_yield(h);
-                pthread_mutex_lock(&h->mu);
-            }
+            if (pass == PASS_INFLIGHT) pcoll_inflight_yield(h);
         }
     }
     pthread_mutex_unlock(&h->mu);

@@ -294,11 +294,7 @@ int pcoll_wait(pcoll_t *h, int how, double timeout_s, uint64_t *round) {
                 pthread_mutex_lock(&h->mu);
                 if (pass < 0 || pass == PASS_ROUND || pass == PASS_INFLIGHT) {
                     t_idle = -1;
-                    if (pass == PASS_INFLIGHT) {
-                        pthread_mutex_unlock(&h->mu);
-                        pcoll_inflight_yield(h);
-                        pthread_mutex_lock(&h->mu);
-                    }
+                    if (pass == PASS_INFLIGHT) pcoll_inflight_yield(h);
                     continue;
                 }
                 if (pass == PASS_IDLE_REMOTE && pcoll_spinning(h, &t_idle)) {
@@ -641,9 +637,7 @@ static void hb_drain(struct pcoll *h) {
     free(expect);
 }
 
-/* Finalize: messages on c that no receive matched (each one received, to count the next). After
- * the drains there are none: the check costs one MPI_Iprobe per communicator. */
-static int unreceived(MPI_Comm c) {
+int pcoll_unreceived(MPI_Comm c, void (*each)(void *arg, int source, int tag, int bytes), void *arg) {
     int n = 0, flag = 1, len = 0;
     MPI_Status st;
     while (n < 1000 && MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, c, &flag, &st) == MPI_SUCCESS && flag) {
@@ -652,6 +646,7 @@ static int unreceived(MPI_Comm c) {
         if (!b) return n + 1;
         MPI_Recv(b, len, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, c, MPI_STATUS_IGNORE);
         free(b);
+        if (each) each(arg, st.MPI_SOURCE, st.MPI_TAG, len);
         n++;
     }
     return n;
@@ -717,7 +712,8 @@ int pcoll_finalize(pcoll_t **hp, double timeout_s) {
     int left = 0;
     if (clean) {
         hb_drain(h);
-        left = unreceived(h->ctl) + unreceived(h->data) + unreceived(h->hb);
+        left = pcoll_unreceived(h->ctl, NULL, NULL) + pcoll_unreceived(h->data, NULL, NULL) +
+               pcoll_unreceived(h->hb, NULL, NULL);
     }
     pcoll_destroy(h, clean, 1);
     *hp = NULL;

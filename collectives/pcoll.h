@@ -310,6 +310,13 @@ int pcoll_join(pcoll_t *h);
  * checks (MPI_Iprobe) that no message is left on them: PCOLL_ERR_UNRECEIVED otherwise. */
 int pcoll_finalize(pcoll_t **h, double timeout_s);
 
+/* Before MPI_Comm_free or MPI_Finalize, a check for any program: every message on communicator c
+ * that no receive matched is received (at most 1000) and, unless each is NULL, passed to each
+ * (its source, tag and size in bytes). Returns how many there were: 0 when c is clean. A message
+ * left unreceived at MPI_Finalize is erroneous MPI (Open MPI drops it silently; MPICH over UCX
+ * warns). pcoll_finalize uses it on its own communicators. */
+int pcoll_unreceived(MPI_Comm c, void (*each)(void *arg, int source, int tag, int bytes), void *arg);
+
 const char *pcoll_strerror(int code);
 /* Detailed message of this handle's error: the first sticky error (engine, peer) if there is
  * one, else the last failed call's ("" if none). Copied into a buffer of the calling thread,

@@ -350,11 +350,14 @@ static inline double pcoll_park_max(const struct pcoll *h) {
 int pcoll_spinning(const struct pcoll *h, double *t_idle);
 
 /* A round's reduction is in flight (PASS_INFLIGHT) and the driving thread tests it again: on an
- * oversubscribed node it first gives up its processor, so the peers it waits for can run. The MPI
- * library's own test may not (MPICH's spins; Open MPI yields with mpi_yield_when_idle). Caller
- * does not hold mu. */
-static inline void pcoll_inflight_yield(const struct pcoll *h) {
-    if (h->oversub) sched_yield();
+ * oversubscribed node it first gives up its processor (and mu), so the peers it waits for can run.
+ * The MPI library's own test may not (MPICH's spins; Open MPI yields with mpi_yield_when_idle).
+ * Caller holds mu; elsewhere nothing is done. */
+static inline void pcoll_inflight_yield(struct pcoll *h) {
+    if (!h->oversub) return;
+    pthread_mutex_unlock(&h->mu);
+    sched_yield();
+    pthread_mutex_lock(&h->mu);
 }
 
 /* live.c: heartbeats, peer failure detection (started by pcoll_create, stopped by finalize) */

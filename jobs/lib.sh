@@ -59,7 +59,7 @@ pcoll_init() {
   RUN_DIR=$OUT/$EXPERIMENT/$JOB_ID
   export RUN_DIR JOB_ID RANKS EXPERIMENT
 
-  # the MPI that built $B: its launcher and settings (jobs/mpi.sh; DESIGN.md section 7)
+  # the MPI that built $B: its launcher and settings (jobs/mpi.sh; docs/DESIGN.md#11-mpi-libraries)
   # shellcheck source=jobs/mpi.sh
   . "$PCOLL_ROOT/jobs/mpi.sh"
   pcoll_mpi "$B" 2>/dev/null || pcoll_die "$B/mpi.env missing: build first (make B=$B in $PCOLL_ROOT)"
@@ -68,16 +68,7 @@ pcoll_init() {
   per_node=$(( (RANKS + nodes - 1) / nodes ))
   # more ranks on a node than it has cores: spin-waiting ranks steal the cores (8-rank allreduce
   # 6 ms instead of 0.1)
-  pcoll_mpi_env "$([ "$per_node" -gt "$cores" ] && echo 1 || echo 0)"
-  if [ "$MPI_FAMILY" = openmpi ]; then
-    if [ "$nodes" = 1 ]; then
-      # one node: shared memory only (there is no InfiniBand device for UCX on these machines)
-      export OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader} OMPI_MCA_pml=${OMPI_MCA_pml:-ob1}
-    elif [ -z "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
-      # several nodes without an RDMA device: TCP between nodes, shared memory within one
-      export OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader,tcp} OMPI_MCA_pml=${OMPI_MCA_pml:-ob1}
-    fi
-  fi
+  pcoll_mpi_env "$([ "$per_node" -gt "$cores" ] && echo 1 || echo 0)" "$nodes"
 
   if [ -z "${LAUNCHER:-}" ]; then
     LAUNCHER=mpirun

@@ -42,8 +42,10 @@
 #     PCOLL_RANK_ENV  a shell expression for a launched process's rank in every launcher
 #   pcoll_mpi_use B [OVERSUBSCRIBED]  pcoll_mpi B unless MPIRUN and MPI_FAMILY are set already
 #     (by tests/run.sh), then pcoll_mpi_env (default OVERSUBSCRIBED=1)
-#   pcoll_mpi_env [OVERSUBSCRIBED]  exports the family's run-time settings: Open MPI's
-#     run-as-root variables (as root) and its shared-memory copy mechanism; with OVERSUBSCRIBED=1
+#   pcoll_mpi_env [OVERSUBSCRIBED [NODES]]  exports the family's run-time settings: Open MPI's
+#     run-as-root variables (as root), its shared-memory copy mechanism, and its transports (one
+#     node, NODES=1 the default: btl self,vader and pml ob1; several without an RDMA device: btl
+#     self,vader,tcp; with one, Open MPI's own choice); with OVERSUBSCRIBED=1
 #     (more ranks than cores) idle ranks yield their core (Open MPI: mpi_yield_when_idle and
 #     rmaps_base_oversubscribe; MPICH's hydra oversubscribes by default and has no such setting).
 #     Values already in the environment win.
@@ -285,12 +287,19 @@ pcoll_mpi() {
 }
 
 pcoll_mpi_env() {
-  local over=${1:-0}
+  local over=${1:-0} nodes=${2:-1}
   case "$MPI_FAMILY" in
     openmpi)
       if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
       export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
       [ "$over" = 1 ] && export OMPI_MCA_mpi_yield_when_idle=1 OMPI_MCA_rmaps_base_oversubscribe=1
+      if [ "$nodes" = 1 ]; then
+        # one node: shared memory only (there is no InfiniBand device for UCX on these machines)
+        export OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader} OMPI_MCA_pml=${OMPI_MCA_pml:-ob1}
+      elif [ -z "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
+        # several nodes without an RDMA device: TCP between nodes, shared memory within one
+        export OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader,tcp} OMPI_MCA_pml=${OMPI_MCA_pml:-ob1}
+      fi
       ;;
     # MPICH: nothing to set. Its progress engine spins without yielding (there is no setting
     # for it in MPICH 4); libpcoll yields itself on an oversubscribed node (pcoll_inflight_yield)

@@ -62,22 +62,22 @@ _Noreturn void run_abort(run_t *r, int code) {
     exit(code);
 }
 
+typedef struct {
+    run_t *r;
+    const char *name;
+} unreceived_t;
+
+static void report_unreceived(void *arg, int source, int tag, int bytes) {
+    unreceived_t *u = arg;
+    fprintf(stderr,
+            "eager-train: rank %d: a message from rank %d (tag %d, %d bytes) on %s was never received "
+            "before MPI_Finalize: a bug in eager-train, please report it\n",
+            u->r->me, source, tag, bytes, u->name);
+}
+
 void run_unreceived(run_t *r, MPI_Comm comm, const char *name) {
-    int flag = 1, len = 0;
-    MPI_Status st;
-    for (int n = 0; n < 1000; n++) {
-        if (MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, &st) != MPI_SUCCESS || !flag) return;
-        MPI_Get_count(&st, MPI_BYTE, &len);
-        char *b = malloc(len > 0 ? (size_t)len : 1);
-        if (!b) return;
-        MPI_Recv(b, len, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, comm, MPI_STATUS_IGNORE);
-        free(b);
-        fprintf(stderr,
-                "eager-train: rank %d: a message from rank %d (tag %d, %d bytes) on %s was never received "
-                "before MPI_Finalize: a bug in eager-train, please report it\n",
-                r->me, st.MPI_SOURCE, st.MPI_TAG, len, name);
-        r->unreceived++;
-    }
+    unreceived_t u = {r, name};
+    r->unreceived += pcoll_unreceived(comm, report_unreceived, &u);
 }
 
 int run_finalize(run_t *r) {

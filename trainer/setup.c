@@ -35,25 +35,26 @@ static int thread_level_wanted(void) {
 }
 
 int run_init(run_t *r, int *argc, char ***argv) {
-    int provided, below, nbelow = 0;
+    int provided;
     memset(r, 0, sizeof *r);
     crash_test_before_init(); /* a test aid, off unless EAGER_TEST_CRASH=RANK:init */
     MPI_Init_thread(argc, argv, thread_level_wanted(), &provided);
     MPI_Comm_size(MPI_COMM_WORLD, &r->P);
     MPI_Comm_rank(MPI_COMM_WORLD, &r->me);
     crash_install(r->me); /* after MPI_Init, whose handlers it chains to */
-    /* every rank checks, all agree: how many ranks got less, and the first of them says what */
-    below = provided < MPI_THREAD_MULTIPLE;
-    MPI_Allreduce(&below, &nbelow, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (nbelow == 0) {
+    /* every rank checks, all agree: the lowest level provided and the first rank that got it */
+    struct {
+        int level, rank;
+    } mine = {provided, r->me}, low;
+    MPI_Allreduce(&mine, &low, 1, MPI_2INT, MPI_MINLOC, MPI_COMM_WORLD);
+    if (low.level >= MPI_THREAD_MULTIPLE) {
         if (watch_start(r) == 0) return 0; /* every collective from here on is watched */
         if (!r->me) fprintf(stderr, "eager-train: the watchdog could not start\n");
         MPI_Finalize();
         return 1;
     }
-    int first = below ? r->me : r->P, from = 0, level = provided;
-    MPI_Allreduce(&first, &from, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    MPI_Bcast(&level, 1, MPI_INT, from, MPI_COMM_WORLD);
+    int below = provided < MPI_THREAD_MULTIPLE, nbelow = 0;
+    MPI_Reduce(&below, &nbelow, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
     if (!r->me) {
         char ver[MPI_MAX_LIBRARY_VERSION_STRING] = "";
         int len = 0;
@@ -65,7 +66,7 @@ int run_init(run_t *r, int *argc, char ***argv) {
                 "eager-train: %s provides thread level %s on rank %d (%d of %d ranks below "
                 "MPI_THREAD_MULTIPLE); libpcoll needs MPI_THREAD_MULTIPLE (its engine, liveness and "
                 "watchdog threads call MPI concurrently): use an MPI built with it\n",
-                ver, thread_level_name(level), from, nbelow, r->P);
+                ver, thread_level_name(low.level), low.rank, nbelow, r->P);
     }
     MPI_Finalize();
     return 1;

@@ -100,9 +100,6 @@ mpi_env() {
     export MPI_FAMILY=openmpi MPIRUN="mpirun --oversubscribe --bind-to none"
   fi
   pcoll_mpi_env 1
-  if [ "$MPI_FAMILY" = openmpi ]; then
-    export OMPI_MCA_pml=${OMPI_MCA_pml:-ob1} OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader}
-  fi
 }
 
 # the executables under $B (ELF files in bin/, tests/, bench/), one per line

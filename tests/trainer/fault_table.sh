@@ -18,8 +18,7 @@ B=${B:-build}
 # tests/run.sh's environment when run by hand: the launcher of the MPI that built $B
 . jobs/mpi.sh
 pcoll_mpi_use "$B" || exit 2
-[ "$MPI_FAMILY" = openmpi ] &&
-  export OMPI_MCA_btl=${OMPI_MCA_btl:-self,vader} OMPI_MCA_pml=${OMPI_MCA_pml:-ob1} OMPI_MCA_plm_rsh_agent=false
+[ "$MPI_FAMILY" = openmpi ] && export OMPI_MCA_plm_rsh_agent=false
 WRAP='"$0" "$@"; echo "rank '"$PCOLL_RANK_ENV"' rc=$?"'
 # mpirun: the MPI's own launcher; --enable-recovery is Open MPI's
 DEFAULT_LAUNCHERS=mpirun; [ "$MPI_FAMILY" = openmpi ] && DEFAULT_LAUNCHERS="mpirun;mpirun --enable-recovery"
