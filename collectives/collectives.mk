@@ -29,7 +29,12 @@ $(B)/bench/bench_reduce: $(B)/collectives/bench_reduce.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(MPI_LIBS) -ljansson $(LDLIBS)
 
-ALL_BINS  += $(LIBPCOLL) $(B)/bench/bench_collectives $(B)/bench/bench_reduce
+# whether the MPI library holds messages back when threads call it at once (no libpcoll in it)
+$(B)/bench/threads_stall: tests/jobs/threads_stall.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) $< -o $@ $(LDFLAGS) $(MPI_LIBS) $(LDLIBS)
+
+ALL_BINS  += $(LIBPCOLL) $(B)/bench/bench_collectives $(B)/bench/bench_reduce $(B)/bench/threads_stall
 TEST_BINS += $(B)/tests/test_pcoll $(B)/tests/test_pcoll_life
 
 # Fig. 9: P ranks, REPS repetitions of every row (side by side in each), more arguments in BENCH_ARGS

@@ -15,7 +15,7 @@
 #   wait_jobs SECONDS ID...      wait_ended, then fail unless each is COMPLETED with exit 0:0
 #   check_run ID FILE RANKS      pcoll-validate, slurm_job_id = ID, ranks, summary.exit ok
 #   check_compare DIR WORD...    pcoll-compare reads DIR and its table names each WORD
-#   fail MSG                     print, show the jobs' and daemons' last lines, exit 1
+#   fail MSG                     print, show the daemons' and jobs' last lines, exit 1
 # Sets: ROOT (repository), T (temp folder, kept with KEEP=1), C ($T/cluster), B (build folder).
 # Environment: KEEP=1, MINICLUSTER_PORT (default: first free of 16817, 16827, ...), MINICLUSTER_AUTH.
 
@@ -23,10 +23,10 @@ slurm_t0=$(date +%s.%N)
 elapsed() { awk -v a="$slurm_t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}'; }
 # (the reason again after the dump: the test runner shows a failing log's last lines)
 fail() { echo "FAIL: $*" >&2; dump; echo "FAIL: $*" >&2; exit 1; }
-dump() {  # on failure: what the jobs and the daemons said
+dump() {  # on failure: what the daemons and the jobs said (the jobs last: nearest the reason)
   local f
-  for f in "$T"/out/*.out; do [ -f "$f" ] && { echo "--- $f"; tail -n 25 "$f"; }; done
   for f in "$C"/log/slurmctld.log "$C"/log/slurmd-*.log; do [ -f "$f" ] && { echo "--- $f"; tail -n 15 "$f"; }; done
+  for f in "$T"/out/*.out; do [ -f "$f" ] && { echo "--- $f"; tail -n 25 "$f"; }; done
 }
 
 slurm_setup() {
@@ -113,10 +113,10 @@ submit() {  # submit NAME sbatch-args...: prints the job id
   echo "${id%%;*}"
 }
 
-# after_bench ID: the sbatch flag that holds a job until the Fig. 9 benchmark job ID has ended. The
-# benchmark's ranks poll without sleeping (a latency benchmark owns its cores); beside training
-# ranks on 2 shared cores they left those unscheduled for 10-20 s.
-after_bench() { echo "--dependency=afterany:$1"; }
+# after ID: the sbatch flag that holds a job until job ID has ended, so that jobs sharing the
+# machine's few cores run one after another (a latency benchmark's ranks poll without sleeping;
+# the MPI transports stall under heavy oversubscription, docs/DESIGN.md#11-mpi-libraries).
+after() { echo "--dependency=afterany:$1"; }
 
 declare -A state exitc
 wait_ended() {  # wait_ended SECONDS ID...: until every job has ended; sets state[ID], exitc[ID]

@@ -25,10 +25,10 @@ have=0; grep -qw "$plugin" <<<"$(srun --mpi=list 2>&1)" && have=1
 
 bench_id=$(OUT=$T/runs ITERS=8 SIZES=8,4096 submit allreduce -n 4 jobs/allreduce.sbatch) \
   || fail "sbatch jobs/allreduce.sbatch"
-after=$(after_bench "$bench_id")
-train_id=$(OUT=$T/runs MODE=majority submit fmnist "$after" -n 4 jobs/fmnist.sbatch \
+held=$(after "$bench_id")
+train_id=$(OUT=$T/runs MODE=majority submit fmnist "$held" -n 4 jobs/fmnist.sbatch \
   --limit-train 1024 --limit-test 256 --epochs 1 --quiet) || fail "sbatch jobs/fmnist.sbatch"
-sweep_out=$(OUT=$T/runs MODES=sync,solo SBATCH_OPTS="$after -n 2 --output=$T/out/%j.out" \
+sweep_out=$(OUT=$T/runs MODES=sync,solo SBATCH_OPTS="$held -n 2 --output=$T/out/%j.out" \
   bash jobs/sweep.sh fmnist -- --limit-train 512 --limit-test 128 --epochs 1 --quiet) \
   || { echo "$sweep_out"; fail "jobs/sweep.sh fmnist (sbatch) failed"; }
 echo "$sweep_out"
@@ -37,7 +37,7 @@ read -r -a sweep_ids <<<"$(echo "$sweep_out" | sed -n 's/.*submitted [0-9]* jobs
 # 4. a rank that dies before MPI_Init (the test aid EAGER_TEST_CRASH=1:init, a null call on rank
 #    1), where neither the trainer's watchdog nor Open MPI's handlers exist yet: the launcher must
 #    end the step (srun --kill-on-bad-exit), or rank 0 waits in MPI_Init's wire-up for ever
-crash_id=$(EAGER_TEST_CRASH=1:init OUT=$T/runs MODE=sync submit crash "$after" -n 2 jobs/fmnist.sbatch \
+crash_id=$(EAGER_TEST_CRASH=1:init OUT=$T/runs MODE=sync submit crash "$held" -n 2 jobs/fmnist.sbatch \
   --limit-train 512 --limit-test 128 --epochs 1 --quiet) || fail "sbatch the crash job"
 echo "submitted: allreduce $bench_id, fmnist $train_id, sweep ${sweep_ids[*]}, crash $crash_id"
 wait_jobs 150 "$bench_id" "$train_id" "${sweep_ids[@]}"
