@@ -24,7 +24,7 @@
  * thread hand-off (pcoll_stats: driven, wait_sleeps). It still returns on its timeout or a peer's
  * failure: the reduction is non-blocking and the engine takes it over.
  *
- * Guarantees (DESIGN.md section 3, checked by tests/):
+ * Guarantees (docs/DESIGN.md#2-the-six-invariants-and-their-tests, checked by tests/):
  *   agreement     every rank sees the same rounds, fresh sets and bitwise-equal results;
  *   conservation  every deposited gradient is in exactly one round (finalize flushes);
  *   trigger       the fresh set of a round satisfies its rule;

@@ -1,7 +1,7 @@
 /*
  * controller.h -- the eager-SGD controller: a deterministic policy that picks the trigger rule of
  * later libpcoll rounds from the history of round records, and a controller thread (with a stall
- * watchdog) that drives a pcoll handle with it. DESIGN.md section 4.
+ * watchdog) that drives a pcoll handle with it. docs/DESIGN.md#7-the-controller.
  *
  * ----------------------------------------------------------------------------------------------
  * 1. Determinism

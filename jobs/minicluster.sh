@@ -29,8 +29,9 @@
 #   --gpus-per-task are scheduled; the jobs see no GPU), MINICLUSTER_SLURMD_TIMEOUT (default 60:
 #   SlurmdTimeout, the seconds after which slurmctld marks a node that answers no ping DOWN; a
 #   node-failure test sets it short so that Slurm's verdict comes within its run).
-# Settings from DESIGN.md section 7: ProctrackType=proctrack/linuxproc, TaskPlugin=task/none,
-# no accounting database (job states come from `scontrol show job`, kept MinJobAge seconds).
+# Settings (jobs/README.md#the-test-clusters-make-slurm-test): ProctrackType=proctrack/linuxproc,
+# TaskPlugin=task/none, no accounting database (job states come from `scontrol show job`, kept
+# MinJobAge seconds).
 set -euo pipefail
 
 die() { echo "minicluster: $*" >&2; exit 1; }

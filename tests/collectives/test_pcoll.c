@@ -1,6 +1,6 @@
-/* test_pcoll.c -- libpcoll invariants under mpirun (DESIGN.md section 3), host buffers
- * (PCOLL_MEM_HOST): gradients deposited and rounds read in place. The run and its checks are those
- * of tests/collectives/pcoll_invariants.h, shared with tests/cuda/test_pcoll_device.c (it says
+/* test_pcoll.c -- libpcoll invariants under mpirun (docs/DESIGN.md#2-the-six-invariants-and-their-tests),
+ * host buffers (PCOLL_MEM_HOST): gradients deposited and rounds read in place. The run and its checks
+ * are those of tests/collectives/pcoll_invariants.h, shared with tests/cuda/test_pcoll_device.c (it says
  * each in full): 1 agreement (with each step time), 2 conservation, 3 trigger rule, 4 staleness
  * (--tau), 5 liveness, 6 bitwise equal replicas; a negative or NaN step time is refused;
  * --mismatch: a clean error on every rank. The results ring holds 1,024 rounds without --tau.

@@ -27,7 +27,7 @@
  *                   returns PCOLL_ERR_PEER naming it within the library's bound, and finalize
  *                   returns an error at once instead of waiting; rank 0 then writes
  *                   ALL-DETECTED to the file named by --marker (stdout may be lost when the job
- *                   is aborted) and the survivors end the job with MPI_Abort
+ *                   is aborted) and, once it is written, the survivors end the job with MPI_Abort
  * Exit 0 = all checks passed on every rank (dead: the runner greps the marker file).
  */
 #include "collectives/pcoll.h"
@@ -418,6 +418,9 @@ static void case_dead(const char *marker) {
         }
     }
     fflush(stdout);
+    /* the marker is written before any survivor aborts (MPICH's launcher ends every rank at the
+     * first MPI_Abort, and rank 0 may be the last to get here) */
+    MPI_Barrier(alive);
     MPI_Abort(MPI_COMM_WORLD, tot ? 1 : 3);
 }
 
