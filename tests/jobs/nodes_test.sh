@@ -11,7 +11,7 @@
 #   each held until the one before has ended (--dependency=afterany): 4 ranks at a time on the
 #   machine's cores. (Open MPI 4.1's TCP transport, used between the nodes, stalls for tens of
 #   seconds when threads of several ranks call MPI on cores they share many times over, and
-#   libpcoll's liveness check then ends the job: docs/DESIGN.md#11-mpi-libraries.)
+#   libpcoll's liveness check then ends the job: docs/DESIGN.md#open-mpis-tcp-transport-under-threads.)
 # with 2 ranks per node (--ntasks-per-node=2), srun --mpi=pmix, Open MPI over TCP between the
 # nodes and shared memory within one (jobs/lib.sh: btl self,vader,tcp when there is no RDMA device).
 # Checks: COMPLETED with exit 0:0; job.txt names both nodes; the benchmark's JSON (ranks, wrong == 0)
@@ -27,7 +27,7 @@ set -uo pipefail
 # shellcheck source=tests/jobs/slurm_lib.sh
 . "$(dirname "$0")/slurm_lib.sh"
 slurm_setup "SLURM TWO-NODE TEST"
-cluster_up 2 12  # 12 CPUs declared a node: every job fits at once
+cluster_up 2 12  # 12 CPUs declared a node: every job fits
 rc=$?
 if [ $rc = 3 ]; then
   echo "SLURM TWO-NODE TEST NOT RUN: this machine forbids network namespaces ($(grep -o 'namespaces unavailable: .*' <<<"$cluster_msg" | tail -n 1))"

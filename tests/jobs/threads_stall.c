@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 static int P, me;
-static volatile int stop;
+static int stop; /* set by the main thread, read by the pingers (__atomic) */
 
 static double now(void) {
     struct timespec t;
@@ -37,7 +37,7 @@ static void *ping(void *arg) {
     double *last = malloc((size_t)P * sizeof *last), out[8] = {0}, in[8], next = now();
     MPI_Request *rq = malloc((size_t)P * sizeof *rq);
     for (int p = 0; p < P; p++) last[p] = now(), rq[p] = MPI_REQUEST_NULL;
-    while (!stop) {
+    while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
         if (now() >= next) {
             next += 0.005;
             for (int p = 0; p < P; p++) {
@@ -94,10 +94,11 @@ int main(int argc, char **argv) {
     for (int i = 0; i < nb; i++) {
         double a = now();
         MPI_Barrier(MPI_COMM_WORLD);
-        if (now() - a > bmax) bmax = now() - a;
+        double d = now() - a;
+        if (d > bmax) bmax = d;
         usleep(1000 * (unsigned)(me % 4 + 1));
     }
-    stop = 1;
+    __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
     double gap = 0;
     int *expect = calloc((size_t)P, sizeof *expect);
     for (int k = 0; k < K; k++) { /* every message sent is received before MPI_Finalize */
