@@ -39,8 +39,8 @@ $(NN_BENCH): trainer/ref/bench_cpu.c trainer/ref/bench_step.h $(NN_LIB)
 .PHONY: bench-cpu bench-cpu-profile
 # bench-cpu: our step times next to PyTorch CPU with the same thread count; writes $(B)/bench/cpu.json
 bench-cpu: $(NN_BENCH)
-	@sh trainer/ref/bench_cpu.sh $(B)
+	@sh jobs/bench_cpu.sh $(B)
 # bench-cpu-profile: where our step's time goes per kind of work (conv 3x3/1x1/stem, BN, LSTM gates,
 # update, ...), same settings as bench-cpu; writes $(B)/bench/cpu_profile.json
 bench-cpu-profile: $(NN_BENCH)
-	@NN_BENCH_PROFILE=1 sh trainer/ref/bench_cpu.sh $(B)
+	@NN_BENCH_PROFILE=1 sh jobs/bench_cpu.sh $(B)

@@ -21,7 +21,7 @@
 #                wake-up when the application comes back within spin_us buys with a core per rank
 #   race         4 ranks, one random straggler per step (the paper's injection, 2 step times):
 #                adaptive against PyTorch DDP with the same weights, data order and delays, and
-#                sync and DDP without imbalance, seeds 1-2 (trainer/ref/ddp_race.sh; issue 21:
+#                sync and DDP without imbalance, seeds 1-2 (jobs/ddp_race.sh; issue 21:
 #                on 2 shared cores a sleeping straggler frees a core for the others)
 # Delays are scaled to the step time this machine's balanced sync run measures. The data: the
 # Fashion-MNIST subset carried in the build folder ($B/gpu-data), else the system's copy.
@@ -155,8 +155,8 @@ race() {
     local C=(--ranks "$p" --seeds "$seeds" --epochs "$epochs" --limit-train "$n" --curve-test 1000
       --train-opts "--epoch-mode global" --both-opts "--milestones 1 --data-path $data"
       --out "$OUT/race" "${ddp[@]}")
-    DDP_PY=python3 bash trainer/ref/ddp_race.sh "${C[@]}" --imbalances none --modes sync &&
-      DDP_PY=python3 bash trainer/ref/ddp_race.sh "${C[@]}" --imbalances "${CORE_CHECK_RACE_IMBS:-random1}" \
+    DDP_PY=python3 bash jobs/ddp_race.sh "${C[@]}" --imbalances none --modes sync &&
+      DDP_PY=python3 bash jobs/ddp_race.sh "${C[@]}" --imbalances "${CORE_CHECK_RACE_IMBS:-random1}" \
         --modes adaptive || rc=$?
     tar czf "$OUT/race.tgz" -C "$OUT" race 2> /dev/null
     ((rc == 0)) || return $rc

@@ -4,7 +4,7 @@
 # damaged step_ms is refused, naming the file; the target is DDP's mean final top-1 over the seeds
 # that have one.
 . "$(dirname "$0")/common.sh"
-R=trainer/ref/ddp_race.sh
+R=jobs/ddp_race.sh
 D=$TMP/race/p2
 race() {
   B=$B MPIRUN="$MPIRUN" bash $R --no-ddp --ranks 2 --imbalances random1 --modes adaptive --epochs 1 \

@@ -3,7 +3,7 @@
 # named with + = , as _, so two adaptive specs run interleaved per seed; bad specs are refused;
 # --ln-std-x sets the log-normal delay's std; --cal-epochs the calibration run's epochs.
 . "$(dirname "$0")/common.sh"
-R=trainer/ref/ddp_race.sh
+R=jobs/ddp_race.sh
 out=$(B=$B bash $R --no-ddp --ranks 2 --seeds 1 --imbalances none --partial-opts "--tau 4" \
   --modes "adaptive adaptive+staleness=linear,window=16" --out "$TMP/race" --dry-run 2>&1) ||
   fail "dry run failed: $out"

@@ -27,4 +27,4 @@ ddp-check: ddp-venv $(DDP_INIT_HASH) $(DDP_IMB) $(B)/bin/eager-train
 	@B=$(B) DDP_PY=$(DDP_PY) bash trainer/ref/ddp_check.sh --live
 
 bench-ddp: ddp-check
-	@B=$(B) DDP_PY=$(DDP_PY) bash trainer/ref/ddp_race.sh --out $(B)/bench/ddp $(DDP_ARGS)
+	@B=$(B) DDP_PY=$(DDP_PY) bash jobs/ddp_race.sh --out $(B)/bench/ddp $(DDP_ARGS)

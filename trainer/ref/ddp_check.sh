@@ -132,7 +132,7 @@ fails=$((fails + $(grep -c '^FAIL' <<<"$report")))
 # race_regimes: 0 when eager-train's parser ($DL) takes the spec of every ddp_race.sh regime
 race_regimes() {
   local names="none random1 random2 lognormal linear slow" specs s bad=0
-  specs=$(bash trainer/ref/ddp_race.sh --dry-run --no-ddp --modes sync --ranks 4 --seeds 1 --imbalances "$names" \
+  specs=$(bash jobs/ddp_race.sh --dry-run --no-ddp --modes sync --ranks 4 --seeds 1 --imbalances "$names" \
     --delay-x 150ms --ln-x 100ms --lin-x 30ms --busy | grep -o -- '--imbalance [^ ]*' | cut -d' ' -f2 | sort -u)
   for s in $specs; do
     "$DL" "$s" 1 4 1 10 64 >/dev/null || { echo "FAIL: ddp_race.sh's regime spec '$s' is refused by eager-train"; bad=1; }

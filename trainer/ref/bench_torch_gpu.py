@@ -10,7 +10,7 @@ import time
 import torch
 import torch.nn as nn
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ref"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_ref as mr  # noqa: E402
 
 

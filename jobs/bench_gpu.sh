@@ -22,7 +22,7 @@ if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1
   # PyTorch loads its own cuDNN: without the folders gpu_check.sh added for our binaries
   # (LD_LIBRARY_PATH wins over PyTorch's RUNPATH, and an older system cuDNN is refused)
   theirs=$(LD_LIBRARY_PATH=${LD_LIBRARY_PATH_BEFORE_RESOLVE-${LD_LIBRARY_PATH-}} \
-    python3 trainer/cuda/bench_torch_gpu.py "$IT" $MODELS) || theirs=""
+    python3 trainer/ref/bench_torch_gpu.py "$IT" $MODELS) || theirs=""
 else
   tv=""
   theirs=""

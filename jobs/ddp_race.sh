@@ -2,7 +2,7 @@
 # ddp_race.sh: eager-train (sync, adaptive, majority) against PyTorch DDP (trainer/ref/ddp_mirror.py)
 # on the same preset, weights, data order and stragglers, for each rank count, seed and imbalance.
 #
-#   bash trainer/ref/ddp_race.sh [options]       (make bench-ddp runs it on a small setting)
+#   bash jobs/ddp_race.sh [options]       (make bench-ddp runs it on a small setting)
 #     --ranks "4 8"        rank counts P
 #     --seeds "1 2 3"      seeds (initial weights, data order, injected delays)
 #     --imbalances "none random1 random2 lognormal"   any of (eager-train --imbalance model):
@@ -57,7 +57,7 @@
 # Needs $B/bin/eager-train, $B/bin/pcoll-compare, jq or python3 (a machine without a registry may
 # lack jq), and for DDP $DDP_PY with torch (ddp_venv.sh).
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.." || exit 2
 B=${B:-build}
 DDP_PY=${DDP_PY:-$B/venv/bin/python3}
 # the launcher of the MPI that built $B (jobs/mpi.sh), or the caller's MPIRUN

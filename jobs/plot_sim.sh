@@ -1,5 +1,5 @@
 #!/bin/sh
-# collectives/sim/plot.sh SIM.json OUTDIR [MEASURED.json ...]: the scaling figure of pcoll-sim.
+# jobs/plot_sim.sh SIM.json OUTDIR [MEASURED.json ...]: the scaling figure of pcoll-sim.
 #   left:  no skew, mean latency vs P for each rule, flat O(P) activation against the tree
 #   right: linear skew (rank r waits r x unit), sync against the paper's (P-1)/2 x unit, with
 #          measured bench_collectives points (their mean) where given
@@ -7,7 +7,7 @@
 set -eu
 [ $# -ge 2 ] || { echo "usage: $0 SIM.json OUTDIR [MEASURED.json ...]" >&2; exit 2; }
 sim=$1; out=$2; shift 2
-command -v jq >/dev/null && command -v gnuplot >/dev/null || { echo "plot.sh: needs jq and gnuplot (make deps)" >&2; exit 3; }
+command -v jq >/dev/null && command -v gnuplot >/dev/null || { echo "plot_sim.sh: needs jq and gnuplot (make deps)" >&2; exit 3; }
 mkdir -p "$out"
 dat=$out/sim_scaling.dat
 : > "$dat"
@@ -39,7 +39,7 @@ for m in "$@"; do
 done
 gp=$out/sim_scaling.gp
 {
-  echo '# collectives/sim/plot.sh: run "gnuplot sim_scaling.gp" in this folder'
+  echo '# jobs/plot_sim.sh: run "gnuplot sim_scaling.gp" in this folder'
   echo 'set grid; set logscale xy 2; set key top left; set xlabel "ranks P"; set ylabel "mean latency (us)"'
   for term in "pngcairo size 1300,600 noenhanced" "svg size 1300,600 noenhanced"; do
     ext=png; case $term in svg*) ext=svg;; esac
@@ -54,4 +54,4 @@ gp=$out/sim_scaling.gp
   done
 } > "$gp"
 (cd "$out" && gnuplot sim_scaling.gp)
-echo "plot.sh: wrote $out/sim_scaling.png and .svg"
+echo "plot_sim.sh: wrote $out/sim_scaling.png and .svg"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# results/plot.sh [OUTDIR [RUN.json|DIR ...]]: draws every figure (PNG + SVG) with pcoll-compare.
+# jobs/plot.sh [OUTDIR [RUN.json|DIR ...]]: draws every figure (PNG + SVG) with pcoll-compare.
 #   defaults: OUTDIR=results/figures, inputs results/runs and build/bench/collectives.json (if present)
 #   B=build-dir selects the build; extra pcoll-compare options via PCOLL_COMPARE_OPTS (e.g. "--target 0.9").
 set -eu
