@@ -3,7 +3,7 @@
 # papi.available false with reason "unavailable (libpapi not found: ...)"; the file still
 # validates against results/schema/run.schema.json.  EAGER_PAPI_LIB names a library that does
 # not exist, which is what a machine without PAPI looks like to trainer/metrics.c.
-. "$(dirname "$0")/../trainer/common.sh"
+. "$(dirname "$0")/common.sh"
 [ -x "$TRAIN" ] || { echo "SKIP: $TRAIN not built"; exit 77; }
 EAGER_PAPI_LIB=/nonexistent/libpapi.so.99 run 1 --epochs 1 --max-steps 4 --out "$TMP/run.json" ||
   { cat "$TMP/out"; fail "eager-train failed without libpapi"; }
