@@ -16,7 +16,7 @@ jobs-test: build-all
 
 # tests/jobs/gen_data: small CIFAR-10 / ImageNet / UCF101 data sets in their real formats for
 # tests/jobs/scripts_test.sh (the file writers of tests/data/testutil.c)
-$(B)/tests/jobs_gen_data: tests/jobs/gen_data.c $(B)/tests/data/testutil.o
+$(B)/tests/jobs/gen_data: tests/jobs/gen_data.c $(B)/tests/data/testutil.o
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.c %.o,$^) -o $@ $(DATA_LDLIBS) $(LDLIBS)
-TEST_BINS += $(B)/tests/jobs_gen_data
+TEST_BINS += $(B)/tests/jobs/gen_data

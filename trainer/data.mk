@@ -21,7 +21,7 @@ $(DATA_LIB): $(DATA_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
 DATA_TEST_SRCS := $(wildcard tests/data/test_*.c)
-DATA_TEST_BINS := $(DATA_TEST_SRCS:tests/data/%.c=$(B)/tests/data_%)
+DATA_TEST_BINS := $(DATA_TEST_SRCS:%.c=$(B)/%)
 DATA_TEST_OBJS := $(DATA_TEST_SRCS:%.c=$(B)/%.o) $(B)/tests/data/testutil.o
 .SECONDARY: $(DATA_TEST_OBJS)
 
@@ -29,7 +29,7 @@ $(B)/tests/data/%.o: tests/data/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(B)/tests/data_%: $(B)/tests/data/%.o $(B)/tests/data/testutil.o $(DATA_LIB) trainer/data.mk
+$(DATA_TEST_BINS): $(B)/tests/data/%: $(B)/tests/data/%.o $(B)/tests/data/testutil.o $(DATA_LIB) trainer/data.mk
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $(filter-out %.mk,$^) -o $@ $(DATA_LDLIBS) $(LDLIBS)
 

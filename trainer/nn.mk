@@ -12,8 +12,8 @@ NN_ARCH   ?= native
 NN_CFLAGS := $(CFLAGS) -O3 -march=$(NN_ARCH) -isystem $(BLAS_INC) $(if $(HAVE_OPENMP),-fopenmp,-Wno-unknown-pragmas)
 NN_LDLIBS := -lopenblas $(NN_OMP) -lm
 
-NN_TESTS  := $(B)/tests/test_nn_layers $(B)/tests/test_nn_ref $(B)/tests/test_nn_optim \
-             $(B)/tests/test_nn_fmnist
+NN_TESTS  := $(B)/tests/nn/test_nn_layers $(B)/tests/nn/test_nn_ref $(B)/tests/nn/test_nn_optim \
+             $(B)/tests/nn/test_nn_fmnist
 NN_BENCH  := $(B)/bench/nn_bench_cpu
 TEST_BINS += $(NN_TESTS)
 ALL_BINS  += $(NN_LIB) $(NN_BENCH)
@@ -26,11 +26,11 @@ $(NN_LIB): $(NN_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(B)/tests/test_nn_%: tests/nn/test_nn_%.c tests/nn/nn_test_util.h $(NN_LIB)
+$(NN_TESTS): $(B)/tests/nn/%: tests/nn/%.c tests/nn/nn_test_util.h $(NN_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(NN_CFLAGS) $< -o $@ $(LDFLAGS) $(NN_LIB) $(NN_LDLIBS) $(LDLIBS)
 # the reference checks, shared with the CUDA test (tests/cuda/test_cuda_ref.c)
-$(B)/tests/test_nn_ref: tests/nn/nn_ref_check.h
+$(B)/tests/nn/test_nn_ref: tests/nn/nn_ref_check.h
 
 $(NN_BENCH): trainer/ref/bench_cpu.c trainer/ref/bench_step.h $(NN_LIB)
 	@mkdir -p $(dir $@)

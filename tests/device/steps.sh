@@ -102,12 +102,12 @@ mpi_env() {
   pcoll_mpi_env 1
 }
 
-# the executables under $B (ELF files in bin/, tests/, bench/), one per line
+# the executables under $B (ELF files in bin/, tests/, bench/ and their subfolders), one per line
 elf_binaries() {
   local f
-  for f in "$B"/bin/* "$B"/tests/* "$B"/bench/*; do
-    [ -f "$f" ] && [ -x "$f" ] && head -c 4 "$f" 2> /dev/null | grep -q ELF && echo "$f"
-  done
+  while IFS= read -r f; do
+    head -c 4 "$f" 2> /dev/null | grep -q ELF && echo "$f"
+  done < <(find "$B/bin" "$B/tests" "$B/bench" -type f -perm -u+x 2> /dev/null | sort)
   return 0
 }
 # the libraries binary $1 needs that the loader does not find here, space-separated

@@ -2,7 +2,7 @@
 # tests/jobs/scripts_test.sh: the jobs_slurm_scripts line of tests/jobs.tests (part of make
 # slurm-test). The experiment scripts that need data files, and the hyperplane one, end to end
 # under a Slurm cluster on this machine (two nodes in network namespaces; one node where the
-# machine forbids namespaces), on small data sets that $B/tests/jobs_gen_data writes in the real
+# machine forbids namespaces), on small data sets that $B/tests/jobs/gen_data writes in the real
 # formats (tests/jobs/gen_data.c), one epoch each at a tiny model size, MODE=sync,majority:
 #   cifar10.sbatch     CIFAR-10 binary records, ResNet-8 (resnet-cifar n=1), batch 32
 #   imagenet.sbatch    ImageNet-style JPEG tree, ResNet-50 at width 4 on 32 px crops, batch 16
@@ -19,8 +19,8 @@ set -uo pipefail
 # shellcheck source=tests/jobs/slurm_lib.sh
 . "$(dirname "$0")/slurm_lib.sh"
 slurm_setup "SLURM SCRIPTS TEST"
-[ -x "$B/tests/jobs_gen_data" ] || fail "$B/tests/jobs_gen_data not built (make build-all)"
-for d in cifar10 imagenet ucf101; do "$B/tests/jobs_gen_data" $d "$T/data/$d" || fail "gen_data $d"; done
+[ -x "$B/tests/jobs/gen_data" ] || fail "$B/tests/jobs/gen_data not built (make build-all)"
+for d in cifar10 imagenet ucf101; do "$B/tests/jobs/gen_data" $d "$T/data/$d" || fail "gen_data $d"; done
 echo "data: $(for d in cifar10 imagenet ucf101; do printf '%s %s files, ' $d "$(find "$T/data/$d" -type f | wc -l)"; done)"
 
 # cifar10, imagenet and ucf101 ask for --gpus-per-task=1 --cpus-per-task=4: room for all four

@@ -4,8 +4,8 @@
 #   make ddp-check   regenerates the mirror reference with PyTorch and checks eager-train against
 #                    it (the committed reference is checked by make test without Python)
 # The C build and make test need no Python; only these targets do.
-DDP_INIT_HASH := $(B)/tests/ddp_init_hash
-DDP_IMB       := $(B)/tests/ddp_imb_delays
+DDP_INIT_HASH := $(B)/tests/trainer/ddp_init_hash
+DDP_IMB       := $(B)/tests/trainer/ddp_imb_delays
 DDP_PY        ?= $(B)/venv/bin/python3
 DDP_ARGS      ?= --ranks 4 --seeds 1 --limit-train 4096 --limit-test 1024 --epochs 2
 

@@ -1,10 +1,10 @@
 #!/bin/bash
 # ddp_check.sh [--live] [REF...]: eager-train against its PyTorch DDP mirror (trainer/ref/ddp_mirror.py)
 # on a tiny fixed run, without Python unless --live:
-#   1. the initial weights: $B/tests/ddp_init_hash MODEL SEED gives REF's nparams and FNV-1a hash
+#   1. the initial weights: $B/tests/trainer/ddp_init_hash MODEL SEED gives REF's nparams and FNV-1a hash
 #      (bit for bit: both sides run eager-train's generator);
 #   2. the injected delays: REF.delays (every imbalance model, DDP's Python) are the doubles that
-#      $B/tests/ddp_imb_delays (eager-train's trainer/imbalance.c) gives for the same steps and ranks;
+#      $B/tests/trainer/ddp_imb_delays (eager-train's trainer/imbalance.c) gives for the same steps and ranks;
 #   3. the training: mpirun -np RANKS eager-train REF.eager_train_args gives, epoch by epoch (each
 #      epoch is one step per rank, then the BN statistics average and an evaluation), REF's lr
 #      exactly and its train loss, test loss and test top-1 within rounding (LOSS_RTOL relative;
@@ -36,8 +36,8 @@ live=0
 LOSS_RTOL=${LOSS_RTOL:-3e-4}
 TOP1_SAMPLES=1
 T=$B/bin/eager-train
-H=$B/tests/ddp_init_hash
-DL=$B/tests/ddp_imb_delays
+H=$B/tests/trainer/ddp_init_hash
+DL=$B/tests/trainer/ddp_imb_delays
 [ -x "$T" ] && [ -x "$H" ] && [ -x "$DL" ] || { echo "SKIP: $T, $H or $DL not built (make build-all)"; exit 77; }
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ddp_check.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
