@@ -1,7 +1,7 @@
 /* test_state.c -- the policy's carried state (controller.h section 6) and the decision hashes it
  * must not change:
- *   golden      the decision hashes of fixed scenarios of the threshold rule, pinned (they were
- *               computed before the state type existed: the refactoring changed no decision)
+ *   golden      the decision hashes of fixed scenarios, pinned: of the threshold rule (computed
+ *               before the state type existed) and of rule=rate (pinned at i54-start)
  *   roundtrip   save -> load -> save gives the same bytes; policies resumed from the original and
  *               from the loaded state decide alike
  *   corrupt     every flipped byte, every truncation, a wrong version, out-of-range fields (with a
@@ -25,6 +25,7 @@ static uint64_t prob_hash(const char *spec, int P, uint64_t seed, phases_t *ph, 
     return h;
 }
 
+/* costs: 0 none, 1 step times, 2 cycle times with the step times beside them (rule=rate) */
 static uint64_t sim_hash(const char *spec, int P, const double *per, double jit, int costs, uint64_t N,
                          double to, uint64_t at) {
     ctl_policy_t *pol = mk(spec, P, NULL);
@@ -34,7 +35,10 @@ static uint64_t sim_hash(const char *spec, int P, const double *per, double jit,
     gen_init(&g, P, 77, &init);
     for (int p = 0; p < P; p++) g.period[p] = per[p];
     sim_start(&g, jit, 0.01);
-    if (costs) sim_report_costs(&g);
+    if (costs == 2)
+        sim_report_cycles(&g);
+    else if (costs)
+        sim_report_costs(&g);
     declog_t L = {0};
     if (at) {
         run_loop(&g, pol, at, &L);
@@ -88,6 +92,22 @@ static void test_golden(void) {
          0x58bd8de8d6f8bc4dULL},
         {"p8", sim_hash("adaptive,rule=thresholds,light_fresh=0.5", 8, p8, 0.2, 1, 4000, 1.0, 2000),
          0x6aa3357124d85b9eULL},
+        /* rule=rate (the default) on the same scenarios, without the options only thresholds has,
+         * reporting cycle times as the trainer does for it (sim_hash costs=2); pinned at i54-start */
+        {"rate_nocost", prob_hash("adaptive", 8, 51, &a, 5000, 0), 0x14650fb0739d0383ULL},
+        {"rate_taupol_ad", prob_hash("adaptive,start=solo,tau=4,tau_by=policy,lag=3", 8, 42, &c, 3000, 0),
+         0x0dc5ee8dae06e93dULL},
+        {"rate_alike", sim_hash("adaptive", 4, al, 0.1, 2, 3000, 0, 0), 0x14650fb0739d0383ULL},
+        {"rate_appears", sim_hash("adaptive", 4, al, 0.1, 2, 3000, 4.0, 1000), 0xcca2abb026a08ac1ULL},
+        {"rate_skew", sim_hash("adaptive", 4, sk, 0.1, 2, 3000, 0, 0), 0xe8e4e2b2e8bb8f4aULL},
+        {"rate_probe", sim_hash("adaptive,probe=64,probe_max=1024", 4, sk, 0.1, 2, 3000, 0, 0),
+         0x37f72825d24d515eULL},
+        {"rate_strag_tau", sim_hash("adaptive,tau=4", 4, st, 0.3, 2, 4000, 0, 0), 0x873edf3933fc8baaULL},
+        {"rate_start_solo", sim_hash("adaptive,start=solo", 4, st, 0.1, 2, 3000, 0, 0),
+         0xab32564d691e4e4bULL},
+        {"rate_quorum", sim_hash("adaptive,start=quorum:2,window=16", 8, p8, 0.2, 2, 4000, 1.0, 2000),
+         0xf426e2c2ed092f4bULL},
+        {"rate_p8", sim_hash("adaptive", 8, p8, 0.2, 2, 4000, 1.0, 2000), 0xdbf76a991d2f3212ULL},
     };
     for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
         CHECK(g[i].got == g[i].want, "%s: decision hash %016llx, pinned %016llx", g[i].name,
