@@ -56,9 +56,9 @@
  *
  * ----------------------------------------------------------------------------------------------
  * 3. Adaptive policy ("adaptive"): three levels  LIGHT (solo, or quorum:Q if the start rule is a
- *    quorum)  <->  MAJORITY  <->  SYNC, chosen by one of two rules (key rule).
+ *    quorum)  <->  MAJORITY  <->  SYNC, chosen by the rate rule (rule=thresholds was removed).
  * ----------------------------------------------------------------------------------------------
- * 3a. rule=rate [default] (controller/rate.c): decide from what each level delivers on this run.
+ * rule=rate (controller/rate.c): decide from what each level delivers on this run.
  *   Each rank reports with every deposit its cycle time, the wall time since its previous deposit
  *   (ctl_step_cost): computing, injected delay, waiting for rounds and applying them -- everything
  *   a level costs it, communication and CPU contention included. The cycle times travel with the
@@ -115,39 +115,6 @@
  *   in sync steps, Z is a confidence level. Which worth function fits a model is the one modelling
  *   choice (key staleness); none has a constant to tune. Without step times the rule cannot
  *   measure and keeps the start rule.
- * 3b. rule=thresholds: thresholds on the window signals above. Defaults in brackets.
- *   LIGHT -> MAJORITY   L >= maj_enter [4.0]  or  (tau > 0 and T >= wait_enter [0.10])
- *   MAJORITY -> LIGHT   L <= maj_exit [2.0]   and (tau == 0 or T <= wait_exit [0.02])
- *   MAJORITY -> SYNC    F <= sync_fresh [0.20]                  (rounds carry few gradients)
- *                       or tau == 0 and A >= sync_streak [8.0]  (streaks keep growing even in
- *                                                                majority: stale gradients)
- *                       or tau > 0  and T >= sync_wait [0.50]   (the bound forces a wait in most
- *                                                                rounds anyway: partial rounds
- *                                                                no longer pay)
- *   LIGHT or MAJORITY   gain < pay_enter [1.5]: the ranks are so alike that sync costs about what
- *     -> SYNC           partial rounds do, and partial rounds only add staleness (checked first;
- *                       pay_enter=0 turns the rules on the gain off). It does not count communication
- *                       or the extra rounds, and CPU contention inflates it: hence the margin.
- *   SYNC -> MAJORITY    probe: in sync every rank is fresh every round, so fresh sets and streaks
- *                       say nothing about imbalance. After sync_probe [256] rounds in sync the
- *                       policy tries majority again; with step times, a due probe waits until
- *                       gain >= pay_exit [1.3] (the step times still show each rank's speed).
- *                       pay_exit may be below pay_enter: the gain reads lower in sync, where ranks
- *                       that wait leave the CPU to the others (measured on the development VM,
- *                       4 ranks on 2 cores, cost_n 32: no imbalance 1.24-1.39 in partial rounds,
- *                       1.09-1.14 in sync; linear skew 100 ms 1.61-1.80 and 1.45-1.56). A probe
- *                       that fails backs off as below, so the two cannot flap.
- *                       If sync is re-entered within 4*max(window, dwell) rounds of the probe,
- *                       the probe failed and the next probe interval doubles (up to probe_max
- *                       [4096]); a probe that holds resets it to sync_probe.
- *   No LIGHT -> SYNC shortcut on F, A or T: heavy imbalance goes through majority (>= dwell rounds).
- *
- *   Hysteresis: separate enter/exit thresholds (above), evaluation only once the window is full of
- *   rounds of the current mode, and a minimum dwell: a mode is left only after it has been in
- *   effect for max(window, dwell) rounds. dwell starts at min_dwell [32]; a switch that reverses
- *   the previous one (A -> B -> A) after B held fewer than 2*dwell rounds doubles dwell (up to
- *   max_dwell [1024]); any other switch resets it to min_dwell. So a signal that oscillates around
- *   a threshold gives at most one switch per dwell rounds, and geometrically fewer over time.
  *
  * ----------------------------------------------------------------------------------------------
  * 4. Staleness bound tau (0 = none; the streak of a rank never exceeds tau)
@@ -174,16 +141,15 @@
  * ----------------------------------------------------------------------------------------------
  * Policy string (ctl_policy_parse): NAME[,key=value]...   NAME = adaptive | solo | majority |
  * sync | quorum:Q. Keys (one table in options.c): tau, tau_by (library|policy), lag, window,
- * dwell (= min_dwell), max_dwell, maj_enter, maj_exit, wait_enter, wait_exit, sync_fresh,
- * sync_streak, sync_wait, probe (= sync_probe), probe_max, light_fresh, pay_enter, pay_exit,
- * cost_n, rule (rate|thresholds), staleness (linear|quadratic|bound), screen (on|off), start (adaptive only: solo |
- * majority | sync | quorum:Q; default sync for rule=rate, solo for rule=thresholds). Example: "adaptive,tau=8,window=64".
+ * probe (= sync_probe), probe_max, cost_n, staleness (linear|quadratic|bound), screen (on|off),
+ * start (adaptive only: solo | majority | sync | quorum:Q; default sync). rule=rate is accepted (the
+ * one adaptive rule). Example: "adaptive,tau=8,window=64".
  *
  * ----------------------------------------------------------------------------------------------
  * 6. Carried state (ctl_state_t, controller/state.c)
  * ----------------------------------------------------------------------------------------------
- * What the policy has learned -- the level and the round it took effect, LIGHT block, probe
- * intervals and schedule, dwell, the window, natural streaks, step times, the rate rule's
+ * What the policy has learned -- the level and the round it took effect, the probe interval and
+ * schedule, the window, natural streaks, step times, the rate rule's
  * measurement, pools and probe queue -- is one opaque state, not configuration. A trainer that
  * opens a handle per epoch carries it (ctl_state after ctl_wait, then ctl_config_t.resume), and a
  * checkpoint stores its bytes (ctl_state_save / ctl_state_load). Round numbers in it count over
@@ -216,36 +182,21 @@ enum {
 
 typedef enum { CTL_STATIC = 0, CTL_ADAPTIVE = 1 } ctl_kind_t;
 typedef enum { CTL_TAU_LIBRARY = 0, CTL_TAU_POLICY = 1 } ctl_tau_by_t;
-typedef enum { CTL_RULE_RATE = 0, CTL_RULE_THRESHOLDS = 1 } ctl_rule_t;
 typedef enum { CTL_STALE_QUADRATIC = 0, CTL_STALE_LINEAR = 1, CTL_STALE_BOUND = 2 } ctl_staleness_t;
 
 typedef struct {
-    ctl_kind_t kind;              /* [CTL_ADAPTIVE] */
-    pcoll_rule_t base;            /* static: the rule. adaptive: the start rule; if it is solo or
+    ctl_kind_t kind;           /* [CTL_ADAPTIVE] */
+    pcoll_rule_t base;         /* static: the rule. adaptive: the start rule; if it is solo or
                               quorum:Q it is also the LIGHT rule (else LIGHT = solo).
                               Must have an empty wait set. [ctl_policy_default: solo;
                               ctl_policy_parse: sync for rule=rate unless start= is given] */
-    int tau;                      /* staleness bound, 0 = none [0] */
-    ctl_tau_by_t tau_by;          /* who enforces tau [CTL_TAU_LIBRARY] */
-    int lag;                      /* decision at round r takes effect at r + lag, >= 1 [2] */
-    int window;                   /* rounds per evaluation window, 1..65536 [32] */
-    int min_dwell;                /* minimum rounds in a mode before leaving it [32] */
-    int max_dwell;                /* cap of the doubled dwell [1024] */
-    double maj_enter, maj_exit;   /* on L [4.0, 2.0] */
-    double wait_enter, wait_exit; /* on T [0.10, 0.02] */
-    double sync_fresh;            /* F <= this in majority -> sync [0.20] */
-    double sync_streak;           /* A >= this in majority -> sync, when tau == 0 [8.0] */
-    double sync_wait;             /* T >= this in majority -> sync, when tau > 0 [0.50] */
-    int sync_probe;               /* rounds in sync before probing majority [256] */
-    int probe_max;                /* cap of the doubled probe interval [4096] */
-    double light_fresh; /* thresholds: F < this in LIGHT -> majority: rounds carry too few gradients, the
-                              rest arrive stale [0 = off]. Then LIGHT is blocked for a probe
-                              interval (sync_probe rounds, doubled up to probe_max each time a
-                              probe ends the same way) */
-    double pay_enter;   /* gain < this in LIGHT or MAJORITY -> sync (0 = off) [1.5] */
-    double pay_exit;    /* a due sync probe waits for gain >= this [1.3] */
-    int cost_n;         /* step times kept per rank for the gain [32] */
-    ctl_rule_t rule;    /* adaptive: how the level is chosen [CTL_RULE_RATE] */
+    int tau;                   /* staleness bound, 0 = none [0] */
+    ctl_tau_by_t tau_by;       /* who enforces tau [CTL_TAU_LIBRARY] */
+    int lag;                   /* decision at round r takes effect at r + lag, >= 1 [2] */
+    int window;                /* rounds per evaluation window, 1..65536 [32] */
+    int sync_probe;            /* sync rounds' worth of gradients between probes [256] */
+    int probe_max;             /* cap of the doubled probe interval [4096] */
+    int cost_n;                /* step times kept per rank (the gain, the screen) [32] */
     ctl_staleness_t staleness; /* rule=rate: what a stale gradient is worth [CTL_STALE_LINEAR] */
     int screen; /* rule=rate: skip the probe of a partial level that the ranks' step times, replayed,
                    show cannot win (0 off, 1 on) [1] */
@@ -267,8 +218,7 @@ typedef struct {
                               owned by the policy and valid until the next observe or free. */
     double L, A, F, T;     /* signals of the window at the decision (NAN if undefined) */
     double gain;           /* the step-time gain of partial rounds over sync (NAN if undefined) */
-    char reason[224];      /* e.g. "L=5.10 >= maj_enter 4.00 over 32 rounds (A=4.20 F=0.13
-                              T=0.00): solo -> majority" */
+    char reason[224];      /* e.g. "sync 41.2/s lag 0.00 score 41.2+-1.3, ...: sync -> majority" */
 } ctl_decision_t;
 
 typedef struct {
@@ -276,22 +226,17 @@ typedef struct {
     uint64_t decisions;     /* all decisions (mode and/or wait set) */
     uint64_t mode_switches; /* decisions with CTL_DEC_MODE (probes included) */
     uint64_t wait_changes;  /* decisions with CTL_DEC_WAIT */
-    uint64_t probes, probe_failures;
+    uint64_t probes;
     pcoll_mode_t mode; /* latest decided mode (may not be in effect yet) */
     int quorum;
     uint64_t mode_from;                  /* round from which `mode` is/will be in effect */
-    int dwell;                           /* current dwell */
-    int probe;                           /* current sync probe interval */
-    int light_probe;                     /* current LIGHT probe interval (light_fresh) */
-    uint64_t light_block_until;          /* no return to LIGHT before this effective round (0: none) */
-    uint64_t light_exits;                /* LIGHT -> majority switches for F < light_fresh */
+    int probe;                           /* current probe interval */
     int window_fill;                     /* rounds in the current window */
     double L, A, F, T, gain;             /* signals of the current window (NAN if undefined) */
     double gain_min, gain_max, gain_sum; /* the gain over the observed rounds where it was defined */
     uint64_t gain_n;                     /* ... how many (0: never; gain_min/gain_max are then NAN) */
-    ctl_kind_t kind;                     /* the policy's kind and rule (what the fields below apply to) */
-    ctl_rule_t rule;
-    int light_quorum; /* adaptive: LIGHT is quorum:light_quorum, or solo when 0 */
+    ctl_kind_t kind;                     /* the policy's kind (what the fields below apply to) */
+    int light_quorum;                    /* adaptive: LIGHT is quorum:light_quorum, or solo when 0 */
     /* rule=rate: the latest measurement of each level, indexed sync, majority, light (NAN: none) */
     double rate[3];          /* gradients per second the level delivered */
     double lag[3];           /* mean lag of its gradients, in sync steps */
@@ -326,16 +271,14 @@ void ctl_policy_default(ctl_policy_cfg_t *c);
 /* Resets *c to the defaults, then applies the string (section 5 above). Returns CTL_OK or
  * CTL_ERR_ARG with a message in err naming the bad option or value. Runs ctl_policy_check. */
 int ctl_policy_parse(const char *s, ctl_policy_cfg_t *c, char *err, size_t n);
-/* Validates ranges and consistency (exit < enter, tau >= lag with tau_by=policy, ...). */
+/* Validates ranges and consistency (tau >= lag with tau_by=policy, probe <= probe_max, ...). */
 int ctl_policy_check(const ctl_policy_cfg_t *c, char *err, size_t n);
 /* Canonical policy string of a config (parses back to the same config), for metrics JSON. */
 const char *ctl_policy_format(const ctl_policy_cfg_t *c, char *buf, size_t n);
 
-/* The step time a rank reports with each deposit (pcoll_set_cost) for policy c. rule=rate measures
- * what each level delivers from the wall time between the rank's consecutive deposits, cycle_s
- * (computing, injected delay, waiting for rounds, applying them: everything the level costs);
- * rule=thresholds and the static policies estimate sync's cost from the step's own time, step_s
- * (computing and injected delay). */
+/* The step time a rank reports with each deposit (pcoll_set_cost) for policy c: cycle_s (the wall
+ * time between the rank's consecutive deposits) for adaptive, which measures what each level
+ * delivers; step_s (the step's own time) for static policies, whose gain it feeds. */
 double ctl_step_cost(const ctl_policy_cfg_t *c, double step_s, double cycle_s);
 
 /* NULL on a bad config (ctl_policy_check fails), P < 1 or P > PCOLL_MAX_RANKS, or no memory. */
@@ -360,8 +303,8 @@ int ctl_policy_tau_wait(const ctl_policy_t *p, uint64_t *round, int *ranks, int 
 
 void ctl_policy_stats(const ctl_policy_t *p, ctl_policy_stats_t *st);
 /* ---- carried state (section 6) ---------------------------------------------------------------
- * Snapshot of everything the policy has learned (mode, LIGHT block, probe intervals and schedule,
- * sync spell, dwell, window statistics, step times, rate measurements), taken after the last
+ * Snapshot of everything the policy has learned (level, probe interval and schedule, window
+ * statistics, step times, rate measurements), taken after the last
  * observed record: a policy resumed from it on a new handle continues with the decisions the
  * uninterrupted policy would have made. NULL on no memory. Free with ctl_state_free. */
 ctl_state_t *ctl_policy_state(const ctl_policy_t *p);
@@ -374,7 +317,7 @@ uint64_t ctl_state_rounds(const ctl_state_t *s);
  * err on a mismatch or no memory. */
 ctl_policy_t *ctl_policy_resume(const ctl_policy_cfg_t *c, int P, const ctl_state_t *s, char *err, size_t n);
 /* The state s of a run on s's P ranks for a run on P ranks (an elastic resume on another world
- * size; P == s's P: a plain copy): the chosen level, its schedule (dwell, probes, LIGHT block) and
+ * size; P == s's P: a plain copy): the chosen level, its probe schedule and
  * the rounds kept; what was measured per rank or counted in ranks (window, streaks, step times, the
  * measurement in progress) restarted; the rate rule's pooled scores dropped and every level probed
  * again (state.c says why). NULL on no memory or P < 1. Free with ctl_state_free. */

@@ -1,7 +1,7 @@
 # controller/: the adaptive policy (pure) and the controller thread -> $(B)/libcontroller.a
 # Tests: tests/controller.tests (names ctl_*), sources in tests/controller/.
 
-CTL_SRCS := controller/policy.c controller/options.c controller/thresholds.c controller/state.c controller/rate.c \
+CTL_SRCS := controller/policy.c controller/options.c controller/signals.c controller/state.c controller/rate.c \
             controller/predict.c controller/thread.c
 CTL_OBJS := $(patsubst %.c,$(B)/%.o,$(CTL_SRCS))
 
@@ -22,14 +22,8 @@ $(B)/tests/test_policy: tests/controller/test_policy.c $(B)/libcontroller.a
 
 TEST_BINS += $(B)/tests/test_policy
 
-$(B)/tests/test_pay: tests/controller/test_pay.c $(B)/libcontroller.a
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(MPI_CFLAGS) -MF $(B)/tests/test_pay.d $< -o $@ $(LDFLAGS) $(B)/libcontroller.a $(LDLIBS)
-
-TEST_BINS += $(B)/tests/test_pay
-
 .PHONY: controller
-controller: $(B)/libcontroller.a $(B)/tests/test_policy $(B)/tests/test_pay
+controller: $(B)/libcontroller.a $(B)/tests/test_policy
 
 # test_thread: the controller thread against a mock libpcoll defined in the test itself (links
 # thread.o + policy.o; MPI libs only for the MPI_Abort reference of the default abort handler).

@@ -13,7 +13,7 @@
 /* ---------------------------------------------------------------- config */
 
 /* Every policy key, once: name, type, field, range, default. ctl_policy_default, _parse, _format
- * and the key list of the messages all read this table. Types: 'i' int, 'd' double (finite),
+ * and the key list of the messages all read this table. Types: 'i' int,
  * 'e' enum (names in `names`, value = index), 'r' a rule (solo | majority | sync | quorum:Q). */
 typedef struct {
     const char *key;
@@ -27,10 +27,6 @@ typedef struct {
     {                                                             \
         k, 'i', offsetof(ctl_policy_cfg_t, f), lo, hi, def, { 0 } \
     }
-#define KD(k, f, lo, hi, def)                                     \
-    {                                                             \
-        k, 'd', offsetof(ctl_policy_cfg_t, f), lo, hi, def, { 0 } \
-    }
 #define KE(k, f, def, ...)                                                     \
     {                                                                          \
         k, 'e', offsetof(ctl_policy_cfg_t, f), 0,                              \
@@ -43,22 +39,9 @@ static const polkey_t KEYS[] = {
     KE("tau_by", tau_by, CTL_TAU_LIBRARY, "library", "policy"),
     KI("lag", lag, 1, 1000000, 2),
     KI("window", window, 1, 65536, 32),
-    KI("dwell", min_dwell, 1, 1 << 30, 32),
-    KI("max_dwell", max_dwell, 1, 1 << 30, 1024),
-    KD("maj_enter", maj_enter, 0, HUGE_VAL, 4.0),
-    KD("maj_exit", maj_exit, 0, HUGE_VAL, 2.0),
-    KD("wait_enter", wait_enter, 0, HUGE_VAL, 0.10),
-    KD("wait_exit", wait_exit, 0, HUGE_VAL, 0.02),
-    KD("sync_fresh", sync_fresh, 0, 1, 0.20),
-    KD("sync_streak", sync_streak, 0, HUGE_VAL, 8.0),
-    KD("sync_wait", sync_wait, 0, 1, 0.50),
     KI("probe", sync_probe, 1, 1 << 30, 256),
     KI("probe_max", probe_max, 1, 1 << 30, 4096),
-    KD("light_fresh", light_fresh, 0, 1, 0.0),
-    KD("pay_enter", pay_enter, 0, 100, 1.5),
-    KD("pay_exit", pay_exit, 0, 100, 1.3),
     KI("cost_n", cost_n, 2, 1024, 32),
-    KE("rule", rule, CTL_RULE_RATE, "rate", "thresholds"),
     KE("staleness", staleness, CTL_STALE_LINEAR, "quadratic", "linear", "bound"),
     KE("screen", screen, 1, "off", "on"),
     {"start", 'r', offsetof(ctl_policy_cfg_t, base), 0, 0, 0, {0}},
@@ -66,7 +49,6 @@ static const polkey_t KEYS[] = {
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
 static int *key_int(ctl_policy_cfg_t *c, const polkey_t *k) { return (int *)((char *)c + k->off); }
-static double *key_dbl(ctl_policy_cfg_t *c, const polkey_t *k) { return (double *)((char *)c + k->off); }
 
 static const char *key_list(char *buf, size_t cap) {
     buf[0] = 0;
@@ -81,10 +63,7 @@ void ctl_policy_default(ctl_policy_cfg_t *c) {
     c->base.mode = PCOLL_SOLO;
     c->base.quorum = 1;
     for (size_t i = 0; i < NKEYS; i++) {
-        if (KEYS[i].type == 'i' || KEYS[i].type == 'e')
-            *key_int(c, &KEYS[i]) = (int)KEYS[i].def;
-        else if (KEYS[i].type == 'd')
-            *key_dbl(c, &KEYS[i]) = KEYS[i].def;
+        if (KEYS[i].type == 'i' || KEYS[i].type == 'e') *key_int(c, &KEYS[i]) = (int)KEYS[i].def;
     }
 }
 
@@ -115,33 +94,12 @@ int ctl_policy_check(const ctl_policy_cfg_t *c, char *err, size_t n) {
             int v = *key_int(w, k);
             if (v < k->lo || v > k->hi)
                 return policy_fail(err, n, "%s=%d out of range %.0f..%.0f", k->key, v, k->lo, k->hi);
-        } else if (k->type == 'd') {
-            double v = *key_dbl(w, k);
-            if (!(v >= k->lo && v <= k->hi))
-                return policy_fail(err, n, "%s=%g out of range [%g, %g]", k->key, v, k->lo, k->hi);
         }
     }
     if (c->tau_by == CTL_TAU_POLICY && c->tau > 0 && c->tau < c->lag)
         return policy_fail(err, n, "tau_by=policy needs tau >= lag (tau=%d, lag=%d)", c->tau, c->lag);
-    if (c->max_dwell < c->min_dwell)
-        return policy_fail(err, n, "max_dwell=%d must be >= dwell=%d", c->max_dwell, c->min_dwell);
-    if (!(c->maj_enter > 0) || !(c->maj_exit < c->maj_enter))
-        return policy_fail(err, n, "need 0 <= maj_exit < maj_enter (maj_exit=%g, maj_enter=%g)", c->maj_exit,
-                           c->maj_enter);
-    if (!(c->wait_enter > 0) || !(c->wait_exit < c->wait_enter))
-        return policy_fail(err, n, "need 0 <= wait_exit < wait_enter (wait_exit=%g, wait_enter=%g)",
-                           c->wait_exit, c->wait_enter);
-    if (!(c->sync_fresh < 1)) return policy_fail(err, n, "sync_fresh=%g out of range [0,1)", c->sync_fresh);
-    if (!(c->sync_streak > 0)) return policy_fail(err, n, "sync_streak=%g must be > 0", c->sync_streak);
-    if (!(c->sync_wait > c->wait_exit))
-        return policy_fail(err, n, "sync_wait=%g must be in (wait_exit, 1]", c->sync_wait);
-    if (!(c->light_fresh < 1))
-        return policy_fail(err, n, "light_fresh=%g out of range [0,1)", c->light_fresh);
     if (c->probe_max < c->sync_probe)
         return policy_fail(err, n, "need 1 <= probe=%d <= probe_max=%d", c->sync_probe, c->probe_max);
-    if (!(c->pay_exit > 0))
-        return policy_fail(err, n, "need pay_enter=%g in [0, 100] (0: off) and pay_exit=%g in (0, 100]",
-                           c->pay_enter, c->pay_exit);
     return CTL_OK;
 }
 
@@ -182,13 +140,6 @@ static int parse_key(const polkey_t *k, const char *v, ctl_policy_cfg_t *c, char
         long x = strtol(v, &end, 10);
         if (errno || end == v || *end || x < k->lo || x > k->hi) return -1;
         *key_int(c, k) = (int)x;
-        return 0;
-    }
-    case 'd': {
-        snprintf(want, n, "number");
-        double x = strtod(v, &end);
-        if (errno || end == v || *end || !isfinite(x)) return -1;
-        *key_dbl(c, k) = x;
         return 0;
     }
     case 'e':
@@ -236,6 +187,14 @@ int ctl_policy_parse(const char *s, ctl_policy_cfg_t *c, char *err, size_t n) {
                                s, tok, key_list(keys, sizeof keys));
         *eq = 0;
         const char *k = tok, *v = eq + 1;
+        if (!strcmp(k, "rule")) { /* the one adaptive rule's name, still accepted */
+            if (strcmp(v, "rate"))
+                return policy_fail(err, n,
+                                   "policy '%s': bad value '%s' for option 'rule' (rate is the one adaptive "
+                                   "rule; rule=thresholds is gone)",
+                                   s, v);
+            continue;
+        }
         const polkey_t *key = NULL;
         for (size_t i = 0; i < NKEYS && !key; i++)
             if (!strcmp(k, KEYS[i].key)) key = &KEYS[i];
@@ -249,9 +208,8 @@ int ctl_policy_parse(const char *s, ctl_policy_cfg_t *c, char *err, size_t n) {
         if (parse_key(key, v, c, want, sizeof want))
             return policy_fail(err, n, "policy '%s': bad value '%s' for option '%s' (%s)", s, v, k, want);
     }
-    /* rule=rate starts in sync unless told otherwise: its first measurement gives the sync round's
-     * overhead, from which the screen can keep sync without a partial round where sync is best */
-    if (c->kind == CTL_ADAPTIVE && c->rule == CTL_RULE_RATE && !start) parse_rule("sync", &c->base);
+    /* adaptive starts in sync unless told otherwise (docs/DESIGN.md#7-the-controller) */
+    if (c->kind == CTL_ADAPTIVE && !start) parse_rule("sync", &c->base);
     char e2[256];
     if (ctl_policy_check(c, e2, sizeof e2)) return policy_fail(err, n, "policy '%s': %s", s, e2);
     return CTL_OK;
@@ -277,8 +235,6 @@ const char *ctl_policy_format(const ctl_policy_cfg_t *c, char *buf, size_t n) {
         const polkey_t *key = &KEYS[i];
         if (key->type == 'i')
             k += (size_t)snprintf(buf + k, n - k, ",%s=%d", key->key, *key_int(w, key));
-        else if (key->type == 'd')
-            k += (size_t)snprintf(buf + k, n - k, ",%s=%.17g", key->key, *key_dbl(w, key));
         else if (key->type == 'e')
             k += (size_t)snprintf(buf + k, n - k, ",%s=%s", key->key, key->names[*key_int(w, key)]);
         else if (c->kind == CTL_ADAPTIVE)
@@ -288,5 +244,5 @@ const char *ctl_policy_format(const ctl_policy_cfg_t *c, char *buf, size_t n) {
 }
 
 double ctl_step_cost(const ctl_policy_cfg_t *c, double step_s, double cycle_s) {
-    return c->kind == CTL_ADAPTIVE && c->rule == CTL_RULE_RATE ? cycle_s : step_s;
+    return c->kind == CTL_ADAPTIVE ? cycle_s : step_s;
 }

@@ -33,7 +33,7 @@ int rec_active(const pcoll_record_t *rec, int i) {
     return !(rec->flags[i] & (PCOLL_F_JOINED | PCOLL_F_FAILED));
 }
 
-/* The doubling back-off of the dwell and of both probe intervals: twice cur, at most cap. */
+/* The doubling back-off of the probe interval: twice cur, at most cap. */
 int backoff(int cur, int cap) { return cur > cap / 2 ? cap : cur * 2; }
 
 /* A policy for one handle, with its carried state taken from `from` (NULL: a fresh state). */
@@ -92,8 +92,6 @@ ctl_policy_t *ctl_policy_resume(const ctl_policy_cfg_t *c, int P, const ctl_stat
      * old handle's last rounds is in effect from the new handle's first round */
     struct ctl_state *s = &p->s;
     if (s->mode_from > s->base) s->mode_from = s->base;
-    if (s->probe_at != NONE && s->probe_at > s->base) s->probe_at = s->base;
-    if (s->lprobe_at != NONE && s->lprobe_at > s->base) s->lprobe_at = s->base;
     rate_start(s);
     return p;
 }
@@ -159,13 +157,13 @@ static wrow_t count_round(ctl_policy_t *p, const pcoll_record_t *rec) {
 
 /* Keeps the step times of each rank's latest deposits (a merged deposit reports the sum of its
  * steps' times; unreported, zero, negative or non-finite times are skipped). */
-static void record_costs(struct ctl_state *s, const pcoll_record_t *rec, int rate_rule) {
+static void record_costs(struct ctl_state *s, const pcoll_record_t *rec, int adaptive) {
     const int N = s->cost_n;
-    const float *c = rate_rule && rec->step ? rec->step : rec->cost;
+    /* step times: adaptive policies report cycle times as costs and the step times beside them,
+     * static ones step times as costs (ctl_step_cost) */
+    const float *c = adaptive && rec->step ? rec->step : rec->cost;
     for (int i = 0; i < s->P; i++) {
         s->act[i] = (uint8_t)rec_active(rec, i);
-        /* step times: rule=rate reports cycle times as costs and the step times beside them, the
-         * other rules report step times as costs (ctl_step_cost) */
         float v = c ? c[i] : 0.0f;
         if (!rec->fresh[i] || !(v > 0) || !isfinite(v)) continue;
         s->cost[(size_t)i * N + s->cost_pos[i]] = v / (float)rec->fresh[i];
@@ -264,12 +262,8 @@ static void commit(ctl_policy_t *p, uint64_t r, int what, const verdict_t *v, in
     memcpy(p->wait, p->tmp, nw * sizeof(int));
     p->nwait = nw;
     if (what & CTL_DEC_MODE) {
-        if (p->c.rule == CTL_RULE_RATE)
-            rate_switched(p, s->level, v->to, v->probe);
-        else
-            thresholds_switched(p, v->to, v, eg);
+        rate_switched(p);
         if (v->probe) p->st.probes++;
-        s->prev_level = s->level;
         s->level = v->to;
         s->mode_from = eg;
         window_reset(s);
@@ -314,24 +308,19 @@ int ctl_policy_observe(ctl_policy_t *p, const pcoll_record_t *rec, ctl_decision_
     const uint64_t e = r + (uint64_t)c->lag;
 
     /* 1. what the round says: window row, step times, tau, rate measurement */
-    const int rate_rule = c->kind == CTL_ADAPTIVE && c->rule == CTL_RULE_RATE;
+    const int adaptive = c->kind == CTL_ADAPTIVE;
     wrow_t row = count_round(p, rec);
-    record_costs(s, rec, rate_rule);
+    record_costs(s, rec, adaptive);
     row.tau = track_tau(p, rec);
     if (rg >= s->mode_from && row.active > 0) window_push(s, &row);
     sig_t g = signals(s);
-    if (rate_rule) g.gain = NAN; /* the rate rule does not read the gain */
+    if (adaptive) g.gain = NAN; /* reported for static policies only: the rate rule does not read it */
     note_gain(&p->st, g.gain);
-    if (rate_rule) rate_observe(p, rec, (int)row.active);
+    if (adaptive) rate_observe(p, rec, (int)row.active);
 
     /* 2. the level */
-    verdict_t v = {s->level, 0, 0, ""};
-    if (c->kind == CTL_ADAPTIVE && rg >= s->mode_from && row.active > 0) {
-        if (rate_rule)
-            rate_evaluate(p, rg, &v);
-        else
-            thresholds_evaluate(p, rg, g, &v);
-    }
+    verdict_t v = {s->level, 0, ""};
+    if (adaptive && rg >= s->mode_from && row.active > 0) rate_evaluate(p, rg, &v);
 
     /* 3. the wait set (tau_by=policy) */
     char wwhy[96] = "";
@@ -365,26 +354,22 @@ void ctl_policy_stats(const ctl_policy_t *p, ctl_policy_stats_t *st) {
     st->mode = r.mode;
     st->quorum = r.quorum;
     st->mode_from = s->mode_from > s->base ? s->mode_from - s->base : 0;
-    st->dwell = s->dwell;
     st->probe = s->probe;
-    st->light_probe = s->lprobe;
-    st->light_block_until = s->lblock > s->base ? s->lblock - s->base : 0;
     st->window_fill = s->w_len;
     sig_t g = signals(s);
     st->L = g.L;
     st->A = g.A;
     st->F = g.F;
     st->T = g.T;
-    st->gain = p->c.kind == CTL_ADAPTIVE && p->c.rule == CTL_RULE_RATE ? NAN : g.gain;
+    st->gain = p->c.kind == CTL_ADAPTIVE ? NAN : g.gain;
     const int order[3] = {LV_SYNC, LV_MAJ, LV_LIGHT};
     int chosen = s->phase ? s->incumbent : s->level;
     st->kind = p->c.kind;
-    st->rule = p->c.rule;
     st->light_quorum = p->light.mode == PCOLL_QUORUM ? p->light.quorum : 0;
     st->choice = st->rival = -1;
-    st->probing = p->c.kind == CTL_ADAPTIVE && p->c.rule == CTL_RULE_RATE && s->phase;
+    st->probing = p->c.kind == CTL_ADAPTIVE && s->phase;
     for (int i = 0; i < 3; i++) {
-        if (p->c.kind == CTL_ADAPTIVE && p->c.rule == CTL_RULE_RATE) {
+        if (p->c.kind == CTL_ADAPTIVE) {
             if (order[i] == chosen) st->choice = i;
             if (!s->phase && order[i] == s->rival) st->rival = i;
         }

@@ -31,13 +31,9 @@ struct ctl_state {
     int P, window, cost_n; /* shape: must match the config the state is resumed under */
     uint64_t base;         /* rounds observed before the current handle */
     /* mode */
-    int32_t level, prev_level; /* latest decided level; level before the last switch (-1: none) */
-    uint64_t mode_from;        /* global effective round of the latest mode change */
-    int32_t dwell, probe;      /* current dwell; current sync probe interval */
-    uint64_t probe_at;         /* effective round of the pending sync probe, or NONE */
-    int32_t lprobe;            /* LIGHT block interval (light_fresh) */
-    uint64_t lblock;           /* no return to LIGHT before this effective round (0: none) */
-    uint64_t lprobe_at;        /* effective round of the latest return to LIGHT, or NONE */
+    int32_t level;      /* latest decided level */
+    uint64_t mode_from; /* global effective round of the latest mode change */
+    int32_t probe;      /* current probe interval, in sync rounds' worth of gradients */
     /* window over rounds >= mode_from (ring of per-round rows) */
     int32_t w_len, w_pos;
     uint32_t *w_max, *w_fresh, *w_active, *w_nmax, *w_nfresh, *w_nfree;
@@ -112,9 +108,9 @@ typedef struct {
 } wrow_t;
 
 /* Outcome of a level evaluation: the level to switch to (== current: none), whether the switch is
- * a probe, whether it leaves LIGHT for stale rounds, and the reason. */
+ * a probe, and the reason. */
 typedef struct {
-    int to, probe, fresh_exit;
+    int to, probe;
     char why[200];
 } verdict_t;
 
@@ -128,7 +124,7 @@ void window_reset(struct ctl_state *s);
 /* rate.c: the rate rule */
 void rate_observe(ctl_policy_t *p, const pcoll_record_t *rec, int nactive);
 void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v);
-void rate_switched(ctl_policy_t *p, int from, int to, int probe);
+void rate_switched(ctl_policy_t *p);
 void rate_init(struct ctl_state *s, const ctl_policy_cfg_t *c);
 void rate_start(struct ctl_state *s);
 double rate_se(const struct ctl_state *s, int l);
@@ -144,13 +140,11 @@ void rate_probe_all(struct ctl_state *s);
 int policy_fail(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 const char *rule_str(const pcoll_rule_t *r, char *b, size_t n);
 
-/* thresholds.c: the window signals and rule=thresholds */
+/* signals.c: the window signals */
 void window_push(struct ctl_state *s, const wrow_t *x);
 sig_t signals(const struct ctl_state *s);
-void thresholds_evaluate(ctl_policy_t *p, uint64_t rg, sig_t g, verdict_t *v);
-void thresholds_switched(ctl_policy_t *p, int to, const verdict_t *v, uint64_t eg);
 
-/* policy.c helpers used by rate.c and thresholds.c */
+/* policy.c helpers used by rate.c */
 const char *level_name(const ctl_policy_t *p, int lv, char *b, size_t n);
 int rec_active(const pcoll_record_t *rec, int i);
 int backoff(int cur, int cap);

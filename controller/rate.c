@@ -591,9 +591,4 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
     v->to = best;
 }
 
-void rate_switched(ctl_policy_t *p, int from, int to, int probe) {
-    (void)from;
-    (void)to;
-    (void)probe;
-    meas_reset(&p->s);
-}
+void rate_switched(ctl_policy_t *p) { meas_reset(&p->s); }

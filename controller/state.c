@@ -10,7 +10,8 @@
 #include <string.h>
 
 #define STATE_MAGIC   "CTLSTATE"
-#define STATE_VERSION 6u
+#define STATE_VERSION 7u
+#define V6            6u          /* version 7 with rule=thresholds' fields (legacy_t); still read */
 #define HEADER_BYTES  (8 + 4 * 4) /* magic, version, P, window, cost_n */
 
 int state_alloc(struct ctl_state *s, int P, int window, int cost_n) {
@@ -106,14 +107,8 @@ static void window_sums(struct ctl_state *s) {
 void state_init(struct ctl_state *s, const ctl_policy_cfg_t *c) {
     pcoll_mode_t m = c->base.mode;
     s->level = m == PCOLL_SYNC ? LV_SYNC : m == PCOLL_MAJORITY ? LV_MAJ : LV_LIGHT;
-    s->prev_level = -1;
     s->mode_from = 0;
-    s->dwell = c->min_dwell;
     s->probe = c->sync_probe;
-    s->probe_at = NONE;
-    s->lprobe = c->sync_probe;
-    s->lblock = 0;
-    s->lprobe_at = NONE;
     rate_init(s, c);
 }
 
@@ -129,22 +124,34 @@ typedef struct {
 } fld_t;
 enum { MAXF = 80 };
 
-static int fields(struct ctl_state *s, fld_t *f) {
+/* The fields of rule=thresholds that a version-6 state holds between base and w_len. */
+typedef struct {
+    int32_t prev_level, dwell, lprobe;
+    uint64_t probe_at, lblock, lprobe_at;
+} legacy_t;
+
+/* The fields of s in the byte order of the current version, or of version 6 with lg (not NULL)
+ * receiving its rule=thresholds fields. */
+static int fields_v(struct ctl_state *s, fld_t *f, legacy_t *lg) {
     int k = 0;
     const size_t P = (size_t)s->P, W = (size_t)s->window;
 #define ONE(x, t) f[k++] = (fld_t){&s->x, 1, t}
+#define OLD(x, t)              \
+    if (lg) f[k++] = (fld_t) { \
+            &lg->x, 1, t       \
+        }
 #define ARR(x, n, t) \
     f[k++] = (fld_t) { s->x, n, t }
     ONE(base, '8');
     ONE(level, '4');
-    ONE(prev_level, '4');
+    OLD(prev_level, '4');
     ONE(mode_from, '8');
-    ONE(dwell, '4');
+    OLD(dwell, '4');
     ONE(probe, '4');
-    ONE(probe_at, '8');
-    ONE(lprobe, '4');
-    ONE(lblock, '8');
-    ONE(lprobe_at, '8');
+    OLD(probe_at, '8');
+    OLD(lprobe, '4');
+    OLD(lblock, '8');
+    OLD(lprobe_at, '8');
     ONE(w_len, '4');
     ONE(w_pos, '4');
     ARR(w_max, W, '4');
@@ -202,15 +209,18 @@ static int fields(struct ctl_state *s, fld_t *f) {
     ONE(screened, '4');
     ARR(pred, NLV, 'd');
 #undef ONE
+#undef OLD
 #undef ARR
     return k;
 }
 
+static int fields(struct ctl_state *s, fld_t *f) { return fields_v(s, f, NULL); }
+
 static size_t kind_bytes(char t) { return t == '1' ? 1 : t == '4' || t == 'f' ? 4 : 8; }
 
-static size_t payload_bytes(struct ctl_state *s) {
+static size_t payload_bytes(struct ctl_state *s, legacy_t *lg) {
     fld_t f[MAXF];
-    int nf = fields(s, f);
+    int nf = fields_v(s, f, lg);
     size_t b = 0;
     for (int i = 0; i < nf; i++) b += f[i].n * kind_bytes(f[i].t);
     return b;
@@ -302,7 +312,7 @@ static uint64_t get(const uint8_t **r, size_t bytes) {
 int ctl_state_save(const ctl_state_t *s, void *buf, size_t cap, size_t *len) {
     if (!s || !len) return CTL_ERR_ARG;
     struct ctl_state *w = (struct ctl_state *)s; /* fields() hands out addresses; read only here */
-    size_t need = HEADER_BYTES + payload_bytes(w) + 8;
+    size_t need = HEADER_BYTES + payload_bytes(w, NULL) + 8;
     *len = need;
     if (!buf) return CTL_OK;
     if (cap < need) return CTL_ERR_ARG;
@@ -350,10 +360,8 @@ static int bad(char *err, size_t n, const char *fmt, ...) {
  * non-finite numbers into decisions. Returns 0 or writes what is wrong. */
 static int validate(const struct ctl_state *s, char *err, size_t n) {
     const int P = s->P, W = s->window, N = s->cost_n;
-    if (s->level < 0 || s->level >= NLV || s->prev_level < -1 || s->prev_level >= NLV)
-        return bad(err, n, "level %d / previous level %d out of range", s->level, s->prev_level);
-    if (s->dwell < 1 || s->probe < 1 || s->lprobe < 1)
-        return bad(err, n, "dwell %d, probe %d, LIGHT probe %d must be >= 1", s->dwell, s->probe, s->lprobe);
+    if (s->level < 0 || s->level >= NLV) return bad(err, n, "level %d out of range", s->level);
+    if (s->probe < 1) return bad(err, n, "probe interval %d must be >= 1", s->probe);
     if (s->w_len < 0 || s->w_len > W || s->w_pos < 0 || s->w_pos >= W ||
         (s->w_len < W && s->w_pos != s->w_len))
         return bad(err, n, "window fill %d / position %d inconsistent with window %d", s->w_len, s->w_pos, W);
@@ -410,8 +418,8 @@ int ctl_state_load(const void *buf, size_t len, ctl_state_t **out, char *err, si
     r += 8;
     uint32_t ver = (uint32_t)get(&r, 4), P = (uint32_t)get(&r, 4), W = (uint32_t)get(&r, 4),
              N = (uint32_t)get(&r, 4);
-    if (ver != STATE_VERSION)
-        return bad(err, n, "format version %u, this build reads version %u", ver, STATE_VERSION);
+    if (ver != STATE_VERSION && ver != V6)
+        return bad(err, n, "format version %u, this build reads versions %u and %u", ver, V6, STATE_VERSION);
     if (P < 1 || P > PCOLL_MAX_RANKS || W < 1 || W > 65536 || N < 2 || N > 1024)
         return bad(err, n, "shape P=%u, window=%u, cost_n=%u out of range", P, W, N);
     const uint8_t *tail = (const uint8_t *)buf + len - 8;
@@ -421,13 +429,14 @@ int ctl_state_load(const void *buf, size_t len, ctl_state_t **out, char *err, si
         free(s);
         return bad(err, n, "out of memory");
     }
-    size_t need = HEADER_BYTES + payload_bytes(s) + 8;
+    legacy_t lg, *lgp = ver == V6 ? &lg : NULL;
+    size_t need = HEADER_BYTES + payload_bytes(s, lgp) + 8;
     if (len != need) {
         ctl_state_free(s);
         return bad(err, n, "%zu bytes, expected %zu for P=%u, window=%u, cost_n=%u", len, need, P, W, N);
     }
     fld_t f[MAXF];
-    int nf = fields(s, f);
+    int nf = fields_v(s, f, lgp);
     for (int i = 0; i < nf; i++) {
         size_t kb = kind_bytes(f[i].t);
         for (size_t j = 0; j < f[i].n; j++) {
@@ -442,7 +451,14 @@ int ctl_state_load(const void *buf, size_t len, ctl_state_t **out, char *err, si
                 memcpy(dst, &v, 8);
         }
     }
-    int rc = validate(s, err, n);
+    /* a version-6 state of rule=thresholds: the rate rule counts the gradients of every round it
+     * observes and never sets the threshold rule's schedule, so either shows the other rule */
+    int rc = lgp && ((s->base > 0 && s->grads == 0) || lg.probe_at != NONE || lg.lprobe_at != NONE ||
+                     lg.lblock != 0)
+                 ? bad(err, n,
+                       "written by rule=thresholds, which this build no longer has (rate is the one "
+                       "adaptive rule): resume without the controller state or from a rule=rate run")
+                 : validate(s, err, n);
     if (rc) {
         ctl_state_free(s);
         return rc;

@@ -10,7 +10,7 @@
 #                                     slow: rank NP-1 is SLOW_F=2 times slower (waits its compute)
 #                                     random / random2: RAND_K=1 / 2 ranks drawn per step sleep
 #                                       RAND_D=1000 ms (the paper's Figs. 11-12 injection)
-#                                   MODES (sync solo majority adaptive adaptive+rule=thresholds;
+#                                   MODES (sync solo majority adaptive;
 #                                   MODE+OPTS passes --policy-opts OPTS, MODE[+OPTS]@N --final-sync N,
 #                                   e.g. adaptive+staleness=quadratic@1); REPEATS=2 runs seeds 1 and 2;
 #                                   SEED0=3 REPEATS=8 runs seeds 3..8; SKIP_DONE=1 keeps existing
@@ -54,7 +54,7 @@ regimes_run() {  # REGIMES (light heavy) x REPEATS seeds x MODES
         balanced | none) regime="none" ;;  # sync is bit-identical under any imbalance: cheap sync seeds
         *) echo "experiments.sh: unknown regime '$tag' (none, linear, lognormal, slow, random, random2; light, heavy, balanced)" >&2; exit 2 ;;
       esac
-      for spec in ${MODES:-sync solo majority adaptive adaptive+rule=thresholds}; do
+      for spec in ${MODES:-sync solo majority adaptive}; do
         local name=${spec//[+=,]/_} fs=0 rule=${spec%@*}
         name=${name/@/_fs}
         [ "$rule" != "$spec" ] && fs=${spec##*@}

@@ -12,7 +12,7 @@
 # Environment read here (all optional):
 #   RANKS       MPI ranks (default: $SLURM_NTASKS under Slurm; jobs/local.sh sets it from #SBATCH --ntasks)
 #   MODE        comma list of modes, one run each: sync,solo,majority,adaptive,quorum:Q  (alias: POLICY)
-#   POLICY_OPTS adaptive policy options (--policy-opts), e.g. 'window=32,maj_enter=4'
+#   POLICY_OPTS adaptive policy options (--policy-opts), e.g. 'window=32,staleness=quadratic'
 #   IMBALANCE   --imbalance value (each script has the paper's default)
 #   DATA        data folder (--data-path)
 #   EPOCHS      --epochs (default: the trainer's paper default for the experiment)

@@ -345,9 +345,6 @@ int cfg_policy(const cfg_t *c, ctl_policy_cfg_t *policy, char *spec, size_t spec
     if (ctl_policy_parse(spec, policy, e, sizeof e))
         return snprintf(err, n, "--mode '%s' --policy-opts '%s': %s", c->mode, c->policy_opts, e), -1;
     policy->tau = c->tau;
-    if (policy->kind == CTL_ADAPTIVE && policy->rule == CTL_RULE_THRESHOLDS &&
-        !has_key(c->policy_opts, "light_fresh"))
-        policy->light_fresh = 0.5;
     if (ctl_policy_check(policy, e, sizeof e))
         return snprintf(err, n, "--tau %d with --mode '%s' --policy-opts '%s': %s", c->tau, c->mode,
                         c->policy_opts, e),

@@ -198,8 +198,8 @@ static uint64_t report_hash(const ctl_policy_stats_t *st) {
  * so that the epoch's record counts its rounds, switches, probes and gain over all its parts. */
 static void add_counts(ctl_policy_stats_t *s, const ctl_policy_stats_t *b) {
     s->rounds += b->rounds, s->decisions += b->decisions, s->mode_switches += b->mode_switches;
-    s->wait_changes += b->wait_changes, s->probes += b->probes, s->probe_failures += b->probe_failures;
-    s->light_exits += b->light_exits, s->choices += b->choices, s->choice_changes += b->choice_changes;
+    s->wait_changes += b->wait_changes, s->probes += b->probes;
+    s->choices += b->choices, s->choice_changes += b->choice_changes;
     s->screens += b->screens;
     s->tau_waits += b->tau_waits, s->tau_violations += b->tau_violations;
     for (int i = 0; i < 3; i++) s->lv_rounds[i] += b->lv_rounds[i];

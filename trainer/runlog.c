@@ -220,7 +220,7 @@ static int level_measured(const ctl_policy_stats_t *s, int i) { return isfinite(
 static json_t *controller_json(const ctl_policy_stats_t *s) {
     char a[32], b[32];
     json_t *o = json_object(), *lv = json_array();
-    set(o, "rule", json_string(s->rule == CTL_RULE_RATE ? "rate" : "thresholds"));
+    set(o, "rule", json_string("rate")); /* the one adaptive rule (earlier runs: also thresholds) */
     set(o, "level", json_string(rule_name(s->mode, s->quorum, a, sizeof a)));
     set(o, "chosen", s->choice >= 0 ? json_string(level_name(s, s->choice, b, sizeof b)) : json_null());
     set(o, "probing", json_boolean(s->probing));
@@ -265,10 +265,9 @@ static void controller_line(const ctl_policy_stats_t *s) {
                  s->probing ? (s->choice >= 0 ? ", probing" : "probing") : "");
     printf(
         "  controller: level %s%s; %s; %llu switches, %llu probes; rounds sync/majority/%s %llu/%llu/%llu\n",
-        rule_name(s->mode, s->quorum, a, sizeof a), ch, s->rule == CTL_RULE_RATE ? lv : "rule=thresholds",
-        (unsigned long long)s->mode_switches, (unsigned long long)s->probes, level_name(s, 2, b, sizeof b),
-        (unsigned long long)s->lv_rounds[0], (unsigned long long)s->lv_rounds[1],
-        (unsigned long long)s->lv_rounds[2]);
+        rule_name(s->mode, s->quorum, a, sizeof a), ch, lv, (unsigned long long)s->mode_switches,
+        (unsigned long long)s->probes, level_name(s, 2, b, sizeof b), (unsigned long long)s->lv_rounds[0],
+        (unsigned long long)s->lv_rounds[1], (unsigned long long)s->lv_rounds[2]);
 }
 
 static void epoch_line(const run_t *r, int epoch, const epoch_t *e, const epoch_report_t *p) {

@@ -1,9 +1,10 @@
 /* test_state.c -- the policy's carried state (controller.h section 6) and the decision hashes it
  * must not change:
- *   golden      the decision hashes of fixed scenarios of the threshold rule, pinned (they were
- *               computed before the state type existed: the refactoring changed no decision)
+ *   golden      the decision hashes of fixed scenarios, pinned: of the threshold rule (computed
+ *               before the state type existed) and of rule=rate (pinned at i54-start)
  *   roundtrip   save -> load -> save gives the same bytes; policies resumed from the original and
  *               from the loaded state decide alike
+ *   v6          a version-6 state of the rate rule still loads; one of rule=thresholds is refused
  *   corrupt     every flipped byte, every truncation, a wrong version, out-of-range fields (with a
  *               valid checksum) and a shape mismatch give an error and a message, never a crash
  *   split       a run of several handles (epochs) whose state goes through bytes between two of
@@ -25,6 +26,7 @@ static uint64_t prob_hash(const char *spec, int P, uint64_t seed, phases_t *ph, 
     return h;
 }
 
+/* costs: 0 none, 1 step times, 2 cycle times with the step times beside them (rule=rate) */
 static uint64_t sim_hash(const char *spec, int P, const double *per, double jit, int costs, uint64_t N,
                          double to, uint64_t at) {
     ctl_policy_t *pol = mk(spec, P, NULL);
@@ -34,7 +36,10 @@ static uint64_t sim_hash(const char *spec, int P, const double *per, double jit,
     gen_init(&g, P, 77, &init);
     for (int p = 0; p < P; p++) g.period[p] = per[p];
     sim_start(&g, jit, 0.01);
-    if (costs) sim_report_costs(&g);
+    if (costs == 2)
+        sim_report_cycles(&g);
+    else if (costs)
+        sim_report_costs(&g);
     declog_t L = {0};
     if (at) {
         run_loop(&g, pol, at, &L);
@@ -63,31 +68,22 @@ static void test_golden(void) {
         const char *name;
         uint64_t got, want;
     } g[] = {
-        {"sync_and_back", prob_hash("adaptive,rule=thresholds", 8, 51, &a, 5000, 0), 0xf1020bff7c6abb56ULL},
-        {"tau5", prob_hash("adaptive,rule=thresholds,tau=5", 8, 61, &b, 4000, 5), 0xd076bfd5ea59157cULL},
-        {"taupol", prob_hash("solo,tau=4,tau_by=policy,lag=2", 8, 41, &c, 1200, 0), 0xbaad043878676fbbULL},
-        {"taupol_ad", prob_hash("adaptive,rule=thresholds,tau=4,tau_by=policy,lag=3", 8, 42, &c, 3000, 0),
-         0xebd474e28bcf4745ULL},
-        {"light_fresh", prob_hash("adaptive,rule=thresholds,light_fresh=0.5", 8, 7, &d, 3000, 0),
-         0xc2474f1261fc44f1ULL},
-        {"light_fresh2",
-         prob_hash("adaptive,rule=thresholds,light_fresh=0.5,sync_streak=1000", 8, 13, &e, 1500, 0),
-         0xc9c67cae45b34ef2ULL},
-        {"start_sync",
-         prob_hash("adaptive,rule=thresholds,start=sync,probe=64,probe_max=1024", 4, 5, &f, 300, 0),
-         0xfefbd137968865b8ULL},
-        {"quorum", prob_hash("adaptive,rule=thresholds,start=quorum:2,window=16,dwell=8", 8, 9, &a, 5000, 0),
-         0x215765175bdbba3aULL},
-        {"alike", sim_hash("adaptive,rule=thresholds", 4, al, 0.1, 1, 3000, 0, 0), 0x100a4fb28946f31cULL},
-        {"appears", sim_hash("adaptive,rule=thresholds", 4, al, 0.1, 1, 3000, 4.0, 1000),
-         0x3945d524bdc68e6fULL},
-        {"skew", sim_hash("adaptive,rule=thresholds", 4, sk, 0.1, 1, 3000, 0, 0), 0x14650fb0739d0383ULL},
-        {"strag_nocost", sim_hash("adaptive,rule=thresholds", 4, st, 0.1, 0, 3000, 0, 0),
-         0x14650fb0739d0383ULL},
-        {"strag_lf", sim_hash("adaptive,rule=thresholds,light_fresh=0.5,tau=4", 4, st, 0.3, 1, 4000, 0, 0),
-         0x58bd8de8d6f8bc4dULL},
-        {"p8", sim_hash("adaptive,rule=thresholds,light_fresh=0.5", 8, p8, 0.2, 1, 4000, 1.0, 2000),
-         0x6aa3357124d85b9eULL},
+        /* rule=rate (the default) on the same scenarios, without the options only thresholds has,
+         * reporting cycle times as the trainer does for it (sim_hash costs=2); pinned at i54-start */
+        {"rate_nocost", prob_hash("adaptive", 8, 51, &a, 5000, 0), 0x14650fb0739d0383ULL},
+        {"rate_taupol_ad", prob_hash("adaptive,start=solo,tau=4,tau_by=policy,lag=3", 8, 42, &c, 3000, 0),
+         0x0dc5ee8dae06e93dULL},
+        {"rate_alike", sim_hash("adaptive", 4, al, 0.1, 2, 3000, 0, 0), 0x14650fb0739d0383ULL},
+        {"rate_appears", sim_hash("adaptive", 4, al, 0.1, 2, 3000, 4.0, 1000), 0xcca2abb026a08ac1ULL},
+        {"rate_skew", sim_hash("adaptive", 4, sk, 0.1, 2, 3000, 0, 0), 0xe8e4e2b2e8bb8f4aULL},
+        {"rate_probe", sim_hash("adaptive,probe=64,probe_max=1024", 4, sk, 0.1, 2, 3000, 0, 0),
+         0x37f72825d24d515eULL},
+        {"rate_strag_tau", sim_hash("adaptive,tau=4", 4, st, 0.3, 2, 4000, 0, 0), 0x873edf3933fc8baaULL},
+        {"rate_start_solo", sim_hash("adaptive,start=solo", 4, st, 0.1, 2, 3000, 0, 0),
+         0xab32564d691e4e4bULL},
+        {"rate_quorum", sim_hash("adaptive,start=quorum:2,window=16", 8, p8, 0.2, 2, 4000, 1.0, 2000),
+         0xf426e2c2ed092f4bULL},
+        {"rate_p8", sim_hash("adaptive", 8, p8, 0.2, 2, 4000, 1.0, 2000), 0xdbf76a991d2f3212ULL},
     };
     for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
         CHECK(g[i].got == g[i].want, "%s: decision hash %016llx, pinned %016llx", g[i].name,
@@ -198,13 +194,10 @@ static int same_decisions(const declog_t *a, const declog_t *b) {
 
 static void test_split(void) {
     const double skew[4] = {1, 1.5, 2, 6}, strag[8] = {1, 1, 1, 1, 1, 1, 1, 5};
-    phases_t heavy = {
-        3, {{300, 0.5, 0, {0}, 0}, {1800, 0.1, 4, {0, 1, 2, 3}, 0.005}, {UINT64_MAX, 0.9, 0, {0}, 0}}};
     hrun_t runs[] = {
         {"adaptive,rule=rate", 4, 8, 400, 6, -1, 0, skew, 0.2, NULL},
         {"adaptive,rule=rate,tau=4", 8, 6, 700, 10, -1, 0, strag, 0.3, NULL},
-        {"adaptive,rule=thresholds,light_fresh=0.5", 8, 8, 600, 0, -1, 0, NULL, 0, &heavy},
-        {"adaptive,rule=thresholds,tau=4,cost_n=8", 4, 6, 500, 5, -1, 0, skew, 0.2, NULL},
+        {"adaptive,tau=4,cost_n=8", 4, 6, 500, 5, -1, 0, skew, 0.2, NULL},
     };
     for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
         hrun_t a = runs[k], b = runs[k], c = runs[k];
@@ -364,6 +357,62 @@ static size_t field_pos(const uint8_t *a, size_t n, void (*poke)(ctl_state_t *))
     return at;
 }
 
+/* The version-6 bytes of a state saved as version 7 (a): rule=thresholds' fields spliced in (the
+ * previous level, the dwell, the sync probe's round, the LIGHT interval, block and return round),
+ * with probe_at as given (NONE: as the rate rule left them). *n6: the length. Free the result. */
+static uint8_t *as_v6(const uint8_t *a, size_t n, uint64_t probe_at, size_t *n6) {
+    const size_t add = 4 + 4 + 8 + 4 + 8 + 8, h = 24; /* header: magic, version, P, window, cost_n */
+    uint8_t *b = calloc(1, n + add), *o = b;
+    const uint8_t *r = a;
+    uint32_t v32;
+#define COPY(k)   (memcpy(o, r, k), o += k, r += k)
+#define PUT(v, k) (memcpy(o, &(v), k), o += k)
+    COPY(h + 8 + 4);                 /* header, base, level */
+    v32 = (uint32_t)-1, PUT(v32, 4); /* prev_level */
+    COPY(8);                         /* mode_from */
+    v32 = 32, PUT(v32, 4);           /* dwell */
+    COPY(4);                         /* probe */
+    PUT(probe_at, 8);
+    v32 = 256, PUT(v32, 4); /* lprobe */
+    uint64_t z = 0, none = NONE;
+    PUT(z, 8);    /* lblock */
+    PUT(none, 8); /* lprobe_at */
+    COPY(n - (size_t)(r - a));
+#undef COPY
+#undef PUT
+    b[8] = 6;
+    *n6 = n + add;
+    reseal(b, *n6);
+    return b;
+}
+
+/* A version-6 state (before rule=thresholds was removed) of the rate rule loads and decides as the
+ * state it was; one of rule=thresholds is refused with a message naming the rule. */
+static void test_v6(void) {
+    const int P = 4;
+    ctl_policy_cfg_t cfg;
+    ctl_state_t *st = rich_state(P, &cfg);
+    size_t n = 0, n6 = 0;
+    ctl_state_save(st, NULL, 0, &n);
+    uint8_t *a = malloc(n), *c = malloc(n);
+    ctl_state_save(st, a, n, &n);
+    uint8_t *b = as_v6(a, n, NONE, &n6);
+    ctl_state_t *l = NULL;
+    char err[256] = "";
+    CHECK(ctl_state_load(b, n6, &l, err, sizeof err) == CTL_OK, "version 6 of rule=rate: %s", err);
+    size_t m = 0;
+    if (l) ctl_state_save(l, c, n, &m);
+    CHECK(l && m == n && !memcmp(a, c, n), "version 6 read back differs from the state it was");
+    ctl_state_free(l);
+    free(b);
+    b = as_v6(a, n, 1000, &n6);
+    expect_bad(b, n6, "rule=thresholds", "version 6 of rule=thresholds");
+    free(b);
+    free(a);
+    free(c);
+    ctl_state_free(st);
+}
+
 static void test_corrupt(void) {
     const int P = 4;
     ctl_policy_cfg_t cfg;
@@ -377,7 +426,8 @@ static void test_corrupt(void) {
         memcpy(b, a, n);
         b[i] ^= (uint8_t)(1u << (i % 8));
         snprintf(what, sizeof what, "byte %zu flipped", i);
-        expect_bad(b, n, i < 8 ? "magic" : i < 12 ? "version" : i < 24 ? "" : "checksum", what);
+        /* byte 8's low bit makes version 7 the version 6 that is still read: its checksum fails */
+        expect_bad(b, n, i < 8 ? "magic" : i == 8 ? "" : i < 12 ? "version" : i < 24 ? "" : "checksum", what);
     }
     for (size_t k = 0; k < n; k += 1 + k / 16) { /* truncated */
         snprintf(what, sizeof what, "truncated to %zu bytes", k);
@@ -434,10 +484,8 @@ static void test_corrupt(void) {
 int main(int argc, char **argv) {
     verbose = argc > 1 && !strcmp(argv[1], "-v");
     const named_test_t tests[] = {
-        {"golden", test_golden},
-        {"roundtrip", test_roundtrip},
-        {"corrupt", test_corrupt},
-        {"split", test_split},
+        {"golden", test_golden}, {"roundtrip", test_roundtrip}, {"corrupt", test_corrupt},
+        {"v6", test_v6},         {"split", test_split},
     };
     return run_tests(tests, sizeof tests / sizeof tests[0]);
 }

@@ -37,6 +37,8 @@ void pcoll_record_free(pcoll_record_t *rec) {
     free(rec->flags);
     free(rec->staleness);
     free(rec->streak);
+    free(rec->cost);
+    free(rec->step);
     memset(rec, 0, sizeof *rec);
 }
 int pcoll_record_init(pcoll_record_t *rec, int P) {
@@ -50,10 +52,19 @@ int pcoll_record_init(pcoll_record_t *rec, int P) {
     return rec->fresh && rec->waited && rec->flags && rec->staleness && rec->streak ? PCOLL_OK
                                                                                     : PCOLL_ERR_NOMEM;
 }
+/* The step and cycle times (when s reports them) into d's own arrays, as the library copies them. */
+static float *copy_times(float *own, const float *src, int P) {
+    if (!src) return free(own), NULL;
+    if (!own) own = malloc(P * sizeof(float));
+    return memcpy(own, src, P * sizeof(float));
+}
 static void copy_rec(pcoll_record_t *d, const pcoll_record_t *s) {
     uint8_t *f = d->fresh, *w = d->waited, *fl = d->flags;
     uint32_t *st = d->staleness, *sk = d->streak;
+    float *cost = copy_times(d->cost, s->cost, s->P), *step = copy_times(d->step, s->step, s->P);
     *d = *s;
+    d->cost = cost;
+    d->step = step;
     d->fresh = f;
     d->waited = w;
     d->flags = fl;
@@ -131,6 +142,12 @@ static pcoll_t *mock_new(int P, uint64_t N, const phases_t *ph) {
     h->ring = calloc(N + 8, sizeof *h->ring);
     return h;
 }
+/* Event time with cycle times (what the rate rule measures): the last rank four times slower. */
+static void mock_timed(pcoll_t *h) {
+    for (int p = 0; p < h->P; p++) h->g.period[p] = p == h->P - 1 ? 4.0 : 1.0;
+    sim_start(&h->g, 0.2, 0.01);
+    sim_report_cycles(&h->g);
+}
 static void mock_free(pcoll_t *h) {
     for (size_t i = 0; i < h->nring; i++) pcoll_record_free(&h->ring[i]);
     free(h->ring);
@@ -156,7 +173,7 @@ static void wait_for(pcoll_t *h, uint64_t n, double max_s) {
 static ctl_t *start_adaptive(pcoll_t *h, ctl_config_t *cfg) {
     ctl_config_default(cfg);
     char err[256];
-    CHECK(ctl_policy_parse("adaptive,rule=thresholds", &cfg->policy, err, sizeof err) == CTL_OK, "%s", err);
+    CHECK(ctl_policy_parse("adaptive", &cfg->policy, err, sizeof err) == CTL_OK, "%s", err);
     cfg->poll_s = 0.001;
     cfg->log = NULL;
     ctl_t *c = NULL;
@@ -172,6 +189,7 @@ static void test_drive(void) {
         3, {{300, 0.5, 0, {0}, 0}, {1800, 0.1, 4, {0, 1, 2, 3}, 0.005}, {UINT64_MAX, 0.9, 0, {0}, 0}}};
     pcoll_t *h = mock_new(P, N, &ph);
     h->join_at = N - 1;
+    mock_timed(h);
     ctl_config_t cfg;
     ctl_t *c = start_adaptive(h, &cfg);
     wait_for(h, N, 20);
@@ -192,7 +210,7 @@ static void test_drive(void) {
           h->horizon_back);
     CHECK(st.rounds == N, "policy observed %llu rounds", (unsigned long long)st.rounds);
     /* the same records through a standalone policy */
-    ctl_policy_t *pol = mk("adaptive,rule=thresholds", P, NULL);
+    ctl_policy_t *pol = mk("adaptive", P, NULL);
     int nd = 0;
     for (uint64_t r = 0; r < h->nring; r++) {
         ctl_decision_t d;
@@ -209,10 +227,10 @@ static void test_drive(void) {
           (unsigned long long)ctl_policy_hash(pol));
     CHECK((size_t)nd == nsw && nsw >= 4, "switch log has %zu entries, standalone %d", nsw, nd);
     /* the records really followed the posted rules */
-    int sync_rounds = 0;
-    for (uint64_t r = 0; r < h->nring; r++) sync_rounds += h->ring[r].mode == PCOLL_SYNC;
-    CHECK(sync_rounds > 100 && h->ring[0].mode == PCOLL_SOLO, "rules not applied: %d sync rounds, round 0 %d",
-          sync_rounds, h->ring[0].mode);
+    int partial_rounds = 0;
+    for (uint64_t r = 0; r < h->nring; r++) partial_rounds += h->ring[r].mode != PCOLL_SYNC;
+    CHECK(partial_rounds > 100 && h->ring[0].mode == PCOLL_SYNC,
+          "rules not applied: %d partial rounds, round 0 %d", partial_rounds, h->ring[0].mode);
     if (verbose)
         for (size_t i = 0; i < nsw; i++)
             printf("    %llu: %s\n", (unsigned long long)sw[i].effective, sw[i].reason);
@@ -243,12 +261,12 @@ static void test_wait(void) {
     ctl_stats(c, &st, &hash);
     CHECK(st.rounds == N, "after ctl_wait the policy observed %llu of %llu rounds",
           (unsigned long long)st.rounds, (unsigned long long)N);
-    ctl_policy_t *pol = mk("adaptive,rule=thresholds", P, NULL);
+    ctl_policy_t *pol = mk("adaptive", P, NULL);
     for (uint64_t r = 0; r < h->nring; r++) ctl_policy_observe(pol, &h->ring[r], NULL);
     ctl_policy_stats_t ref;
     ctl_policy_stats(pol, &ref);
-    CHECK(hash == ctl_policy_hash(pol) && st.mode == ref.mode &&
-              st.light_block_until == ref.light_block_until && st.rounds == ref.rounds,
+    CHECK(hash == ctl_policy_hash(pol) && st.mode == ref.mode && st.probe == ref.probe &&
+              st.rounds == ref.rounds,
           "final stats differ from the standalone policy's");
     CHECK(ctl_stop(&c) == CTL_OK, "ctl_stop");
     ctl_policy_free(pol);
@@ -340,6 +358,7 @@ static void test_resume(void) {
     phases_t ph = {2, {{300, 0.5, 0, {0}, 0}, {UINT64_MAX, 0.1, 4, {0, 1, 2, 3}, 0.005}}};
     pcoll_t *h = mock_new(P, N, &ph);
     h->join_at = N - 1;
+    mock_timed(h);
     ctl_config_t cfg;
     ctl_t *c = start_adaptive(h, &cfg);
     CHECK(ctl_state(c) == NULL || h->produced == N, "ctl_state while the thread runs");
@@ -354,6 +373,7 @@ static void test_resume(void) {
     /* second handle: the thread resumes st */
     h = mock_new(P, N, &ph);
     h->join_at = N - 1;
+    mock_timed(h);
     cfg.resume = st;
     CHECK(ctl_start(h, &cfg, &c) == CTL_OK, "ctl_start with resume");
     wait_for(h, N, 20);

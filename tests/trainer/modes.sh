@@ -79,9 +79,9 @@ awk -v a="$want" -v b="$w" 'BEGIN { exit !(a > 0 && (a - b) * (a - b) < 1e-12 * 
   || fail "--momentum-per sample: solo decayed $w in an epoch, expected $want"
 # --initial-sync 1 --final-sync 1: the first and last epochs run synchronously whatever --mode says
 # (every round all fresh, no switch logged in them), the epoch between keeps the partial mode.
-# The policy starts that epoch in solo (rule=thresholds, which decides only after a 32-round
-# window): the default rule starts in sync and may rightly stay there on a busy machine.
-run $NP --mode adaptive --policy-opts rule=thresholds,start=solo --epochs 3 --initial-sync 1 --final-sync 1 \
+# The policy starts that epoch in solo (start=solo: its first measurement, of solo, takes at least a
+# 32-round window): by default it starts in sync and may rightly stay there on a busy machine.
+run $NP --mode adaptive --policy-opts start=solo --epochs 3 --initial-sync 1 --final-sync 1 \
   --imbalance linear:unit=5 --tau 4 --out "$TMP/fs.json" || { cat "$TMP/out"; fail "initial/final-sync run"; }
 echo "initial-sync 1, final-sync 1: fresh fraction per epoch $(jq -c '[.epochs[].fresh_fraction]' "$TMP/fs.json")"
 for e in 0 2; do
@@ -91,14 +91,17 @@ for e in 0 2; do
     || fail "initial/final-sync: the controller switched in synchronous epoch $((e + 1))"
 done
 jq -e '.epochs[1].fresh_fraction < 1' "$TMP/fs.json" >/dev/null || fail "initial/final-sync: epoch 2 was synchronous too"
-# rule=thresholds: a sync spell carries across the per-epoch handles (the step-time rules off: without imbalance
-# they would keep it in sync): started in sync with a probe interval (32
-# rounds) longer than an epoch (about 22 sync rounds here), adaptive must still probe majority in
-# the second epoch; restarting the count with every handle would keep it in sync for good.
-run $NP --mode adaptive --policy-opts rule=thresholds,start=sync,probe=32,pay_enter=0 --epochs 2 --tau 4 --out "$TMP/carry.json" \
-  || { cat "$TMP/out"; fail "sync carry run"; }
+# The rate rule's measurement carries across the per-epoch handles: started in sync with a window
+# of 100 deposits, more than one epoch holds (about 22 sync rounds of 3 ranks here), the measurement
+# of sync completes in the second epoch and the probe moves on to the next level; restarting the
+# measurement with every handle would keep it in sync for good (the screen off: its replays could
+# end the measurement early).
+run $NP --mode adaptive --policy-opts start=sync,window=100,screen=off --epochs 2 --tau 4 --out "$TMP/carry.json" \
+  || { cat "$TMP/out"; fail "measurement carry run"; }
 jq -r '.controller.switches[] | "  switch: epoch \(.epoch) round \(.round): \(.reason)"' "$TMP/carry.json"
-jq -e '[.controller.switches[] | select(.epoch == 1 and (.reason | startswith("probe after")))] | length == 1' \
-  "$TMP/carry.json" >/dev/null || fail "sync carry: no probe in epoch 2 ($(jq -c '.epochs | map(.rounds)' "$TMP/carry.json") rounds)"
-# Which level the policy chooses for given step times is tested on the mock (test_rate, test_pay):
+jq -e '[.controller.switches[] | select(.epoch == 0)] | length == 0' "$TMP/carry.json" >/dev/null \
+  || fail "measurement carry: a switch in epoch 1, before 100 deposits ($(jq -c '.epochs | map(.rounds)' "$TMP/carry.json") rounds)"
+jq -e '[.controller.switches[] | select(.epoch == 1 and .from == "sync")] | length >= 1' "$TMP/carry.json" >/dev/null \
+  || fail "measurement carry: sync's measurement did not complete in epoch 2 ($(jq -c '.epochs | map(.rounds)' "$TMP/carry.json") rounds)"
+# Which level the policy chooses for given step times is tested on the mock (test_rate):
 # here it would depend on how busy the machine is, and no test may.

@@ -5,10 +5,11 @@
 # the world sizes and the position (0 batches into the next epoch: these resume at epoch ends), so
 # a resume on another number of ranks (elastic) is recorded too, and continues the controller's
 # level.
-# The policy: thresholds that move solo -> sync after 4 rounds and never probe again, so epoch 2
-# runs in sync (deterministic rounds) if and only if the controller's state is continued.
+# The policy: started in sync with a window (65536 deposits) no run here fills, so it measures sync
+# for the whole run and every round is deterministic; the continued state is what the run records
+# (controller_continued) and the level it keeps.
 . "$(dirname "$0")/common.sh"
-POL="rule=thresholds,window=4,dwell=4,cost_n=2,pay_enter=100,pay_exit=100"
+POL="start=sync,window=65536"
 A=(--mode adaptive --policy-opts "$POL" --imbalance linear:unit=20)
 run 2 "${A[@]}" --epochs 2 --ckpt-dir "$TMP/ck" --ckpt-every 1 --out "$TMP/full.json" || { cat "$TMP/out"; fail "uninterrupted run"; }
 mkdir -p "$TMP/ck2" && cp "$TMP/ck/ckpt-0001.ckpt" "$TMP/ck2/latest.ckpt"
@@ -23,8 +24,8 @@ jq -e '.restarts | length == 1 and .[0].epoch == 1 and .[0].ranks_before == 2 an
   and .[0].batches_done == 0 and .[0].samples_done == 0' "$TMP/res.json" >/dev/null \
   || fail "restarts: $(jq -c .restarts "$TMP/res.json")"
 # a second resume, on 1 rank (elastic): the controller's state continues, converted to 1 rank
-# (ctl_state_resize): its level, sync, is kept, so epoch 3 runs in sync from its first round
-# (afresh it would start in solo again); the restarts accumulate, and the run's fresh fraction
+# (ctl_state_resize): its level, sync, is kept, so epoch 3 runs in sync from its first round;
+# the restarts accumulate, and the run's fresh fraction
 # stays a fraction although the earlier rounds had 2 ranks
 run 1 "${A[@]}" --epochs 3 --ckpt-dir "$TMP/ck2" --resume --out "$TMP/el.json" || { cat "$TMP/out"; fail "elastic resume on 1 rank"; }
 grep -q "controller state (2 ranks) continues on 1 ranks" "$TMP/out" || { cat "$TMP/out"; fail "no line saying the controller continues on 1 rank"; }
