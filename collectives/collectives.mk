@@ -1,5 +1,5 @@
 # collectives/: libpcoll (host memory over MPI), its tests and the allreduce benchmark (Fig. 9).
-PCOLL_SRC := collectives/pcoll.c collectives/create.c collectives/engine.c collectives/rd.c collectives/trigger.c collectives/live.c
+PCOLL_SRC := collectives/base.c collectives/record.c collectives/pcoll.c collectives/create.c collectives/engine.c collectives/rd.c collectives/trigger.c collectives/live.c
 PCOLL_OBJ := $(PCOLL_SRC:%.c=$(B)/%.o)
 LIBPCOLL  := $(B)/libpcoll.a
 

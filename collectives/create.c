@@ -4,6 +4,7 @@
  * pcoll_destroy, which frees what a handle owns (pcoll_finalize in pcoll.c decides when). */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "collectives/pcoll_impl.h"
+#include "common/hash.h"
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -309,9 +310,9 @@ static int args_agree(MPI_Comm comm, int P, int me, int ok, size_t n, pcoll_mem_
                  cfg->rule.nwait,
                  cfg->reduce,
                  cfg->seed,
-                 1469598103934665603ull};
+                 HASH_FNV1A64_INIT};
     for (int i = 0; ok && i < cfg->rule.nwait; i++)
-        a.waithash = (a.waithash ^ (uint64_t)cfg->rule.wait[i]) * 1099511628211ull;
+        a.waithash = hash_fnv1a64_word(a.waithash, (uint64_t)cfg->rule.wait[i]);
     agree_t *all = malloc((size_t)P * sizeof *all);
     if (!all) return PCOLL_ERR_NOMEM;
     if (MPI_Allgather(&a, (int)sizeof a, MPI_BYTE, all, (int)sizeof a, MPI_BYTE, comm) != MPI_SUCCESS) {

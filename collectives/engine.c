@@ -39,11 +39,6 @@ static void timed_wait(struct pcoll *h, double sec) { /* the engine; caller hold
     h->engine_wakes++;
 }
 
-void pcoll_wake_engine(struct pcoll *h) {
-    h->events++;
-    pthread_cond_signal(&h->cv_eng);
-}
-
 static int mpi_fail(struct pcoll *h, int rc, const char *what) {
     char s[MPI_MAX_ERROR_STRING];
     int len = 0;

@@ -310,7 +310,6 @@ int pcoll_dev_scale(pcoll_dev_t *d, float *recv, size_t n, float s, char *msg, s
 const rule_ent_t *rule_at(const struct pcoll *h, uint64_t r);
 void plan_round(struct pcoll *h, uint64_t r, plan_t *pl);
 int plan_satisfied(const struct pcoll *h, const plan_t *pl, uint64_t r, int self_ready, uint64_t tree_cnt);
-uint64_t pcoll_mix64(uint64_t x);
 
 /* create.c */
 /* Checks rule r for a P-rank communicator: 1, or 0 with the reason in msg. */
@@ -320,25 +319,27 @@ int pcoll_rule_copy(rule_ent_t *e, uint64_t from, const pcoll_rule_t *r);
 /* Frees what h owns. comms: the communicators too (only when nothing can be pending on them).
  * retire: h itself stays, closed, so that a late call gets PCOLL_ERR_STATE. */
 void pcoll_destroy(struct pcoll *h, int comms, int retire);
+void pcoll_ring_free_buf(struct pcoll *h, float *b); /* a result buffer of the ring */
 extern char pcoll_create_err[512]; /* message of the latest failed pcoll_create (no handle) */
 
-/* pcoll.c */
+/* base.c: used by every file, calls no other libpcoll file */
+/* Sticky error of this rank (caller holds mu): the first one is kept; wakes every waiter. */
 void pcoll_set_error(struct pcoll *h, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-double pcoll_now(void);
+/* Message of a call that failed without breaking the handle (caller holds mu). */
+void pcoll_call_error(struct pcoll *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+double pcoll_now(void);                                                      /* CLOCK_MONOTONIC, seconds */
 void pcoll_cond_wait_s(pthread_cond_t *cv, pthread_mutex_t *mu, double sec); /* cv: pcoll_cond_init */
 void pcoll_cond_init(pthread_cond_t *cv); /* its timed waits count CLOCK_MONOTONIC */
+/* A local event that may unblock a round (caller holds mu): counts it and wakes the engine. */
+void pcoll_wake_engine(struct pcoll *h);
 
-void pcoll_call_error(struct pcoll *h, const char *fmt, ...) /* caller holds mu */
-    __attribute__((format(printf, 2, 3)));
-
+/* record.c (pcoll_record_init/free are public) */
+/* Copies a record into one allocated for d->P >= s->P ranks; d->P becomes s->P. */
 void pcoll_record_copy(pcoll_record_t *d, const pcoll_record_t *s);
-void pcoll_ring_free_buf(struct pcoll *h, float *b);
 
 /* engine.c */
 void *pcoll_engine_main(void *arg);
 int pcoll_drive(struct pcoll *h);
-/* A local event that may unblock a round (caller holds mu): counts it and wakes the engine. */
-void pcoll_wake_engine(struct pcoll *h);
 /* The longest an engine that was not signalled stays blind to rounds other ranks start:
  * min(spin_us, poll_max_us), the gap an idle engine leaves between its polls anyway. */
 static inline double pcoll_park_max(const struct pcoll *h) {
