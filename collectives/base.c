@@ -55,3 +55,13 @@ void pcoll_wake_engine(struct pcoll *h) {
     h->events++;
     pthread_cond_signal(&h->cv_eng);
 }
+
+int pcoll_mpi_fail(struct pcoll *h, int rc, const char *what) {
+    char s[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, s, &len);
+    pthread_mutex_lock(&h->mu);
+    pcoll_set_error(h, PCOLL_ERR_MPI, "rank %d: %s failed: %s", h->me, what, s);
+    pthread_mutex_unlock(&h->mu);
+    return PCOLL_ERR_MPI;
+}

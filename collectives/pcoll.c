@@ -45,7 +45,7 @@ static int deposit(pcoll_t *h, const float *g, float *lend, int flags) {
                          "rank %d: deposit while the previous one is still pending (call "
                          "pcoll_wait first, or pass PCOLL_ACCUMULATE)",
                          h->me);
-    } else if (lend && h->mem != PCOLL_MEM_HOST) {
+    } else if (lend && !h->dp->lend) {
         rc = PCOLL_ERR_ARG;
         pcoll_call_error(
             h, "rank %d: pcoll_lend needs host memory (device deposits are copied on the copy stream)",
@@ -59,10 +59,15 @@ static int deposit(pcoll_t *h, const float *g, float *lend, int flags) {
     /* the engine reads dep[dep_cur] only after taking it under mu in run_round, and swaps
      * dep_cur at that moment, so this buffer is ours until the engine takes it */
     float *d = h->dep[h->dep_cur];
-#ifdef PCOLL_HAVE_NCCL
-    if (h->mem == PCOLL_MEM_DEVICE) { /* device copy (or add) on the copy stream, completed here */
+    if (h->pending && h->lent) { /* from now on the pending deposit is a sum in our own buffer */
+        memcpy(d, h->lent, h->n * sizeof(float));
+        h->lent = NULL;
+    }
+    if (lend && !h->pending)
+        h->lent = lend;
+    else { /* d = g, or d += g onto the pending deposit (the data path's copy, completed here) */
         char m[256] = "";
-        rc = pcoll_dev_deposit(h->dev, h->dep_cur, d, g, h->n, h->pending > 0, m, sizeof m);
+        rc = h->dp->deposit(h, h->dep_cur, d, g, h->pending > 0, m, sizeof m);
         if (rc) {
             pcoll_call_error(h, "rank %d: pcoll_deposit: %s", h->me, m);
             leave_locked(h);
@@ -70,22 +75,11 @@ static int deposit(pcoll_t *h, const float *g, float *lend, int flags) {
             return rc;
         }
     }
-#endif
     if (h->pending) {
-        if (h->lent) { /* from now on the pending deposit is a sum in our own buffer */
-            memcpy(d, h->lent, h->n * sizeof(float));
-            h->lent = NULL;
-        }
-        if (h->mem == PCOLL_MEM_HOST)
-            for (size_t i = 0; i < h->n; i++) d[i] += g[i];
         if (h->pending < 255) h->pending++;
         h->dep_cost += h->next_cost;
         h->dep_step += h->next_step;
     } else {
-        if (lend)
-            h->lent = lend;
-        else if (h->mem == PCOLL_MEM_HOST)
-            memcpy(d, g, h->n * sizeof(float));
         h->pending = 1;
         h->dep_cost = h->next_cost;
         h->dep_step = h->next_step;
@@ -96,7 +90,7 @@ static int deposit(pcoll_t *h, const float *g, float *lend, int flags) {
     h->dep_seq++;
     h->t_last_dep = pcoll_now();
     h->events++;
-    int wake = !(flags & PCOLL_WAIT_NEXT) || h->mem != PCOLL_MEM_HOST;
+    int wake = !(flags & PCOLL_WAIT_NEXT) || h->dp->blocking;
     h->wait_next = wake ? 0 : pcoll_now();
     pthread_mutex_unlock(&h->mu);
     /* after unlocking: the engine, woken, does not block at once on the mutex held here */
@@ -236,7 +230,7 @@ int pcoll_wait(pcoll_t *h, int how, double timeout_s, uint64_t *round) {
             rc = wait_timeout(h, timeout_s);
             break;
         }
-        if (h->mem == PCOLL_MEM_HOST && !h->drive_end && !gave_up) {
+        if (!h->dp->blocking && !h->drive_end && !gave_up) {
             if (!drove && h->driver == DRV_NONE) {
                 h->driver = DRV_APP;
                 drove = 1;
@@ -660,35 +654,4 @@ const char *pcoll_last_error(pcoll_t *h) {
     leave_locked(h);
     pthread_mutex_unlock(&h->mu);
     return tl_err;
-}
-
-const char *pcoll_mode_name(pcoll_mode_t m) {
-    switch (m) {
-    case PCOLL_SYNC: return "sync";
-    case PCOLL_SOLO: return "solo";
-    case PCOLL_MAJORITY: return "majority";
-    case PCOLL_QUORUM: return "quorum";
-    default: return "?";
-    }
-}
-
-int pcoll_parse_mode(const char *s, pcoll_rule_t *r) {
-    memset(r, 0, sizeof *r);
-    r->quorum = 1;
-    if (!s) return PCOLL_ERR_ARG;
-    if (!strcmp(s, "sync"))
-        r->mode = PCOLL_SYNC;
-    else if (!strcmp(s, "solo"))
-        r->mode = PCOLL_SOLO;
-    else if (!strcmp(s, "majority"))
-        r->mode = PCOLL_MAJORITY;
-    else if (!strncmp(s, "quorum:", 7)) {
-        char *end;
-        long q = strtol(s + 7, &end, 10);
-        if (*end || end == s + 7 || q < 1 || q > PCOLL_MAX_RANKS) return PCOLL_ERR_ARG;
-        r->mode = PCOLL_QUORUM;
-        r->quorum = (int)q;
-    } else
-        return PCOLL_ERR_ARG;
-    return PCOLL_OK;
 }

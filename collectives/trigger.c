@@ -56,12 +56,11 @@ void plan_round(struct pcoll *h, uint64_t r, plan_t *pl) {
             pl->nwait++;
         }
     }
-    if (h->cfg.tau > 0)
-        for (int p = 0; p < P; p++)
-            if (!h->joined[p] && !pl->inwait[p] && h->streak[p] >= (uint32_t)h->cfg.tau) {
-                pl->inwait[p] = 1;
-                pl->nwait++;
-            }
+    for (int p = 0; p < P; p++)
+        if (!h->joined[p] && !pl->inwait[p] && pcoll_must_wait(h->streak[p], h->cfg.tau)) {
+            pl->inwait[p] = 1;
+            pl->nwait++;
+        }
     pl->mode = ru->mode;
     pl->initiator = -1;
     pl->coord = -1;
