@@ -159,8 +159,8 @@ static result_t run(const char *mode, size_t n, int linear, double unit, int ite
         cfg.wake_always = g_wake_always;
         cfg.reduce = g_reduce;
         char m[32];
-        if (!strcmp(mode, "quorum"))
-            snprintf(m, sizeof m, "quorum:%d", P / 2 > 0 ? P / 2 : 1);
+        if (!strcmp(mode, pcoll_mode_name(PCOLL_QUORUM))) /* quorum: Q = P/2 */
+            pcoll_format_mode(PCOLL_QUORUM, P / 2 > 0 ? P / 2 : 1, m, sizeof m);
         else
             snprintf(m, sizeof m, "%s", mode);
         pcollCheck(pcoll_parse_mode(m, &cfg.rule));
@@ -254,8 +254,9 @@ static result_t run(const char *mode, size_t n, int linear, double unit, int ite
     return out;
 }
 
-static const char *modes[] = {"mpi_allreduce", "sync", "solo", "majority", "quorum"};
+/* The rows' modes: 0 the MPI_Allreduce baseline, then libpcoll's modes by name (quorum: Q = P/2). */
 #define NMODES 5
+static const char *mode_of(int m) { return m ? pcoll_mode_name((pcoll_mode_t)(m - 1)) : "mpi_allreduce"; }
 
 /* One row of the table (size, skew, mode) over the repetitions; pool and rep_mean on rank 0. */
 typedef struct {
@@ -296,12 +297,12 @@ static json_t *report_row(const row_t *w, const row_t *base, int reps, size_t n,
     if (cmp) snprintf(range, sizeof range, "%.2f-%.2f", rmin, rmax);
     printf("%12zu %10zu %6s %14s %6s %11.1f %10.1f %11.1f %11.1f %11.1f %11.1f %6.2f %6ld %9.2f %9.2f %15s "
            "%7.2f %7.1f\n",
-           n * 4, n, "float", modes[m], sk ? "linear" : "none", w->mean, w->min, w->p50, w->p90, w->p99,
+           n * 4, n, "float", mode_of(m), sk ? "linear" : "none", w->mean, w->min, w->p50, w->p90, w->p99,
            w->max, w->fresh, w->wrong, cmp ? w->mean / base->mean : NAN, cmp ? w->p50 / base->p50 : NAN,
            range, w->wakes, w->polls);
     fflush(stdout);
     json_t *o = json_object(), *rm = json_array();
-    json_object_set_new(o, "mode", json_string(modes[m]));
+    json_object_set_new(o, "mode", json_string(mode_of(m)));
     json_object_set_new(o, "skew", json_string(sk ? "linear" : "none"));
     json_object_set_new(o, "bytes", json_integer((json_int_t)(n * 4)));
     json_object_set_new(o, "count", json_integer((json_int_t)n));
@@ -443,9 +444,9 @@ int main(int argc, char **argv) {
         for (size_t z = 0; z < nsz; z++)
             for (int sk = 0; sk < 2; sk++)
                 for (int m = 0; m < NMODES; m++) {
-                    if (g_only && !strstr(g_only, modes[m])) continue;
+                    if (g_only && !strstr(g_only, mode_of(m))) continue;
                     row_t *w = &rows[((int)z * 2 + sk) * NMODES + m];
-                    result_t r = run(modes[m], szs[z], sk, unit, iters, warm, w->pool, &w->npool);
+                    result_t r = run(mode_of(m), szs[z], sk, unit, iters, warm, w->pool, &w->npool);
                     w->ran = 1;
                     w->rep_mean[rp] = r.mean;
                     w->fresh += r.fresh_frac / reps;

@@ -1,6 +1,9 @@
 # collectives/: libpcoll (host memory over MPI), its tests and the allreduce benchmark (Fig. 9).
-PCOLL_SRC := collectives/pcoll.c collectives/create.c collectives/engine.c collectives/rd.c collectives/trigger.c collectives/live.c
-PCOLL_OBJ := $(PCOLL_SRC:%.c=$(B)/%.o)
+# PCOLL_SRC: both libraries; the data path of device memory is dp_nccl.c (libpcoll_cuda.a), of
+# which libpcoll.a has the empty stand-in dp_none.c (collectives/pcoll_impl.h: pcoll_datapath_t).
+PCOLL_SRC := collectives/base.c collectives/record.c collectives/pcoll.c collectives/create.c collectives/engine.c \
+             collectives/dp_host.c collectives/rd.c collectives/trigger.c collectives/mode.c collectives/live.c
+PCOLL_OBJ := $(PCOLL_SRC:%.c=$(B)/%.o) $(B)/collectives/dp_none.o
 LIBPCOLL  := $(B)/libpcoll.a
 
 $(B)/collectives/%.o: collectives/%.c
@@ -60,22 +63,22 @@ bench-reduce: $(B)/bench/bench_reduce
 	  --reps $(REPS) --json $(B)/bench/reduce.json $(BENCH_ARGS)
 
 # ---- device memory (PCOLL_MEM_DEVICE): build/libpcoll_cuda.a, only with nvcc + cuDNN + NCCL ----
-# The same sources compiled with -DPCOLL_HAVE_NCCL plus collectives/pcoll_nccl.cu; the host-only
-# $(LIBPCOLL) above is unchanged.  Link: $(LIBPCOLL_CUDA) $(MPI_LIBS) $(PCOLL_CUDA_LDLIBS).
+# The same objects as $(LIBPCOLL), with the device data path dp_nccl.c over pcoll_nccl.cu in place
+# of dp_none.c.  Link: $(LIBPCOLL_CUDA) $(MPI_LIBS) $(PCOLL_CUDA_LDLIBS).
 ifeq ($(HAVE_CUDA)$(HAVE_NCCL),11)
 PCOLL_CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
-PCOLL_CUDA_OBJ    := $(PCOLL_SRC:collectives/%.c=$(B)/collectives/cuda/%.o) $(B)/collectives/cuda/pcoll_nccl.o
+PCOLL_CUDA_OBJ    := $(PCOLL_SRC:%.c=$(B)/%.o) $(B)/collectives/cuda/dp_nccl.o $(B)/collectives/cuda/pcoll_nccl.o
 LIBPCOLL_CUDA     := $(B)/libpcoll_cuda.a
 PCOLL_CUDA_LDLIBS := -L$(PCOLL_CUDA_LIBDIR) -Wl,-rpath,$(PCOLL_CUDA_LIBDIR) -lnccl -lcudart -lstdc++
 PCOLL_GENCODE     ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80
-PCOLL_NVCC_FLAGS  := -O3 -std=c++17 $(PCOLL_GENCODE) -I. $(MPI_CFLAGS) -DPCOLL_HAVE_NCCL \
+PCOLL_NVCC_FLAGS  := -O3 -std=c++17 $(PCOLL_GENCODE) -I. $(MPI_CFLAGS) \
                      -Xcompiler -Wall,-Wextra,-Werror,-Wno-unused-parameter
 
-$(B)/collectives/cuda/%.o: collectives/%.c collectives/pcoll_impl.h collectives/pcoll.h
+$(B)/collectives/cuda/dp_nccl.o: collectives/dp_nccl.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(MPI_CFLAGS) -DPCOLL_HAVE_NCCL -c $< -o $@
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) -c $< -o $@
 
-$(B)/collectives/cuda/pcoll_nccl.o: collectives/pcoll_nccl.cu collectives/pcoll_impl.h collectives/pcoll.h
+$(B)/collectives/cuda/pcoll_nccl.o: collectives/pcoll_nccl.cu collectives/pcoll_dev.h collectives/pcoll.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(PCOLL_NVCC_FLAGS) -c $< -o $@
 

@@ -4,6 +4,7 @@
  * pcoll_destroy, which frees what a handle owns (pcoll_finalize in pcoll.c decides when). */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "collectives/pcoll_impl.h"
+#include "common/hash.h"
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,15 +70,10 @@ static const char *agree_names[] = {
 static struct pcoll *g_retired;
 static pthread_mutex_t g_retired_mu = PTHREAD_MUTEX_INITIALIZER;
 
-void pcoll_ring_free_buf(struct pcoll *h, float *b) {
-#ifdef PCOLL_HAVE_NCCL
-    if (h->mem == PCOLL_MEM_DEVICE) {
-        pcoll_dev_free(b);
-        return;
-    }
-#endif
-    (void)h;
-    free(b);
+/* The data path of memory kind mem, chosen here once for the handle's life; NULL: none in this
+ * build (device memory in libpcoll.a) or not a pcoll_mem_t. */
+static const pcoll_datapath_t *datapath_of(pcoll_mem_t mem) {
+    return mem == PCOLL_MEM_HOST ? &pcoll_dp_host : mem == PCOLL_MEM_DEVICE ? pcoll_dp_device : NULL;
 }
 
 /* Frees everything the handle owns. comms: free the communicators too (only when no operation
@@ -94,32 +90,16 @@ void pcoll_destroy(struct pcoll *h, int comms, int retire) {
     free(h->peers);
     free(h->heard_at);
     free(h->left);
-#ifdef PCOLL_HAVE_NCCL
-    if (h->mem == PCOLL_MEM_DEVICE) { /* device buffers */
-        pcoll_dev_free(h->dep[0]);
-        pcoll_dev_free(h->dep[1]);
-        pcoll_dev_free(h->zeros);
-        pcoll_dev_free(h->scratch);
-    } else
-#endif
-    {
-        free(h->dep[0]);
-        free(h->dep[1]);
-        free(h->zeros);
-        free(h->scratch);
-        free(h->rd_tmp);
-    }
+    h->dp->free(h->dep[0]);
+    h->dp->free(h->dep[1]);
+    h->dp->free(h->zeros);
+    h->dp->free(h->scratch);
     if (h->ring)
         for (int i = 0; i < h->K; i++) {
-            pcoll_ring_free_buf(h, h->ring[i].buf);
+            h->dp->free(h->ring[i].buf);
             pcoll_record_free(&h->ring[i].rec);
         }
-#ifdef PCOLL_HAVE_NCCL
-    if (h->mem == PCOLL_MEM_DEVICE) {
-        if (!comms) pcoll_dev_mark_broken(h->dev); /* failed: its NCCL communicator is not reused */
-        pcoll_dev_close(h->dev);
-    }
-#endif
+    h->dp->close(h, !comms); /* !comms: the handle failed */
     free(h->ring);
     if (h->recs)
         for (int i = 0; i < h->R; i++) pcoll_record_free(&h->recs[i].r);
@@ -153,123 +133,26 @@ void pcoll_destroy(struct pcoll *h, int comms, int retire) {
 
 char pcoll_create_err[512]; /* message of a failed pcoll_create (no handle to hang it on) */
 
-#ifdef PCOLL_HAVE_NCCL
-/* MPI_Finalize deletes MPI_COMM_SELF's attributes first: there, every rank closes its cached
- * NCCL communicators together (ncclCommFinalize + ncclCommDestroy, pcoll_nccl.cu). */
-static int dev_at_finalize(MPI_Comm c, int kv, void *attr, void *extra) {
-    (void)c;
-    (void)kv;
-    (void)attr;
-    (void)extra;
-    pcoll_dev_shutdown();
-    return MPI_SUCCESS;
-}
-static void dev_finalize_hook(void) {
-    static int done;
-    int kv;
-    if (done || MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, dev_at_finalize, &kv, NULL) != MPI_SUCCESS)
-        return;
-    done = MPI_Comm_set_attr(MPI_COMM_SELF, kv, NULL) == MPI_SUCCESS;
-}
-
-/* Device data path, collective: NCCL when every rank has its own GPU and no rank has another live
- * handle on NCCL, else STAGED (NCCL refuses two ranks of a communicator on one GPU, and two
- * communicators driven by two engine threads have no order between their kernels).
- * PCOLL_DEVICE_PATH=nccl|staged forces a path (if any rank asks for staged, all use it). Every
- * rank returns the same code. */
-static int dev_setup(struct pcoll *h, MPI_Comm comm, const char *key) {
-    int P = h->P, me = h->me;
-    char msg[400] = "";
-    enum { KEY = 192 };
-    char *keys = malloc((size_t)P * KEY);
-    if (!keys) return PCOLL_ERR_NOMEM;
-    char mine[KEY];
-    memset(mine, 0, sizeof mine);
-    snprintf(mine, sizeof mine, "%s", key);
-    MPI_Allgather(mine, KEY, MPI_CHAR, keys, KEY, MPI_CHAR, comm);
-    int dup = 0;
-    for (int p = 0; p < P && !dup; p++)
-        for (int q = p + 1; q < P && !dup; q++)
-            dup = !strncmp(keys + (size_t)p * KEY, keys + (size_t)q * KEY, KEY);
-    free(keys);
-    const char *env = getenv("PCOLL_DEVICE_PATH");
-    int want = env && !strcmp(env, "staged") ? 2 : env && !strcmp(env, "nccl") ? 1 : 0, any = 0;
-    int busy = pcoll_dev_live_nccl() > 0, anybusy = 0; /* another live handle has NCCL already */
-    MPI_Allreduce(&want, &any, 1, MPI_INT, MPI_MAX, comm);
-    MPI_Allreduce(&busy, &anybusy, 1, MPI_INT, MPI_MAX, comm);
-    int path = any == 2         ? PCOLL_DEVPATH_STAGED
-               : any == 1       ? PCOLL_DEVPATH_NCCL
-               : dup || anybusy ? PCOLL_DEVPATH_STAGED
-                                : PCOLL_DEVPATH_NCCL;
-    unsigned char id[256];
-    memset(id, 0, sizeof id);
-    size_t idn = pcoll_dev_id_bytes();
-    int ok = idn <= sizeof id, all_ok = 0;
-    int reuse = 0; /* NCCL once per run: the communicator rank 0 names, if every rank holds it */
-    if (ok && path == PCOLL_DEVPATH_NCCL) {
-        unsigned char cid[256] = {0};
-        int have = pcoll_dev_cached_id(cid, P, me);
-        if (me == 0) memcpy(id, cid, idn);
-        MPI_Bcast(id, (int)idn, MPI_BYTE, 0, comm);
-        have = have && !memcmp(id, cid, idn);
-        MPI_Allreduce(&have, &reuse, 1, MPI_INT, MPI_LAND, comm);
-        if (!reuse) dev_finalize_hook();
-    }
-    if (ok && path == PCOLL_DEVPATH_NCCL && !reuse) {
-        if (me == 0) ok = pcoll_dev_nccl_id(id, msg, sizeof msg) == PCOLL_OK;
-        MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, comm);
-        if (!all_ok) {
-            snprintf(pcoll_create_err, sizeof pcoll_create_err, "pcoll_create: rank 0: %s",
-                     msg[0] ? msg : "NCCL id");
-            return PCOLL_ERR_MPI;
-        }
-        MPI_Bcast(id, (int)idn, MPI_BYTE, 0, comm);
-    }
-    h->dev = pcoll_dev_open(path, P, me, h->nbuf, (size_t)META * (size_t)P, msg, sizeof msg);
-    ok = h->dev != NULL;
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, comm);
-    if (all_ok && path == PCOLL_DEVPATH_NCCL) { /* only once every rank has its CUDA resources */
-        ok = pcoll_dev_connect(h->dev, id, msg, sizeof msg) == PCOLL_OK;
-        MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, comm);
-    }
-    if (!all_ok) {
-        if (!ok)
-            snprintf(pcoll_create_err, sizeof pcoll_create_err,
-                     "pcoll_create: rank %d: device data path (%s): %s", me,
-                     path == PCOLL_DEVPATH_NCCL ? "NCCL" : "staged", msg);
-        else
-            snprintf(pcoll_create_err, sizeof pcoll_create_err,
-                     "pcoll_create: another rank failed to set up the "
-                     "device data path (see its message)");
-        return PCOLL_ERR_MPI;
-    }
-    return PCOLL_OK;
-}
-#endif
-
 /* The caller's own arguments: 1 if usable; else 0, with the reason in msg and the code this rank
  * returns in *code. Fills the defaults of *cfg (0: default) and, for device memory, this rank's
  * device (*dev_key: which GPU, to tell whether ranks share one). */
 static int args_local(int P, size_t n, pcoll_mem_t mem, pcoll_config_t *cfg, char *dev_key, size_t keylen,
                       char *msg, size_t len, int *code) {
     int ok = 1;
+    const pcoll_datapath_t *dp = datapath_of(mem);
     *code = PCOLL_ERR_ARG;
-    (void)dev_key, (void)keylen;
     if (P > PCOLL_MAX_RANKS)
         ok = 0, snprintf(msg, len, "%d ranks > PCOLL_MAX_RANKS", P);
     else if (n == 0 || n > (size_t)INT32_MAX - (size_t)META * (size_t)P)
         ok = 0, snprintf(msg, len, "n = %zu floats is out of range (1 .. 2^31-1-%d)", n, META * P);
-#ifdef PCOLL_HAVE_NCCL
-    else if (mem == PCOLL_MEM_DEVICE && !pcoll_dev_local(&(int){-1}, dev_key, keylen, msg, len))
-        ok = 0, *code = PCOLL_ERR_UNSUPPORTED;
-#else
-    else if (mem == PCOLL_MEM_DEVICE)
+    else if (!dp && mem == PCOLL_MEM_DEVICE)
         ok = 0, *code = PCOLL_ERR_UNSUPPORTED,
         snprintf(msg, len,
                  "mem = device needs the CUDA/NCCL build of libpcoll (this build has host memory only)");
-#endif
-    else if (mem != PCOLL_MEM_HOST && mem != PCOLL_MEM_DEVICE)
+    else if (!dp)
         ok = 0, snprintf(msg, len, "mem = %d", (int)mem);
+    else if (!dp->usable(dev_key, keylen, msg, len))
+        ok = 0, *code = PCOLL_ERR_UNSUPPORTED;
     else if (!pcoll_rule_check(&cfg->rule, P, msg, len))
         ok = 0;
     else if (cfg->reduce < PCOLL_REDUCE_AUTO || cfg->reduce > PCOLL_REDUCE_RD)
@@ -309,9 +192,9 @@ static int args_agree(MPI_Comm comm, int P, int me, int ok, size_t n, pcoll_mem_
                  cfg->rule.nwait,
                  cfg->reduce,
                  cfg->seed,
-                 1469598103934665603ull};
+                 HASH_FNV1A64_INIT};
     for (int i = 0; ok && i < cfg->rule.nwait; i++)
-        a.waithash = (a.waithash ^ (uint64_t)cfg->rule.wait[i]) * 1099511628211ull;
+        a.waithash = hash_fnv1a64_word(a.waithash, (uint64_t)cfg->rule.wait[i]);
     agree_t *all = malloc((size_t)P * sizeof *all);
     if (!all) return PCOLL_ERR_NOMEM;
     if (MPI_Allgather(&a, (int)sizeof a, MPI_BYTE, all, (int)sizeof a, MPI_BYTE, comm) != MPI_SUCCESS) {
@@ -371,26 +254,16 @@ static struct pcoll *handle_alloc(MPI_Comm comm, int P, int me, size_t n, pcoll_
         h->me = me;
         h->n = n;
         h->nbuf = n + (size_t)META * (size_t)P;
-        h->mem = mem;
+        h->dp = datapath_of(mem); /* not NULL: args_local accepted mem on every rank */
         h->cfg = *cfg;
         h->cfg.rule.wait = NULL;
         h->K = cfg->ring + 1;
         h->R = cfg->records;
         h->peer_failed = -1;
-        size_t bytes = h->nbuf * sizeof(float);
-#ifdef PCOLL_HAVE_NCCL
-        if (mem == PCOLL_MEM_DEVICE) { /* device memory, zeroed */
-            nomem |= !(h->dep[0] = pcoll_dev_calloc(h->nbuf)) || !(h->dep[1] = pcoll_dev_calloc(h->nbuf));
-            nomem |= !(h->zeros = pcoll_dev_calloc(h->nbuf)) || !(h->scratch = pcoll_dev_calloc(h->nbuf));
-        } else
-#endif
-        {
-            nomem |= !(h->dep[0] = calloc(1, bytes)) || !(h->dep[1] = calloc(1, bytes));
-            nomem |= !(h->zeros = calloc(1, bytes)) || !(h->scratch = calloc(1, bytes));
-            h->rd = cfg->reduce == PCOLL_REDUCE_RD ||
-                    (cfg->reduce == PCOLL_REDUCE_AUTO && bytes <= PCOLL_RD_MAX_BYTES);
-            if (h->rd) nomem |= !(h->rd_tmp = calloc(1, bytes));
-        }
+        const pcoll_datapath_t *dp = h->dp; /* buffers zeroed, in the handle's memory */
+        nomem |= !(h->dep[0] = dp->alloc(h->nbuf)) || !(h->dep[1] = dp->alloc(h->nbuf));
+        nomem |= !(h->zeros = dp->alloc(h->nbuf)) || !(h->scratch = dp->alloc(h->nbuf));
+        nomem |= dp->open(h) != PCOLL_OK;
         /* ring slots: records now, result buffers when first used (engine.c: ring_slot) */
         nomem |= !(h->ring = calloc((size_t)h->K, sizeof *h->ring));
         for (int i = 0; !nomem && i < h->K; i++) nomem |= pcoll_record_init(&h->ring[i].rec, P) != 0;
@@ -521,9 +394,7 @@ int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t 
     if (rc) return rc;
     struct pcoll *h = handle_alloc(comm, P, me, n, mem, &cfg, &rc);
     if (!h) return rc;
-#ifdef PCOLL_HAVE_NCCL
-    if (mem == PCOLL_MEM_DEVICE) rc = dev_setup(h, comm, dev_key);
-#endif
+    rc = h->dp->setup(h, comm, dev_key);
     if (!rc) rc = handle_start(h, comm);
     if (rc) {
         pcoll_destroy(h, 1, 0);

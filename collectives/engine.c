@@ -5,10 +5,11 @@
  *   2. activate:   PATH_SYNC: wait until ready; PATH_ANY: a ready rank floods ACT(r) over a
  *                  binomial tree; PATH_COORD: counts up the tree (READY direct from wait-set
  *                  members) -> coordinator -> ACT(r) down the tree. Stale messages absorbed.
- *   3. start:      take the pending deposit (fresh) or zeros; write this rank's metadata slots;
- *                  MPI_Iallreduce(sum) of n + META*P floats on the private data communicator
- *                  into ring slot r % K (device memory: pcoll_nccl.cu, blocking)
- *   4. reduce:     MPI_Test until the reduction is complete
+ *   3. start:      take the pending deposit (fresh) or zeros; the handle's data path (h->dp,
+ *                  pcoll_impl.h) writes this rank's metadata slots and starts the sum of the
+ *                  n + META*P floats into ring slot r % K (host memory: MPI_Iallreduce or
+ *                  recursive doubling, dp_host.c; device memory: NCCL, blocking, dp_nccl.c)
+ *   4. reduce:     the data path's test until the reduction is complete
  *   5. publish:    decode F_r, flags, staleness, step times; update streaks and the active set;
  *                  divide; store the record; wake the application.
  * pcoll_drive takes one step without ever blocking on other ranks; the thread holding the drive
@@ -39,26 +40,11 @@ static void timed_wait(struct pcoll *h, double sec) { /* the engine; caller hold
     h->engine_wakes++;
 }
 
-void pcoll_wake_engine(struct pcoll *h) {
-    h->events++;
-    pthread_cond_signal(&h->cv_eng);
-}
-
-static int mpi_fail(struct pcoll *h, int rc, const char *what) {
-    char s[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    MPI_Error_string(rc, s, &len);
-    pthread_mutex_lock(&h->mu);
-    pcoll_set_error(h, PCOLL_ERR_MPI, "rank %d: %s failed: %s", h->me, what, s);
-    pthread_mutex_unlock(&h->mu);
-    return PCOLL_ERR_MPI;
-}
-
 /* Control messages are two uint64 (the round, a value) and go eagerly: MPI_Send returns at once. */
 static int send_ctl(struct pcoll *h, int dst, int tag, uint64_t r, uint64_t val) {
     uint64_t m[2] = {r, val};
     int rc = MPI_Send(m, 2, MPI_UINT64_T, dst, tag, h->ctl);
-    if (rc != MPI_SUCCESS) return mpi_fail(h, rc, "MPI_Send (activation)");
+    if (rc != MPI_SUCCESS) return pcoll_mpi_fail(h, rc, "MPI_Send (activation)");
     h->sent_to[dst]++;
     return PCOLL_OK;
 }
@@ -72,12 +58,12 @@ static int drain_ctl(struct pcoll *h, uint64_t r, int *act_from) {
         int flag = 0;
         MPI_Status st;
         int rc = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, h->ctl, &flag, &st);
-        if (rc != MPI_SUCCESS) return mpi_fail(h, rc, "MPI_Iprobe");
+        if (rc != MPI_SUCCESS) return pcoll_mpi_fail(h, rc, "MPI_Iprobe");
         if (!flag) return PCOLL_OK;
         uint64_t m[2] = {0, 0};
         int src = st.MPI_SOURCE;
         rc = MPI_Recv(m, 2, MPI_UINT64_T, src, st.MPI_TAG, h->ctl, MPI_STATUS_IGNORE);
-        if (rc != MPI_SUCCESS) return mpi_fail(h, rc, "MPI_Recv (activation)");
+        if (rc != MPI_SUCCESS) return pcoll_mpi_fail(h, rc, "MPI_Recv (activation)");
         h->recv_from[src]++;
         if (m[0] > r) {
             pthread_mutex_lock(&h->mu);
@@ -182,60 +168,6 @@ static int activate_pass(struct pcoll *h, round_t *c, int *local) {
     return 0;
 }
 
-/* This rank's part of a round's metadata (pcoll_impl.h: META floats per rank). */
-typedef struct {
-    int fresh_cnt, flags;
-    uint32_t stale;
-    float cost, step;
-} my_meta_t;
-
-/* Writes the META*P metadata floats of a round: zeros, except this rank's own slots. */
-static void put_meta(const struct pcoll *h, float *meta, const my_meta_t *mm) {
-    memset(meta, 0, (size_t)META * (size_t)h->P * sizeof(float));
-    float *m = meta + META * h->me;
-    m[0] = (float)mm->fresh_cnt;
-    m[1] = (float)mm->flags;
-    m[2] = (float)mm->stale;
-    m[3] = mm->cost;
-    m[4] = mm->step;
-}
-
-#ifdef PCOLL_HAVE_NCCL
-static int dev_fail(struct pcoll *h, const char *m) {
-    pthread_mutex_lock(&h->mu);
-    pcoll_set_error(h, PCOLL_ERR_MPI, "rank %d: device data path: %s", h->me, m);
-    pthread_mutex_unlock(&h->mu);
-    return PCOLL_ERR_MPI;
-}
-
-/* Step 4 for device buffers (pcoll_nccl.cu): this rank's metadata goes into the reduced buffer
- * from a pinned host array; *rm points to the reduced metadata copied back to pinned host memory.
- * NCCL path: ncclAllReduce on the engine's stream.  STAGED path (ranks share a GPU): device ->
- * pinned host, MPI_Allreduce on the data communicator, pinned host -> device. */
-static int dev_round(struct pcoll *h, float *send, int send_slot, float *recv, const my_meta_t *mm,
-                     const float **rm, double *t_start, double *t_end) {
-    size_t n = h->n;
-    char m[512] = "";
-    int staged = pcoll_dev_path(h->dev) == PCOLL_DEVPATH_STAGED;
-    float *meta = staged ? pcoll_dev_host_send(h->dev) + n : pcoll_dev_meta_in(h->dev);
-    *t_start = pcoll_now();
-    if (staged && pcoll_dev_stage_out(h->dev, send_slot, send, n, m, sizeof m)) return dev_fail(h, m);
-    put_meta(h, meta, mm);
-    if (staged) {
-        float *hr = pcoll_dev_host_recv(h->dev);
-        int rc = MPI_Allreduce(pcoll_dev_host_send(h->dev), hr, (int)h->nbuf, MPI_FLOAT, MPI_SUM, h->data);
-        if (rc != MPI_SUCCESS) return mpi_fail(h, rc, "MPI_Allreduce (round data, staged from device)");
-        if (pcoll_dev_stage_in(h->dev, recv, m, sizeof m)) return dev_fail(h, m);
-        *rm = hr + n;
-    } else {
-        if (pcoll_dev_allreduce(h->dev, send_slot, send, recv, n, m, sizeof m)) return dev_fail(h, m);
-        *rm = pcoll_dev_meta_out(h->dev);
-    }
-    *t_end = pcoll_now();
-    return PCOLL_OK;
-}
-#endif
-
 /* Doubles the results ring, keeping round q at slot q % K for the rounds the application has
  * not read yet ([lent, r)); the other slots (and their buffers) fill the new places. Caller
  * holds mu. */
@@ -309,12 +241,7 @@ static int ring_slot(struct pcoll *h, uint64_t r, ring_slot_t **out) {
         }
     }
     if (!s->buf) {
-#ifdef PCOLL_HAVE_NCCL
-        if (h->mem == PCOLL_MEM_DEVICE)
-            s->buf = pcoll_dev_calloc(h->nbuf);
-        else
-#endif
-            s->buf = malloc(h->nbuf * sizeof(float));
+        s->buf = h->dp->alloc(h->nbuf);
         h->result_buffers += s->buf != NULL;
         if (!s->buf) {
             pcoll_set_error(h, PCOLL_ERR_NOMEM,
@@ -375,27 +302,10 @@ static int start_round(struct pcoll *h, round_t *c) {
     pthread_mutex_unlock(&h->mu);
 
     c->recv = c->slot && !c->failed ? c->slot->buf : h->scratch;
-    const my_meta_t mm = {fresh_cnt, flags, stale, cost, step};
-#ifdef PCOLL_HAVE_NCCL
-    if (h->mem == PCOLL_MEM_DEVICE) { /* blocking; only the engine drives device rounds */
-        int rc = dev_round(h, c->send, send_slot, c->recv, &mm, &c->rm, &c->t_start, &c->t_end);
-        if (rc) return rc;
-        c->stage = ST_PUBLISH;
-        return 1;
-    }
-#endif
-    (void)send_slot;
-    put_meta(h, c->send + h->n, &mm);
-    c->t_start = pcoll_now();
-    int rc;
-    if (h->rd) { /* small buffers: recursive doubling in the result buffer (rd.c) */
-        memcpy(c->recv, c->send, h->nbuf * sizeof(float));
-        rc = pcoll_rd_start(&c->rd, c->recv, h->rd_tmp, (int)h->nbuf, h->data, h->P, h->me);
-    } else
-        rc = MPI_Iallreduce(c->send, c->recv, (int)h->nbuf, MPI_FLOAT, MPI_SUM, h->data, &c->req);
-    if (rc != MPI_SUCCESS)
-        return mpi_fail(h, rc, h->rd ? "MPI_Isend/MPI_Irecv (round data)" : "MPI_Iallreduce (round data)");
-    c->stage = ST_REDUCE;
+    const float mine[META] = {(float)fresh_cnt, (float)flags, (float)stale, cost, step};
+    int rc = h->dp->start(h, c, send_slot, mine);
+    if (rc < 0) return rc;
+    c->stage = rc ? ST_PUBLISH : ST_REDUCE;
     return 1;
 }
 
@@ -403,7 +313,6 @@ static int start_round(struct pcoll *h, round_t *c) {
  * update streaks and the active set; divide; store the record; wake the application. */
 static int publish_round(struct pcoll *h, round_t *c) {
     int P = h->P;
-    size_t n = h->n;
     uint64_t r = c->r;
     const float *rm = c->rm;
     plan_t *pl = &h->plan;
@@ -455,13 +364,8 @@ static int publish_round(struct pcoll *h, round_t *c) {
     float *recv = c->recv;
     if (!c->failed && ndep > 0 && h->cfg.div != PCOLL_DIV_NONE) {
         float s = 1.0f / (float)(h->cfg.div == PCOLL_DIV_P ? P : ndep);
-#ifdef PCOLL_HAVE_NCCL
-        if (h->mem == PCOLL_MEM_DEVICE) {
-            char m[256] = "";
-            if (pcoll_dev_scale(h->dev, recv, n, s, m, sizeof m)) return dev_fail(h, m);
-        } else
-#endif
-            for (size_t i = 0; i < n; i++) recv[i] *= s;
+        int rc = h->dp->scale(h, recv, s);
+        if (rc) return rc;
     }
 
     pthread_mutex_lock(&h->mu);
@@ -513,20 +417,11 @@ int pcoll_drive(struct pcoll *h) {
             if ((rc = start_round(h, c)) < 0) break;
             if (!rc) return PASS_IDLE_LOCAL;
             break;
-        case ST_REDUCE: {
-            int done = 0;
-            if ((rc = h->rd ? pcoll_rd_test(&c->rd, &done) : MPI_Test(&c->req, &done, MPI_STATUS_IGNORE)) !=
-                MPI_SUCCESS) {
-                rc = mpi_fail(h, rc,
-                              h->rd ? "recursive doubling (round data)" : "MPI_Iallreduce (round data)");
-                break;
-            }
-            if (!done) return PASS_INFLIGHT;
-            c->t_end = pcoll_now();
-            c->rm = c->recv + h->n;
+        case ST_REDUCE:
+            if ((rc = h->dp->test(h, c)) < 0) break;
+            if (!rc) return PASS_INFLIGHT;
             c->stage = ST_PUBLISH;
             break;
-        }
         case ST_PUBLISH:
             if ((rc = publish_round(h, c)) < 0) break;
             c->r++;
@@ -620,14 +515,8 @@ static int partial_next(const struct pcoll *h) { return rule_at(h, h->started)->
  * the token, see pcoll.c), so they progress while the application computes. */
 void *pcoll_engine_main(void *arg) {
     struct pcoll *h = arg;
-    int pass = PCOLL_OK;
+    int pass = h->dp->thread_init(h);
     double t_idle = -1, sleep_s = 10e-6;
-#ifdef PCOLL_HAVE_NCCL
-    if (h->mem == PCOLL_MEM_DEVICE) { /* the engine thread works on the application's GPU */
-        char m[256] = "";
-        if (pcoll_dev_thread_init(h->dev, m, sizeof m)) pass = dev_fail(h, m);
-    }
-#endif
     pthread_mutex_lock(&h->mu);
     while (pass >= 0 && pass != PASS_END) {
         int app = h->driver != DRV_NONE || h->app_want > 0;

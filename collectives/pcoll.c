@@ -7,53 +7,6 @@
 #include <string.h>
 #include <time.h>
 
-double pcoll_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* A condition variable whose timed waits count CLOCK_MONOTONIC (a step of the wall clock does
- * not lengthen them): the engine's and the liveness thread's, which wait with pcoll_cond_wait_s. */
-void pcoll_cond_init(pthread_cond_t *cv) {
-    pthread_condattr_t a;
-    pthread_condattr_init(&a);
-    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    pthread_cond_init(cv, &a);
-    pthread_condattr_destroy(&a);
-}
-
-/* Waits on cv (made by pcoll_cond_init, mu held) for at most sec seconds. */
-void pcoll_cond_wait_s(pthread_cond_t *cv, pthread_mutex_t *mu, double sec) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    long ns = ts.tv_nsec + (long)((sec - (double)(long)sec) * 1e9);
-    ts.tv_sec += (time_t)sec + ns / 1000000000L;
-    ts.tv_nsec = ns % 1000000000L;
-    pthread_cond_timedwait(cv, mu, &ts);
-}
-
-/* Sticky error of this rank (caller holds mu). The first one is kept: later errors are its
- * consequences, and every later call returns the first code with the first message. */
-void pcoll_set_error(struct pcoll *h, int code, const char *fmt, ...) {
-    if (h->err) return;
-    h->err = code;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(h->errmsg, sizeof h->errmsg, fmt, ap);
-    va_end(ap);
-    pthread_cond_broadcast(&h->cv_app);
-    pcoll_wake_engine(h);
-}
-
-/* Message of a call that failed without breaking the handle (caller holds mu). */
-void pcoll_call_error(struct pcoll *h, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(h->callmsg, sizeof h->callmsg, fmt, ap);
-    va_end(ap);
-}
-
 /* Every public call on a handle: enter() counts it in (0: the handle is closing, return
  * PCOLL_ERR_STATE without touching anything else), leave() / leave_locked() counts it out and
  * wakes pcoll_finalize, which waits for the count to reach 0 before it frees the handle. The
@@ -92,7 +45,7 @@ static int deposit(pcoll_t *h, const float *g, float *lend, int flags) {
                          "rank %d: deposit while the previous one is still pending (call "
                          "pcoll_wait first, or pass PCOLL_ACCUMULATE)",
                          h->me);
-    } else if (lend && h->mem != PCOLL_MEM_HOST) {
+    } else if (lend && !h->dp->lend) {
         rc = PCOLL_ERR_ARG;
         pcoll_call_error(
             h, "rank %d: pcoll_lend needs host memory (device deposits are copied on the copy stream)",
@@ -106,10 +59,15 @@ static int deposit(pcoll_t *h, const float *g, float *lend, int flags) {
     /* the engine reads dep[dep_cur] only after taking it under mu in run_round, and swaps
      * dep_cur at that moment, so this buffer is ours until the engine takes it */
     float *d = h->dep[h->dep_cur];
-#ifdef PCOLL_HAVE_NCCL
-    if (h->mem == PCOLL_MEM_DEVICE) { /* device copy (or add) on the copy stream, completed here */
+    if (h->pending && h->lent) { /* from now on the pending deposit is a sum in our own buffer */
+        memcpy(d, h->lent, h->n * sizeof(float));
+        h->lent = NULL;
+    }
+    if (lend && !h->pending)
+        h->lent = lend;
+    else { /* d = g, or d += g onto the pending deposit (the data path's copy, completed here) */
         char m[256] = "";
-        rc = pcoll_dev_deposit(h->dev, h->dep_cur, d, g, h->n, h->pending > 0, m, sizeof m);
+        rc = h->dp->deposit(h, h->dep_cur, d, g, h->pending > 0, m, sizeof m);
         if (rc) {
             pcoll_call_error(h, "rank %d: pcoll_deposit: %s", h->me, m);
             leave_locked(h);
@@ -117,22 +75,11 @@ static int deposit(pcoll_t *h, const float *g, float *lend, int flags) {
             return rc;
         }
     }
-#endif
     if (h->pending) {
-        if (h->lent) { /* from now on the pending deposit is a sum in our own buffer */
-            memcpy(d, h->lent, h->n * sizeof(float));
-            h->lent = NULL;
-        }
-        if (h->mem == PCOLL_MEM_HOST)
-            for (size_t i = 0; i < h->n; i++) d[i] += g[i];
         if (h->pending < 255) h->pending++;
         h->dep_cost += h->next_cost;
         h->dep_step += h->next_step;
     } else {
-        if (lend)
-            h->lent = lend;
-        else if (h->mem == PCOLL_MEM_HOST)
-            memcpy(d, g, h->n * sizeof(float));
         h->pending = 1;
         h->dep_cost = h->next_cost;
         h->dep_step = h->next_step;
@@ -143,7 +90,7 @@ static int deposit(pcoll_t *h, const float *g, float *lend, int flags) {
     h->dep_seq++;
     h->t_last_dep = pcoll_now();
     h->events++;
-    int wake = !(flags & PCOLL_WAIT_NEXT) || h->mem != PCOLL_MEM_HOST;
+    int wake = !(flags & PCOLL_WAIT_NEXT) || h->dp->blocking;
     h->wait_next = wake ? 0 : pcoll_now();
     pthread_mutex_unlock(&h->mu);
     /* after unlocking: the engine, woken, does not block at once on the mutex held here */
@@ -283,7 +230,7 @@ int pcoll_wait(pcoll_t *h, int how, double timeout_s, uint64_t *round) {
             rc = wait_timeout(h, timeout_s);
             break;
         }
-        if (h->mem == PCOLL_MEM_HOST && !h->drive_end && !gave_up) {
+        if (!h->dp->blocking && !h->drive_end && !gave_up) {
             if (!drove && h->driver == DRV_NONE) {
                 h->driver = DRV_APP;
                 drove = 1;
@@ -347,39 +294,6 @@ int pcoll_wait(pcoll_t *h, int how, double timeout_s, uint64_t *round) {
     return rc;
 }
 
-/* Copies P floats of s into d, or zeros where s is NULL (a record a caller built); d may be NULL. */
-static void copy_or_zero(float *d, const float *s, int P) {
-    if (!d) return;
-    if (s)
-        memcpy(d, s, (size_t)P * sizeof *d);
-    else
-        memset(d, 0, (size_t)P * sizeof *d);
-}
-
-/* Copies a record into one the caller allocated for d->P >= s->P ranks; d->P becomes s->P. */
-static void record_copy(pcoll_record_t *d, const pcoll_record_t *s) {
-    uint8_t *f = d->fresh, *w = d->waited, *fl = d->flags;
-    uint32_t *st = d->staleness, *sk = d->streak;
-    float *c = d->cost, *sp = d->step;
-    int P = s->P;
-    *d = *s;
-    d->fresh = f;
-    d->waited = w;
-    d->flags = fl;
-    d->staleness = st;
-    d->streak = sk;
-    d->cost = c;
-    d->step = sp;
-    memcpy(f, s->fresh, (size_t)P);
-    memcpy(w, s->waited, (size_t)P);
-    memcpy(fl, s->flags, (size_t)P);
-    memcpy(st, s->staleness, (size_t)P * 4);
-    memcpy(sk, s->streak, (size_t)P * 4);
-    copy_or_zero(c, s->cost, P);
-    copy_or_zero(sp, s->step, P);
-}
-void pcoll_record_copy(pcoll_record_t *d, const pcoll_record_t *s) { record_copy(d, s); }
-
 static int record_too_small(struct pcoll *h, const pcoll_record_t *rec, const char *fn) {
     pthread_mutex_lock(&h->mu);
     pcoll_call_error(h,
@@ -406,7 +320,7 @@ int pcoll_next(pcoll_t *h, uint64_t *round, const float **result, pcoll_record_t
         ring_slot_t *sl = &h->ring[r % (uint64_t)h->K];
         if (round) *round = r;
         if (result) *result = sl->buf;
-        if (rec) record_copy(rec, &sl->rec);
+        if (rec) pcoll_record_copy(rec, &sl->rec);
         h->handed = r + 1;
         if (h->held_back) pcoll_wake_engine(h); /* it may go on */
     }
@@ -485,39 +399,6 @@ int pcoll_set_horizon(pcoll_t *h, uint64_t through) {
     return PCOLL_OK;
 }
 
-int pcoll_record_init(pcoll_record_t *rec, int P) {
-    memset(rec, 0, sizeof *rec);
-    if (P < 1) return PCOLL_ERR_ARG;
-    rec->P = P;
-    rec->fresh = calloc((size_t)P, 1);
-    rec->waited = calloc((size_t)P, 1);
-    rec->flags = calloc((size_t)P, 1);
-    rec->staleness = calloc((size_t)P, 4);
-    rec->streak = calloc((size_t)P, 4);
-    rec->cost = calloc((size_t)P, sizeof *rec->cost);
-    rec->step = calloc((size_t)P, sizeof *rec->step);
-    if (!rec->fresh || !rec->waited || !rec->flags || !rec->staleness || !rec->streak || !rec->cost ||
-        !rec->step) {
-        pcoll_record_free(rec);
-        return PCOLL_ERR_NOMEM;
-    }
-    return PCOLL_OK;
-}
-
-void pcoll_record_free(pcoll_record_t *rec) {
-    free(rec->fresh);
-    free(rec->waited);
-    free(rec->flags);
-    free(rec->staleness);
-    free(rec->streak);
-    free(rec->cost);
-    free(rec->step);
-    rec->fresh = rec->waited = rec->flags = NULL;
-    rec->staleness = rec->streak = NULL;
-    rec->cost = rec->step = NULL;
-    rec->P = 0;
-}
-
 int pcoll_record_get(pcoll_t *h, uint64_t round, pcoll_record_t *rec, double timeout_s) {
     if (!h || !rec) return PCOLL_ERR_ARG;
     if (!enter(h)) return PCOLL_ERR_STATE;
@@ -551,7 +432,7 @@ int pcoll_record_get(pcoll_t *h, uint64_t round, pcoll_record_t *rec, double tim
                          "%llu started)",
                          h->me, (unsigned long long)round, h->R, (unsigned long long)h->started);
     }
-    if (!rc) record_copy(rec, src);
+    if (!rc) pcoll_record_copy(rec, src);
     leave_locked(h);
     pthread_mutex_unlock(&h->mu);
     return rc;
@@ -773,35 +654,4 @@ const char *pcoll_last_error(pcoll_t *h) {
     leave_locked(h);
     pthread_mutex_unlock(&h->mu);
     return tl_err;
-}
-
-const char *pcoll_mode_name(pcoll_mode_t m) {
-    switch (m) {
-    case PCOLL_SYNC: return "sync";
-    case PCOLL_SOLO: return "solo";
-    case PCOLL_MAJORITY: return "majority";
-    case PCOLL_QUORUM: return "quorum";
-    default: return "?";
-    }
-}
-
-int pcoll_parse_mode(const char *s, pcoll_rule_t *r) {
-    memset(r, 0, sizeof *r);
-    r->quorum = 1;
-    if (!s) return PCOLL_ERR_ARG;
-    if (!strcmp(s, "sync"))
-        r->mode = PCOLL_SYNC;
-    else if (!strcmp(s, "solo"))
-        r->mode = PCOLL_SOLO;
-    else if (!strcmp(s, "majority"))
-        r->mode = PCOLL_MAJORITY;
-    else if (!strncmp(s, "quorum:", 7)) {
-        char *end;
-        long q = strtol(s + 7, &end, 10);
-        if (*end || end == s + 7 || q < 1 || q > PCOLL_MAX_RANKS) return PCOLL_ERR_ARG;
-        r->mode = PCOLL_QUORUM;
-        r->quorum = (int)q;
-    } else
-        return PCOLL_ERR_ARG;
-    return PCOLL_OK;
 }

@@ -322,9 +322,17 @@ const char *pcoll_strerror(int code);
  * one, else the last failed call's ("" if none). Copied into a buffer of the calling thread,
  * valid until its next pcoll_last_error call; other threads cannot change it. */
 const char *pcoll_last_error(pcoll_t *h);
+/* The mode's name: "sync", "solo", "majority", "quorum" (without Q); "?" if m is no mode. */
 const char *pcoll_mode_name(pcoll_mode_t m);
-/* "sync", "solo", "majority", "quorum:Q" -> rule (wait set empty). */
+/* "sync", "solo", "majority", "quorum:Q" (1 <= Q <= PCOLL_MAX_RANKS) -> rule (wait set empty):
+ * PCOLL_OK, or PCOLL_ERR_ARG for anything else. */
 int pcoll_parse_mode(const char *s, pcoll_rule_t *rule);
+/* The inverse: mode (and quorum, for PCOLL_QUORUM only) as pcoll_parse_mode reads it, "sync",
+ * "solo", "majority" or "quorum:Q", into buf (len bytes, cut short like snprintf); returns buf. */
+const char *pcoll_format_mode(pcoll_mode_t mode, int quorum, char *buf, size_t len);
+/* The staleness bound (pcoll_config_t.tau): with tau > 0 a rank whose rejection streak has
+ * reached tau is in the wait set of the next round; tau <= 0: no bound. */
+static inline int pcoll_must_wait(uint32_t streak, int tau) { return tau > 0 && streak >= (uint32_t)tau; }
 
 /* Majority initiator of round r among the active ranks (pure; exposed for tests/controller). */
 int pcoll_initiator(uint64_t seed, uint64_t round, int nactive);

@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
+#include <string.h>
 
 /* Per-rank metadata travels in the reduced buffer after the n data floats: META floats per rank,
  * each written by its owner only (every other rank adds +0.0f), so the sum carries it exactly:
@@ -122,11 +123,9 @@ enum { LIVE_OK = 0, LIVE_FAILED = 1, LIVE_LEAVING = 2 };
 struct pcoll {
     MPI_Comm ctl, data;
     int P, me;
-    size_t n, nbuf; /* nbuf = n + META*P */
-    pcoll_mem_t mem;
-#ifdef PCOLL_HAVE_NCCL
-    struct pcoll_dev *dev; /* device data path (mem == PCOLL_MEM_DEVICE) */
-#endif
+    size_t n, nbuf;                  /* nbuf = n + META*P */
+    const struct pcoll_datapath *dp; /* the data path of the handle's memory kind */
+    struct pcoll_dev *dev;           /* dp's own state (device: pcoll_nccl.cu), NULL for host */
     pcoll_config_t cfg;
     int K; /* [mu] results ring slots (grows, see hold_back in engine.c) */
 
@@ -251,66 +250,77 @@ struct pcoll {
     uint64_t lent_rounds;    /* rounds that reduced a lent buffer in place of a copy */
 };
 
-#ifdef PCOLL_HAVE_NCCL
-/* ---- device memory (PCOLL_MEM_DEVICE): pcoll_nccl.cu, only in build/libpcoll_cuda.a ----------
- * Every buffer below (dep, zeros, scratch, ring) is device memory; pcoll_next hands out device
- * pointers.  Data path agreed at creation: NCCL (one GPU per rank) or STAGED (ranks share a GPU:
- * NCCL forbids that; device->pinned host, MPI_Allreduce, host->device).  PCOLL_DEVICE_PATH=
- * nccl|staged in the environment forces one.  The application thread must have the rank's GPU
- * current (cudaSetDevice) when it calls pcoll_create and pcoll_deposit. */
-#ifdef __cplusplus
-extern "C" {
-#endif
-enum { PCOLL_DEVPATH_NCCL = 1, PCOLL_DEVPATH_STAGED = 2 };
-typedef struct pcoll_dev pcoll_dev_t;
-int pcoll_dev_local(int *device, char *key, size_t klen, char *msg, size_t mlen); /* 1: ok */
-size_t pcoll_dev_id_bytes(void);
-int pcoll_dev_nccl_id(void *id, char *msg, size_t mlen);
-/* NCCL communicators are kept per process and reused by later handles over the same ranks and
- * GPUs.  cached_id: 1 and the id of the newest idle cached communicator of rank me of P on the
- * current GPU, else 0 (pcoll.c reuses it when every rank has the one rank 0 names).
- * shutdown: ncclCommFinalize + ncclCommDestroy of every idle cached communicator (MPI_Finalize).
- * comm_inits: ncclCommInitRank calls so far (tests). */
-int pcoll_dev_cached_id(void *id, int P, int me);
-void pcoll_dev_shutdown(void);
-long pcoll_dev_comm_inits(void);
-/* Handles of this process that hold an NCCL communicator now: a second one takes the STAGED path
- * (two communicators used by two engine threads have no order between their kernels across
- * ranks, which NCCL does not allow). */
-int pcoll_dev_live_nccl(void);
-pcoll_dev_t *pcoll_dev_open(int path, int P, int me, size_t nbuf, size_t nmeta, char *msg, size_t mlen);
-void pcoll_dev_close(pcoll_dev_t *d);
-/* Collective, NCCL path only, once every rank's pcoll_dev_open has succeeded (the caller agrees
- * on that first: ncclCommInitRank waits for every rank, so a rank that failed before it must not
- * leave the others there). */
-int pcoll_dev_connect(pcoll_dev_t *d, const void *id, char *msg, size_t mlen);
-/* The handle failed: pcoll_dev_close aborts its NCCL communicator (whose operations may be out of
- * step between ranks) instead of keeping it for the next handle. */
-void pcoll_dev_mark_broken(pcoll_dev_t *d);
-int pcoll_dev_path(const pcoll_dev_t *d);
-float *pcoll_dev_calloc(size_t nfloats);
-void pcoll_dev_free(float *p);
-float *pcoll_dev_meta_in(pcoll_dev_t *d);
-float *pcoll_dev_meta_out(pcoll_dev_t *d);
-float *pcoll_dev_host_send(pcoll_dev_t *d);
-float *pcoll_dev_host_recv(pcoll_dev_t *d);
-int pcoll_dev_thread_init(pcoll_dev_t *d, char *msg, size_t mlen);
-int pcoll_dev_deposit(pcoll_dev_t *d, int slot, float *dst, const float *g, size_t n, int accumulate,
-                      char *msg, size_t mlen);
-int pcoll_dev_allreduce(pcoll_dev_t *d, int slot, float *send, float *recv, size_t n, char *msg, size_t mlen);
-int pcoll_dev_stage_out(pcoll_dev_t *d, int slot, const float *send, size_t n, char *msg, size_t mlen);
-int pcoll_dev_stage_in(pcoll_dev_t *d, float *recv, char *msg, size_t mlen);
-int pcoll_dev_scale(pcoll_dev_t *d, float *recv, size_t n, float s, char *msg, size_t mlen);
-#ifdef __cplusplus
+/* ---- the data path: where a handle's buffers live and how a round's data is reduced --------
+ * One table per memory kind, chosen once by pcoll_create (create.c: datapath_of) and used through
+ * h->dp only, so the round engine has no branch on the memory kind:
+ *   pcoll_dp_host    host memory (dp_host.c): MPI_Iallreduce, or recursive doubling (rd.c)
+ *   pcoll_dp_device  device memory (dp_nccl.c over pcoll_nccl.cu: NCCL, or staged through pinned
+ *                    host memory when ranks share a GPU); NULL in libpcoll.a (dp_none.c)
+ * Returns: PCOLL_OK (0) or a PCOLL_ERR_* code unless said otherwise. An op given h that fails sets
+ * the handle's sticky error itself ("rank R: ..."), except deposit (msg, the handle stays usable)
+ * and the create-time ops (pcoll_create_err or msg). */
+typedef struct pcoll_datapath {
+    const char *name; /* "host" | "device" */
+    /* 1: start runs the round to its end (device): only the engine drives rounds, an application
+     * thread in pcoll_wait sleeps, and every deposit wakes the engine. 0: start and test never
+     * block, so pcoll_wait drives its round itself. */
+    int blocking;
+    int lend; /* 1: pcoll_lend may hand the caller's buffer to the reduction (host memory) */
+    /* pcoll_create, local, before the arguments are agreed: 1 if this rank can use the memory,
+     * with key naming its device (ranks with equal keys share one; "" for host memory); else 0
+     * with the reason in msg. Any thread. */
+    int (*usable)(char *key, size_t klen, char *msg, size_t mlen);
+    /* nfloats zeroed floats in this memory, or NULL when out of memory; free(NULL) does nothing.
+     * The creating thread, or the token holder (the ring's buffers, allocated on first use). */
+    float *(*alloc)(size_t nfloats);
+    void (*free)(float *p);
+    /* pcoll_create, local, after the buffers: what the reductions need besides them (host: the
+     * choice of recursive doubling, h->rd, and its scratch h->rd_tmp). PCOLL_ERR_NOMEM or OK. */
+    int (*open)(struct pcoll *h);
+    /* pcoll_create, collective over comm after open on every rank (key: usable's): the
+     * reduction's resources (device: the path agreed, CUDA streams, NCCL communicator). Every rank
+     * returns the same code; on error pcoll_create_err says why. */
+    int (*setup)(struct pcoll *h, MPI_Comm comm, const char *key);
+    /* pcoll_destroy, after the buffers are freed: frees what open and setup made (h->dev may be
+     * NULL). broken: the handle failed, so a shared resource (NCCL communicator) is not kept. */
+    void (*close)(struct pcoll *h, int broken);
+    /* The engine thread, once before its first round (device: makes the application's GPU
+     * current). Error: sticky, the engine ends. */
+    int (*thread_init)(struct pcoll *h);
+    /* An application thread, mu held: dst (deposit buffer `slot` of h->dep) = g, or += g with
+     * accumulate; g (n floats) may be reused once it returns. Error: the reason in msg. */
+    int (*deposit)(struct pcoll *h, int slot, float *dst, const float *g, int accumulate, char *msg,
+                   size_t mlen);
+    /* The token holder, stage ST_START: writes the round's metadata (zeros, this rank's META
+     * floats `mine` at META*me, pcoll_put_meta) after the n data floats of c->send and starts the
+     * sum of the nbuf floats of c->send over the ranks into c->recv; send_slot: c->send is
+     * h->dep[send_slot] (its deposit may still be in flight), -1 otherwise. Sets c->t_start.
+     * Returns 0: in flight (call test), 1: complete (c->rm: the reduced metadata in host memory,
+     * c->t_end set), < 0: an error. */
+    int (*start)(struct pcoll *h, round_t *c, int send_slot, const float *mine);
+    /* The token holder, stage ST_REDUCE, only after start returned 0: 0 still in flight, 1
+     * complete (c->rm, c->t_end set), < 0 an error. Never blocks. */
+    int (*test)(struct pcoll *h, round_t *c);
+    /* The token holder: recv[0..n) *= s, done when it returns. */
+    int (*scale)(struct pcoll *h, float *recv, float s);
+} pcoll_datapath_t;
+extern const pcoll_datapath_t pcoll_dp_host;
+extern const pcoll_datapath_t *const pcoll_dp_device;
+
+/* Writes the META*P metadata floats of a round at meta: zeros, except this rank's own META slots
+ * (mine). Every rank adds +0.0f to the others' slots, so the sum carries each slot exactly. */
+static inline void pcoll_put_meta(const struct pcoll *h, float *meta, const float *mine) {
+    memset(meta, 0, (size_t)META * (size_t)h->P * sizeof(float));
+    memcpy(meta + META * h->me, mine, META * sizeof(float));
 }
-#endif
-#endif
+/* An MPI call of the data path failed: sets the sticky error PCOLL_ERR_MPI naming `what` and
+ * MPI's message (takes mu) and returns PCOLL_ERR_MPI. base.c. */
+int pcoll_mpi_fail(struct pcoll *h, int rc, const char *what);
 
 /* trigger.c */
 const rule_ent_t *rule_at(const struct pcoll *h, uint64_t r);
 void plan_round(struct pcoll *h, uint64_t r, plan_t *pl);
 int plan_satisfied(const struct pcoll *h, const plan_t *pl, uint64_t r, int self_ready, uint64_t tree_cnt);
-uint64_t pcoll_mix64(uint64_t x);
 
 /* create.c */
 /* Checks rule r for a P-rank communicator: 1, or 0 with the reason in msg. */
@@ -322,23 +332,24 @@ int pcoll_rule_copy(rule_ent_t *e, uint64_t from, const pcoll_rule_t *r);
 void pcoll_destroy(struct pcoll *h, int comms, int retire);
 extern char pcoll_create_err[512]; /* message of the latest failed pcoll_create (no handle) */
 
-/* pcoll.c */
+/* base.c: used by every file, calls no other libpcoll file */
+/* Sticky error of this rank (caller holds mu): the first one is kept; wakes every waiter. */
 void pcoll_set_error(struct pcoll *h, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-double pcoll_now(void);
+/* Message of a call that failed without breaking the handle (caller holds mu). */
+void pcoll_call_error(struct pcoll *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+double pcoll_now(void);                                                      /* CLOCK_MONOTONIC, seconds */
 void pcoll_cond_wait_s(pthread_cond_t *cv, pthread_mutex_t *mu, double sec); /* cv: pcoll_cond_init */
 void pcoll_cond_init(pthread_cond_t *cv); /* its timed waits count CLOCK_MONOTONIC */
+/* A local event that may unblock a round (caller holds mu): counts it and wakes the engine. */
+void pcoll_wake_engine(struct pcoll *h);
 
-void pcoll_call_error(struct pcoll *h, const char *fmt, ...) /* caller holds mu */
-    __attribute__((format(printf, 2, 3)));
-
+/* record.c (pcoll_record_init/free are public) */
+/* Copies a record into one allocated for d->P >= s->P ranks; d->P becomes s->P. */
 void pcoll_record_copy(pcoll_record_t *d, const pcoll_record_t *s);
-void pcoll_ring_free_buf(struct pcoll *h, float *b);
 
 /* engine.c */
 void *pcoll_engine_main(void *arg);
 int pcoll_drive(struct pcoll *h);
-/* A local event that may unblock a round (caller holds mu): counts it and wakes the engine. */
-void pcoll_wake_engine(struct pcoll *h);
 /* The longest an engine that was not signalled stays blind to rounds other ranks start:
  * min(spin_us, poll_max_us), the gap an idle engine leaves between its polls anyway. */
 static inline double pcoll_park_max(const struct pcoll *h) {

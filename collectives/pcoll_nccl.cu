@@ -1,8 +1,8 @@
 // pcoll_nccl.cu -- libpcoll's device-memory data path (PCOLL_MEM_DEVICE), built into
-// build/libpcoll_cuda.a only (with -DPCOLL_HAVE_NCCL); the host-only libpcoll does not contain it.
+// build/libpcoll_cuda.a only (called by dp_nccl.c); the host-only libpcoll.a does not contain it.
 //
 // Buffers (deposits, zeros, results ring) live in device memory.  Two data paths, chosen at
-// pcoll_create by every rank together (pcoll.c):
+// pcoll_create by every rank together (dp_nccl.c):
 //   NCCL   : one GPU per rank: ncclAllReduce(sum, float) of the n + META*P floats on the engine's
 //            own stream (communicator bootstrapped over MPI: ncclGetUniqueId on rank 0, MPI_Bcast,
 //            ncclCommInitRank).  NCCL refuses two ranks of one communicator on the same GPU
@@ -15,10 +15,10 @@
 //            MPI_Allreduce on the engine's data communicator, pinned host -> device copy.
 // The per-rank metadata slots travel in the same reduced buffer in both paths (pinned host
 // copies in and out), so the record is decoded from exactly the reduced values.
-// No MPI calls and no access to struct pcoll here: pcoll.c / engine.c call the functions below.
+// No MPI calls and no access to struct pcoll here: dp_nccl.c calls the functions below (pcoll_dev.h).
 #define OMPI_SKIP_MPICXX  1 /* C API of mpi.h only */
 #define MPICH_SKIP_MPICXX 1
-#include "collectives/pcoll_impl.h"
+#include "collectives/pcoll_dev.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -177,7 +177,7 @@ void pcoll_dev_shutdown(void) {
 }
 
 /* d->comm for rank me of P with unique id uid: the cached communicator of that id (collectively
- * agreed by pcoll.c) or a new one, kept in the cache when it has room */
+ * agreed by dp_nccl.c) or a new one, kept in the cache when it has room */
 static ncclResult_t take_comm(pcoll_dev_t *d, const ncclUniqueId *uid) {
     pthread_mutex_lock(&g_comm_mu);
     for (int i = 0; i < COMM_CACHE; i++)

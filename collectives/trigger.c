@@ -29,18 +29,12 @@
  * it contributes no data and is marked joined in the round, exempting it from the rule).
  */
 #include "collectives/pcoll_impl.h"
+#include "common/hash.h"
 #include <string.h>
-
-uint64_t pcoll_mix64(uint64_t x) { /* splitmix64 finaliser */
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
 
 int pcoll_initiator(uint64_t seed, uint64_t round, int nactive) {
     if (nactive <= 0) return -1;
-    return (int)(pcoll_mix64(seed ^ pcoll_mix64(round)) % (uint64_t)nactive);
+    return (int)(hash_splitmix64(seed ^ hash_splitmix64(round)) % (uint64_t)nactive);
 }
 
 const rule_ent_t *rule_at(const struct pcoll *h, uint64_t r) {
@@ -62,12 +56,11 @@ void plan_round(struct pcoll *h, uint64_t r, plan_t *pl) {
             pl->nwait++;
         }
     }
-    if (h->cfg.tau > 0)
-        for (int p = 0; p < P; p++)
-            if (!h->joined[p] && !pl->inwait[p] && h->streak[p] >= (uint32_t)h->cfg.tau) {
-                pl->inwait[p] = 1;
-                pl->nwait++;
-            }
+    for (int p = 0; p < P; p++)
+        if (!h->joined[p] && !pl->inwait[p] && pcoll_must_wait(h->streak[p], h->cfg.tau)) {
+            pl->inwait[p] = 1;
+            pl->nwait++;
+        }
     pl->mode = ru->mode;
     pl->initiator = -1;
     pl->coord = -1;

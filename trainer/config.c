@@ -1,6 +1,7 @@
 /* config.c -- the trainer's options: one table (name, type, default, help) drives --help, the
  * config file, the flags, printing and the JSON copy, so they cannot drift apart.
  * Config file: "key = value" lines, '#' comments, keys = long option names. Flags win. */
+#include "collectives/sim/imbalance.h"
 #include "controller/controller.h"
 #include "trainer/run.h"
 #include <ctype.h>

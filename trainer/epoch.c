@@ -22,6 +22,7 @@
  * (on the world size that wrote the checkpoint: the rest of every rank's shard, exactly). A part
  * costs what an epoch end costs: the fast ranks wait at the join for the slowest.
  */
+#include "collectives/sim/imbalance.h"
 #include "trainer/run.h"
 #include "trainer/runlog.h"
 #include <math.h>

@@ -7,8 +7,8 @@ TRAIN_PCOLL := $(if $(TRAIN_CUDA),$(LIBPCOLL_CUDA),$(LIBPCOLL))
 TRAIN_SRCS := trainer/main.c trainer/setup.c trainer/epoch.c trainer/rounds.c trainer/replicas.c trainer/curve.c trainer/gradstats.c \
               trainer/runlog.c trainer/run.c trainer/crash.c trainer/watchdog.c trainer/backend.c trainer/backend_cpu.c \
               $(if $(TRAIN_CUDA),trainer/backend_cuda.c,) \
-              trainer/config.c trainer/imbalance.c trainer/metrics.c trainer/checkpoint.c trainer/dealer.c
-TRAIN_OBJS := $(patsubst %.c,$(B)/%.o,$(TRAIN_SRCS))
+              trainer/config.c trainer/metrics.c trainer/checkpoint.c trainer/dealer.c
+TRAIN_OBJS := $(patsubst %.c,$(B)/%.o,$(TRAIN_SRCS)) $(B)/collectives/sim/imbalance.o
 TRAIN_BIN  := $(B)/bin/eager-train
 ALL_BINS   += $(TRAIN_BIN)
 
@@ -24,7 +24,7 @@ $(TRAIN_BIN): $(TRAIN_OBJS) $(if $(TRAIN_CUDA),$(NN_CUDA_LIB),) $(NN_LIB) $(DATA
 	$(CC) $(LDFLAGS) $(filter-out %.mk,$^) -o $@ $(MPI_LIBS) $(NN_LDLIBS) $(DATA_LDLIBS) -ljansson \
 	  $(if $(TRAIN_CUDA),$(NN_CUDA_LDLIBS) $(PCOLL_CUDA_LDLIBS),) $(LDLIBS)
 
-$(B)/tests/test_imbalance: tests/trainer/test_imbalance.c $(B)/trainer/imbalance.o
+$(B)/tests/test_imbalance: tests/trainer/test_imbalance.c $(B)/collectives/sim/imbalance.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
 TEST_BINS += $(B)/tests/test_imbalance

@@ -18,6 +18,7 @@
 #define TRAINER_RUN_H
 
 #include "collectives/pcoll.h"
+#include "collectives/sim/imbalance.h"
 #include "controller/controller.h"
 #include "trainer/backend.h"
 #include "trainer/data/data.h"

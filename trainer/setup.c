@@ -1,6 +1,7 @@
 /* setup.c -- from the command line to a run ready for its first epoch. Every step that can fail
  * on some rank is agreed by all (run_agree): bad input ends every rank with a message naming
  * the option, file or rank, never a hang. */
+#include "collectives/sim/imbalance.h"
 #include "trainer/run.h"
 #include "trainer/runlog.h"
 #include <errno.h>

@@ -1,7 +1,6 @@
 /* trainer.h -- the eager-SGD trainer program (build/bin/eager-train): its self-contained modules.
  *
  *   config.c      options (table with defaults and help), config file + flags, validation
- *   imbalance.c   injected delays: a pure function of (seed, step, rank)
  *   metrics.c     pieces of the run's JSON (results/schema/run.schema.json), written with jansson
  *   checkpoint.c  atomic, checksummed checkpoints, each value range-checked before a resume uses it
  *   dealer.c      --epoch-mode global: batches dealt from the round history
@@ -77,23 +76,6 @@ void cfg_print_help(FILE *f);
 void cfg_print(const cfg_t *c, FILE *f);
 struct json_t;
 struct json_t *cfg_to_json(const cfg_t *c);
-
-/* ---- imbalance injection --------------------------------------------------------------- */
-typedef enum { IMB_NONE, IMB_LINEAR, IMB_RANDOM, IMB_LOGNORMAL, IMB_SLOW, IMB_INHERENT } imb_kind_t;
-typedef struct {
-    imb_kind_t kind;
-    double unit_ms, delay_ms, mean_ms, std_ms, factor;
-    int k, rank;
-    int busy; /* 1: the delay is computed (imb_busy_ms), not slept */
-} imb_t;
-int imb_parse(const char *s, imb_t *m, char *err, size_t errlen);
-/* Delay in ms for (step, rank): pure. compute_ms: this step's measured compute time (slow);
- * cost: the batch's inherent cost (inherent). */
-double imb_delay_ms(const imb_t *m, uint64_t seed, uint64_t step, int rank, int P, double compute_ms,
-                    double cost);
-/* Busy work on the calling thread until it has used ms of CPU time (its own clock, so time taken
- * from it by other processes does not count); returns the CPU ms used (0 for ms <= 0). */
-double imb_busy_ms(double ms);
 
 /* ---- checkpoints ------------------------------------------------------------------------ */
 struct nn_model;

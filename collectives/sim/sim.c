@@ -1,7 +1,7 @@
 /* sim.c -- the discrete-event model of sim.h: one event queue, engines and applications of P
  * ranks, rounds in order. Times are microseconds. */
 #include "collectives/sim/sim.h"
-#include "collectives/pcoll_impl.h" /* pcoll_initiator: majority's initiator, as the engine */
+#include "collectives/pcoll.h" /* pcoll_initiator: majority's initiator, as the engine */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,9 +125,10 @@ static int tree_depth(int v) {
     return d;
 }
 
-const char *sim_rule_name(sim_rule_t r) {
-    return r == SIM_SYNC ? "sync" : r == SIM_SOLO ? "solo" : r == SIM_MAJORITY ? "majority" : "quorum";
-}
+_Static_assert((int)SIM_SYNC == (int)PCOLL_SYNC && (int)SIM_SOLO == (int)PCOLL_SOLO &&
+                   (int)SIM_MAJORITY == (int)PCOLL_MAJORITY && (int)SIM_QUORUM == (int)PCOLL_QUORUM,
+               "sim_rule_t mirrors pcoll_mode_t");
+const char *sim_rule_name(sim_rule_t r) { return pcoll_mode_name((pcoll_mode_t)r); }
 
 /* ---- engines ------------------------------------------------------------------------------ */
 static int uf_find(sim_t *s, int i) { /* first rank >= i not activated in this round */
@@ -228,7 +229,7 @@ static void plan(sim_t *s) { /* trigger.c's plan_round for P active ranks (no jo
     int P = s->P;
     s->nwait = 0;
     for (int p = 0; p < P; p++) {
-        s->inwait[p] = s->c->tau > 0 && s->streak[p] >= (uint32_t)s->c->tau;
+        s->inwait[p] = (uint8_t)pcoll_must_wait(s->streak[p], s->c->tau);
         s->nwait += s->inwait[p];
     }
     sim_rule_t ru = s->c->rule;

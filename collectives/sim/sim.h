@@ -41,7 +41,7 @@ typedef struct {
     double alpha_us, beta_us; /* allreduce: per-step latency, per-byte cost */
 } sim_cost_t;
 
-/* Injected delay of rank p in iteration it, in ms (a pure function; see trainer/imbalance.c). */
+/* Injected delay of rank p in iteration it, in ms (a pure function; see imbalance.h). */
 typedef double (*sim_delay_fn)(void *arg, uint64_t it, int p, int P);
 
 typedef struct {

@@ -1,13 +1,14 @@
 # collectives/sim: pcoll-sim, a discrete-event model of libpcoll's rounds at scale, its
-# calibration program and its tests. The model links trainer/imbalance.o for the delay models
-# and collectives/trigger.o for majority's initiator (the same functions the real runs use).
-SIM_OBJS := $(B)/collectives/sim/sim.o $(B)/collectives/trigger.o
+# calibration program and its tests. pcoll-sim links imbalance.o (the delay models, also the
+# trainer's), collectives/trigger.o for majority's initiator and collectives/mode.o for the mode
+# names (the same functions the real runs use).
+SIM_OBJS := $(B)/collectives/sim/sim.o $(B)/collectives/trigger.o $(B)/collectives/mode.o
 
-$(B)/collectives/sim/%.o: collectives/sim/%.c collectives/sim/sim.h
+$(B)/collectives/sim/%.o: collectives/sim/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(MPI_CFLAGS) -c $< -o $@
 
-$(B)/bench/pcoll-sim: $(B)/collectives/sim/sim_main.o $(SIM_OBJS) $(B)/trainer/imbalance.o
+$(B)/bench/pcoll-sim: $(B)/collectives/sim/sim_main.o $(SIM_OBJS) $(B)/collectives/sim/imbalance.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ -ljansson $(LDLIBS)
 

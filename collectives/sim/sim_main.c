@@ -16,8 +16,8 @@
  * what a partial mode can gain in training, with a core per rank, before any accuracy question.
  * --late go: the trainer's --late go (a rank waits only for a round it has not seen).
  */
+#include "collectives/sim/imbalance.h"
 #include "collectives/sim/sim.h"
-#include "trainer/trainer.h"
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,10 +33,9 @@ static double delay_ms(void *arg, uint64_t it, int p, int P) {
     return imb_delay_ms(&d->m, d->seed, it, p, P, 0, 1);
 }
 
-static int parse_rule(const char *s, sim_rule_t *r) {
-    static const char *names[] = {"sync", "solo", "majority", "quorum"};
-    for (int i = 0; i < 4; i++)
-        if (!strcmp(s, names[i])) {
+static int parse_rule(const char *s, sim_rule_t *r) { /* a bare mode name (sim_rule_name) */
+    for (int i = SIM_SYNC; i <= SIM_QUORUM; i++)
+        if (!strcmp(s, sim_rule_name((sim_rule_t)i))) {
             *r = (sim_rule_t)i;
             return 0;
         }

@@ -1,6 +1,6 @@
 /* test_imbalance.c -- injection is a pure function of (seed, step, rank) with the stated shape;
  * busy=1 delays are computed: they use the delay in this thread's CPU time. */
-#include "trainer/trainer.h"
+#include "collectives/sim/imbalance.h"
 #include <math.h>
 #include <stdio.h>
 #include <string.h>

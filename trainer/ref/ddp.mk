@@ -13,7 +13,7 @@ $(DDP_INIT_HASH): trainer/ref/ddp_init_hash.c $(NN_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(NN_CFLAGS) $< -o $@ $(LDFLAGS) $(NN_LIB) $(NN_LDLIBS) $(LDLIBS)
 
-$(DDP_IMB): trainer/ref/ddp_imb_delays.c $(B)/trainer/imbalance.o
+$(DDP_IMB): trainer/ref/ddp_imb_delays.c $(B)/collectives/sim/imbalance.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $^ -o $@ $(LDFLAGS) -lm $(LDLIBS)
 

@@ -4,7 +4,7 @@
 #   1. the initial weights: $B/tests/trainer/ddp_init_hash MODEL SEED gives REF's nparams and FNV-1a hash
 #      (bit for bit: both sides run eager-train's generator);
 #   2. the injected delays: REF.delays (every imbalance model, DDP's Python) are the doubles that
-#      $B/tests/trainer/ddp_imb_delays (eager-train's trainer/imbalance.c) gives for the same steps and ranks;
+#      $B/tests/trainer/ddp_imb_delays (eager-train's collectives/sim/imbalance.c) gives for the same steps and ranks;
 #   3. the training: mpirun -np RANKS eager-train REF.eager_train_args gives, epoch by epoch (each
 #      epoch is one step per rank, then the BN statistics average and an evaluation), REF's lr
 #      exactly and its train loss, test loss and test top-1 within rounding (LOSS_RTOL relative;

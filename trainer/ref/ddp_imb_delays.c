@@ -1,9 +1,9 @@
-/* ddp_imb_delays.c -- eager-train's injected delays (trainer/imbalance.c) for the mirror check:
+/* ddp_imb_delays.c -- eager-train's injected delays (collectives/sim/imbalance.c) for the mirror check:
  * the delay of every (step, rank) as a JSON array of steps, each an array over the ranks, printed
  * with 17 significant digits so that trainer/ref/ddp_check.sh can require ddp_mirror.py's
  * delays to be the same doubles.
  * Usage: ddp_imb_delays SPEC SEED RANKS STEPS COMPUTE_MS COST   (exit 1 on a bad SPEC, named) */
-#include "trainer/trainer.h"
+#include "collectives/sim/imbalance.h"
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -15,20 +15,18 @@
  * shared cores it then takes a core from the others as real compute would, where a sleeping
  * straggler hands its core to them (and it stretches with contention as compute does).
  */
-#include "trainer/trainer.h"
+#include "collectives/sim/imbalance.h"
+#include "common/hash.h"
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-static uint64_t mix(uint64_t x) {
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
+/* A uniform draw in (0, 1), pure in (seed, a, b, c). */
 static double u01(uint64_t seed, uint64_t a, uint64_t b, uint64_t c) {
-    uint64_t h = mix(seed ^ mix(a ^ mix(b ^ mix(c + 0x1234567))));
+    uint64_t h =
+        hash_splitmix64(seed ^ hash_splitmix64(a ^ hash_splitmix64(b ^ hash_splitmix64(c + 0x1234567))));
     return ((double)(h >> 11) + 0.5) * 0x1.0p-53; /* (0, 1) */
 }
 
@@ -119,7 +117,8 @@ double imb_delay_ms(const imb_t *m, uint64_t seed, uint64_t step, int rank, int 
     case IMB_LINEAR: return rank * m->unit_ms;
     case IMB_RANDOM:
         for (int j = 0; j < m->k; j++)
-            if ((int)(mix(seed ^ mix(step * 64 + (uint64_t)j + 0xABCDEF)) % (uint64_t)P) == rank)
+            if ((int)(hash_splitmix64(seed ^ hash_splitmix64(step * 64 + (uint64_t)j + 0xABCDEF)) %
+                      (uint64_t)P) == rank)
                 return m->delay_ms;
         return 0;
     case IMB_LOGNORMAL: {

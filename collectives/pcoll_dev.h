@@ -1,0 +1,62 @@
+/* pcoll_dev.h -- libpcoll's device memory (PCOLL_MEM_DEVICE), private: the functions of
+ * pcoll_nccl.cu (CUDA, NCCL; no MPI, no struct pcoll) that dp_nccl.c calls. Only in
+ * build/libpcoll_cuda.a.
+ *
+ * Every buffer of a device handle (dep, zeros, scratch, ring) is device memory; pcoll_next hands
+ * out device pointers. Data path agreed at creation: NCCL (one GPU per rank) or STAGED (ranks
+ * share a GPU: NCCL forbids that; device -> pinned host, MPI_Allreduce, host -> device).
+ * PCOLL_DEVICE_PATH=nccl|staged in the environment forces one. The application thread must have
+ * the rank's GPU current (cudaSetDevice) when it calls pcoll_create and pcoll_deposit. Functions
+ * with msg return PCOLL_OK or an error code with the reason in msg. */
+#ifndef PCOLL_DEV_H
+#define PCOLL_DEV_H
+
+#include "collectives/pcoll.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+enum { PCOLL_DEVPATH_NCCL = 1, PCOLL_DEVPATH_STAGED = 2 };
+typedef struct pcoll_dev pcoll_dev_t;
+int pcoll_dev_local(int *device, char *key, size_t klen, char *msg, size_t mlen); /* 1: ok */
+size_t pcoll_dev_id_bytes(void);
+int pcoll_dev_nccl_id(void *id, char *msg, size_t mlen);
+/* NCCL communicators are kept per process and reused by later handles over the same ranks and
+ * GPUs.  cached_id: 1 and the id of the newest idle cached communicator of rank me of P on the
+ * current GPU, else 0 (dp_nccl.c reuses it when every rank has the one rank 0 names).
+ * shutdown: ncclCommFinalize + ncclCommDestroy of every idle cached communicator (MPI_Finalize).
+ * comm_inits: ncclCommInitRank calls so far (tests). */
+int pcoll_dev_cached_id(void *id, int P, int me);
+void pcoll_dev_shutdown(void);
+long pcoll_dev_comm_inits(void);
+/* Handles of this process that hold an NCCL communicator now: a second one takes the STAGED path
+ * (two communicators used by two engine threads have no order between their kernels across
+ * ranks, which NCCL does not allow). */
+int pcoll_dev_live_nccl(void);
+pcoll_dev_t *pcoll_dev_open(int path, int P, int me, size_t nbuf, size_t nmeta, char *msg, size_t mlen);
+void pcoll_dev_close(pcoll_dev_t *d);
+/* Collective, NCCL path only, once every rank's pcoll_dev_open has succeeded (the caller agrees
+ * on that first: ncclCommInitRank waits for every rank, so a rank that failed before it must not
+ * leave the others there). */
+int pcoll_dev_connect(pcoll_dev_t *d, const void *id, char *msg, size_t mlen);
+/* The handle failed: pcoll_dev_close aborts its NCCL communicator (whose operations may be out of
+ * step between ranks) instead of keeping it for the next handle. */
+void pcoll_dev_mark_broken(pcoll_dev_t *d);
+int pcoll_dev_path(const pcoll_dev_t *d);
+float *pcoll_dev_calloc(size_t nfloats);
+void pcoll_dev_free(float *p);
+float *pcoll_dev_meta_in(pcoll_dev_t *d);
+float *pcoll_dev_meta_out(pcoll_dev_t *d);
+float *pcoll_dev_host_send(pcoll_dev_t *d);
+float *pcoll_dev_host_recv(pcoll_dev_t *d);
+int pcoll_dev_thread_init(pcoll_dev_t *d, char *msg, size_t mlen);
+int pcoll_dev_deposit(pcoll_dev_t *d, int slot, float *dst, const float *g, size_t n, int accumulate,
+                      char *msg, size_t mlen);
+int pcoll_dev_allreduce(pcoll_dev_t *d, int slot, float *send, float *recv, size_t n, char *msg, size_t mlen);
+int pcoll_dev_stage_out(pcoll_dev_t *d, int slot, const float *send, size_t n, char *msg, size_t mlen);
+int pcoll_dev_stage_in(pcoll_dev_t *d, float *recv, char *msg, size_t mlen);
+int pcoll_dev_scale(pcoll_dev_t *d, float *recv, size_t n, float s, char *msg, size_t mlen);
+#ifdef __cplusplus
+}
+#endif
+#endif
