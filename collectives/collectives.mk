@@ -54,7 +54,7 @@ bench-collectives: $(B)/bench/bench_collectives
 # the same benchmark under the two MPI families side by side (needs make test's second tree)
 RUNS ?= 3
 bench-mpis: $(B)/bench/bench_collectives
-	@B=$(B) bash collectives/bench_mpis.sh $(P) $(RUNS)
+	@B=$(B) bash jobs/bench_mpis.sh $(P) $(RUNS)
 
 # a round's reduction part by part against MPI_Allreduce, and libnbc's algorithms (bench_reduce.c)
 bench-reduce: $(B)/bench/bench_reduce

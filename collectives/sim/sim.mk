@@ -34,4 +34,4 @@ bench-sim: $(B)/bench/pcoll-sim
 	$(B)/bench/pcoll-sim --P 4,8,16,32,64,128,256,512,1024 --iters 16 --warmup 2 \
 	  --imbalance linear:unit=1 --imbalance lognormal:mean=5,std=2 $(SIM_COST) --json $(B)/bench/sim-skew.json
 	jq -s '.[0] + {results: (.[0].results + .[1].results)}' $(B)/bench/sim-none.json $(B)/bench/sim-skew.json > $(B)/bench/sim.json
-	sh collectives/sim/plot.sh $(B)/bench/sim.json $(B)/bench/figures $(wildcard $(B)/bench/collectives-p*.json)
+	sh jobs/plot_sim.sh $(B)/bench/sim.json $(B)/bench/figures $(wildcard $(B)/bench/collectives-p*.json)
