@@ -31,8 +31,9 @@ static inline uint64_t hash_fnv1a64(uint64_t h, const void *p, size_t n) {
  * bijective mixer of 64-bit words. Draws that every rank computes alike are built from it
  * (libpcoll's majority initiator, the injected delays): pure, so any rank can compute any other
  * rank's draw and a rerun repeats it. */
+#define HASH_SPLITMIX64_GAMMA 0x9E3779B97F4A7C15ull /* the golden gamma: a splitmix64 stream's step */
 static inline uint64_t hash_splitmix64(uint64_t x) {
-    x += 0x9E3779B97F4A7C15ull;
+    x += HASH_SPLITMIX64_GAMMA;
     x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
     x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
     return x ^ (x >> 31);

@@ -6,29 +6,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/hash.h"
 #include "trainer/data/data.h"
 
 /* ---- errors ------------------------------------------------------------------------------ */
 __attribute__((format(printf, 4, 5))) int derr(char *err, size_t errlen, int code, const char *fmt, ...);
 
-/* ---- counter-based RNG: splitmix64 ---------------------------------------------------------- */
-static inline uint64_t mix64(uint64_t z) {
-    z += 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
+/* ---- counter-based RNG: splitmix64 (common/hash.h) ------------------------------------------ */
 typedef struct {
     uint64_t s;
 } rng_t;
 /* Stream keyed by (a, b, c, d): a pure function of its key. */
 static inline rng_t rng_key(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
-    rng_t r = {mix64(mix64(mix64(mix64(a) ^ b) ^ c) ^ d)};
+    rng_t r = {hash_splitmix64(hash_splitmix64(hash_splitmix64(hash_splitmix64(a) ^ b) ^ c) ^ d)};
     return r;
 }
 static inline uint64_t rng_u64(rng_t *r) {
-    r->s += 0x9e3779b97f4a7c15ULL;
-    return mix64(r->s);
+    r->s += HASH_SPLITMIX64_GAMMA;
+    return hash_splitmix64(r->s);
 }
 static inline double rng_unif(rng_t *r) { return (double)(rng_u64(r) >> 11) * 0x1.0p-53; }
 static inline uint64_t rng_below(rng_t *r, uint64_t n) { /* [0, n) */

@@ -1,14 +1,14 @@
 /* init.c: deterministic parameter initialisation (PyTorch-default distributions) and the RNG. */
+#include "common/hash.h"
 #include "trainer/nn/nn_impl.h"
 #include <math.h>
 
-void nn_rng_seed(nn_rng_t *r, uint64_t seed) { r->s = seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull; }
+void nn_rng_seed(nn_rng_t *r, uint64_t seed) { r->s = seed * HASH_SPLITMIX64_GAMMA + 0x632BE59BD9B4E019ull; }
 
-uint64_t nn_rng_u64(nn_rng_t *r) { /* splitmix64 */
-    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+uint64_t nn_rng_u64(nn_rng_t *r) { /* a splitmix64 stream */
+    uint64_t z = hash_splitmix64(r->s);
+    r->s += HASH_SPLITMIX64_GAMMA;
+    return z;
 }
 
 float nn_rng_uniform(nn_rng_t *r, float lo, float hi) {
