@@ -27,6 +27,7 @@
  * load with position 0. Format 1 (no trailer; trainer.meta is 16 floats: 1, epoch, ranks,
  * wall_s, then seed, description hash and parameter count as 4 x 16 bits) is still read; it has
  * no checksum, run totals, restarts or controller state. */
+#include "trainer/checkpoint.h"
 #include "trainer/nn/nn.h"
 #include "trainer/trainer.h"
 #include <dirent.h>

@@ -1,8 +1,9 @@
 /* config.c -- the trainer's options: one table (name, type, default, help) drives --help, the
  * config file, the flags, printing and the JSON copy, so they cannot drift apart.
  * Config file: "key = value" lines, '#' comments, keys = long option names. Flags win. */
-#include "controller/controller.h"
-#include "trainer/run.h"
+#include "trainer/config.h"
+#include "trainer/nn/nn.h"
+#include "trainer/trainer.h"
 #include <ctype.h>
 #include <errno.h>
 #include <jansson.h>

@@ -22,10 +22,24 @@
  * (on the world size that wrote the checkpoint: the rest of every rank's shard, exactly). A part
  * costs what an epoch end costs: the fast ranks wait at the join for the slowest.
  */
-#include "trainer/run.h"
+#include "trainer/epoch.h"
+#include "trainer/apply.h"
+#include "trainer/batch.h"
+#include "trainer/curve.h"
+#include "trainer/end.h"
+#include "trainer/epoch_end.h"
 #include "trainer/runlog.h"
+#include "trainer/watchdog.h"
 #include <math.h>
 #include <time.h>
+
+/* Global epoch: hands every batch dealt to this rank to the loader. */
+static void submit_dealt(run_t *r, data_iter_t *it, dealer_t *dl, int epoch) {
+    int64_t b;
+    while (dealer_unsubmitted(dl, &b))
+        if (data_iter_submit(it, r->perm + b * r->cfg.batch, r->cfg.batch, epoch))
+            run_die(r, "training data", "data_iter_submit failed");
+}
 
 static void sleep_ms(double ms) {
     if (ms <= 0) return;
