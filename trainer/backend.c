@@ -1,4 +1,4 @@
-/* backend.c -- the backends known at run time and the host-model steps they share. */
+/* backend.c -- the backends known at run time. */
 #include "trainer/backend.h"
 #include <string.h>
 
@@ -24,20 +24,4 @@ backend_t *backend_open(const char *device, nn_model_t *host, const cfg_t *c, in
         return NULL;
     }
     return ops->open(host, c, local_rank, local_ranks, err, n);
-}
-
-int backend_host_average_bn(nn_model_t *m, MPI_Comm comm) {
-    if (!m->nbn_stats) return 0;
-    int P = 1;
-    MPI_Comm_size(comm, &P);
-    if (MPI_Allreduce(MPI_IN_PLACE, m->bn_stats, (int)m->nbn_stats, MPI_FLOAT, MPI_SUM, comm)) return -1;
-    for (size_t i = 0; i < m->nbn_stats; i++) m->bn_stats[i] /= (float)P;
-    return 0;
-}
-
-uint64_t backend_host_hash(const nn_model_t *m) {
-    uint64_t h = FNV1A64_INIT;
-    h = fnv1a64(h, m->params, m->nparams * sizeof(float));
-    h = fnv1a64(h, m->mom, m->nparams * sizeof(float));
-    return fnv1a64(h, m->bn_stats, m->nbn_stats * sizeof(float));
 }

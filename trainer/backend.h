@@ -17,8 +17,9 @@
 #define TRAINER_BACKEND_H
 
 #include "collectives/pcoll.h"
+#include "trainer/checkpoint.h"
+#include "trainer/config.h"
 #include "trainer/nn/nn.h"
-#include "trainer/trainer.h"
 #include <mpi.h>
 
 typedef struct backend backend_t;

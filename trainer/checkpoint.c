@@ -27,8 +27,9 @@
  * load with position 0. Format 1 (no trailer; trainer.meta is 16 floats: 1, epoch, ranks,
  * wall_s, then seed, description hash and parameter count as 4 x 16 bits) is still read; it has
  * no checksum, run totals, restarts or controller state. */
+#include "trainer/checkpoint.h"
+#include "common/hash.h"
 #include "trainer/nn/nn.h"
-#include "trainer/trainer.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -91,8 +92,8 @@ enum { R_EPOCH, R_BEFORE, R_AFTER, R_LOST, R_CTL, R_BATCHES, R_SAMPLES, RESTART_
 #define R_UNKNOWN        UINT64_MAX /* R_BATCHES, R_SAMPLES: not recorded */
 
 uint64_t ckpt_desc_hash(const char *desc, size_t nparams) {
-    uint64_t h = fnv1a64(FNV1A64_INIT, desc, strlen(desc));
-    return (h ^ nparams) * 1099511628211ull;
+    uint64_t h = hash_fnv1a64(HASH_FNV1A64_INIT, desc, strlen(desc));
+    return hash_fnv1a64_word(h, nparams);
 }
 
 static void put64(float *f, uint64_t v) {
@@ -139,10 +140,10 @@ static int fsync_path(const char *path, int dir) {
 static int append_checksum(const char *path) {
     FILE *f = fopen(path, "r+b");
     if (!f) return -1;
-    uint64_t h = FNV1A64_INIT;
+    uint64_t h = HASH_FNV1A64_INIT;
     unsigned char buf[1 << 16], tr[TRAILER_BYTES];
     size_t got;
-    while ((got = fread(buf, 1, sizeof buf, f)) > 0) h = fnv1a64(h, buf, got);
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0) h = hash_fnv1a64(h, buf, got);
     memcpy(tr, TRAILER_MAGIC, 8);
     for (int i = 0; i < 8; i++) tr[8 + i] = (unsigned char)(h >> (8 * i));
     int ok = !ferror(f) && fseek(f, 0, SEEK_END) == 0 && fwrite(tr, 1, sizeof tr, f) == sizeof tr;
@@ -293,14 +294,14 @@ static int verify_checksum(const char *path, char *err, size_t n) {
     long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
     int has = size >= TRAILER_BYTES && fseek(f, size - TRAILER_BYTES, SEEK_SET) == 0 &&
               fread(tr, 1, TRAILER_BYTES, f) == TRAILER_BYTES && !memcmp(tr, TRAILER_MAGIC, 8);
-    uint64_t want = 0, h = FNV1A64_INIT;
+    uint64_t want = 0, h = HASH_FNV1A64_INIT;
     for (int i = 0; i < 8; i++) want |= (uint64_t)tr[8 + i] << (8 * i);
     long left = has ? size - TRAILER_BYTES : 0;
     rewind(f);
     while (left > 0) {
         size_t got = fread(buf, 1, left < (long)sizeof buf ? (size_t)left : sizeof buf, f);
         if (!got) break;
-        h = fnv1a64(h, buf, got);
+        h = hash_fnv1a64(h, buf, got);
         left -= (long)got;
     }
     fclose(f);

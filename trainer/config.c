@@ -1,9 +1,9 @@
 /* config.c -- the trainer's options: one table (name, type, default, help) drives --help, the
  * config file, the flags, printing and the JSON copy, so they cannot drift apart.
  * Config file: "key = value" lines, '#' comments, keys = long option names. Flags win. */
+#include "trainer/config.h"
 #include "collectives/sim/imbalance.h"
-#include "controller/controller.h"
-#include "trainer/run.h"
+#include "trainer/nn/nn.h"
 #include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
@@ -43,16 +43,9 @@ static const opt_t opts[] = {
     O("wd", T_DBL, wd, "", 0, 1, "* weight decay"),
     O("wd-bn", T_BOOL, wd_bn, "0", 0, 1, "apply weight decay to batch-norm parameters and biases too"),
     O("wd-per", T_STR, wd_per, "sample", 0, 0,
-      "sample: a round decays by --wd x |F|/P, the share of a whole round's gradients it carries, so every "
-      "mode decays as much per sample learnt; round: full decay every round (a partial round of |F| "
-      "gradients then decays as much as a whole one)"),
+      "weight decay of a round: sample (by its share |F|/P of a whole round) | round (in full)"),
     O("momentum-per", T_STR, mom_per, "sample", 0, 0,
-      "sample: a partial round advances the optimiser by its share s = |F|/P of a step (momentum "
-      "decays by momentum^s, the step is lr x s with the mean of its fresh gradients), so the velocity "
-      "keeps its scale when the rule changes (sync to solo); round: every round is a whole momentum "
-      "step (PyTorch's step per round: after a switch to smaller rounds the weights move up to P times "
-      "as far per gradient until the velocity has decayed). Rounds of every rank are whole steps "
-      "either way"),
+      "momentum of a round: sample (advanced by its share |F|/P of a step) | round (a whole step)"),
     O("nesterov", T_BOOL, nesterov, "0", 0, 1, "Nesterov momentum"),
     O("warmup", T_DBL, warmup, "", 0, 1000, "* linear warm-up epochs"),
     O("warmup-start-lr", T_DBL, warmup_start_lr, "-1", -1, 100, "warm-up start lr (-1: base lr unscaled)"),
@@ -60,55 +53,33 @@ static const opt_t opts[] = {
     O("gamma", T_DBL, gamma, "0.1", 0, 1, "lr decay factor at each milestone"),
     O("mode", T_STR, mode, "sync", 0, 0, "sync | solo | majority | quorum:Q | adaptive"),
     O("policy-opts", T_STR, policy_opts, "", 0, 0,
-      "adaptive policy options (controller.h) except tau, e.g. 'staleness=quadratic' or 'tau_by=policy' "
-      "(the policy, not libpcoll, enforces --tau); with rule=thresholds light_fresh is 0.5 unless given "
-      "(solo is kept while its rounds carry half the gradients)"),
+      "adaptive policy options (controller.h) except tau, e.g. 'window=32' or 'tau_by=policy'"),
     O("initial-sync", T_INT, initial_sync, "0", 0, 100000,
-      "run the first N epochs synchronously whatever --mode says (0: none; docs/EXPERIMENTS.md: its effect "
-      "on accuracy)"),
+      "run the first N epochs synchronously whatever --mode says (0: none)"),
     O("final-sync", T_INT, final_sync, "0", 0, 100000,
-      "run the last N epochs synchronously whatever --mode says (0: none; docs/EXPERIMENTS.md: its effect on "
-      "accuracy)"),
+      "run the last N epochs synchronously whatever --mode says (0: none)"),
     O("tau", T_INT, tau, "2", 0, 1 << 20,
-      "staleness bound, the one place it is set: a rank whose deposits were left out of tau rounds in a row "
-      "is waited for in the next, so no applied gradient is more than tau rounds stale (with --late wait). "
-      "Bounded staleness is "
-      "what eager-SGD's convergence argument assumes, so the default is finite; 2 because the final accuracy "
-      "falls with the run's mean staleness and 2 keeps most of solo's speed (docs/EXPERIMENTS.md, \"The "
-      "default bound\"; 0: unbounded)"),
+      "staleness bound: a rank left out of tau rounds in a row is waited for (0: unbounded)"),
     O("ring", T_INT, ring, "0", 0, 1 << 20,
       "rounds a slow rank may lag (results ring); 0: max(16, 2 tau + 2)"),
     O("div", T_STR, div, "p", 0, 0, "average the sum by p (ranks, the paper) or fresh (contributors)"),
     O("late", T_STR, late, "wait", 0, 0,
-      "what a rank does after its deposit: wait (until a round has taken it, the design's step) or go "
-      "(only until a round it has not applied yet has completed: a rank that missed a round applies it "
-      "and computes on, its next gradient added to the pending one, which the next round takes; tau "
-      "still bounds the rounds a rank is left out of, a merged gradient's age only to about 2 tau). A "
-      "partial round then waits for one rank's step, not two: faster, at a cost in accuracy that a short "
-      "run does not recover (docs/EXPERIMENTS.md: what a partial mode can gain over sync)"),
+      "after a deposit: wait (until a round took it) | go (until a newer round completed)"),
     O("epoch-mode", T_STR, epoch_mode, "shard", 0, 0,
-      "shard (each rank runs its 1/P of the data, the paper's) or global (batches dealt from the round "
-      "history: fast ranks take more)"),
+      "shard (each rank its 1/P of the data) | global (batches dealt from the rounds)"),
     O("seed", T_U64, seed, "1", 0, 0,
       "seed: initialisation, data order, augmentation, injection, majority draw"),
     O("imbalance", T_STR, imbalance, "none", 0, 0,
-      "none | linear:unit=MS | random:k=K,d=MS | lognormal:mean=MS,std=MS | slow:rank=R,factor=F | "
-      "inherent:unit=MS; append ,busy=1 to compute the delay instead of sleeping it"),
+      "injected delays: none | linear:unit=MS | random:k=K,d=MS | lognormal:mean=MS,std=MS | "
+      "slow:rank=R,factor=F | inherent:unit=MS; ,busy=1: computed, not slept"),
     O("eval-every", T_INT, eval_every, "1", 1, 100000,
       "evaluate on the test set every N epochs (and at the end)"),
     O("ckpt-every", T_INT, ckpt_every, "0", 0, 100000,
       "checkpoint every N epochs (0: only at the end if --ckpt-dir)"),
     O("ckpt-every-steps", T_INT, ckpt_every_steps, "0", 0, 1 << 30,
-      "also checkpoint in the middle of an epoch, every N steps of each rank (shard epochs: after every "
-      "rank's step N, 2N, ...; global: once N x P, 2N x P, ... batches are dealt), and --resume continues "
-      "the epoch from there, on any number of ranks (global: from the same batch; shard: the rest of the "
-      "epoch sharded over the ranks there are). Each such checkpoint ends the rounds as an epoch end does "
-      "(every rank joins; the fast ones wait for the slowest). Needs --ckpt-dir (0: epoch ends only)"),
+      "also checkpoint mid-epoch every N steps of each rank; needs --ckpt-dir (0: off)"),
     O("ckpt-dir", T_STR, ckpt_dir, "", 0, 0, "checkpoint folder (\"\": no checkpoints)"),
-    O("resume", T_BOOL, resume, "0", 0, 1,
-      "continue from ckpt-dir/latest.ckpt, on this run's number of ranks whatever wrote it (the model, "
-      "the epoch's position, totals, the adaptive controller's level); jobs/README.md (Restarts): an "
-      "elastic run's restart loop (RESTARTS, CKPT_STEPS) and its timeline"),
+    O("resume", T_BOOL, resume, "0", 0, 1, "continue from ckpt-dir/latest.ckpt, on any number of ranks"),
     O("out", T_STR, out, "", 0, 0, "metrics JSON file (\"\": results/runs/<experiment>-<mode>.json)"),
     O("round-agg", T_INT, round_agg, "10", 1, 1 << 20,
       "per-round records are aggregated over N rounds in the JSON"),
@@ -116,15 +87,11 @@ static const opt_t opts[] = {
     O("limit-train", T_LONG, limit_train, "0", 0, 1e12, "use only the first N training samples (0: all)"),
     O("limit-test", T_LONG, limit_test, "0", 0, 1e12, "use only the first N test samples (0: all)"),
     O("curve-every", T_LONG, curve_every, "0", 0, 1e12,
-      "accuracy curve: snapshot the model every N batches of gradients applied (all ranks together, "
-      "across epochs); the snapshots are evaluated at the epoch end on the first --curve-test test "
-      "samples, outside the run's wall clock, and written as the JSON's \"curve\" (0: off)"),
+      "accuracy curve: snapshot every N batches applied, evaluated at the epoch end (0: off)"),
     O("curve-test", T_LONG, curve_test, "2000", 1, 1e12,
-      "the accuracy curve's test subset: the first M test samples (at most the test set's size)"),
+      "the accuracy curve's test subset: the first M test samples"),
     O("grad-stats", T_STR, grad_stats, "", 0, 0,
-      "diagnostics: rank 0 writes one CSV line per round applied to this file: round, epoch, mode, "
-      "fresh ranks, lr, |u|^2 and <u, u'> for the results u' of the 1..4 rounds before (\"\": off; host "
-      "backend; leaves the training unchanged)"),
+      "CSV of per-round statistics of the applied results, rank 0 (\"\": off; cpu only)"),
     O("max-steps", T_INT, max_steps, "0", 0, 1 << 30, "cap on steps per rank per epoch (0: the whole shard)"),
     O("threads", T_INT, threads, "0", 0, 256,
       "compute threads per rank (0: cores / ranks on this host, >= 1)"),

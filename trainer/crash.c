@@ -25,7 +25,7 @@
  * EAGER_TEST_CRASH=RANK:init before MPI_Init (tests/jobs/slurm_test.sh).
  */
 #define _GNU_SOURCE
-#include "trainer/run.h"
+#include "trainer/crash.h"
 #include <execinfo.h>
 #include <signal.h>
 #include <stdint.h>

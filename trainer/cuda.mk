@@ -18,13 +18,13 @@ $(B)/tests/test_device_pick: tests/cuda/test_device_pick.c $(B)/trainer/cuda/dev
 	$(CC) $(CFLAGS) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
 TEST_BINS += $(B)/tests/test_device_pick
 
-# the graph-replay and algorithm rules: plain C on cuDNN's enum values (headers only, no GPU)
+# the graph-replay and algorithm decisions (replay_algo.c): plain C on cuDNN's enum values (headers only, no GPU)
 ifeq ($(HAVE_CUDNN),1)
 CUDNN_INC := $(if $(wildcard $(CUDA_HOME)/include/cudnn.h),-isystem $(CUDA_HOME)/include,)
-$(B)/trainer/cuda/rules.o: trainer/cuda/rules.c trainer/cuda/rules.h trainer/cuda/nn_cuda.h
+$(B)/trainer/cuda/replay_algo.o: trainer/cuda/replay_algo.c trainer/cuda/replay_algo.h trainer/cuda/nn_cuda.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(CUDNN_INC) -c $< -o $@
-$(B)/tests/test_cuda_rules: tests/cuda/test_cuda_rules.c $(B)/trainer/cuda/rules.o
+$(B)/tests/test_cuda_rules: tests/cuda/test_cuda_rules.c $(B)/trainer/cuda/replay_algo.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(CUDNN_INC) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
 TEST_BINS += $(B)/tests/test_cuda_rules
@@ -38,11 +38,11 @@ NN_CUDA_CFLAGS := $(NN_CFLAGS) -isystem $(CUDA_HOME)/include
 NN_CUDA_TESTS  := $(B)/tests/test_cuda_layers $(B)/tests/test_cuda_ref
 NN_CUDA_BENCH  := $(B)/bench/nn_bench_gpu
 NN_CUDA_CU     := $(wildcard trainer/cuda/*.cu)
-NN_CUDA_OBJS   := $(NN_CUDA_CU:%.cu=$(B)/%.o) $(B)/trainer/cuda/rules.o $(B)/trainer/cuda/device_pick.o
+NN_CUDA_OBJS   := $(NN_CUDA_CU:%.cu=$(B)/%.o) $(B)/trainer/cuda/replay_algo.o $(B)/trainer/cuda/device_pick.o
 ALL_BINS  += $(NN_CUDA_LIB) $(NN_CUDA_BENCH)
 TEST_BINS += $(NN_CUDA_TESTS)
 
-$(B)/trainer/cuda/%.o: trainer/cuda/%.cu trainer/cuda/nn_cuda_impl.h trainer/cuda/nn_cuda.h trainer/cuda/rules.h \
+$(B)/trainer/cuda/%.o: trainer/cuda/%.cu trainer/cuda/nn_cuda_impl.h trainer/cuda/nn_cuda.h trainer/cuda/replay_algo.h \
                        trainer/nn/nn.h trainer/nn/nn_impl.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@

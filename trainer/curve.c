@@ -10,8 +10,12 @@
  * every replica held that model), the first M test samples sharded as the epoch's evaluation
  * is; then the current model is restored bitwise and the time this took leaves the run's clock.
  */
-#include "trainer/run.h"
+#include "trainer/curve.h"
+#include "trainer/datasplit.h"
+#include "trainer/end.h"
+#include "trainer/eval.h"
 #include "trainer/runlog.h"
+#include "trainer/watchdog.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +30,20 @@ static int64_t epoch_batches_max(const run_t *r) {
     int64_t nb = data_count(r->train) / r->cfg.batch;
     if (r->cfg.max_steps && nb > (int64_t)r->cfg.max_steps * r->P) nb = (int64_t)r->cfg.max_steps * r->P;
     return nb;
+}
+
+/* The close hook: at the finish, the snapshots and the test subset freed. */
+static int curve_close(run_t *r, const char *why, int collective) {
+    (void)collective;
+    if (why) return 0;
+    curve_t *cv = &r->curve;
+    free(cv->snap);
+    free(cv->params);
+    free(cv->bn);
+    free(cv->now);
+    if (cv->test) data_close(cv->test);
+    memset(cv, 0, sizeof *cv);
+    return 0;
 }
 
 void curve_open(run_t *r) {
@@ -65,6 +83,7 @@ void curve_open(run_t *r) {
               "out of memory for the snapshots");
     cv->test = run_open_split(c, DATA_TEST, c->curve_test, err, sizeof err);
     run_agree(r, cv->test != NULL, "accuracy curve test data", err);
+    run_on_close(r, curve_close);
 }
 
 void curve_round(run_t *r, int epoch, const epoch_t *e, int ngrads) {
@@ -132,14 +151,4 @@ void curve_end_epoch(run_t *r, int epoch, epoch_t *e) {
     watch_leave(r);
     r->t_start += dt;
     e->t0 += dt;
-}
-
-void curve_close(run_t *r) {
-    curve_t *cv = &r->curve;
-    free(cv->snap);
-    free(cv->params);
-    free(cv->bn);
-    free(cv->now);
-    if (cv->test) data_close(cv->test);
-    memset(cv, 0, sizeof *cv);
 }

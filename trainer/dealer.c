@@ -13,7 +13,7 @@
  * so a permanently slow rank does not set the epoch time (it does with shard epochs). In sync
  * every rank is fresh in every round, which deals batch r x P + p to rank p: interleaved sharding.
  */
-#include "trainer/trainer.h"
+#include "trainer/dealer.h"
 
 int dealer_init(dealer_t *d, int64_t nbatches, int P, int me, int ahead) {
     return dealer_init_at(d, nbatches, 0, P, me, ahead);

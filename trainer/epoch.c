@@ -22,11 +22,26 @@
  * (on the world size that wrote the checkpoint: the rest of every rank's shard, exactly). A part
  * costs what an epoch end costs: the fast ranks wait at the join for the slowest.
  */
+#include "trainer/epoch.h"
 #include "collectives/sim/imbalance.h"
-#include "trainer/run.h"
+#include "common/hash.h"
+#include "trainer/apply.h"
+#include "trainer/batch.h"
+#include "trainer/curve.h"
+#include "trainer/end.h"
+#include "trainer/epoch_end.h"
 #include "trainer/runlog.h"
+#include "trainer/watchdog.h"
 #include <math.h>
 #include <time.h>
+
+/* Global epoch: hands every batch dealt to this rank to the loader. */
+static void submit_dealt(run_t *r, data_iter_t *it, dealer_t *dl, int epoch) {
+    int64_t b;
+    while (dealer_unsubmitted(dl, &b))
+        if (data_iter_submit(it, r->perm + b * r->cfg.batch, r->cfg.batch, epoch))
+            run_die(r, "training data", "data_iter_submit failed");
+}
 
 static void sleep_ms(double ms) {
     if (ms <= 0) return;
@@ -184,15 +199,15 @@ static int step(run_t *r, int epoch, long s, epoch_t *e, epoch_io_t *x) {
 static uint64_t report_hash(const ctl_policy_stats_t *st) {
     const int ints[5] = {(int)st->mode, st->quorum, st->choice, st->probing, st->light_quorum};
     const uint64_t counts[3] = {st->mode_switches, st->probes, st->screens};
-    uint64_t h = fnv1a64(1469598103934665603ULL, ints, sizeof ints);
-    h = fnv1a64(h, counts, sizeof counts);
-    h = fnv1a64(h, st->lv_rounds, sizeof st->lv_rounds);
-    h = fnv1a64(h, st->samples, sizeof st->samples);
-    h = fnv1a64(h, st->rate, sizeof st->rate);
-    h = fnv1a64(h, st->lag, sizeof st->lag);
-    h = fnv1a64(h, st->score, sizeof st->score);
-    h = fnv1a64(h, st->predicted, sizeof st->predicted);
-    return fnv1a64(h, st->score_se, sizeof st->score_se);
+    uint64_t h = hash_fnv1a64(HASH_FNV1A64_INIT, ints, sizeof ints);
+    h = hash_fnv1a64(h, counts, sizeof counts);
+    h = hash_fnv1a64(h, st->lv_rounds, sizeof st->lv_rounds);
+    h = hash_fnv1a64(h, st->samples, sizeof st->samples);
+    h = hash_fnv1a64(h, st->rate, sizeof st->rate);
+    h = hash_fnv1a64(h, st->lag, sizeof st->lag);
+    h = hash_fnv1a64(h, st->score, sizeof st->score);
+    h = hash_fnv1a64(h, st->predicted, sizeof st->predicted);
+    return hash_fnv1a64(h, st->score_se, sizeof st->score_se);
 }
 
 /* The counts of a handle's stats (per handle: per part of an epoch) summed with an earlier part's,
@@ -236,7 +251,7 @@ static void end_controller(run_t *r, int epoch, ctl_t *ctl, ctl_config_t *cc, ep
              epoch + 1, (unsigned long long)lo[0], (unsigned long long)hi[0], (unsigned long long)lo[1],
              (unsigned long long)hi[1], (unsigned long long)lo[2], (unsigned long long)hi[2]);
     run_agree(r, lo[0] == hi[0] && lo[1] == hi[1] && lo[2] == hi[2], "controller", err);
-    r->tot.decision_hash = fnv1a64(r->tot.decision_hash, &ch, sizeof ch);
+    r->tot.decision_hash = hash_fnv1a64(r->tot.decision_hash, &ch, sizeof ch);
     ctl_switch_t sw[64];
     size_t nsw = ctl_switch_log(ctl, sw, 64);
     runlog_switches(r, epoch, sw, nsw < 64 ? nsw : 64);

@@ -8,7 +8,8 @@
  * to round, without the batches' noise: what a gradient computed s rounds ago is still worth
  * (docs/EXPERIMENTS.md, six epochs). Every replica applies the same results, so rank 0's lines are
  * every rank's. Host results only. */
-#include "trainer/run.h"
+#include "trainer/gradstats.h"
+#include "trainer/end.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,19 @@ struct gstats {
     float *hist; /* LAGS results, the newest at (k - 1) % LAGS */
     uint64_t k;  /* results kept so far */
 };
+
+/* The close hook (rank 0): at the finish, the CSV closed. */
+static int gstats_close(run_t *r, const char *why, int collective) {
+    (void)collective;
+    if (why) return 0;
+    struct gstats *g = r->gstats;
+    if (!g) return 0;
+    if (fclose(g->f)) fprintf(stderr, "eager-train: --grad-stats: closing %s failed\n", r->cfg.grad_stats);
+    free(g->hist);
+    free(g);
+    r->gstats = NULL;
+    return 0;
+}
 
 void gstats_open(run_t *r) {
     const cfg_t *c = &r->cfg;
@@ -41,6 +55,7 @@ void gstats_open(run_t *r) {
     }
     fprintf(g->f, "round,epoch,mode,fresh,lr,sq,dot1,dot2,dot3,dot4\n");
     r->gstats = g;
+    run_on_close(r, gstats_close);
 }
 
 void gstats_round(run_t *r, uint64_t round, int epoch, const pcoll_record_t *rec, const float *res) {
@@ -65,13 +80,4 @@ void gstats_round(run_t *r, uint64_t round, int epoch, const pcoll_record_t *rec
             fputs(",", g->f);
     }
     fputc('\n', g->f);
-}
-
-void gstats_close(run_t *r) {
-    struct gstats *g = r->gstats;
-    if (!g) return;
-    if (fclose(g->f)) fprintf(stderr, "eager-train: --grad-stats: closing %s failed\n", r->cfg.grad_stats);
-    free(g->hist);
-    free(g);
-    r->gstats = NULL;
 }

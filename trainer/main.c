@@ -10,8 +10,13 @@
  * every evaluation and checkpoint (as DDP broadcasts buffers). See run.h for the modules and
  * docs/DESIGN.md for the semantics.
  */
-#include "trainer/run.h"
+#include "trainer/curve.h"
+#include "trainer/end.h"
+#include "trainer/epoch.h"
+#include "trainer/epoch_end.h"
+#include "trainer/gradstats.h"
 #include "trainer/runlog.h"
+#include "trainer/setup.h"
 
 int main(int argc, char **argv) {
     run_t r;

@@ -4,8 +4,9 @@
 TRAIN_CUDA := $(if $(and $(NN_CUDA_LIB),$(LIBPCOLL_CUDA)),1,)
 TRAIN_PCOLL := $(if $(TRAIN_CUDA),$(LIBPCOLL_CUDA),$(LIBPCOLL))
 
-TRAIN_SRCS := trainer/main.c trainer/setup.c trainer/epoch.c trainer/rounds.c trainer/replicas.c trainer/curve.c trainer/gradstats.c \
-              trainer/runlog.c trainer/run.c trainer/crash.c trainer/watchdog.c trainer/backend.c trainer/backend_cpu.c \
+TRAIN_SRCS := trainer/main.c trainer/setup.c trainer/datasplit.c trainer/epoch.c trainer/apply.c trainer/epoch_end.c trainer/eval.c \
+              trainer/curve.c trainer/gradstats.c trainer/runlog.c trainer/end.c trainer/run.c trainer/crash.c trainer/watchdog.c \
+              trainer/backend.c trainer/backend_host.c trainer/backend_cpu.c \
               $(if $(TRAIN_CUDA),trainer/backend_cuda.c,) \
               trainer/config.c trainer/metrics.c trainer/checkpoint.c trainer/dealer.c
 TRAIN_OBJS := $(patsubst %.c,$(B)/%.o,$(TRAIN_SRCS)) $(B)/collectives/sim/imbalance.o

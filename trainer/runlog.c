@@ -1,6 +1,8 @@
 /* runlog.c -- console lines and the run's JSON (runlog.h). */
 #include "trainer/runlog.h"
+#include "trainer/end.h"
 #include "trainer/metrics.h"
+#include "trainer/watchdog.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +104,7 @@ void runlog_open(run_t *r, int argc, char **argv) {
     int papi_mine = metrics_papi_start();
     MPI_Allreduce(&papi_mine, &l->papi, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
     r->log = l;
+    run_on_close(r, runlog_finish); /* the run's JSON written when the run ends */
     if (r->me) { /* the ranks start their clocks together: after rank 0 has written the partial file */
         MPI_Barrier(MPI_COMM_WORLD);
         watch_leave(r);

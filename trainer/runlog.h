@@ -42,7 +42,8 @@ void runlog_save(run_t *r); /* rewrites the partial file (exit "running") */
 /* The summary (exit: "ok" or why the run stopped) and the per-rank records, then the file:
  * exit_reason NULL: --out (and the partial file is removed); else the partial file only.
  * collective: every rank takes part (per-rank records of all); else rank 0 writes its own only.
- * Returns 0, or 1 if the file could not be written. Frees the JSON. */
+ * Returns 0, or 1 if the file could not be written. Frees the JSON. runlog_open registers it as
+ * a close hook (run.h), which is how the fatal path and the finish call it. */
 int runlog_finish(run_t *r, const char *exit_reason, int collective);
 
 #endif

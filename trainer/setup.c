@@ -1,9 +1,14 @@
 /* setup.c -- from the command line to a run ready for its first epoch. Every step that can fail
  * on some rank is agreed by all (run_agree): bad input ends every rank with a message naming
  * the option, file or rank, never a hang. */
+#include "trainer/setup.h"
 #include "collectives/sim/imbalance.h"
-#include "trainer/run.h"
+#include "common/hash.h"
+#include "trainer/crash.h"
+#include "trainer/datasplit.h"
+#include "trainer/end.h"
 #include "trainer/runlog.h"
+#include "trainer/watchdog.h"
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -124,8 +129,8 @@ int run_configure(run_t *r, int argc, char **argv) {
     run_agree(r, r->me != 0 || !*err, "output", err);
     r->global = !strcmp(r->cfg.epoch_mode, "global");
     r->late_go = !strcmp(r->cfg.late, "go");
-    r->tot =
-        (run_totals_t){.final_top1 = -1, .final_top5 = -1, .t_target = -1, .decision_hash = FNV1A64_INIT};
+    r->tot = (run_totals_t){
+        .final_top1 = -1, .final_top5 = -1, .t_target = -1, .decision_hash = HASH_FNV1A64_INIT};
     return 0;
 }
 
@@ -144,35 +149,6 @@ void run_set_threads(run_t *r) {
 #ifdef _OPENMP
     omp_set_num_threads(r->threads);
 #endif
-}
-
-static int data_kind(const char *s) {
-    return !strcmp(s, "cifar10")      ? DATA_CIFAR10
-           : !strcmp(s, "imagenet")   ? DATA_IMAGENET
-           : !strcmp(s, "ucf101")     ? DATA_UCF101
-           : !strcmp(s, "hyperplane") ? DATA_HYPERPLANE
-           : !strcmp(s, "fmnist")     ? DATA_FMNIST
-                                      : 0;
-}
-
-data_set_t *run_open_split(const cfg_t *c, data_split_t split, int64_t limit, char *err, size_t n) {
-    data_spec_t s;
-    memset(&s, 0, sizeof s);
-    s.kind = data_kind(c->data);
-    if (!s.kind) {
-        snprintf(err, n, "--data '%s' is not a data kind", c->data);
-        return NULL;
-    }
-    s.path = *c->data_path ? c->data_path : NULL;
-    s.split = split;
-    s.seed = c->seed;
-    s.image_size = c->image_size;
-    s.limit = limit;
-    s.ucf_split = c->ucf_split;
-    s.max_t = c->max_t;
-    s.hp_features = c->hp_features;
-    s.hp_samples = split == DATA_TRAIN ? c->hp_samples : c->hp_samples / 8;
-    return data_open(&s, err, n);
 }
 
 void run_open_data(run_t *r) {

@@ -19,8 +19,7 @@
  * Every rank enters the same phases in the same order (the trainer is SPMD), so the count of
  * phases entered compares ranks' progress without a clock shared between them.
  */
-#include "trainer/run.h"
-#include "trainer/runlog.h"
+#include "trainer/watchdog.h"
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,7 +163,7 @@ static _Noreturn void abort_job(struct watch *w, const char *msg, int log_free) 
     run_t *r = w->r;
     fprintf(stderr, "%s\n", msg);
     fflush(stderr);
-    if (r->me == 0 && log_free && r->log) runlog_finish(r, msg + strlen("eager-train: "), 0);
+    if (r->me == 0 && log_free && r->log) run_close(r, msg + strlen("eager-train: "), 0);
     run_abort(r, 3);
 }
 

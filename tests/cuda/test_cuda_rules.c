@@ -1,11 +1,11 @@
-/* test_cuda_rules: the CUDA backend's pure rules (trainer/cuda/rules.c), without a GPU.
+/* test_cuda_rules: the CUDA backend's pure decisions (trainer/cuda/replay_algo.c), without a GPU.
  *   graph replay: a graph captured at one batch size must not replay after the cuDNN workspace
  *     was reallocated (an evaluation pass at another batch size grew it), nor at another batch
  *     size or TF32 mask;
  *   strict fp32: Winograd and FFT convolution algorithms and tensor-op math are refused with
  *     TF32 off, every algorithm is allowed with cuDNN TF32 on. */
 #include "trainer/cuda/nn_cuda.h"
-#include "trainer/cuda/rules.h"
+#include "trainer/cuda/replay_algo.h"
 
 #include <cudnn.h>
 #include <stdio.h>

@@ -19,9 +19,10 @@
  * trailer (formats 2 to 4) so that only the range checks can catch the value; a format-1 file has no
  * trailer. The file is rewritten in place; on any error it is left as it was and the program
  * exits 1 with a message naming the file. */
-#include "trainer/trainer.h"
+#include "common/hash.h"
 #include <errno.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,7 +138,7 @@ static size_t float_at(ckpt_t *c, const char *prefix, const char *index) {
 /* Rewrites the trailer's checksum when the file has one (format 2). */
 static void resign(ckpt_t *c) {
     if (c->len < 16 || memcmp(c->b + c->len - 16, TRAILER, 8)) return;
-    uint64_t h = fnv1a64(FNV1A64_INIT, c->b, c->len - 16);
+    uint64_t h = hash_fnv1a64(HASH_FNV1A64_INIT, c->b, c->len - 16);
     for (int k = 0; k < 8; k++) c->b[c->len - 8 + k] = (unsigned char)(h >> (8 * k));
 }
 

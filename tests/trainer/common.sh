@@ -10,7 +10,7 @@ run() {
   timeout 240 $MPIRUN -np "$np" "$TRAIN" --experiment fmnist --limit-train 2048 --limit-test 512 \
     --batch 32 --quiet "$@" > "$TMP/out" 2>&1
 }
-# paused_pid LOG RANK JOB: the pid that RANK prints when EAGER_TEST_PAUSE holds it (trainer/run.h),
+# paused_pid LOG RANK JOB: the pid that RANK prints when EAGER_TEST_PAUSE holds it (trainer/watchdog.h),
 # polled in LOG for up to 120 s while JOB (a background pid) runs; empty if it never got there
 paused_pid() {
   local p=""

@@ -12,7 +12,7 @@
 # Phases: training (the signal lands 3 s after rank 1 started its first epoch), evaluation,
 # checkpoint (rank 0, the writer, held after writing latest.ckpt and before the agreement that
 # follows), between epochs (before the second epoch's pcoll_create). EAGER_TEST_PAUSE holds the
-# rank there (trainer/run.h).
+# rank there (trainer/watchdog.h).
 B=${B:-build}
 . "$(dirname "$0")/common.sh"
 # tests/run.sh's environment when run by hand: the launcher of the MPI that built $B

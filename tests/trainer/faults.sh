@@ -4,7 +4,7 @@
 # mpirun --enable-recovery (whose mpirun must exit non-zero too); a stopped rank that is woken
 # says that it was the silent one instead of blaming the others; a rank alive but not arriving
 # at a collective is named as well. The test aid EAGER_TEST_PAUSE=RANK:PHASE:SECONDS[:NTH]
-# (trainer/run.h) holds rank 1 just before a phase, so that the signal lands there.
+# (trainer/watchdog.h) holds rank 1 just before a phase, so that the signal lands there.
 # FAULTS (default: all): the cases to run, of kill, stop, stop-cont, hold.
 . "$(dirname "$0")/common.sh"
 WARN=1.5 ABORT=6

@@ -5,7 +5,8 @@
  * dealers agree on the cursor; sync deals batch r*P+p to rank p; a rank that is fresh more often
  * takes more batches; from a cursor (dealer_init_at), sync deals the rest as an epoch from 0
  * does; bad arguments and a deposit without a batch are refused. */
-#include "trainer/trainer.h"
+#include "trainer/dealer.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,6 +1,6 @@
 // layers.cu: the cuDNN / cuBLAS layers of the CUDA backend: the shared cuDNN workspace, tensor
 // descriptors, activation-gradient slots, convolution (algorithms found once per layer and batch
-// size, filtered by rules.c) and fully connected (cuBLAS).  LSTM: lstm.cu.
+// size, filtered by replay_algo.c) and fully connected (cuBLAS).  LSTM: lstm.cu.
 #include "trainer/cuda/nn_cuda_impl.h"
 
 namespace nncu {
@@ -119,7 +119,7 @@ static cudnnStatus_t ws_of(nn_cuda_model_t *m, gl_t *g, const cudnnConvolutionBw
                            size_t *s) {
     return cudnnGetConvolutionBackwardFilterWorkspaceSize(m->dnn, g->xd, g->yd, g->cd, g->wd, p.algo, s);
 }
-/* the fastest successful entry of a cudnnFind* result that rules.c allows and that cuDNN accepts
+/* the fastest successful entry of a cudnnFind* result that replay_algo.c allows and that cuDNN accepts
  * with the math type it will run under (*ws: its workspace under that math type), or -1 */
 template <typename Perf>
 static int first_allowed(nn_cuda_model_t *m, gl_t *g, int kind, const Perf *perf, int ret, size_t *ws) {

@@ -44,7 +44,7 @@
  * Source layout (trainer/cuda/): nn_cuda_impl.h (internal types), kernels.cu, layers.cu
  * (convolution, fully connected, workspace, algorithm choice), lstm.cu, drivers.cu (forward and
  * backward over the layer list), staging.cu (batch checks, host <-> device copies), setup.cu
- * (device choice, model build and free), step.cu (training step, CUDA graph, SGD), rules.c and
+ * (device choice, model build and free), step.cu (training step, CUDA graph, SGD), replay_algo.c and
  * device_pick.c (pure decision functions, tested without a GPU).
  */
 #ifndef TRAINER_NN_CUDA_H

@@ -8,7 +8,7 @@
 #ifndef TRAINER_CUDA_NN_CUDA_IMPL_H
 #define TRAINER_CUDA_NN_CUDA_IMPL_H
 #include "trainer/cuda/nn_cuda.h"
-#include "trainer/cuda/rules.h"
+#include "trainer/cuda/replay_algo.h"
 #include "trainer/nn/nn_impl.h"
 
 #include <cublas_v2.h>
@@ -127,7 +127,7 @@ struct nn_cuda_model {
     /* graph */
     cudaGraph_t graph;
     cudaGraphExec_t gexec;
-    nn_cuda_graph_key_t gkey; /* what the captured graph depends on (rules.h) */
+    nn_cuda_graph_key_t gkey; /* what the captured graph depends on (replay_algo.h) */
     int warmN, graph_off;
     nn_cuda_graph_stats_t gstats;
     char err[512];

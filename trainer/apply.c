@@ -1,6 +1,9 @@
-/* rounds.c -- applying completed rounds: every rank applies every round, in round order, with the
+/* apply.c -- applying completed rounds: every rank applies every round, in round order, with the
  * same learning rate and weight decay, so the replicas stay bitwise equal. */
-#include "trainer/run.h"
+#include "trainer/apply.h"
+#include "trainer/curve.h"
+#include "trainer/end.h"
+#include "trainer/gradstats.h"
 #include "trainer/runlog.h"
 #include <string.h>
 
@@ -87,25 +90,4 @@ int apply_rounds(run_t *r, pcoll_t *h, int epoch, epoch_t *e, dealer_t *dl) {
     }
     if (rc < 0) run_die(r, "pcoll_next", pcoll_last_error(h));
     return k;
-}
-
-void submit_dealt(run_t *r, data_iter_t *it, dealer_t *dl, int epoch) {
-    int64_t b;
-    while (dealer_unsubmitted(dl, &b))
-        if (data_iter_submit(it, r->perm + b * r->cfg.batch, r->cfg.batch, epoch))
-            run_die(r, "training data", "data_iter_submit failed");
-}
-
-void to_batch(nn_batch_t *nb, const data_batch_t *b) {
-    memset(nb, 0, sizeof *nb);
-    nb->x = b->x;
-    nb->labels = b->y;
-    nb->targets = b->target;
-    nb->lengths = b->lengths;
-    nb->n = b->n;
-    if (b->t_pad > 1) {
-        nb->ndim = 2;
-        nb->shape[0] = b->t_pad;
-        nb->shape[1] = (int)(b->x_stride / (size_t)b->t_pad);
-    }
 }

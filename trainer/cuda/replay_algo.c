@@ -1,5 +1,5 @@
-/* rules.c: see rules.h. */
-#include "trainer/cuda/rules.h"
+/* replay_algo.c: see replay_algo.h. */
+#include "trainer/cuda/replay_algo.h"
 #include "trainer/cuda/nn_cuda.h"
 
 #include <cudnn.h>

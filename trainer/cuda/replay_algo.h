@@ -1,7 +1,8 @@
-/* rules.h: decisions of the CUDA backend as pure functions (trainer/cuda/rules.c: plain C, no CUDA
- * call, only cuDNN's enum values), so that tests/cuda/test_cuda_rules.c checks them without a GPU. */
-#ifndef TRAINER_CUDA_RULES_H
-#define TRAINER_CUDA_RULES_H
+/* replay_algo.h: when a captured graph may replay and which convolution algorithms may run, as
+ * pure functions (trainer/cuda/replay_algo.c: plain C, no CUDA call, only cuDNN's enum values), so
+ * that tests/cuda/test_cuda_rules.c checks them without a GPU. */
+#ifndef TRAINER_CUDA_REPLAY_ALGO_H
+#define TRAINER_CUDA_REPLAY_ALGO_H
 
 #ifdef __cplusplus
 extern "C" {
