@@ -13,8 +13,14 @@
 /* FNV-1a 64 (offset basis and prime): a hash of bytes. Start from HASH_FNV1A64_INIT and chain
  * calls to hash several pieces as one stream. For identities (weights, decisions, arguments that
  * ranks compare), not for security. */
-#define HASH_FNV1A64_INIT  1469598103934665603ull
 #define HASH_FNV1A64_PRIME 1099511628211ull
+/* The start of every hash the project records (weights, decisions, checkpoints, descriptions):
+ * 1469598103934665603, which is FNV's offset basis 14695981039346656037 with its last digit lost.
+ * Kept as it is: recorded hashes and checkpoints depend on it. */
+#define HASH_FNV1A64_INIT 1469598103934665603ull
+/* FNV's own offset basis, for fingerprints that programs outside this project compute too (the
+ * DDP mirror's initial-weights hash, in Python: trainer/ref/ddp_mirror.py). */
+#define HASH_FNV1A64_BASIS 0xCBF29CE484222325ull
 
 /* One FNV-1a step with a whole value x as the unit (not its bytes one by one): h' = (h ^ x) * prime.
  * For hashes that were defined over values (libpcoll's rule.wait agreement). */

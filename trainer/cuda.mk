@@ -57,7 +57,7 @@ $(B)/tests/test_cuda_%: tests/cuda/test_cuda_%.c tests/cuda/cuda_test_util.h $(N
 # the reference checks, shared with the CPU test (tests/nn/test_nn_ref.c)
 $(B)/tests/test_cuda_ref: tests/nn/nn_ref_check.h
 
-$(NN_CUDA_BENCH): trainer/cuda/bench_gpu.c trainer/ref/bench_step.h $(NN_CUDA_LIB) $(NN_LIB)
+$(NN_CUDA_BENCH): trainer/cuda/bench_gpu.c trainer/nn/bench_step.h $(NN_CUDA_LIB) $(NN_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(NN_CUDA_CFLAGS) $< -o $@ $(LDFLAGS) $(NN_CUDA_LIB) $(NN_LIB) $(NN_CUDA_LDLIBS) $(NN_LDLIBS) $(LDLIBS)
 

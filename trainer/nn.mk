@@ -32,7 +32,7 @@ $(NN_TESTS): $(B)/tests/nn/%: tests/nn/%.c tests/nn/nn_test_util.h $(NN_LIB)
 # the reference checks, shared with the CUDA test (tests/cuda/test_cuda_ref.c)
 $(B)/tests/nn/test_nn_ref: tests/nn/nn_ref_check.h
 
-$(NN_BENCH): trainer/ref/bench_cpu.c trainer/ref/bench_step.h $(NN_LIB)
+$(NN_BENCH): trainer/ref/bench_cpu.c trainer/nn/bench_step.h $(NN_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(NN_CFLAGS) $< -o $@ $(LDFLAGS) $(NN_LIB) $(NN_LDLIBS) $(LDLIBS)
 

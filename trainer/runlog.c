@@ -21,14 +21,6 @@ static int talk(const run_t *r) { return r->me == 0 && !r->cfg.quiet; }
 static void set(json_t *o, const char *k, json_t *v) { json_object_set_new(o, k, v); }
 static json_t *real_or_null(int ok, double v) { return ok ? json_real(v) : json_null(); }
 
-static const char *rule_name(pcoll_mode_t m, int q, char *buf, size_t n) {
-    if (m == PCOLL_QUORUM)
-        snprintf(buf, n, "quorum:%d", q);
-    else
-        snprintf(buf, n, "%s", pcoll_mode_name(m));
-    return buf;
-}
-
 void runlog_config(const run_t *r) {
     if (!talk(r)) return;
     printf("eager-train: %d ranks, %d threads each; resolved configuration:\n", r->P, r->threads);
@@ -167,8 +159,8 @@ void runlog_switches(run_t *r, int epoch, const ctl_switch_t *sw, size_t n) {
         set(o, "epoch", json_integer(epoch));
         set(o, "round", json_integer((json_int_t)sw[i].round));
         set(o, "effective", json_integer((json_int_t)sw[i].effective));
-        set(o, "from", json_string(rule_name(sw[i].old_mode, sw[i].old_quorum, a, sizeof a)));
-        set(o, "to", json_string(rule_name(sw[i].new_mode, sw[i].new_quorum, b, sizeof b)));
+        set(o, "from", json_string(pcoll_format_mode(sw[i].old_mode, sw[i].old_quorum, a, sizeof a)));
+        set(o, "to", json_string(pcoll_format_mode(sw[i].new_mode, sw[i].new_quorum, b, sizeof b)));
         set(o, "reason", json_string(sw[i].reason));
         json_array_append_new(r->log->switches, o);
         if (!r->cfg.quiet)
@@ -213,7 +205,7 @@ static json_t *gain_json(const ctl_policy_stats_t *s) {
 static const char *level_name(const ctl_policy_stats_t *s, int i, char *buf, size_t n) {
     return i == 0   ? "sync"
            : i == 1 ? "majority"
-                    : rule_name(s->light_quorum ? PCOLL_QUORUM : PCOLL_SOLO, s->light_quorum, buf, n);
+                    : pcoll_format_mode(s->light_quorum ? PCOLL_QUORUM : PCOLL_SOLO, s->light_quorum, buf, n);
 }
 
 static int level_measured(const ctl_policy_stats_t *s, int i) { return isfinite(s->rate[i]); }
@@ -224,7 +216,7 @@ static json_t *controller_json(const ctl_policy_stats_t *s) {
     char a[32], b[32];
     json_t *o = json_object(), *lv = json_array();
     set(o, "rule", json_string("rate")); /* the one adaptive rule (earlier runs: also thresholds) */
-    set(o, "level", json_string(rule_name(s->mode, s->quorum, a, sizeof a)));
+    set(o, "level", json_string(pcoll_format_mode(s->mode, s->quorum, a, sizeof a)));
     set(o, "chosen", s->choice >= 0 ? json_string(level_name(s, s->choice, b, sizeof b)) : json_null());
     set(o, "probing", json_boolean(s->probing));
     set(o, "switches", json_integer((json_int_t)s->mode_switches));
@@ -268,7 +260,7 @@ static void controller_line(const ctl_policy_stats_t *s) {
                  s->probing ? (s->choice >= 0 ? ", probing" : "probing") : "");
     printf(
         "  controller: level %s%s; %s; %llu switches, %llu probes; rounds sync/majority/%s %llu/%llu/%llu\n",
-        rule_name(s->mode, s->quorum, a, sizeof a), ch, lv, (unsigned long long)s->mode_switches,
+        pcoll_format_mode(s->mode, s->quorum, a, sizeof a), ch, lv, (unsigned long long)s->mode_switches,
         (unsigned long long)s->probes, level_name(s, 2, b, sizeof b), (unsigned long long)s->lv_rounds[0],
         (unsigned long long)s->lv_rounds[1], (unsigned long long)s->lv_rounds[2]);
 }

@@ -5,11 +5,12 @@
 # the world sizes and the position (0 batches into the next epoch: these resume at epoch ends), so
 # a resume on another number of ranks (elastic) is recorded too, and continues the controller's
 # level.
-# The policy: started in sync with a window (65536 deposits) no run here fills, so it measures sync
+# The policy: started in sync with a window (65536 deposits) no run here fills and the step-time
+# screen off (it may leave sync on one slow round), so it measures sync
 # for the whole run and every round is deterministic; the continued state is what the run records
 # (controller_continued) and the level it keeps.
 . "$(dirname "$0")/common.sh"
-POL="start=sync,window=65536"
+POL="start=sync,window=65536,screen=off"
 A=(--mode adaptive --policy-opts "$POL" --imbalance linear:unit=20)
 run 2 "${A[@]}" --epochs 2 --ckpt-dir "$TMP/ck" --ckpt-every 1 --out "$TMP/full.json" || { cat "$TMP/out"; fail "uninterrupted run"; }
 mkdir -p "$TMP/ck2" && cp "$TMP/ck/ckpt-0001.ckpt" "$TMP/ck2/latest.ckpt"

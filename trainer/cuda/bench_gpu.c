@@ -5,10 +5,10 @@
  * Prints one line per (model, precision): "model batch precision median_ms min_ms" (median of
  * iters after 3 warm-ups; the image models run through nn_cuda_step_graph, i.e. a CUDA graph
  * from the third step on, as the trainer does; the LSTM runs eagerly).
- * The arguments, the synthetic batches and the timing loop are trainer/ref/bench_step.h's (shared
+ * The arguments, the synthetic batches and the timing loop are trainer/nn/bench_step.h's (shared
  * with nn_bench_cpu). */
 #include "trainer/cuda/nn_cuda.h"
-#include "trainer/ref/bench_step.h"
+#include "trainer/nn/bench_step.h"
 
 struct gpu_step {
     nn_cuda_model_t *g;

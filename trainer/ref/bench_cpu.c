@@ -7,9 +7,9 @@
  * Prints one line per model: "model batch median_ms min_ms cpu_ms" (median wall time of iters
  * after 2 warm-ups, the fastest, and the median process CPU time: on a shared machine the CPU
  * time is the steadier figure, since waiting for a core does not count).
- * The arguments, the synthetic batches and the timing loop are trainer/ref/bench_step.h's (shared
+ * The arguments, the synthetic batches and the timing loop are trainer/nn/bench_step.h's (shared
  * with nn_bench_gpu). */
-#include "trainer/ref/bench_step.h"
+#include "trainer/nn/bench_step.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif

@@ -4,17 +4,11 @@
  * order (= PyTorch's named_parameters order).
  * Usage: ddp_init_hash DESC SEED   prints "NPARAMS HASH" (hash as 16 hex digits); exit 1 on a bad
  * description or seed, named. */
+#include "common/hash.h"
 #include "trainer/nn/nn.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static uint64_t fnv1a64(const void *p, size_t n) {
-    const unsigned char *b = p;
-    uint64_t h = 0xCBF29CE484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001B3ull;
-    return h;
-}
 
 int main(int argc, char **argv) {
     if (argc != 3) {
@@ -32,7 +26,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "ddp_init_hash: model '%s': %s\n", argv[1], err);
         return 1;
     }
-    printf("%zu %016llx\n", m->nparams, (unsigned long long)fnv1a64(m->params, m->nparams * sizeof(float)));
+    printf("%zu %016llx\n", m->nparams,
+           (unsigned long long)hash_fnv1a64(HASH_FNV1A64_BASIS, m->params, m->nparams * sizeof(float)));
     nn_model_free(m);
     return 0;
 }
