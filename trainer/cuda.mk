@@ -84,7 +84,7 @@ $(GPU_DATA)/t10k-labels-idx1-ubyte.gz: tests/cuda/fmnist_subset.sh trainer/cuda.
 endif
 
 bench-gpu: $(NN_CUDA_BENCH) $(if $(LIBPCOLL_CUDA),$(B)/bench/bench_collectives_cuda,)
-	@sh trainer/cuda/bench_gpu.sh $(B)
+	@sh jobs/bench_gpu.sh $(B)
 
 else
 
