@@ -3,7 +3,7 @@
 exactly, so that eager-train's modes race the tool its users run today on the same job.
 
 What is mirrored (sources: trainer/config.c presets, trainer/nn/zoo.c, init.c, optim.c,
-trainer/data/common.c, iter.c, trainer/imbalance.c, trainer/main.c):
+trainer/data/common.c, iter.c, collectives/sim/imbalance.c, trainer/main.c):
   presets    fmnist (resnet-fmnist: conv3x3(1->16)+BN+ReLU, 3 stages x 1 BasicBlock, 16/32/64
              channels, stride 2 at stages 2-3, 1x1 conv+BN shortcut where the shape changes, global
              average pool, Linear(64->10); BN momentum 0.1, eps 1e-5; Fashion-MNIST IDX files) and
@@ -92,7 +92,7 @@ def parse(argv=None):
     a.add_argument("--wd-bn", type=int, default=0)
     a.add_argument("--nesterov", type=int, default=0)
     a.add_argument("--seed", type=int, default=1)
-    a.add_argument("--imbalance", default="none", help="eager-train's --imbalance syntax (trainer/imbalance.c)")
+    a.add_argument("--imbalance", default="none", help="eager-train's --imbalance syntax (collectives/sim/imbalance.c)")
     a.add_argument("--limit-train", type=int, default=0)
     a.add_argument("--limit-test", type=int, default=0)
     a.add_argument("--hp-features", type=int, default=8192, help="hyperplane features")
@@ -126,7 +126,7 @@ def parse(argv=None):
 
 # ------------------------------------------------------------------ eager-train's generators
 def mix64(z):
-    """splitmix64's finaliser (trainer/imbalance.c mix, trainer/data/common.c)."""
+    """splitmix64's finaliser (common/hash.h hash_splitmix64)."""
     z = (z + 0x9E3779B97F4A7C15) & M64
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
@@ -146,7 +146,7 @@ def data_permutation(n, seed, epoch):
 
 
 class Imbalance:
-    """trainer/imbalance.c: the delay of (seed, step, rank) in ms, a pure function; same parser rules."""
+    """collectives/sim/imbalance.c: the delay of (seed, step, rank) in ms, a pure function; same parser rules."""
     KINDS = {"none": (), "linear": ("unit",), "random": ("k", "d"), "lognormal": ("mean", "std"),
              "slow": ("rank", "factor"), "inherent": ("unit",)}
 
