@@ -18,8 +18,8 @@
  *   main.c       the outline: set up, train epoch after epoch, finish
  *
  * Beside them, on no run_t: config.c (options), checkpoint.c, dealer.c (--epoch-mode global),
- * metrics.c (pieces of the run's JSON), crash.c, batch.h, imbalance.c and the backends
- * (backend.h). Data flows one way: data -> backend (gradient) -> libpcoll (rounds) -> backend
+ * metrics.c (pieces of the run's JSON), crash.c, batch.h and the backends (backend.h); the
+ * injected delays are collectives/sim/imbalance.h's. Data flows one way: data -> backend (gradient) -> libpcoll (rounds) -> backend
  * (apply); the controller sets libpcoll's rules; the run log only reads.
  *
  * One run_t per process, passed by pointer; nothing lives in file-scope variables.
