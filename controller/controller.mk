@@ -1,7 +1,7 @@
 # controller/: the adaptive policy (pure) and the controller thread -> $(B)/libcontroller.a
 # Tests: tests/controller.tests (names ctl_*), sources in tests/controller/.
 
-CTL_SRCS := controller/policy.c controller/options.c controller/signals.c controller/state.c controller/rate.c \
+CTL_SRCS := controller/policy.c controller/levels.c controller/options.c controller/signals.c controller/state.c controller/rate.c \
             controller/predict.c controller/thread.c
 CTL_OBJS := $(patsubst %.c,$(B)/%.o,$(CTL_SRCS))
 

@@ -1,5 +1,5 @@
 /* predict.c -- what a level would score, replayed from the step times the ranks reported (the rate
- * rule's screen, controller.h section 3a). Pure: no MPI calls, no threads, no clocks, no globals.
+ * rule's screen, docs/DESIGN.md#the-rate-rule). Pure: no MPI calls, no threads, no clocks, no globals.
  *
  * Accepts: the carried state's ring of each rank's last step times (pcoll_set_cost's step: data,
  * compute, injected delay; no waiting), the mean round overhead measured in sync rounds (a sync
@@ -80,7 +80,7 @@ double rate_predict(const ctl_policy_t *p, int level, double overhead) {
     if (R < 2 * (uint64_t)s->cost_n * (uint64_t)P || !(overhead >= 0)) return 0;
     for (int i = 0; i < P; i++)
         if (s->cost_cnt[i] < 2) return 0;
-    const int Q = level == LV_LIGHT ? (p->light.mode == PCOLL_QUORUM ? p->light.quorum : 1) : 0;
+    const int Q = level == CTL_LV_LIGHT ? (p->light.mode == PCOLL_QUORUM ? p->light.quorum : 1) : 0;
     double *ready = calloc((size_t)P, sizeof *ready), *n = calloc((size_t)P, sizeof *n),
            *wsum = calloc((size_t)P, sizeof *wsum), *srt = calloc((size_t)P, sizeof *srt);
     uint64_t *k = calloc((size_t)P, sizeof *k), *gsince = calloc((size_t)P, sizeof *gsince),
@@ -92,7 +92,7 @@ double rate_predict(const ctl_policy_t *p, int level, double overhead) {
     double t_free = 0, t0 = 0;
     for (uint64_t r = 0; r < R; r++) {
         double need;
-        if (level == LV_MAJ)
+        if (level == CTL_LV_MAJORITY)
             need = ready[mix64(r + 1) % (uint64_t)P];
         else if (Q <= 1) {
             need = ready[0];
@@ -113,7 +113,7 @@ double rate_predict(const ctl_policy_t *p, int level, double overhead) {
                 streak[i]++, gsince[i] += nf;
                 continue;
             }
-            if (r >= warm) n[i]++, wsum[i] += rate_worth(p->c.staleness, (double)gsince[i] / P);
+            if (r >= warm) n[i]++, wsum[i] += gradient_worth(p->c.staleness, (double)gsince[i] / P);
             streak[i] = 0, gsince[i] = 0;
             ready[i] = end + step_at(s, i, k[i]++);
         }
