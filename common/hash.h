@@ -1,4 +1,4 @@
-/* hash.h -- the project's two hashes, header-only (common/: the lowest layer, below collectives/).
+/* hash.h -- the project's hashes and mixers, header-only (common/: the lowest layer, below collectives/).
  *
  * Results depend on these bit for bit: recorded weight and decision hashes, checkpoints, the
  * majority initiator of every round and every injected delay. Never change a constant or an
@@ -43,6 +43,16 @@ static inline uint64_t hash_splitmix64(uint64_t x) {
     x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
     x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
     return x ^ (x >> 31);
+}
+
+/* MurmurHash3's 64-bit finaliser (no increment; 0 maps to 0): the controller's replay of majority
+ * rounds draws its initiators from it (controller/predict.c); its decisions depend on it. */
+static inline uint64_t hash_murmur3_fmix64(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
 }
 
 #endif

@@ -1,7 +1,7 @@
 # controller/: the adaptive policy (pure) and the controller thread -> $(B)/libcontroller.a
 # Tests: tests/controller.tests (names ctl_*), sources in tests/controller/.
 
-CTL_SRCS := controller/policy.c controller/options.c controller/signals.c controller/state.c controller/rate.c \
+CTL_SRCS := controller/policy.c controller/levels.c controller/options.c controller/signals.c controller/state.c controller/rate.c \
             controller/predict.c controller/thread.c
 CTL_OBJS := $(patsubst %.c,$(B)/%.o,$(CTL_SRCS))
 
@@ -15,10 +15,12 @@ $(B)/libcontroller.a: $(CTL_OBJS)
 
 ALL_BINS += $(B)/libcontroller.a
 
-# test_policy links only policy.o out of the archive: no MPI or libpcoll needed at link time.
-$(B)/tests/test_policy: tests/controller/test_policy.c $(B)/libcontroller.a
+# The pure tests link the archive and libpcoll's rule spelling (collectives/mode.o: mode names,
+# no MPI): no MPI or libpcoll needed at link time.
+CTL_PURE := $(B)/libcontroller.a $(B)/collectives/mode.o
+$(B)/tests/test_policy: tests/controller/test_policy.c $(CTL_PURE)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(MPI_CFLAGS) -MF $(B)/tests/test_policy.d $< -o $@ $(LDFLAGS) $(B)/libcontroller.a $(LDLIBS)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) -MF $(B)/tests/test_policy.d $< -o $@ $(LDFLAGS) $(CTL_PURE) $(LDLIBS)
 
 TEST_BINS += $(B)/tests/test_policy
 
@@ -26,10 +28,10 @@ TEST_BINS += $(B)/tests/test_policy
 controller: $(B)/libcontroller.a $(B)/tests/test_policy
 
 # test_thread: the controller thread against a mock libpcoll defined in the test itself (links
-# thread.o + policy.o; MPI libs only for the MPI_Abort reference of the default abort handler).
-$(B)/tests/test_ctl_thread: tests/controller/test_thread.c $(B)/libcontroller.a
+# the pure objects; MPI libs only for the MPI_Abort reference of the default abort handler).
+$(B)/tests/test_ctl_thread: tests/controller/test_thread.c $(CTL_PURE)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(MPI_CFLAGS) -MF $(B)/tests/test_ctl_thread.d $< -o $@ $(LDFLAGS) $(B)/libcontroller.a $(MPI_LIBS) $(LDLIBS)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) -MF $(B)/tests/test_ctl_thread.d $< -o $@ $(LDFLAGS) $(CTL_PURE) $(MPI_LIBS) $(LDLIBS)
 
 TEST_BINS += $(B)/tests/test_ctl_thread
 controller: $(B)/tests/test_ctl_thread
@@ -40,14 +42,14 @@ $(B)/tests/test_ctl_mpi: tests/controller/test_ctl_mpi.c $(B)/libcontroller.a $(
 	$(CC) $(CFLAGS) $(MPI_CFLAGS) $< -o $@ $(LDFLAGS) $(B)/libcontroller.a $(LIBPCOLL) $(MPI_LIBS) $(LDLIBS)
 TEST_BINS += $(B)/tests/test_ctl_mpi
 
-$(B)/tests/test_state: tests/controller/test_state.c $(B)/libcontroller.a
+$(B)/tests/test_state: tests/controller/test_state.c $(CTL_PURE)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(MPI_CFLAGS) -MF $(B)/tests/test_state.d $< -o $@ $(LDFLAGS) $(B)/libcontroller.a $(LDLIBS)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) -MF $(B)/tests/test_state.d $< -o $@ $(LDFLAGS) $(CTL_PURE) $(LDLIBS)
 TEST_BINS += $(B)/tests/test_state
 controller: $(B)/tests/test_state
 
-$(B)/tests/test_rate: tests/controller/test_rate.c $(B)/libcontroller.a
+$(B)/tests/test_rate: tests/controller/test_rate.c $(CTL_PURE)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(MPI_CFLAGS) -MF $(B)/tests/test_rate.d $< -o $@ $(LDFLAGS) $(B)/libcontroller.a $(LDLIBS)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) -MF $(B)/tests/test_rate.d $< -o $@ $(LDFLAGS) $(CTL_PURE) $(LDLIBS)
 TEST_BINS += $(B)/tests/test_rate
 controller: $(B)/tests/test_rate

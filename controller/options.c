@@ -103,31 +103,12 @@ int ctl_policy_check(const ctl_policy_cfg_t *c, char *err, size_t n) {
     return CTL_OK;
 }
 
+/* libpcoll's parser; the controller keeps quorum 0 for majority and sync (its saved states and
+ * decision hashes have it so). */
 static int parse_rule(const char *s, pcoll_rule_t *r) {
-    memset(r, 0, sizeof *r);
-    if (!strcmp(s, "solo")) {
-        r->mode = PCOLL_SOLO;
-        r->quorum = 1;
-        return 0;
-    }
-    if (!strcmp(s, "majority")) {
-        r->mode = PCOLL_MAJORITY;
-        return 0;
-    }
-    if (!strcmp(s, "sync")) {
-        r->mode = PCOLL_SYNC;
-        return 0;
-    }
-    if (!strncmp(s, "quorum:", 7)) {
-        char *end;
-        errno = 0;
-        long q = strtol(s + 7, &end, 10);
-        if (errno || end == s + 7 || *end || q < 1 || q > PCOLL_MAX_RANKS) return -1;
-        r->mode = PCOLL_QUORUM;
-        r->quorum = (int)q;
-        return 0;
-    }
-    return -1;
+    if (pcoll_parse_mode(s, r) != PCOLL_OK) return -1;
+    if (r->mode == PCOLL_MAJORITY || r->mode == PCOLL_SYNC) r->quorum = 0;
+    return 0;
 }
 
 /* Parses v into key k of c; returns 0 or -1 and what the key wants in *want. */
@@ -216,14 +197,7 @@ int ctl_policy_parse(const char *s, ctl_policy_cfg_t *c, char *err, size_t n) {
 }
 
 const char *rule_str(const pcoll_rule_t *r, char *b, size_t n) {
-    if (r->mode == PCOLL_QUORUM)
-        snprintf(b, n, "quorum:%d", r->quorum);
-    else
-        snprintf(b, n, "%s",
-                 r->mode == PCOLL_SOLO       ? "solo"
-                 : r->mode == PCOLL_MAJORITY ? "majority"
-                                             : "sync");
-    return b;
+    return pcoll_format_mode(r->mode, r->quorum, b, n);
 }
 
 const char *ctl_policy_format(const ctl_policy_cfg_t *c, char *buf, size_t n) {

@@ -9,33 +9,6 @@
 
 /* ---------------------------------------------------------------- lifecycle */
 
-static void level_rule(const ctl_policy_t *p, int lv, pcoll_rule_t *r) {
-    memset(r, 0, sizeof *r);
-    if (p->c.kind == CTL_STATIC) {
-        r->mode = p->c.base.mode;
-        r->quorum = p->c.base.quorum;
-        return;
-    }
-    if (lv == LV_LIGHT) {
-        *r = p->light;
-        return;
-    }
-    r->mode = lv == LV_MAJ ? PCOLL_MAJORITY : PCOLL_SYNC;
-}
-
-const char *level_name(const ctl_policy_t *p, int lv, char *b, size_t n) {
-    pcoll_rule_t r;
-    level_rule(p, lv, &r);
-    return rule_str(&r, b, n);
-}
-
-int rec_active(const pcoll_record_t *rec, int i) {
-    return !(rec->flags[i] & (PCOLL_F_JOINED | PCOLL_F_FAILED));
-}
-
-/* The doubling back-off of the probe interval: twice cur, at most cap. */
-int backoff(int cur, int cap) { return cur > cap / 2 ? cap : cur * 2; }
-
 /* A policy for one handle, with its carried state taken from `from` (NULL: a fresh state). */
 static ctl_policy_t *policy_new(const ctl_policy_cfg_t *c, int P, const struct ctl_state *from) {
     if (ctl_policy_check(c, NULL, 0) || P < 1 || P > PCOLL_MAX_RANKS) return NULL;
@@ -192,7 +165,7 @@ static uint8_t track_tau(ctl_policy_t *p, const pcoll_record_t *rec) {
     for (int i = 0; i < P; i++) {
         if (!rec_active(rec, i)) continue;
         if (rec->streak[i] > (uint32_t)tau) p->st.tau_violations++;
-        if (rec->streak[i] >= (uint32_t)tau) p->tau_next[p->ntau_next++] = i;
+        if (pcoll_must_wait(rec->streak[i], tau)) p->tau_next[p->ntau_next++] = i;
     }
     if (p->c.tau_by == CTL_TAU_LIBRARY) p->st.tau_waits += p->ntau_next;
     return forced;
@@ -201,7 +174,7 @@ static uint8_t track_tau(ctl_policy_t *p, const pcoll_record_t *rec) {
 /* tau_by=policy: the wait set of round r + lag (into p->tmp); returns its size, reason in why. */
 static int policy_wait_set(ctl_policy_t *p, const pcoll_record_t *rec, int level, char *why, size_t n) {
     const ctl_policy_cfg_t *c = &p->c;
-    if (c->tau <= 0 || c->tau_by != CTL_TAU_POLICY || level == LV_SYNC ||
+    if (c->tau <= 0 || c->tau_by != CTL_TAU_POLICY || level == CTL_LV_SYNC ||
         (c->kind == CTL_STATIC && c->base.mode == PCOLL_SYNC))
         return 0;
     uint32_t thr = (uint32_t)(c->tau - c->lag + 1);
@@ -332,7 +305,7 @@ int ctl_policy_observe(ctl_policy_t *p, const pcoll_record_t *rec, ctl_decision_
     if (c->tau > 0 && c->tau_by == CTL_TAU_POLICY) p->st.tau_waits += nw;
     p->next = r + 1;
     p->st.rounds++;
-    p->st.lv_rounds[rec->mode == PCOLL_SYNC ? 0 : rec->mode == PCOLL_MAJORITY ? 1 : 2]++;
+    p->st.lv_rounds[level_of_mode(rec->mode)]++;
     if (!what) return 0;
 
     commit(p, r, what, &v, nw, &g, wwhy, out);
@@ -362,25 +335,21 @@ void ctl_policy_stats(const ctl_policy_t *p, ctl_policy_stats_t *st) {
     st->F = g.F;
     st->T = g.T;
     st->gain = p->c.kind == CTL_ADAPTIVE ? NAN : g.gain;
-    const int order[3] = {LV_SYNC, LV_MAJ, LV_LIGHT};
     int chosen = s->phase ? s->incumbent : s->level;
     st->kind = p->c.kind;
     st->light_quorum = p->light.mode == PCOLL_QUORUM ? p->light.quorum : 0;
-    st->choice = st->rival = -1;
-    st->probing = p->c.kind == CTL_ADAPTIVE && s->phase;
-    for (int i = 0; i < 3; i++) {
-        if (p->c.kind == CTL_ADAPTIVE) {
-            if (order[i] == chosen) st->choice = i;
-            if (!s->phase && order[i] == s->rival) st->rival = i;
-        }
-        int lv = order[i];
+    const int adaptive = p->c.kind == CTL_ADAPTIVE;
+    st->choice = adaptive ? chosen : -1;
+    st->rival = adaptive && !s->phase ? s->rival : -1;
+    st->probing = adaptive && s->phase;
+    for (int lv = 0; lv < CTL_NLV; lv++) {
         int ok = s->scored_at[lv] != NONE;
-        st->rate[i] = ok ? s->rate[lv] : NAN;
-        st->lag[i] = ok ? s->lag[lv] : NAN;
-        st->score[i] = ok ? s->score[lv] : NAN;
-        st->score_se[i] = ok ? rate_se(s, lv) : NAN;
-        st->samples[i] = ok ? s->pool_n[lv] : 0;
-        st->predicted[i] = s->pred[lv] > 0 ? s->pred[lv] : NAN;
+        st->rate[lv] = ok ? s->rate[lv] : NAN;
+        st->lag[lv] = ok ? s->lag[lv] : NAN;
+        st->score[lv] = ok ? s->score[lv] : NAN;
+        st->score_se[lv] = ok ? rate_se(s, lv) : NAN;
+        st->samples[lv] = ok ? s->pool_n[lv] : 0;
+        st->predicted[lv] = s->pred[lv] > 0 ? s->pred[lv] : NAN;
     }
 }
 

@@ -8,8 +8,6 @@
 
 #define NONE UINT64_MAX
 
-enum { LV_LIGHT = 0, LV_MAJ = 1, LV_SYNC = 2, NLV = 3 };
-
 /* Measurement of the samples a mode delivers (rate rule, rate.c) over its latest deposits. */
 typedef struct {
     uint32_t *n;    /* [P] deposits counted */
@@ -46,37 +44,37 @@ struct ctl_state {
     uint8_t *act;      /* [P] active in the latest record */
     int32_t cost_seen; /* some rank has reported a step time */
     /* rate rule (rate.c) */
-    meas_t m;                           /* the measurement in progress (current level) */
-    uint32_t *gsince;                   /* [P] gradients applied since p was last fresh */
-    double score[NLV];                  /* score of each level pooled over its measurements since the run's
+    meas_t m;                 /* the measurement in progress (current level) */
+    uint32_t *gsince;         /* [P] gradients applied since p was last fresh */
+    double score[CTL_NLV];    /* score of each level pooled over its measurements since the run's
                                    conditions last changed (standard error: rate_se) */
-    double se_in[NLV];                  /* ... the within-measurement standard error of the pool */
-    double pool_w[NLV];                 /* ... the sum of the inverse within-variances pooled */
-    uint64_t pool_n[NLV];               /* ... the gradients counted in the measurements pooled */
-    uint32_t pool_k[NLV];               /* ... the measurements pooled */
-    double pool_sx[NLV], pool_sxx[NLV]; /* ... the sum of the measurements and of their squares */
-    double last_x[NLV];                 /* latest measurement of each level pooled (0: none) */
-    double cv2_sum;                     /* relative sum of squares (sum (x - mean)^2 / mean^2) of the pools
+    double se_in[CTL_NLV];    /* ... the within-measurement standard error of the pool */
+    double pool_w[CTL_NLV];   /* ... the sum of the inverse within-variances pooled */
+    uint64_t pool_n[CTL_NLV]; /* ... the gradients counted in the measurements pooled */
+    uint32_t pool_k[CTL_NLV]; /* ... the measurements pooled */
+    double pool_sx[CTL_NLV], pool_sxx[CTL_NLV]; /* ... the sum of the measurements and of their squares */
+    double last_x[CTL_NLV];                     /* latest measurement of each level pooled (0: none) */
+    double cv2_sum;      /* relative sum of squares (sum (x - mean)^2 / mean^2) of the pools
                                    dropped when the run's conditions changed ... */
-    uint32_t cv2_n;                     /* ... and its degrees of freedom */
-    int32_t beyond;                     /* settled: side (+1, -1) of the previous measurement that lay outside
+    uint32_t cv2_n;      /* ... and its degrees of freedom */
+    int32_t beyond;      /* settled: side (+1, -1) of the previous measurement that lay outside
                                    the pool's limits (0: it lay inside) */
-    int32_t contest;            /* measurements of a rival taken again since the probe of every level */
-    int32_t rival;              /* settled: the level an unresolved choice is measured against again
+    int32_t contest;     /* measurements of a rival taken again since the probe of every level */
+    int32_t rival;       /* settled: the level an unresolved choice is measured against again
                                    when next_probe is due (-1: none, the next probe is of every level) */
-    uint64_t probe_from;        /* grads when the latest probe of every level began */
-    double rate[NLV], lag[NLV]; /* latest measured rate and lag of each level (reasons, stats) */
-    uint64_t scored_at[NLV];    /* global round of the latest measurement (NONE: never) */
-    int32_t phase;              /* 0: settled, 1: probing */
-    int32_t queue[NLV], nqueue; /* probing: levels still to measure, in order */
-    int32_t incumbent;          /* probing: the level chosen before the probe (-1: none) */
-    uint64_t grads;             /* gradients taken by all rounds observed */
-    uint64_t next_probe;        /* settled: the next probe is due once grads reaches this */
-    double ovh_sum;             /* sum over sync rounds of a rank's mean cycle minus the round's
+    uint64_t probe_from; /* grads when the latest probe of every level began */
+    double rate[CTL_NLV], lag[CTL_NLV]; /* latest measured rate and lag of each level (reasons, stats) */
+    uint64_t scored_at[CTL_NLV];        /* global round of the latest measurement (NONE: never) */
+    int32_t phase;                      /* 0: settled, 1: probing */
+    int32_t queue[CTL_NLV], nqueue;     /* probing: levels still to measure, in order */
+    int32_t incumbent;                  /* probing: the level chosen before the probe (-1: none) */
+    uint64_t grads;                     /* gradients taken by all rounds observed */
+    uint64_t next_probe;                /* settled: the next probe is due once grads reaches this */
+    double ovh_sum;                     /* sum over sync rounds of a rank's mean cycle minus the round's
                                    largest step time: the round's own overhead (predict.c) ... */
-    uint32_t ovh_n;             /* ... and the rounds summed (since the levels were last forgotten) */
-    int32_t screened;           /* bit l: level l's probe skipped in the current probe (the screen) */
-    double pred[NLV];           /* the latest replayed score of each level (0: none) */
+    uint32_t ovh_n;                     /* ... and the rounds summed (since the levels were last forgotten) */
+    int32_t screened;                   /* bit l: level l's probe skipped in the current probe (the screen) */
+    double pred[CTL_NLV];               /* the latest replayed score of each level (0: none) */
 };
 
 struct ctl_policy {
@@ -128,7 +126,6 @@ void rate_switched(ctl_policy_t *p);
 void rate_init(struct ctl_state *s, const ctl_policy_cfg_t *c);
 void rate_start(struct ctl_state *s);
 double rate_se(const struct ctl_state *s, int l);
-double rate_worth(ctl_staleness_t k, double lag);
 /* predict.c: the score a partial level would have, replayed from the ranks' step times (0: too
  * little to replay) */
 double rate_predict(const ctl_policy_t *p, int level, double overhead);
@@ -144,9 +141,19 @@ const char *rule_str(const pcoll_rule_t *r, char *b, size_t n);
 void window_push(struct ctl_state *s, const wrow_t *x);
 sig_t signals(const struct ctl_state *s);
 
-/* policy.c helpers used by rate.c */
+/* levels.c: shared by the files above */
+/* The rule of level lv (CTL_LV_*) under p (a static policy: its one rule), wait set empty. */
+void level_rule(const ctl_policy_t *p, int lv, pcoll_rule_t *r);
+/* That rule's name ("sync", "solo", "quorum:3", ...) in b (n bytes); returns b. */
 const char *level_name(const ctl_policy_t *p, int lv, char *b, size_t n);
+/* The level (CTL_LV_*) whose rounds run mode m: solo and quorum are LIGHT. */
+int level_of_mode(pcoll_mode_t m);
+/* 1 if rank i is active in rec (neither joined nor failed). */
 int rec_active(const pcoll_record_t *rec, int i);
+/* The doubled probe interval: twice cur, at most cap. */
 int backoff(int cur, int cap);
+/* What a gradient lag sync steps old is worth relative to a fresh one under staleness key k:
+ * linear 1 / (1 + lag), quadratic 1 / (1 + lag^2), bound 1. Why: docs/DESIGN.md#the-worth-of-a-gradient */
+double gradient_worth(ctl_staleness_t k, double lag);
 
 #endif

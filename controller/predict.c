@@ -1,5 +1,5 @@
 /* predict.c -- what a level would score, replayed from the step times the ranks reported (the rate
- * rule's screen, controller.h section 3a). Pure: no MPI calls, no threads, no clocks, no globals.
+ * rule's screen, docs/DESIGN.md#the-rate-rule). Pure: no MPI calls, no threads, no clocks, no globals.
  *
  * Accepts: the carried state's ring of each rank's last step times (pcoll_set_cost's step: data,
  * compute, injected delay; no waiting), the mean round overhead measured in sync rounds (a sync
@@ -26,6 +26,7 @@
  * O(P) per round and runs until every rank has stepped through its ring 8 times (a quarter of it
  * warm-up), at most 2^26 rank-rounds: up to 1,024 ranks every rank replays its ring at least
  * twice; beyond that it returns 0 and the rule probes as it would without a screen. */
+#include "common/hash.h"
 #include "controller/policy_impl.h"
 
 #include <math.h>
@@ -56,14 +57,6 @@ static double kth(double *a, int n, int k) {
     return a[k];
 }
 
-static uint64_t mix64(uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    return x ^ (x >> 33);
-}
-
 /* Rank i's k-th replayed step: its ring, oldest first, cyclically. */
 static double step_at(const struct ctl_state *s, int i, uint64_t k) {
     const int N = s->cost_n, cnt = s->cost_cnt[i];
@@ -80,11 +73,11 @@ double rate_predict(const ctl_policy_t *p, int level, double overhead) {
     if (R < 2 * (uint64_t)s->cost_n * (uint64_t)P || !(overhead >= 0)) return 0;
     for (int i = 0; i < P; i++)
         if (s->cost_cnt[i] < 2) return 0;
-    const int Q = level == LV_LIGHT ? (p->light.mode == PCOLL_QUORUM ? p->light.quorum : 1) : 0;
+    const int Q = level == CTL_LV_LIGHT ? (p->light.mode == PCOLL_QUORUM ? p->light.quorum : 1) : 0;
     double *ready = calloc((size_t)P, sizeof *ready), *n = calloc((size_t)P, sizeof *n),
            *wsum = calloc((size_t)P, sizeof *wsum), *srt = calloc((size_t)P, sizeof *srt);
-    uint64_t *k = calloc((size_t)P, sizeof *k), *gsince = calloc((size_t)P, sizeof *gsince),
-             *streak = calloc((size_t)P, sizeof *streak);
+    uint64_t *k = calloc((size_t)P, sizeof *k), *gsince = calloc((size_t)P, sizeof *gsince);
+    uint32_t *streak = calloc((size_t)P, sizeof *streak);
     double score = 0;
     if (!ready || !n || !wsum || !srt || !k || !gsince || !streak) goto out;
     for (int i = 0; i < P; i++) k[i] = 1, ready[i] = step_at(s, i, 0);
@@ -92,8 +85,8 @@ double rate_predict(const ctl_policy_t *p, int level, double overhead) {
     double t_free = 0, t0 = 0;
     for (uint64_t r = 0; r < R; r++) {
         double need;
-        if (level == LV_MAJ)
-            need = ready[mix64(r + 1) % (uint64_t)P];
+        if (level == CTL_LV_MAJORITY)
+            need = ready[hash_murmur3_fmix64(r + 1) % (uint64_t)P];
         else if (Q <= 1) {
             need = ready[0];
             for (int i = 1; i < P; i++)
@@ -103,7 +96,7 @@ double rate_predict(const ctl_policy_t *p, int level, double overhead) {
             need = kth(srt, P, (Q < P ? Q : P) - 1);
         }
         for (int i = 0; i < P; i++)
-            if (tau > 0 && streak[i] >= (uint64_t)tau && ready[i] > need) need = ready[i];
+            if (pcoll_must_wait(streak[i], tau) && ready[i] > need) need = ready[i];
         const double t = need > t_free ? need : t_free, end = t + overhead;
         if (r == warm) t0 = t;
         uint64_t nf = 0;
@@ -113,7 +106,7 @@ double rate_predict(const ctl_policy_t *p, int level, double overhead) {
                 streak[i]++, gsince[i] += nf;
                 continue;
             }
-            if (r >= warm) n[i]++, wsum[i] += rate_worth(p->c.staleness, (double)gsince[i] / P);
+            if (r >= warm) n[i]++, wsum[i] += gradient_worth(p->c.staleness, (double)gsince[i] / P);
             streak[i] = 0, gsince[i] = 0;
             ready[i] = end + step_at(s, i, k[i]++);
         }

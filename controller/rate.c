@@ -1,35 +1,16 @@
-/* rate.c -- the adaptive policy's rate rule (controller.h section 3a): it measures the gradients
- * per second each level delivers, in short probes of each level, and keeps the one that delivers
- * most after a discount for staleness. Pure: no MPI calls, no threads, no clocks, no globals.
- *
- * The one constant is a confidence level, dimensionless:
- *   Z = 2: a score beats another only if it is higher by 2 standard errors of the difference
- *     (one-sided, about 98% confidence that it really is faster after the discount). A choice
- *     that does not beat the next level is unresolved and every level it does not beat is
- *     measured again (a contest); a settled choice changes only to a level that beats it. A tie
- *     keeps the higher point estimate (sending ties to the least partial level instead was
- *     measured over 6-epoch training runs: it moves the loss from one regime to another,
- *     docs/EXPERIMENTS.md). A settled choice is re-probed when two measurements in a row of it lie more than 2
- *     standard errors from its pool on the same side (a control chart's run rule: about one false
- *     alarm in 2,000 measurements), e.g. when a rank becomes slow in the middle of a run.
- * Standard errors are the larger of two: the spread of the cycle times within a measurement, and
- * the spread between measurements of one level (a shared machine's speed drifts on a longer scale
- * than a measurement, and only the second sees it; it is estimated as one relative variance from
- * the measurements of every level pooled since the run started, so it exists after the first
- * repeat of any level). The other numbers are counts of the run's own events, not thresholds on what it
- * measures: `window` (deposits, and rounds in partial levels, per measurement), `probe` and
- * `probe_max` (sync rounds' worth of gradients between probes), 2 deposits of every rank (the
- * fewest a spread can be estimated from) and CONTEST_MAX (how often the rival of an unresolved
- * choice is measured again before the choice stands until the next probe). The worth of a stale
- * gradient (key staleness) is a modelling choice without a constant (worth() below). */
+/* rate.c -- the adaptive policy's rate rule: it measures the fresh-gradient equivalents per second
+ * each level delivers, in probes of each level, and keeps the level that delivers most; while
+ * settled, it re-probes when the chosen level's measurements shift (the change test). Pure: no MPI
+ * calls, no threads, no clocks, no globals. The rule and why: docs/DESIGN.md#the-rate-rule; its
+ * constants: docs/DESIGN.md#constants-of-the-rate-rule. */
 #include "controller/policy_impl.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#define Z           2.0
-#define CONTEST_MAX 2
+#define Z           2.0 /* confidence level: standard errors of a difference that decide */
+#define CONTEST_MAX 2   /* times an unresolved choice's rival is measured again */
 
 /* Clears what the measurement has counted; each rank's previous cycle (x1, w1) and skip flag stay. */
 static void meas_clear(struct ctl_state *s) {
@@ -54,13 +35,12 @@ static void meas_skip(struct ctl_state *s) {
     for (int i = 0; i < s->P; i++) s->m.skip[i] = 1, s->m.x1[i] = s->m.w1[i] = 0;
 }
 
-/* Queues a probe of every level other than the current one, least partial first (from a
- * settled choice: that choice is the incumbent; while probing already: none). */
+/* Queues a probe of every level other than the current one, least partial first (CTL_LV_* order;
+ * from a settled choice: that choice is the incumbent; while probing already: none). */
 void rate_probe_all(struct ctl_state *s) {
-    const int order[NLV] = {LV_SYNC, LV_MAJ, LV_LIGHT};
     s->nqueue = 0;
-    for (int k = 0; k < NLV; k++)
-        if (order[k] != s->level) s->queue[s->nqueue++] = order[k];
+    for (int l = 0; l < CTL_NLV; l++)
+        if (l != s->level) s->queue[s->nqueue++] = l;
     s->incumbent = s->phase ? -1 : s->level;
     s->phase = 1;
     s->screened = 0;
@@ -70,7 +50,7 @@ void rate_probe_all(struct ctl_state *s) {
 }
 
 void rate_forget_levels(struct ctl_state *s) {
-    for (int l = 0; l < NLV; l++) {
+    for (int l = 0; l < CTL_NLV; l++) {
         s->score[l] = s->se_in[l] = s->rate[l] = s->lag[l] = s->pool_w[l] = s->last_x[l] = 0;
         s->pool_sx[l] = s->pool_sxx[l] = 0;
         s->pool_n[l] = 0;
@@ -99,21 +79,6 @@ void rate_start(struct ctl_state *s) {
     for (int i = 0; i < s->P; i++)
         s->gsince[i] = 0; /* every rank applied every round before the handle ended */
     meas_skip(s);
-}
-
-/* What a gradient lag sync steps old is worth, relative to a fresh one (staleness key):
- *   linear [default] 1 / (1 + lag): staleness-aware SGD's step scaling (the step of a gradient
- *     lag steps old divided by 1 + lag); read from the training loss per sample, a stale
- *     gradient is worth about this at 4 and 8 ranks (docs/EXPERIMENTS.md, "What a stale gradient
- *     is worth");
- *   quadratic 1 / (1 + lag^2): the drift of the weights a stale gradient misses grows with the
- *     square of its delay (the perturbed-iterate analyses of delayed SGD bound it by
- *     eta^2 tau^2 G^2): kinder to lags under a sync step, and above the loss's reading at every P
- *     measured (solo at 8 ranks 0.68 against 0.58), so it kept solo where solo lost accuracy;
- *   bound 1: within the bound tau every gradient counts (what the convergence theorem needs).
- * The lag is in sync steps: dimensionless, 0 in sync, about (P-1)/P in solo with alike ranks. */
-double rate_worth(ctl_staleness_t k, double lag) {
-    return k == CTL_STALE_LINEAR ? 1 / (1 + lag) : k == CTL_STALE_QUADRATIC ? 1 / (1 + lag * lag) : 1;
 }
 
 /* Adds a sync round's overhead (predict.c): the ranks' mean cycle minus the round's largest step
@@ -168,7 +133,7 @@ void rate_observe(ctl_policy_t *p, const pcoll_record_t *rec, int nactive) {
             float v = rec->cost ? rec->cost[i] : 0.0f;
             if (!(v > 0) || !isfinite(v)) continue;
             double x = (double)v / rec->fresh[i], lag = (double)s->gsince[i] / P,
-                   w = rate_worth(p->c.staleness, lag);
+                   w = gradient_worth(p->c.staleness, lag);
             s->m.n[i] += rec->fresh[i];
             s->m.d[i] += v;
             s->m.d2[i] += rec->fresh[i] * x * x;
@@ -207,17 +172,12 @@ static double mean_var(double n, double g0, uint32_t np, double xx, double mu) {
  * (rank p's deposits per second of its own wall time) and w_p the mean worth of its gradients:
  *   rate  R = sum_p r_p                gradients per second
  *   score S = sum_p r_p w_p            fresh-gradient equivalents per second
- * Each rank's worth is weighted by its measured rate, not by how many of its deposits the sample
- * happened to catch (a slow rank's one or two deposits would otherwise swing it). Standard error,
- * from each rank's error of r_p w_p (the spread of its cycle times and worths, mean_var): in sync
- * their sum, as every rank's cycle is the same round (perfectly correlated); in a partial level
- * their root sum of squares, as the ranks' cycles are their own computes and delays (independent:
- * a rank waits at most for the round it joins; tests/controller/test_rate.c's `se` checks the
- * claims against the scatter of repeated measurements). A drifting machine, which moves every
- * rank at once, is the spread between measurements (rate_se), not this one. */
+ * Standard error, from each rank's error of r_p w_p (the spread of its cycle times and worths,
+ * mean_var): in sync their sum, in a partial level their root sum of squares (why:
+ * docs/DESIGN.md#the-rate-rule, "Standard errors"); the spread between measurements is rate_se's. */
 static int meas_score(const ctl_policy_t *p, double *score, double *se) {
     const meas_t *m = &p->s.m;
-    const int sync = p->s.level == LV_SYNC;
+    const int sync = p->s.level == CTL_LV_SYNC;
     for (int i = 0; i < p->P; i++)
         if (m->n[i] < 2) return 0;
     double S = 0, err = 0;
@@ -248,7 +208,7 @@ static double pool_ss(const struct ctl_state *s, int l) {
 static double cv2_df(const struct ctl_state *s, uint32_t *df) {
     double ss = s->cv2_sum;
     uint32_t n = s->cv2_n;
-    for (int l = 0; l < NLV; l++)
+    for (int l = 0; l < CTL_NLV; l++)
         if (s->pool_k[l] >= 2) ss += pool_ss(s, l), n += s->pool_k[l] - 1;
     if (df) *df = n;
     return n ? ss / n : 0;
@@ -295,12 +255,13 @@ static int meas_close(ctl_policy_t *p, uint64_t rg, double *score, double *se, u
     if (!meas_score(p, score, se)) return 0;
     uint64_t total = 0;
     for (int i = 0; i < p->P; i++) total += m->n[i];
-    int full = total >= (uint64_t)p->c.window && (s->level == LV_SYNC || m->rounds >= (uint32_t)p->c.window);
+    int full =
+        total >= (uint64_t)p->c.window && (s->level == CTL_LV_SYNC || m->rounds >= (uint32_t)p->c.window);
     if (!full && s->phase) {
         uint32_t df;
         cv2_df(s, &df);
         const double hi = *score + zq(df) * meas_se(s, *score, *se);
-        for (int l = 0; l < NLV && !full; l++) {
+        for (int l = 0; l < CTL_NLV && !full; l++) {
             if (l == s->level || s->scored_at[l] == NONE || s->pool_k[l] == 0) continue;
             full = hi < s->score[l] - zq(df) * rate_se(s, l);
         }
@@ -308,10 +269,10 @@ static int meas_close(ctl_policy_t *p, uint64_t rg, double *score, double *se, u
          * relative error: at the run's start no partial level is measured yet to end against. The
          * replay reads partial levels low on shared cores, so this errs toward measuring sync
          * longer. */
-        if (s->level == LV_SYNC && p->c.screen && s->ovh_n >= 2) {
+        if (s->level == CTL_LV_SYNC && p->c.screen && s->ovh_n >= 2) {
             const double rel = meas_se(s, *score, *se) / *score, o = sync_round_overhead(s);
-            for (int l = 0; l < NLV && !full; l++) {
-                if (l == LV_SYNC) continue;
+            for (int l = 0; l < CTL_NLV && !full; l++) {
+                if (l == CTL_LV_SYNC) continue;
                 const double x = rate_predict(p, l, o);
                 full = x > 0 && hi < x - zq(df) * meas_se(s, x, rel * x);
             }
@@ -350,7 +311,7 @@ static int avail(const struct ctl_state *s, int l) {
  * (skip 0: the choice is resolved). */
 static int runner_up(const struct ctl_state *s, int top, unsigned skip) {
     int r = -1;
-    for (int l = 0; l < NLV; l++)
+    for (int l = 0; l < CTL_NLV; l++)
         if (l != top && !(skip >> l & 1) && avail(s, l) && !beats(s, top, l) &&
             (r < 0 || s->score[l] > s->score[r]))
             r = l;
@@ -360,8 +321,7 @@ static int runner_up(const struct ctl_state *s, int top, unsigned skip) {
 /* Queues the contest of an unresolved choice: a measurement of its rival (the best-scoring level
  * it does not beat), then of any other level it does not beat, highest score first. The incumbent
  * (the level in force) has been measured all along while it ran. Every level the noise cannot
- * rank below the choice is measured again, not only the closest: a level measured once, low by
- * chance, would otherwise never be (sync at 8 ranks: one measurement is 4 rounds). */
+ * rank below the choice is measured again, not only the closest (docs/DESIGN.md#the-rate-rule). */
 static void rival_queue(struct ctl_state *s) {
     unsigned done = 1u << s->rival;
     s->queue[0] = s->rival;
@@ -374,11 +334,9 @@ static void rival_queue(struct ctl_state *s) {
 }
 
 static void scores_str(const ctl_policy_t *p, char *b, size_t n) {
-    const int order[NLV] = {LV_SYNC, LV_MAJ, LV_LIGHT};
     size_t k = 0;
     b[0] = 0;
-    for (int j = 0; j < NLV && k < n; j++) {
-        int l = order[j];
+    for (int l = 0; l < CTL_NLV && k < n; l++) {
         if (p->s.scored_at[l] == NONE) continue;
         char nm[24];
         k += (size_t)snprintf(b + k, n - k, "%s%s %.3g/s lag %.2f score %.3g+-%.2g", k ? ", " : "",
@@ -441,7 +399,7 @@ static int outside(const struct ctl_state *s, int l, double x, double xse) {
 /* The level with the highest score (point estimate) of those that can be chosen, or -1. */
 static int top_score(const struct ctl_state *s) {
     int top = -1;
-    for (int l = 0; l < NLV; l++)
+    for (int l = 0; l < CTL_NLV; l++)
         if (avail(s, l) && (top < 0 || s->score[l] > s->score[top])) top = l;
     return top;
 }
@@ -451,23 +409,20 @@ static int top_score(const struct ctl_state *s) {
  * test that ends a probe early, applied before the probe. The replay's error is taken as the
  * relative one of sync's pooled score (the same step times) or the spread between measurements,
  * whichever is larger. Only partial levels are screened, and only while sync scores best of the
- * levels measured: a screen can then only keep sync, which costs time but not accuracy. The replay
- * does not see what a partial level changes in the ranks' steps themselves (on shared cores, how
- * many ranks compute at once): training runs read it up to 30% below the measured score
- * (majority at 8 ranks with a slow rank, docs/EXPERIMENTS.md), so it must not choose between
- * partial levels, where an under-read sends the run to the other one. Needs sync rounds measured
- * (their overhead) and every rank's step times. xr: to's replayed score if order_queue has just
- * replayed it (< 0: not yet). */
+ * levels measured: it never chooses between partial levels (why: docs/DESIGN.md#the-rate-rule). Needs
+ * sync rounds measured (their overhead) and every rank's step times. xr: to's replayed score if
+ * order_queue has just replayed it (< 0: not yet). Returns 1 (reason in why) if skipped. */
 static int screen(ctl_policy_t *p, int to, double xr, char *why, size_t n) {
     struct ctl_state *s = &p->s;
-    if (to == LV_SYNC || s->ovh_n < 2 || s->pool_k[LV_SYNC] == 0 || !(s->score[LV_SYNC] > 0)) return 0;
+    if (to == CTL_LV_SYNC || s->ovh_n < 2 || s->pool_k[CTL_LV_SYNC] == 0 || !(s->score[CTL_LV_SYNC] > 0))
+        return 0;
     const double x = xr >= 0 ? xr : rate_predict(p, to, sync_round_overhead(s));
     s->pred[to] = x;               /* reported also with screen=off */
     const int best = top_score(s); /* it acts only where sync scores best */
-    if (!p->c.screen || !(x > 0) || best != LV_SYNC) return 0;
+    if (!p->c.screen || !(x > 0) || best != CTL_LV_SYNC) return 0;
     uint32_t df;
     cv2_df(s, &df);
-    const double rel = rate_se(s, LV_SYNC) / s->score[LV_SYNC], xe = meas_se(s, x, rel * x);
+    const double rel = rate_se(s, CTL_LV_SYNC) / s->score[CTL_LV_SYNC], xe = meas_se(s, x, rel * x);
     if (!(x + zq(df) * xe < s->score[best] - zq(df) * rate_se(s, best))) return 0;
     s->screened |= 1 << to;
     p->st.screens++;
@@ -482,15 +437,15 @@ static int screen(ctl_policy_t *p, int to, double xr, char *why, size_t n) {
  * replayed, keeps its place): the level likeliest to win is measured first, so that the probes of
  * the others can end early against it. Without replays the order stays least partial first.
  * x[l]: level l's replayed score, for the screen (< 0: not replayed here). */
-static void order_queue(ctl_policy_t *p, double x[NLV]) {
+static void order_queue(ctl_policy_t *p, double x[CTL_NLV]) {
     struct ctl_state *s = &p->s;
-    for (int l = 0; l < NLV; l++) x[l] = -1;
+    for (int l = 0; l < CTL_NLV; l++) x[l] = -1;
     if (!p->c.screen || s->ovh_n < 2) return;
     const double o = sync_round_overhead(s);
     for (int k = 0; k < s->nqueue; k++)
-        if (s->queue[k] != LV_SYNC) x[s->queue[k]] = rate_predict(p, s->queue[k], o);
+        if (s->queue[k] != CTL_LV_SYNC) x[s->queue[k]] = rate_predict(p, s->queue[k], o);
     for (int a = 1; a < s->nqueue; a++) /* insertion sort of the partial levels, stable */
-        for (int b = a; b > 0 && s->queue[b - 1] != LV_SYNC && x[s->queue[b]] > x[s->queue[b - 1]]; b--) {
+        for (int b = a; b > 0 && s->queue[b - 1] != CTL_LV_SYNC && x[s->queue[b]] > x[s->queue[b - 1]]; b--) {
             int t = s->queue[b];
             s->queue[b] = s->queue[b - 1], s->queue[b - 1] = t;
         }
@@ -511,7 +466,7 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
         const int side = outside(s, l, x, xse), changed = side && side == s->beyond;
         s->beyond = changed ? 0 : side;
         if (changed) /* the previous measurement, beyond on this side too, goes with the pool */
-            for (int k = 0; k < NLV; k++) level_drop(s, k, k == l);
+            for (int k = 0; k < CTL_NLV; k++) level_drop(s, k, k == l);
         pool_add(s, l, x, xse, ng);
         /* an unresolved choice kept for its higher point estimate: once its own measurements put
          * it below its rival's, that reason is gone and the contest is held now (an incumbent kept
@@ -539,7 +494,7 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
         pool_add(s, l, x, xse, ng);
     }
     char scr[200] = "";
-    double xr[NLV];
+    double xr[CTL_NLV];
     order_queue(p, xr);
     while (s->nqueue > 0) { /* probing: measure the next level the screen does not skip */
         int to = s->queue[0];
@@ -562,7 +517,7 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
     int best = top_score(s), inc = s->incumbent;
     if (!contest && inc >= 0 && best != inc && avail(s, inc) && !beats(s, best, inc)) {
         best = inc; /* the best of the levels that beat the incumbent, else the incumbent */
-        for (int k = 0; k < NLV; k++)
+        for (int k = 0; k < CTL_NLV; k++)
             if (k != inc && avail(s, k) && beats(s, k, inc) && (best == inc || s->score[k] > s->score[best]))
                 best = k;
     }
@@ -570,14 +525,14 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
     if (best != s->incumbent) p->st.choice_changes++;
     s->phase = 0;
     s->beyond = 0;
-    const int run = runner_up(s, best, 0);
-    if (run >= 0 && s->contest < CONTEST_MAX) {
+    const int runner = runner_up(s, best, 0);
+    if (runner >= 0 && s->contest < CONTEST_MAX) {
         /* unresolved: the choice runs (its measurements keep adding to its pool) and the rival is
          * measured again once the choice has run for as long as the probing since the probe of
          * every level began (the contests take at most about half of the time, then a quarter),
          * or as soon as the choice's pooled score falls below the rival's */
         s->contest++;
-        s->rival = run;
+        s->rival = runner;
         s->next_probe = s->grads + (s->grads - s->probe_from);
     } else {
         s->rival = -1;

@@ -14,8 +14,13 @@
 #define V6            6u          /* version 7 with rule=thresholds' fields (legacy_t); still read */
 #define HEADER_BYTES  (8 + 4 * 4) /* magic, version, P, window, cost_n */
 
+/* The byte format numbers the levels light 0, majority 1, sync 2 (versions 6 and 7), the reverse of
+ * CTL_LV_*. file_level maps a level number either way (its own inverse; values outside 0..2 stay). */
+static int32_t file_level(int32_t l) { return l >= 0 && l < CTL_NLV ? CTL_NLV - 1 - l : l; }
+
 int state_alloc(struct ctl_state *s, int P, int window, int cost_n) {
     memset(s, 0, sizeof *s);
+    for (int q = 0; q < CTL_NLV; q++) s->queue[q] = file_level(0); /* unused entries save as 0 */
     s->P = P;
     s->window = window;
     s->cost_n = cost_n;
@@ -106,7 +111,7 @@ static void window_sums(struct ctl_state *s) {
 
 void state_init(struct ctl_state *s, const ctl_policy_cfg_t *c) {
     pcoll_mode_t m = c->base.mode;
-    s->level = m == PCOLL_SYNC ? LV_SYNC : m == PCOLL_MAJORITY ? LV_MAJ : LV_LIGHT;
+    s->level = level_of_mode(m);
     s->mode_from = 0;
     s->probe = c->sync_probe;
     rate_init(s, c);
@@ -121,6 +126,7 @@ typedef struct {
     void *p;
     size_t n;
     char t;
+    char per_level; /* 1: indexed by level (CTL_NLV entries), reversed in the byte format */
 } fld_t;
 enum { MAXF = 80 };
 
@@ -135,13 +141,15 @@ typedef struct {
 static int fields_v(struct ctl_state *s, fld_t *f, legacy_t *lg) {
     int k = 0;
     const size_t P = (size_t)s->P, W = (size_t)s->window;
-#define ONE(x, t) f[k++] = (fld_t){&s->x, 1, t}
+#define ONE(x, t) f[k++] = (fld_t){&s->x, 1, t, 0}
 #define OLD(x, t)              \
     if (lg) f[k++] = (fld_t) { \
-            &lg->x, 1, t       \
+            &lg->x, 1, t, 0    \
         }
 #define ARR(x, n, t) \
-    f[k++] = (fld_t) { s->x, n, t }
+    f[k++] = (fld_t) { s->x, n, t, 0 }
+#define LVL(x, t) \
+    f[k++] = (fld_t) { s->x, CTL_NLV, t, 1 }
     ONE(base, '8');
     ONE(level, '4');
     OLD(prev_level, '4');
@@ -181,25 +189,25 @@ static int fields_v(struct ctl_state *s, fld_t *f, legacy_t *lg) {
     ARR(m.np, P, '4');
     ONE(m.rounds, '4');
     ARR(gsince, P, '4');
-    ARR(score, NLV, 'd');
-    ARR(pool_w, NLV, 'd');
-    ARR(pool_n, NLV, '8');
-    ARR(se_in, NLV, 'd');
-    ARR(pool_k, NLV, '4');
-    ARR(pool_sx, NLV, 'd');
-    ARR(pool_sxx, NLV, 'd');
-    ARR(last_x, NLV, 'd');
+    LVL(score, 'd');
+    LVL(pool_w, 'd');
+    LVL(pool_n, '8');
+    LVL(se_in, 'd');
+    LVL(pool_k, '4');
+    LVL(pool_sx, 'd');
+    LVL(pool_sxx, 'd');
+    LVL(last_x, 'd');
     ONE(cv2_sum, 'd');
     ONE(cv2_n, '4');
     ONE(beyond, '4');
     ONE(contest, '4');
     ONE(rival, '4');
     ONE(probe_from, '8');
-    ARR(rate, NLV, 'd');
-    ARR(lag, NLV, 'd');
-    ARR(scored_at, NLV, '8');
+    LVL(rate, 'd');
+    LVL(lag, 'd');
+    LVL(scored_at, '8');
     ONE(phase, '4');
-    ARR(queue, NLV, '4');
+    ARR(queue, CTL_NLV, '4');
     ONE(nqueue, '4');
     ONE(incumbent, '4');
     ONE(grads, '8');
@@ -207,16 +215,41 @@ static int fields_v(struct ctl_state *s, fld_t *f, legacy_t *lg) {
     ONE(ovh_sum, 'd');
     ONE(ovh_n, '4');
     ONE(screened, '4');
-    ARR(pred, NLV, 'd');
+    LVL(pred, 'd');
 #undef ONE
 #undef OLD
 #undef ARR
+#undef LVL
     return k;
 }
 
 static int fields(struct ctl_state *s, fld_t *f) { return fields_v(s, f, NULL); }
 
 static size_t kind_bytes(char t) { return t == '1' ? 1 : t == '4' || t == 'f' ? 4 : 8; }
+
+/* Converts every level number and per-level field of s between the in-memory numbering and the
+ * byte format's (either way). */
+static void file_levels(struct ctl_state *s) {
+    s->level = file_level(s->level);
+    s->rival = file_level(s->rival);
+    s->incumbent = file_level(s->incumbent);
+    for (int q = 0; q < CTL_NLV; q++) s->queue[q] = file_level(s->queue[q]);
+    int32_t scr = s->screened & ~((1 << CTL_NLV) - 1);
+    for (int l = 0; l < CTL_NLV; l++)
+        if (s->screened >> l & 1) scr |= 1 << file_level(l);
+    s->screened = scr;
+    fld_t f[MAXF];
+    int nf = fields(s, f);
+    for (int i = 0; i < nf; i++) {
+        if (!f[i].per_level) continue;
+        const size_t kb = kind_bytes(f[i].t);
+        for (int l = 0; l < CTL_NLV / 2; l++) {
+            uint8_t t[8], *a = (uint8_t *)f[i].p + (size_t)l * kb,
+                          *b = (uint8_t *)f[i].p + (size_t)file_level(l) * kb;
+            memcpy(t, a, kb), memcpy(a, b, kb), memcpy(b, t, kb);
+        }
+    }
+}
 
 static size_t payload_bytes(struct ctl_state *s, legacy_t *lg) {
     fld_t f[MAXF];
@@ -311,7 +344,8 @@ static uint64_t get(const uint8_t **r, size_t bytes) {
 
 int ctl_state_save(const ctl_state_t *s, void *buf, size_t cap, size_t *len) {
     if (!s || !len) return CTL_ERR_ARG;
-    struct ctl_state *w = (struct ctl_state *)s; /* fields() hands out addresses; read only here */
+    struct ctl_state t = *s, *w = &t; /* shares s's per-rank arrays, read only here */
+    file_levels(w);
     size_t need = HEADER_BYTES + payload_bytes(w, NULL) + 8;
     *len = need;
     if (!buf) return CTL_OK;
@@ -360,7 +394,7 @@ static int bad(char *err, size_t n, const char *fmt, ...) {
  * non-finite numbers into decisions. Returns 0 or writes what is wrong. */
 static int validate(const struct ctl_state *s, char *err, size_t n) {
     const int P = s->P, W = s->window, N = s->cost_n;
-    if (s->level < 0 || s->level >= NLV) return bad(err, n, "level %d out of range", s->level);
+    if (s->level < 0 || s->level >= CTL_NLV) return bad(err, n, "level %d out of range", s->level);
     if (s->probe < 1) return bad(err, n, "probe interval %d must be >= 1", s->probe);
     if (s->w_len < 0 || s->w_len > W || s->w_pos < 0 || s->w_pos >= W ||
         (s->w_len < W && s->w_pos != s->w_len))
@@ -387,7 +421,7 @@ static int validate(const struct ctl_state *s, char *err, size_t n) {
                 return bad(err, n, "rank %d: measured cycle times or lags are negative or not finite", i);
     }
     if (s->cost_seen < 0 || s->cost_seen > 1) return bad(err, n, "cost_seen %d is not 0 or 1", s->cost_seen);
-    for (int l = 0; l < NLV; l++)
+    for (int l = 0; l < CTL_NLV; l++)
         if (!isfinite(s->score[l]) || !isfinite(s->rate[l]) || !isfinite(s->lag[l]) ||
             !isfinite(s->pool_w[l]) || s->score[l] < 0 || s->rate[l] < 0 || s->lag[l] < 0 ||
             s->pool_w[l] < 0 || !(s->se_in[l] >= 0) || !isfinite(s->se_in[l]) || !(s->last_x[l] >= 0) ||
@@ -397,12 +431,12 @@ static int validate(const struct ctl_state *s, char *err, size_t n) {
     if (!(s->cv2_sum >= 0) || !isfinite(s->cv2_sum) || s->beyond < -1 || s->beyond > 1 || s->contest < 0)
         return bad(err, n, "between-measurement spread %g / side %d / contest %d out of range", s->cv2_sum,
                    s->beyond, s->contest);
-    if (s->phase < 0 || s->phase > 1 || s->nqueue < 0 || s->nqueue > NLV || s->incumbent < -1 ||
-        s->incumbent >= NLV || s->rival < -1 || s->rival >= NLV || s->probe_from > s->grads)
+    if (s->phase < 0 || s->phase > 1 || s->nqueue < 0 || s->nqueue > CTL_NLV || s->incumbent < -1 ||
+        s->incumbent >= CTL_NLV || s->rival < -1 || s->rival >= CTL_NLV || s->probe_from > s->grads)
         return bad(err, n, "probe phase %d / queue %d / incumbent %d / rival %d / start %llu out of range",
                    s->phase, s->nqueue, s->incumbent, s->rival, (unsigned long long)s->probe_from);
     for (int q = 0; q < s->nqueue; q++)
-        if (s->queue[q] < 0 || s->queue[q] >= NLV)
+        if (s->queue[q] < 0 || s->queue[q] >= CTL_NLV)
             return bad(err, n, "probe queue entry %d out of range", s->queue[q]);
     return 0;
 }
@@ -463,6 +497,7 @@ int ctl_state_load(const void *buf, size_t len, ctl_state_t **out, char *err, si
         ctl_state_free(s);
         return rc;
     }
+    file_levels(s);
     window_sums(s);
     *out = s;
     return CTL_OK;

@@ -186,10 +186,7 @@ static void peer_report(struct ctl *c, char *buf, size_t n, int k) {
 static void stall_message(struct ctl *c, uint64_t r, double stalled, char *buf, size_t n) {
     pend_advance(c, r);
     char mode[32];
-    if (c->cur_mode == PCOLL_QUORUM)
-        snprintf(mode, sizeof mode, "quorum:%d", c->cur_quorum);
-    else
-        snprintf(mode, sizeof mode, "%s", pcoll_mode_name(c->cur_mode));
+    pcoll_format_mode(c->cur_mode, c->cur_quorum, mode, sizeof mode);
     int k = snprintf(buf, n,
                      "controller (rank %d): no round completed for %.1f s; waiting for round %llu "
                      "(rule %s, %d in policy wait set",

@@ -218,7 +218,7 @@ static void add_counts(ctl_policy_stats_t *s, const ctl_policy_stats_t *b) {
     s->choices += b->choices, s->choice_changes += b->choice_changes;
     s->screens += b->screens;
     s->tau_waits += b->tau_waits, s->tau_violations += b->tau_violations;
-    for (int i = 0; i < 3; i++) s->lv_rounds[i] += b->lv_rounds[i];
+    for (int i = 0; i < CTL_NLV; i++) s->lv_rounds[i] += b->lv_rounds[i];
     if (!b->gain_n) return; /* the gain over the rounds of both (min/max NAN where none) */
     if (!s->gain_n || b->gain_min < s->gain_min) s->gain_min = b->gain_min;
     if (!s->gain_n || b->gain_max > s->gain_max) s->gain_max = b->gain_max;

@@ -201,11 +201,13 @@ static json_t *gain_json(const ctl_policy_stats_t *s) {
     return g;
 }
 
-/* Name of the adaptive policy's level i (indexed as ctl_policy_stats_t.rate: sync, majority, LIGHT). */
+/* Name of the adaptive policy's level i (CTL_LV_*). */
 static const char *level_name(const ctl_policy_stats_t *s, int i, char *buf, size_t n) {
-    return i == 0   ? "sync"
-           : i == 1 ? "majority"
-                    : pcoll_format_mode(s->light_quorum ? PCOLL_QUORUM : PCOLL_SOLO, s->light_quorum, buf, n);
+    pcoll_mode_t m = i == CTL_LV_SYNC       ? PCOLL_SYNC
+                     : i == CTL_LV_MAJORITY ? PCOLL_MAJORITY
+                     : s->light_quorum      ? PCOLL_QUORUM
+                                            : PCOLL_SOLO;
+    return pcoll_format_mode(m, s->light_quorum, buf, n);
 }
 
 static int level_measured(const ctl_policy_stats_t *s, int i) { return isfinite(s->rate[i]); }
@@ -222,7 +224,7 @@ static json_t *controller_json(const ctl_policy_stats_t *s) {
     set(o, "switches", json_integer((json_int_t)s->mode_switches));
     set(o, "probes", json_integer((json_int_t)s->probes));
     set(o, "screens", json_integer((json_int_t)s->screens));
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < CTL_NLV; i++) { /* sync, majority, LIGHT */
         int m = level_measured(s, i);
         json_t *l = json_object();
         set(l, "level", json_string(level_name(s, i, a, sizeof a)));
@@ -243,7 +245,7 @@ static json_t *controller_json(const ctl_policy_stats_t *s) {
 static void controller_line(const ctl_policy_stats_t *s) {
     char a[32], b[32], lv[320] = "";
     size_t k = 0;
-    for (int i = 0; i < 3 && k < sizeof lv; i++) {
+    for (int i = 0; i < CTL_NLV && k < sizeof lv; i++) {
         const char *nm = level_name(s, i, a, sizeof a);
         if (level_measured(s, i))
             k += (size_t)snprintf(lv + k, sizeof lv - k,
@@ -261,8 +263,9 @@ static void controller_line(const ctl_policy_stats_t *s) {
     printf(
         "  controller: level %s%s; %s; %llu switches, %llu probes; rounds sync/majority/%s %llu/%llu/%llu\n",
         pcoll_format_mode(s->mode, s->quorum, a, sizeof a), ch, lv, (unsigned long long)s->mode_switches,
-        (unsigned long long)s->probes, level_name(s, 2, b, sizeof b), (unsigned long long)s->lv_rounds[0],
-        (unsigned long long)s->lv_rounds[1], (unsigned long long)s->lv_rounds[2]);
+        (unsigned long long)s->probes, level_name(s, CTL_LV_LIGHT, b, sizeof b),
+        (unsigned long long)s->lv_rounds[CTL_LV_SYNC], (unsigned long long)s->lv_rounds[CTL_LV_MAJORITY],
+        (unsigned long long)s->lv_rounds[CTL_LV_LIGHT]);
 }
 
 static void epoch_line(const run_t *r, int epoch, const epoch_t *e, const epoch_report_t *p) {

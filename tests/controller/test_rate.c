@@ -30,7 +30,7 @@ typedef struct {
 } scen_t;
 
 typedef struct {
-    double time[3]; /* simulated time spent under sync, majority, LIGHT */
+    double time[CTL_NLV]; /* simulated time spent in each level (CTL_LV_*) */
     double total;
     int switches, probes;
     uint64_t choices, changes; /* completed probes of every level; those that changed the choice */
@@ -40,8 +40,11 @@ typedef struct {
     declog_t L;
 } outcome_t;
 
-static int mode_level(pcoll_mode_t m) { return m == PCOLL_SYNC ? 0 : m == PCOLL_MAJORITY ? 1 : 2; }
-static const char *lvname[3] = {"sync", "majority", "solo"};
+static int mode_level(pcoll_mode_t m) {
+    return m == PCOLL_SYNC ? CTL_LV_SYNC : m == PCOLL_MAJORITY ? CTL_LV_MAJORITY : CTL_LV_LIGHT;
+}
+static const char *lvname[CTL_NLV] = {
+    [CTL_LV_SYNC] = "sync", [CTL_LV_MAJORITY] = "majority", [CTL_LV_LIGHT] = "solo"};
 
 /* The policy of spec and the event-time mock of the scenario, its ranks reporting cycle times. */
 /* The event-time mock of the scenario for policy pol (from its initial rule), ranks reporting cycle
@@ -152,12 +155,11 @@ static void run_scen(const char *spec, const scen_t *sc, uint64_t from, outcome_
 }
 
 /* The static rules' true scores over the rounds from `from` on; returns the best level. */
-static int truth(const scen_t *sc, uint64_t from, double score[3]) {
-    const char *st[3] = {"sync", "majority", "solo"};
+static int truth(const scen_t *sc, uint64_t from, double score[CTL_NLV]) {
     int best = 0;
-    for (int l = 0; l < 3; l++) {
+    for (int l = 0; l < CTL_NLV; l++) {
         char spec[32];
-        snprintf(spec, sizeof spec, "%s%s", st[l], sc->tau ? "" : "");
+        snprintf(spec, sizeof spec, "%s%s", lvname[l], sc->tau ? "" : "");
         outcome_t o;
         run_scen(spec, sc, from, &o);
         score[l] = o.score;
@@ -170,7 +172,7 @@ static int truth(const scen_t *sc, uint64_t from, double score[3]) {
 /* The level the adaptive run spent most time in, from round `from` on. */
 static int main_level(const outcome_t *o) {
     int m = 0;
-    for (int l = 1; l < 3; l++)
+    for (int l = 1; l < CTL_NLV; l++)
         if (o->time[l] > o->time[m]) m = l;
     return m;
 }
@@ -184,7 +186,7 @@ static int main_level(const outcome_t *o) {
  * level. */
 static int check_scen(const char *name, const char *spec, const scen_t *sc, uint64_t from, double min_share,
                       int max_changes) {
-    double sc3[3];
+    double sc3[CTL_NLV];
     int best = truth(sc, from, sc3);
     outcome_t o;
     run_scen(spec, sc, from, &o);
@@ -321,7 +323,8 @@ static void test_appears(void) {
         ctl_policy_stats_t st;
         ctl_policy_stats(pol, &st);
         if (r == s.change_at - 1) before = st.choice;
-        if (r >= s.change_at && !switched && !st.probing && st.choice > 0) switched = r, after = st.choice;
+        if (r >= s.change_at && !switched && !st.probing && st.choice != CTL_LV_SYNC)
+            switched = r, after = st.choice;
         final_mode = st.mode;
     }
     ctl_policy_free(pol);
@@ -329,16 +332,17 @@ static void test_appears(void) {
     if (verbose)
         printf("    appears: %s before, %s from round %llu\n", before >= 0 ? lvname[before] : "-",
                after >= 0 ? lvname[after] : "-", (unsigned long long)switched);
-    CHECK(before == 0, "before the change: last choice %d, not sync", before);
+    CHECK(before == CTL_LV_SYNC, "before the change: last choice %d, not sync", before);
     CHECK(switched && switched < 2000 + 200, "after the change: %s at round %llu",
           after >= 0 ? lvname[after] : "-", (unsigned long long)switched);
     CHECK(final_mode != PCOLL_SYNC, "ends in sync");
     outcome_t o;
-    double sc3[3];
+    double sc3[CTL_NLV];
     truth(&s, 2400, sc3);
     run_scen("adaptive,rule=rate", &s, 2400, &o);
     int m = main_level(&o);
-    CHECK(sc3[m] >= 0.95 * (sc3[1] > sc3[2] ? sc3[1] : sc3[2]), "after the change: mostly %s", lvname[m]);
+    CHECK(sc3[m] >= 0.95 * fmax(sc3[CTL_LV_MAJORITY], sc3[CTL_LV_LIGHT]), "after the change: mostly %s",
+          lvname[m]);
     free(o.L.d);
     /* recovery: a 5x straggler until round 2000, alike after */
     scen_t r = alike(4, 1);
@@ -347,8 +351,8 @@ static void test_appears(void) {
     r.change_to = 1;
     r.N = 6000;
     run_scen("adaptive,rule=rate", &r, 3500, &o);
-    CHECK(main_level(&o) == 0 && o.choice == 0, "straggler recovered: mostly %s after, final choice %d",
-          lvname[main_level(&o)], o.choice);
+    CHECK(main_level(&o) == CTL_LV_SYNC && o.choice == CTL_LV_SYNC,
+          "straggler recovered: mostly %s after, final choice %d", lvname[main_level(&o)], o.choice);
     free(o.L.d);
 }
 
@@ -363,7 +367,7 @@ static void test_noisy(void) {
         s.N = 12000;
         char name[64];
         snprintf(name, sizeof name, "log-normal sigma %.1f", sig[i]);
-        double sc3[3];
+        double sc3[CTL_NLV];
         int best = truth(&s, 0, sc3);
         outcome_t o;
         run_scen("adaptive,rule=rate", &s, 0, &o);
@@ -400,7 +404,7 @@ static void test_random(void) {
         s.rand_delay = 3;
         char name[64];
         snprintf(name, sizeof name, "random straggler P=%d", Ps[i]);
-        double sc3[3];
+        double sc3[CTL_NLV];
         int best = truth(&s, 0, sc3), wrong = 0;
         outcome_t o;
         run_scen("adaptive,rule=rate", &s, 0, &o);
@@ -573,8 +577,8 @@ static void test_se(void) {
     const int draws = 300;
     const char *kname[2] = {"alike", "linear skew"};
     for (int kd = 0; kd < 2; kd++) {
-        double sx[3] = {0}, sxx[3] = {0}, se2[3] = {0};
-        int n[3] = {0};
+        double sx[CTL_NLV] = {0}, sxx[CTL_NLV] = {0}, se2[CTL_NLV] = {0};
+        int n[CTL_NLV] = {0};
         for (int seed = 1; seed <= draws; seed++) {
             scen_t sc = alike(4, 1);
             sc.seed = (uint64_t)seed;
@@ -590,7 +594,7 @@ static void test_se(void) {
                 int k;
                 scen_step(pol, &g, &d, &k);
                 ctl_policy_stats(pol, &st);
-                if (st.samples[0] && st.samples[1] && st.samples[2]) break;
+                if (st.samples[CTL_LV_SYNC] && st.samples[CTL_LV_MAJORITY] && st.samples[CTL_LV_LIGHT]) break;
             }
             for (int l = 0; l < 3; l++)
                 if (st.samples[l] >= (uint64_t)cfg.window) {
@@ -625,13 +629,12 @@ static void test_se(void) {
  * best static rule of the same draw takes, on average over 8 draws, in every regime. With -v it
  * also prints the cost at 50 sync steps, where a 2-epoch run's target falls (not checked). */
 static double short_cost(const scen_t *base, int kind, int P, double steps, uint64_t seed) {
-    const char *st[3] = {"sync", "majority", "solo"};
     scen_t s = *base;
     s.seed = seed;
     set_regime(&s, kind);
     double target = steps * P, best = 0;
-    for (int l = 0; l < 3; l++) {
-        double t = time_to_worth(st[l], &s, target);
+    for (int l = 0; l < CTL_NLV; l++) {
+        double t = time_to_worth(lvname[l], &s, target);
         if (l == 0 || t < best) best = t;
     }
     return time_to_worth("adaptive,rule=rate", &s, target) / best;
@@ -681,7 +684,7 @@ static void test_drift(void) {
         run_scen("adaptive,rule=rate", &s, 0, &o);
         int alarms = 0;
         for (int i = 0; i < o.L.n; i++) alarms += !strncmp(o.L.d[i].reason, "rate changed", 12);
-        double sc3[3];
+        double sc3[CTL_NLV];
         int best = truth(&s, 0, sc3), m = main_level(&o);
         if (verbose)
             printf("    drift %s: %d re-probes for a change, %llu choices, mostly %s (best %s)\n",
@@ -704,7 +707,8 @@ static void test_variants(void) {
     run_scen("adaptive,rule=rate", &s, 0, &b);
     CHECK(a.L.n == b.L.n && a.switches == b.switches, "two runs of the same records differ");
     run_scen("adaptive,rule=rate,staleness=bound", &s, 0, &c);
-    CHECK(main_level(&c) == 2, "staleness=bound: mostly %s, not the fastest (solo)", lvname[main_level(&c)]);
+    CHECK(main_level(&c) == CTL_LV_LIGHT, "staleness=bound: mostly %s, not the fastest (solo)",
+          lvname[main_level(&c)]);
     free(a.L.d);
     free(b.L.d);
     free(c.L.d);
@@ -766,8 +770,9 @@ static void test_stats(void) {
         CHECK(st.samples[l] >= (uint64_t)(2 * P), "%s: %llu gradients behind its score", lvname[l],
               (unsigned long long)st.samples[l]);
     }
-    CHECK(st.choice >= 0 && st.choice < 3 && !st.probing, "choice %d, probing %d", st.choice, st.probing);
-    if (st.choice >= 0 && st.choice < 3)
+    CHECK(st.choice >= 0 && st.choice < CTL_NLV && !st.probing, "choice %d, probing %d", st.choice,
+          st.probing);
+    if (st.choice >= 0 && st.choice < CTL_NLV)
         CHECK(st.samples[st.choice] > (uint64_t)cfg.window,
               "chosen %s: %llu gradients, no more than one window", lvname[st.choice],
               (unsigned long long)st.samples[st.choice]);
@@ -784,7 +789,9 @@ static void test_stats(void) {
                   !memcmp(rs.samples, st.samples, sizeof st.samples) && rs.choice == st.choice &&
                   rs.probing == st.probing && rs.mode == st.mode,
               "the resumed policy reports other measurements than the one it continues");
-        CHECK(rs.rounds == 0 && rs.lv_rounds[0] + rs.lv_rounds[1] + rs.lv_rounds[2] == 0 &&
+        CHECK(rs.rounds == 0 &&
+                  rs.lv_rounds[CTL_LV_SYNC] + rs.lv_rounds[CTL_LV_MAJORITY] + rs.lv_rounds[CTL_LV_LIGHT] ==
+                      0 &&
                   rs.mode_switches == 0,
               "a resumed policy's per-handle counts do not start at 0");
     }
@@ -823,8 +830,9 @@ static void test_stats(void) {
             scen_step(p3, &g3, &d, &k);
         }
         ctl_policy_stats(p3, &a);
-        CHECK(a.choices >= 1 && a.choice > 0, "resized to %d ranks, one 4x slower: %llu choices, choice %d",
-              P - 1, (unsigned long long)a.choices, a.choice);
+        CHECK(a.choices >= 1 && a.choice != CTL_LV_SYNC,
+              "resized to %d ranks, one 4x slower: %llu choices, choice %d", P - 1,
+              (unsigned long long)a.choices, a.choice);
         gen_free(&g3);
     }
     ctl_policy_free(p3);
@@ -898,8 +906,9 @@ static void test_screen(void) {
                                (unsigned long long)o.L.d[i].round, o.L.d[i].reason);
                 if (best == 0 && kind == 0 && linear_worth) { /* the default worth */
                     if (v == 0)
-                        CHECK(o.time[1] == 0 && o.time[2] == 0, "%s P=%d, %s: %.0f%% of the time partial",
-                              kname[kind], P, spec[v], 100 * (o.time[1] + o.time[2]) / o.total);
+                        CHECK(o.time[CTL_LV_MAJORITY] == 0 && o.time[CTL_LV_LIGHT] == 0,
+                              "%s P=%d, %s: %.0f%% of the time partial", kname[kind], P, spec[v],
+                              100 * (o.time[1] + o.time[2]) / o.total);
                     else
                         CHECK(o.time[1] == 0, "%s P=%d, %s: majority probed (%.0f%% of the time)",
                               kname[kind], P, spec[v], 100 * o.time[1] / o.total);
@@ -913,8 +922,8 @@ static void test_screen(void) {
                           P, spec[v], first);
                 }
                 if (best > 0)
-                    CHECK(main_level(&o) != 0, "%s P=%d, %s: mostly sync, %s is best", kname[kind], P,
-                          spec[v], lvname[best]);
+                    CHECK(main_level(&o) != CTL_LV_SYNC, "%s P=%d, %s: mostly sync, %s is best", kname[kind],
+                          P, spec[v], lvname[best]);
                 free(o.L.d);
             }
         }

@@ -10,6 +10,7 @@
  *   split       a run of several handles (epochs) whose state goes through bytes between two of
  *               them (a checkpoint and a restart) makes the same decisions, handle by handle, as
  *               the uninterrupted run; and a run cut into handles decides as one handle does
+ *   bytes       the saved bytes of five states, pinned (the byte format, its level numbering included)
  * Usage: test_state [-v]    (CTL_TEST=name runs one test)
  */
 #include "controller/policy_impl.h" /* struct ctl_state: where a field lies in the saved bytes */
@@ -258,7 +259,8 @@ static void reseal(uint8_t *b, size_t n) {
 }
 
 /* A state with something in every part: a rate-rule run over a skew, a couple of handles. */
-static ctl_state_t *rich_state(int P, ctl_policy_cfg_t *cfg) {
+/* The state of a rate-rule run of `rounds` rounds, ranks 1..P times slower, library tau 3. */
+static ctl_state_t *state_after(int P, ctl_policy_cfg_t *cfg, uint64_t rounds) {
     char err[256];
     CHECK(ctl_policy_parse("adaptive,rule=rate,tau=3,window=16,cost_n=8", cfg, err, sizeof err) == CTL_OK,
           "%s", err);
@@ -272,12 +274,38 @@ static ctl_state_t *rich_state(int P, ctl_policy_cfg_t *cfg) {
     sim_report_cycles(&g);
     g.lib_tau = 3;
     declog_t L = {0};
-    run_loop(&g, pol, 777, &L);
+    run_loop(&g, pol, rounds, &L);
     ctl_state_t *st = ctl_policy_state(pol);
     ctl_policy_free(pol);
     gen_free(&g);
     free(L.d);
     return st;
+}
+
+static ctl_state_t *rich_state(int P, ctl_policy_cfg_t *cfg) { return state_after(P, cfg, 777); }
+
+/* The saved bytes do not change with the build: states after 40, 150, 400, 777 and 2000 rounds (probing,
+ * settled, levels in the queue, the rival) save to bytes whose checksums were pinned at i54e-start
+ * (before the levels were renumbered in memory; the byte format keeps light 0, majority 1, sync 2). */
+static void test_bytes(void) {
+    const uint64_t rounds[5] = {40, 150, 400, 777, 2000};
+    const uint64_t want[5] = {0xc45de890bec8f559ULL, 0xa3e9e82760e0e417ULL, 0x4e232c8d25537f2bULL,
+                              0x9568d904a33ef9d6ULL, 0x6e92b3b25db3cc3fULL};
+    for (int k = 0; k < 5; k++) {
+        ctl_policy_cfg_t cfg;
+        ctl_state_t *st = state_after(4, &cfg, rounds[k]);
+        size_t n = 0;
+        ctl_state_save(st, NULL, 0, &n);
+        uint8_t *a = malloc(n);
+        ctl_state_save(st, a, n, &n);
+        uint64_t sum = 0;
+        for (int i = 0; i < 8; i++) sum |= (uint64_t)a[n - 8 + i] << (8 * i);
+        CHECK(sum == want[k],
+              "state after %llu rounds: bytes with checksum %016llx, pinned %016llx (level %u)",
+              (unsigned long long)rounds[k], (unsigned long long)sum, (unsigned long long)want[k], a[32]);
+        free(a);
+        ctl_state_free(st);
+    }
 }
 
 static void test_roundtrip(void) {
@@ -485,7 +513,7 @@ int main(int argc, char **argv) {
     verbose = argc > 1 && !strcmp(argv[1], "-v");
     const named_test_t tests[] = {
         {"golden", test_golden}, {"roundtrip", test_roundtrip}, {"corrupt", test_corrupt},
-        {"v6", test_v6},         {"split", test_split},
+        {"v6", test_v6},         {"split", test_split},         {"bytes", test_bytes},
     };
     return run_tests(tests, sizeof tests / sizeof tests[0]);
 }

@@ -126,9 +126,6 @@ int pcoll_peers(pcoll_t *h, pcoll_peer_t *out) {
 int pcoll_rank(const pcoll_t *h) { return 0; }
 const char *pcoll_strerror(int code) { return code == PCOLL_ERR_LATE ? "PCOLL_ERR_LATE" : "pcoll error"; }
 const char *pcoll_last_error(pcoll_t *h) { return ""; }
-const char *pcoll_mode_name(pcoll_mode_t m) {
-    return m == PCOLL_SYNC ? "sync" : m == PCOLL_SOLO ? "solo" : m == PCOLL_MAJORITY ? "majority" : "quorum";
-}
 
 static pcoll_t *mock_new(int P, uint64_t N, const phases_t *ph) {
     pcoll_t *h = calloc(1, sizeof *h);
