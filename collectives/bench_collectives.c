@@ -328,43 +328,45 @@ static json_t *report_row(const row_t *w, const row_t *base, int reps, size_t n,
     return o;
 }
 
-int main(int argc, char **argv) {
-    int provided;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_size(MPI_COMM_WORLD, &P);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    double unit = 1.0;
-    int iters = 64, warm = 4, reps = 1;
-    const char *json = "build/bench/collectives.json", *sizes = "8,4194304";
+/* The command line beyond the g_ settings above. */
+typedef struct {
+    double unit;              /* --unit-ms: rank r sleeps r x unit ms under linear skew */
+    int iters, warm, reps;    /* --iters, --warmup, --reps */
+    const char *json, *sizes; /* --json output path, --sizes comma-separated bytes */
+} args_t;
+
+/* Parses argv into a (and the g_ settings). Returns 0, or exit code 2 after a message on rank 0
+ * (an unknown option or a bad value of --reduce, or --iters/--reps < 1 or --unit-ms < 0). */
+static int parse_args(int argc, char **argv, args_t *a) {
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
-        if (!strcmp(a, "--unit-ms"))
-            unit = atof(v), i++;
-        else if (!strcmp(a, "--reps"))
-            reps = atoi(v), i++;
-        else if (!strcmp(a, "--iters"))
-            iters = atoi(v), i++;
-        else if (!strcmp(a, "--warmup"))
-            warm = atoi(v), i++;
-        else if (!strcmp(a, "--sizes"))
-            sizes = v, i++;
-        else if (!strcmp(a, "--json"))
-            json = v, i++;
-        else if (!strcmp(a, "--poll-us"))
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
+        if (!strcmp(o, "--unit-ms"))
+            a->unit = atof(v), i++;
+        else if (!strcmp(o, "--reps"))
+            a->reps = atoi(v), i++;
+        else if (!strcmp(o, "--iters"))
+            a->iters = atoi(v), i++;
+        else if (!strcmp(o, "--warmup"))
+            a->warm = atoi(v), i++;
+        else if (!strcmp(o, "--sizes"))
+            a->sizes = v, i++;
+        else if (!strcmp(o, "--json"))
+            a->json = v, i++;
+        else if (!strcmp(o, "--poll-us"))
             g_poll_us = atoi(v), i++;
-        else if (!strcmp(a, "--spin-us"))
+        else if (!strcmp(o, "--spin-us"))
             g_spin_us = atoi(v), i++;
-        else if (!strcmp(a, "--only"))
+        else if (!strcmp(o, "--only"))
             g_only = v, i++;
-        else if (!strcmp(a, "--device"))
+        else if (!strcmp(o, "--device"))
             g_device = 1;
-        else if (!strcmp(a, "--deposit-wakes"))
+        else if (!strcmp(o, "--deposit-wakes"))
             g_wait_next = 0;
-        else if (!strcmp(a, "--copy"))
+        else if (!strcmp(o, "--copy"))
             g_lend = 0;
-        else if (!strcmp(a, "--wake-always"))
+        else if (!strcmp(o, "--wake-always"))
             g_wake_always = 1;
-        else if (!strcmp(a, "--reduce") && v &&
+        else if (!strcmp(o, "--reduce") && v &&
                  (!strcmp(v, "auto") || !strcmp(v, "iallreduce") || !strcmp(v, "rd")))
             g_reduce = !strcmp(v, "rd")           ? PCOLL_REDUCE_RD
                        : !strcmp(v, "iallreduce") ? PCOLL_REDUCE_IALLREDUCE
@@ -376,51 +378,61 @@ int main(int argc, char **argv) {
                         "bench_collectives: unknown option '%s' (options: --unit-ms "
                         "--iters --reps --warmup --sizes --json --only --poll-us --spin-us --device --copy\n"
                         "--deposit-wakes --wake-always --reduce auto|iallreduce|rd)\n",
-                        a);
-            MPI_Finalize();
+                        o);
             return 2;
         }
     }
-    if (iters < 1 || unit < 0 || reps < 1) {
+    if (a->iters < 1 || a->unit < 0 || a->reps < 1) {
         if (!me) fprintf(stderr, "bench_collectives: --iters and --reps must be >= 1 and --unit-ms >= 0\n");
-        MPI_Finalize();
         return 2;
     }
-    if (g_device) {
+    return 0;
+}
+
+/* --device: rank r takes GPU (local rank % devices), collective. Returns 0, or the exit code
+ * after a message on rank 0: 3 if some rank sees no CUDA device, 2 in a build without NCCL. */
+static int select_device(void) {
 #ifdef PCOLL_HAVE_NCCL
-        MPI_Comm node;
-        int local = 0, ndev = 0, mindev = 0;
-        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node);
-        MPI_Comm_rank(node, &local);
-        MPI_Comm_free(&node);
-        cudaError_t e = cudaGetDeviceCount(&ndev);
-        if (e != cudaSuccess) ndev = 0;
-        MPI_Allreduce(&ndev, &mindev, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-        if (mindev < 1) {
-            if (!me)
-                fprintf(stderr, "bench_collectives: --device: no CUDA device (cudaGetDeviceCount: %s)\n",
-                        e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
-            MPI_Finalize();
-            return 3;
-        }
-        cudaSetDevice(local % ndev);
-#else
+    MPI_Comm node;
+    int local = 0, ndev = 0, mindev = 0;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_free(&node);
+    cudaError_t e = cudaGetDeviceCount(&ndev);
+    if (e != cudaSuccess) ndev = 0;
+    MPI_Allreduce(&ndev, &mindev, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (mindev < 1) {
         if (!me)
-            fprintf(stderr, "bench_collectives: --device needs build/bench/bench_collectives_cuda "
-                            "(built when nvcc, cuDNN and NCCL are present)\n");
-        MPI_Finalize();
-        return 2;
-#endif
+            fprintf(stderr, "bench_collectives: --device: no CUDA device (cudaGetDeviceCount: %s)\n",
+                    e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+        return 3;
     }
-    json_t *root = json_object(), *arr = json_array(), *hosts = gather_hosts();
-    size_t nsz = 0, szs[16];
+    cudaSetDevice(local % ndev);
+    return 0;
+#else
+    if (!me)
+        fprintf(stderr, "bench_collectives: --device needs build/bench/bench_collectives_cuda "
+                        "(built when nvcc, cuDNN and NCCL are present)\n");
+    return 2;
+#endif
+}
+
+/* --sizes (comma-separated bytes, at most 16, the rest ignored) as float counts (>= 1) in szs;
+ * returns how many. */
+static size_t parse_sizes(const char *sizes, size_t szs[16]) {
+    size_t nsz = 0;
     char buf[256];
     snprintf(buf, sizeof buf, "%s", sizes);
     for (char *tok = strtok(buf, ","); tok && nsz < 16; tok = strtok(NULL, ",")) {
         size_t bytes = (size_t)atol(tok);
         szs[nsz++] = bytes / 4 ? bytes / 4 : 1;
     }
-    int nrow = (int)nsz * 2 * NMODES, per = iters * P * reps;
+    return nsz;
+}
+
+/* nrow rows, each with reps per-repetition means and (rank 0) a pool of per latencies; out of
+ * memory: message and MPI_Abort. Free with free_rows. */
+static row_t *alloc_rows(int nrow, int per, int reps) {
     row_t *rows = calloc((size_t)nrow, sizeof *rows);
     int nomem = !rows;
     for (int i = 0; !nomem && i < nrow; i++) {
@@ -432,78 +444,122 @@ int main(int argc, char **argv) {
                 per);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    if (!me) {
-        printf("# eager-SGD partial allreduce, %d ranks, rank r delayed r x %.3g ms (linear skew), "
-               "%d iterations (+%d warm-up) x %d repetitions, deposit-to-completion latency of every "
-               "rank and iteration, %s buffers\n",
-               P, unit, iters, warm, reps, g_device ? "device" : "host");
-        if (reps > 1) printf("# repetition 1..%d: every row in turn, then the next repetition\n", reps);
-    }
-    /* repetitions outermost: the rows of one repetition run side by side in time */
-    for (int rp = 0; rp < reps; rp++)
-        for (size_t z = 0; z < nsz; z++)
-            for (int sk = 0; sk < 2; sk++)
-                for (int m = 0; m < NMODES; m++) {
-                    if (g_only && !strstr(g_only, mode_of(m))) continue;
-                    row_t *w = &rows[((int)z * 2 + sk) * NMODES + m];
-                    result_t r = run(mode_of(m), szs[z], sk, unit, iters, warm, w->pool, &w->npool);
-                    w->ran = 1;
-                    w->rep_mean[rp] = r.mean;
-                    w->fresh += r.fresh_frac / reps;
-                    w->wakes += r.wakes / reps;
-                    w->polls += r.polls / reps;
-                    w->wrong += r.wrong;
-                }
-    long wrong_all = 0;
-    if (!me) {
-        printf("%12s %10s %6s %14s %6s %11s %10s %11s %11s %11s %11s %6s %6s %9s %9s %15s %7s %7s\n",
-               "size(B)", "count", "type", "mode", "skew", "mean(us)", "min(us)", "median(us)", "p90(us)",
-               "p99(us)", "max(us)", "fresh", "#wrong", "mean/mpi", "med/mpi", "mean/mpi range", "wake/r",
-               "poll/r");
-        for (int i = 0; i < nrow; i++)
-            if (rows[i].ran) summarize(&rows[i]);
-    }
-    for (size_t z = 0; z < nsz && !me; z++)
-        for (int sk = 0; sk < 2; sk++)
-            for (int m = 0; m < NMODES; m++) {
-                row_t *w = &rows[((int)z * 2 + sk) * NMODES + m], *base = &rows[((int)z * 2 + sk) * NMODES];
-                if (!w->ran) continue;
-                wrong_all += w->wrong;
-                json_array_append_new(arr, report_row(w, base->ran ? base : NULL, reps, szs[z], sk, m));
-            }
+    return rows;
+}
+
+static void free_rows(row_t *rows, int nrow) {
     for (int i = 0; i < nrow; i++) {
         free(rows[i].pool);
         free(rows[i].rep_mean);
     }
     free(rows);
-    if (!me) {
-        json_object_set_new(root, "ranks", json_integer(P));
-        if (hosts) json_object_set_new(root, "hosts", hosts);
-        json_object_set_new(root, "memory", json_string(g_device ? "device" : "host"));
-        json_object_set_new(root, "deposit", json_string(g_lend && !g_device ? "lend" : "copy"));
-        json_object_set_new(root, "wake_always", json_boolean(g_wake_always));
-        json_object_set_new(root, "reduce",
-                            json_string(g_reduce == PCOLL_REDUCE_RD           ? "rd"
-                                        : g_reduce == PCOLL_REDUCE_IALLREDUCE ? "iallreduce"
-                                                                              : "auto"));
-        json_object_set_new(root, "unit_ms", json_real(unit));
-        json_object_set_new(root, "iterations", json_integer(iters));
-        json_object_set_new(root, "repetitions", json_integer(reps));
-        json_object_set_new(root, "warmup", json_integer(warm));
-        int vlen = 0;
-        char ver[MPI_MAX_LIBRARY_VERSION_STRING];
-        MPI_Get_library_version(ver, &vlen);
-        char *nl = strchr(ver, '\n');
-        if (nl) *nl = 0;
-        json_object_set_new(root, "mpi", json_string(ver));
-        json_object_set_new(root, "results", arr);
-        if (json_dump_file(root, json, JSON_INDENT(1)) != 0)
-            fprintf(stderr, "bench_collectives: cannot write %s\n", json);
-        else
-            printf("# wrote %s\n", json);
-    } else
-        json_decref(arr);
+}
+
+/* The row of size index z, skew sk (0 none, 1 linear) and mode m (mode_of) in rows. */
+static row_t *row_at(row_t *rows, size_t z, int sk, int m) { return &rows[((int)z * 2 + sk) * NMODES + m]; }
+
+/* Every row (the modes --only allows) of every size and skew, repetitions outermost so that the
+ * rows of one repetition run side by side in time; collective. */
+static void run_rows(row_t *rows, const size_t *szs, size_t nsz, const args_t *a) {
+    for (int rp = 0; rp < a->reps; rp++)
+        for (size_t z = 0; z < nsz; z++)
+            for (int sk = 0; sk < 2; sk++)
+                for (int m = 0; m < NMODES; m++) {
+                    if (g_only && !strstr(g_only, mode_of(m))) continue;
+                    row_t *w = row_at(rows, z, sk, m);
+                    result_t r = run(mode_of(m), szs[z], sk, a->unit, a->iters, a->warm, w->pool, &w->npool);
+                    w->ran = 1;
+                    w->rep_mean[rp] = r.mean;
+                    w->fresh += r.fresh_frac / a->reps;
+                    w->wakes += r.wakes / a->reps;
+                    w->polls += r.polls / a->reps;
+                    w->wrong += r.wrong;
+                }
+}
+
+/* Rank 0: the table's header and every row that ran (report_row), their JSON objects appended
+ * to arr; returns the number of wrong rounds over all rows. */
+static long report_rows(row_t *rows, const size_t *szs, size_t nsz, int reps, json_t *arr) {
+    long wrong_all = 0;
+    printf("%12s %10s %6s %14s %6s %11s %10s %11s %11s %11s %11s %6s %6s %9s %9s %15s %7s %7s\n", "size(B)",
+           "count", "type", "mode", "skew", "mean(us)", "min(us)", "median(us)", "p90(us)", "p99(us)",
+           "max(us)", "fresh", "#wrong", "mean/mpi", "med/mpi", "mean/mpi range", "wake/r", "poll/r");
+    for (int i = 0; i < (int)nsz * 2 * NMODES; i++)
+        if (rows[i].ran) summarize(&rows[i]);
+    for (size_t z = 0; z < nsz; z++)
+        for (int sk = 0; sk < 2; sk++)
+            for (int m = 0; m < NMODES; m++) {
+                row_t *w = row_at(rows, z, sk, m), *base = row_at(rows, z, sk, 0);
+                if (!w->ran) continue;
+                wrong_all += w->wrong;
+                json_array_append_new(arr, report_row(w, base->ran ? base : NULL, reps, szs[z], sk, m));
+            }
+    return wrong_all;
+}
+
+/* Rank 0: writes the settings, hosts (taken; may be NULL), the MPI library and the rows arr
+ * (taken) to a->json, and says so on stdout (or that it could not, on stderr). */
+static void write_json(const args_t *a, json_t *hosts, json_t *arr) {
+    json_t *root = json_object();
+    json_object_set_new(root, "ranks", json_integer(P));
+    if (hosts) json_object_set_new(root, "hosts", hosts);
+    json_object_set_new(root, "memory", json_string(g_device ? "device" : "host"));
+    json_object_set_new(root, "deposit", json_string(g_lend && !g_device ? "lend" : "copy"));
+    json_object_set_new(root, "wake_always", json_boolean(g_wake_always));
+    json_object_set_new(root, "reduce",
+                        json_string(g_reduce == PCOLL_REDUCE_RD           ? "rd"
+                                    : g_reduce == PCOLL_REDUCE_IALLREDUCE ? "iallreduce"
+                                                                          : "auto"));
+    json_object_set_new(root, "unit_ms", json_real(a->unit));
+    json_object_set_new(root, "iterations", json_integer(a->iters));
+    json_object_set_new(root, "repetitions", json_integer(a->reps));
+    json_object_set_new(root, "warmup", json_integer(a->warm));
+    int vlen = 0;
+    char ver[MPI_MAX_LIBRARY_VERSION_STRING];
+    MPI_Get_library_version(ver, &vlen);
+    char *nl = strchr(ver, '\n');
+    if (nl) *nl = 0;
+    json_object_set_new(root, "mpi", json_string(ver));
+    json_object_set_new(root, "results", arr);
+    if (json_dump_file(root, a->json, JSON_INDENT(1)) != 0)
+        fprintf(stderr, "bench_collectives: cannot write %s\n", a->json);
+    else
+        printf("# wrote %s\n", a->json);
     json_decref(root);
+}
+
+/* Exit: 0 every round right; 1 some round wrong (or out of memory: MPI_Abort); 2 usage;
+ * 3 --device without a CUDA device. */
+int main(int argc, char **argv) {
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    args_t a = {1.0, 64, 4, 1, "build/bench/collectives.json", "8,4194304"};
+    int rc = parse_args(argc, argv, &a);
+    if (!rc && g_device) rc = select_device();
+    if (rc) {
+        MPI_Finalize();
+        return rc;
+    }
+    json_t *arr = json_array(), *hosts = gather_hosts();
+    size_t szs[16], nsz = parse_sizes(a.sizes, szs);
+    int nrow = (int)nsz * 2 * NMODES;
+    row_t *rows = alloc_rows(nrow, a.iters * P * a.reps, a.reps);
+    if (!me) {
+        printf("# eager-SGD partial allreduce, %d ranks, rank r delayed r x %.3g ms (linear skew), "
+               "%d iterations (+%d warm-up) x %d repetitions, deposit-to-completion latency of every "
+               "rank and iteration, %s buffers\n",
+               P, a.unit, a.iters, a.warm, a.reps, g_device ? "device" : "host");
+        if (a.reps > 1) printf("# repetition 1..%d: every row in turn, then the next repetition\n", a.reps);
+    }
+    run_rows(rows, szs, nsz, &a);
+    long wrong_all = me ? 0 : report_rows(rows, szs, nsz, a.reps, arr);
+    free_rows(rows, nrow);
+    if (!me)
+        write_json(&a, hosts, arr);
+    else
+        json_decref(arr);
     MPI_Finalize();
     return wrong_all ? 1 : 0;
 }
