@@ -124,86 +124,169 @@ static long check_round(const float *res, size_t n, const pcoll_record_t *rec) {
     return 0;
 }
 
-/* One row, one repetition: every rank's iters latencies; rank 0 appends all P x iters of them
- * (seconds) to pool[*npool...] (pool has room for them), for percentiles over repetitions. */
-static result_t run(const char *mode, size_t n, int linear, double unit, int iters, int warm, double *pool,
-                    int *npool) {
-    result_t out = {0, 1e30, 0, 0, 0, 0, 0};
-    double *lats = malloc((size_t)iters * sizeof *lats);
-    float *g = malloc(n * sizeof *g), *r = malloc(n * sizeof *r);
-    for (size_t i = 0; i < n; i++) g[i] = (float)(me + 1);
-    float *dep = g; /* what is deposited: host g, or its device copy */
+/* One row's run on this rank: its buffers, its handle and the rounds it took. */
+typedef struct {
+    size_t n;               /* floats per deposit */
+    int plain, newer, lend; /* mpi_allreduce; a partial mode (accumulate, PCOLL_WAIT_NEWER); lent */
+    float *g, *r, *dep;     /* contribution (all me + 1), result buffer, what is deposited (g or a
+                               device copy) */
+    pcoll_t *h;             /* NULL when plain */
+    pcoll_record_t rec;
+    long rounds, fresh; /* rounds taken, and their fresh ranks */
+} bench_run_t;
+
+/* A handle for mode (a name; quorum gets Q = P/2) over n floats with the g_ settings; collective.
+ * Errors: message and MPI_Abort (pcollCheck). */
+static pcoll_t *create_handle(const char *mode, size_t n) {
+    pcoll_t *h = NULL;
+    pcoll_config_t cfg;
+    pcoll_config_default(&cfg);
+    /* with linear skew every rank's deposit may start its own round: up to P rounds complete
+     * while the last rank sleeps, so the ring keeps P + 1 (buffers are allocated when first
+     * used); a smaller ring would hold the fast ranks back (correct, but not Fig. 9) */
+    cfg.ring = P + 1 > 16 ? P + 1 : 16;
+    cfg.records = 1024;
+    if (g_poll_us > 0) cfg.poll_max_us = g_poll_us;
+    if (g_spin_us >= 0) cfg.spin_us = g_spin_us;
+    cfg.wake_always = g_wake_always;
+    cfg.reduce = g_reduce;
+    char m[32];
+    if (!strcmp(mode, pcoll_mode_name(PCOLL_QUORUM))) /* quorum: Q = P/2 */
+        pcoll_format_mode(PCOLL_QUORUM, P / 2 > 0 ? P / 2 : 1, m, sizeof m);
+    else
+        snprintf(m, sizeof m, "%s", mode);
+    pcollCheck(pcoll_parse_mode(m, &cfg.rule));
+    pcollCheck(pcoll_create(MPI_COMM_WORLD, n, g_device ? PCOLL_MEM_DEVICE : PCOLL_MEM_HOST, &cfg, &h));
+    return h;
+}
+
+/* Sets b up for mode over n floats: buffers (a device copy under --device), the handle unless
+ * mpi_allreduce, g grown to pcoll_lend_len when lent; collective. Errors: message, MPI_Abort. */
+static void setup_run(bench_run_t *b, const char *mode, size_t n) {
+    memset(b, 0, sizeof *b);
+    b->n = n;
+    b->g = malloc(n * sizeof *b->g);
+    b->r = malloc(n * sizeof *b->r);
+    for (size_t i = 0; i < n; i++) b->g[i] = (float)(me + 1);
+    b->dep = b->g;
 #ifdef PCOLL_HAVE_NCCL
     if (g_device) {
-        if (cudaMalloc((void **)&dep, n * sizeof *dep) != cudaSuccess ||
-            cudaMemcpy(dep, g, n * sizeof *g, cudaMemcpyHostToDevice) != cudaSuccess) {
+        if (cudaMalloc((void **)&b->dep, n * sizeof *b->dep) != cudaSuccess ||
+            cudaMemcpy(b->dep, b->g, n * sizeof *b->g, cudaMemcpyHostToDevice) != cudaSuccess) {
             fprintf(stderr, "rank %d: cannot allocate %zu floats on the GPU\n", me, n);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
     }
 #endif
-    int plain = !strcmp(mode, "mpi_allreduce"), newer = strcmp(mode, "sync") != 0;
-    pcoll_t *h = NULL;
-    pcoll_record_t rec;
-    pcoll_record_init(&rec, P);
-    if (!plain) {
-        pcoll_config_t cfg;
-        pcoll_config_default(&cfg);
-        /* with linear skew every rank's deposit may start its own round: up to P rounds complete
-         * while the last rank sleeps, so the ring keeps P + 1 (buffers are allocated when first
-         * used); a smaller ring would hold the fast ranks back (correct, but not Fig. 9) */
-        cfg.ring = P + 1 > 16 ? P + 1 : 16;
-        cfg.records = 1024;
-        if (g_poll_us > 0) cfg.poll_max_us = g_poll_us;
-        if (g_spin_us >= 0) cfg.spin_us = g_spin_us;
-        cfg.wake_always = g_wake_always;
-        cfg.reduce = g_reduce;
-        char m[32];
-        if (!strcmp(mode, pcoll_mode_name(PCOLL_QUORUM))) /* quorum: Q = P/2 */
-            pcoll_format_mode(PCOLL_QUORUM, P / 2 > 0 ? P / 2 : 1, m, sizeof m);
-        else
-            snprintf(m, sizeof m, "%s", mode);
-        pcollCheck(pcoll_parse_mode(m, &cfg.rule));
-        pcollCheck(pcoll_create(MPI_COMM_WORLD, n, g_device ? PCOLL_MEM_DEVICE : PCOLL_MEM_HOST, &cfg, &h));
-    }
-    const int lend = !plain && g_lend && !g_device; /* g is never written again: it can be lent */
-    if (lend) {
-        float *gl = realloc(g, pcoll_lend_len(h) * sizeof *g);
+    b->plain = !strcmp(mode, "mpi_allreduce");
+    b->newer = strcmp(mode, "sync") != 0;
+    pcoll_record_init(&b->rec, P);
+    if (!b->plain) b->h = create_handle(mode, n);
+    b->lend = !b->plain && g_lend && !g_device; /* g is never written again: it can be lent */
+    if (b->lend) {
+        float *gl = realloc(b->g, pcoll_lend_len(b->h) * sizeof *b->g);
         if (!gl) {
             fprintf(stderr, "rank %d: out of memory for a lent buffer of %zu floats\n", me,
-                    pcoll_lend_len(h));
+                    pcoll_lend_len(b->h));
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
-        g = dep = gl;
+        b->g = b->dep = gl;
     }
-    double sum = 0;
-    long rounds = 0, fresh = 0;
-    for (int it = 0; it < warm + iters; it++) {
-        MPI_Barrier(MPI_COMM_WORLD);
-        if (linear) sleep_ms(me * unit);
-        double t0 = now();
-        if (plain) {
-            MPI_Allreduce(g, r, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-            double want = P * (P + 1) / 2.0;
-            for (size_t i = 0; i < n; i++)
-                if (r[i] != (float)want) {
-                    out.wrong++;
-                    break;
-                }
-        } else {
-            const int fl = (newer ? PCOLL_ACCUMULATE : 0) | g_wait_next;
-            handleCheck(h, lend ? pcoll_lend(h, dep, fl) : pcoll_deposit(h, dep, fl));
-            handleCheck(h, pcoll_wait(h, newer ? PCOLL_WAIT_NEWER : PCOLL_WAIT_CONSUMED, 120, NULL));
-        }
-        double lat = now() - t0;
-        if (!plain) {
-            const float *res;
-            while (pcoll_next(h, NULL, &res, &rec) == PCOLL_OK) {
-                out.wrong += check_round(host_view(res, r, n), n, &rec);
-                rounds++;
-                fresh += rec.nfresh;
+}
+
+/* Takes every completed round of b's handle (pcoll_next), counting rounds and fresh ranks;
+ * returns how many were wrong (check_round). */
+static long take_rounds(bench_run_t *b) {
+    long wrong = 0;
+    const float *res;
+    while (pcoll_next(b->h, NULL, &res, &b->rec) == PCOLL_OK) {
+        wrong += check_round(host_view(res, b->r, b->n), b->n, &b->rec);
+        b->rounds++;
+        b->fresh += b->rec.nfresh;
+    }
+    return wrong;
+}
+
+/* One iteration: barrier, the skew's sleep, then MPI_Allreduce (checked) or deposit and wait,
+ * then the rounds completed; returns the latency (s) from deposit to completion and adds the
+ * wrong results to *wrong. Collective. */
+static double one_iteration(bench_run_t *b, int linear, double unit, long *wrong) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (linear) sleep_ms(me * unit);
+    double t0 = now();
+    if (b->plain) {
+        MPI_Allreduce(b->g, b->r, (int)b->n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        double want = P * (P + 1) / 2.0;
+        for (size_t i = 0; i < b->n; i++)
+            if (b->r[i] != (float)want) {
+                (*wrong)++;
+                break;
             }
-        }
+    } else {
+        const int fl = (b->newer ? PCOLL_ACCUMULATE : 0) | g_wait_next;
+        handleCheck(b->h, b->lend ? pcoll_lend(b->h, b->dep, fl) : pcoll_deposit(b->h, b->dep, fl));
+        handleCheck(b->h, pcoll_wait(b->h, b->newer ? PCOLL_WAIT_NEWER : PCOLL_WAIT_CONSUMED, 120, NULL));
+    }
+    double lat = now() - t0;
+    if (!b->plain) *wrong += take_rounds(b);
+    return lat;
+}
+
+/* Partial and sync modes: joins, takes the last rounds, sets out's wakes and polls per rank and
+ * round (collective) and finalizes the handle. Errors: message and MPI_Abort. */
+static void finish_handle(bench_run_t *b, result_t *out) {
+    handleCheck(b->h, pcoll_join(b->h));
+    int rc;
+    while ((rc = pcoll_wait(b->h, PCOLL_WAIT_NEWER, 120, NULL)) == PCOLL_OK) out->wrong += take_rounds(b);
+    if (rc != PCOLL_DONE) pcollCheck(rc);
+    pcoll_stats_t st = {0};
+    handleCheck(b->h, pcoll_stats(b->h, &st));
+    double mine[2] = {(double)(st.engine_wakes + st.wait_sleeps), (double)st.engine_polls}, all[2];
+    MPI_Allreduce(mine, all, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    double per = st.rounds ? 1.0 / ((double)st.rounds * P) : 0;
+    out->wakes = all[0] * per;
+    out->polls = all[1] * per;
+    pcollCheck(pcoll_finalize(&b->h, 120));
+}
+
+static void free_run(bench_run_t *b) {
+    pcoll_record_free(&b->rec);
+#ifdef PCOLL_HAVE_NCCL
+    if (b->dep != b->g) cudaFree(b->dep);
+#endif
+    free(b->g);
+    free(b->r);
+}
+
+/* Makes out (this rank's min, max, wrong; sum: its latencies' sum, s) the whole run's: mean over
+ * ranks, min, max (us), wrong summed; gathers every rank's lats[iters] into pool[*npool...] on
+ * rank 0. Collective. */
+static void reduce_result(result_t *out, double sum, int iters, const double *lats, double *pool,
+                          int *npool) {
+    double m = sum / iters, gm, gmin, gmax;
+    long gw;
+    MPI_Allreduce(&m, &gm, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&out->min, &gmin, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&out->max, &gmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(&out->wrong, &gw, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    out->mean = gm / P * 1e6;
+    out->min = gmin * 1e6;
+    out->max = gmax * 1e6;
+    out->wrong = gw;
+    MPI_Gather(lats, iters, MPI_DOUBLE, me ? NULL : pool + *npool, iters, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (!me) *npool += iters * P;
+}
+
+/* One row, one repetition: every rank's iters latencies; rank 0 appends all P x iters of them
+ * (seconds) to pool[*npool...] (pool has room for them), for percentiles over repetitions. */
+static result_t run(const char *mode, size_t n, int linear, double unit, int iters, int warm, double *pool,
+                    int *npool) {
+    result_t out = {0, 1e30, 0, 0, 0, 0, 0};
+    double *lats = malloc((size_t)iters * sizeof *lats), sum = 0;
+    bench_run_t b;
+    setup_run(&b, mode, n);
+    for (int it = 0; it < warm + iters; it++) {
+        double lat = one_iteration(&b, linear, unit, &out.wrong);
         if (it >= warm) {
             lats[it - warm] = lat;
             sum += lat;
@@ -211,46 +294,11 @@ static result_t run(const char *mode, size_t n, int linear, double unit, int ite
             if (lat > out.max) out.max = lat;
         }
     }
-    if (!plain) {
-        handleCheck(h, pcoll_join(h));
-        const float *res;
-        int rc;
-        while ((rc = pcoll_wait(h, PCOLL_WAIT_NEWER, 120, NULL)) == PCOLL_OK)
-            while (pcoll_next(h, NULL, &res, &rec) == PCOLL_OK) {
-                out.wrong += check_round(host_view(res, r, n), n, &rec);
-                rounds++;
-                fresh += rec.nfresh;
-            }
-        if (rc != PCOLL_DONE) pcollCheck(rc);
-        pcoll_stats_t st = {0};
-        handleCheck(h, pcoll_stats(h, &st));
-        double mine[2] = {(double)(st.engine_wakes + st.wait_sleeps), (double)st.engine_polls}, all[2];
-        MPI_Allreduce(mine, all, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-        double per = st.rounds ? 1.0 / ((double)st.rounds * P) : 0;
-        out.wakes = all[0] * per;
-        out.polls = all[1] * per;
-        pcollCheck(pcoll_finalize(&h, 120));
-    }
-    double m = sum / iters, gm, gmin, gmax;
-    long gw;
-    MPI_Allreduce(&m, &gm, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Allreduce(&out.min, &gmin, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
-    MPI_Allreduce(&out.max, &gmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Allreduce(&out.wrong, &gw, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    out.mean = gm / P * 1e6;
-    out.min = gmin * 1e6;
-    out.max = gmax * 1e6;
-    out.wrong = gw;
-    MPI_Gather(lats, iters, MPI_DOUBLE, me ? NULL : pool + *npool, iters, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    if (!me) *npool += iters * P;
+    if (!b.plain) finish_handle(&b, &out);
+    reduce_result(&out, sum, iters, lats, pool, npool);
     free(lats);
-    out.fresh_frac = rounds ? (double)fresh / ((double)rounds * P) : 1.0;
-    pcoll_record_free(&rec);
-#ifdef PCOLL_HAVE_NCCL
-    if (dep != g) cudaFree(dep);
-#endif
-    free(g);
-    free(r);
+    out.fresh_frac = b.rounds ? (double)b.fresh / ((double)b.rounds * P) : 1.0;
+    free_run(&b);
     return out;
 }
 
