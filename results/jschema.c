@@ -357,6 +357,83 @@ static int in_list(const char *k, const char **l) {
     return 0;
 }
 
+static void lint(vctx *c, const json_t *s, char *path, int depth);
+
+/* "definitions" or "properties": an object of schemas, each linted at path.NAME. */
+static void lint_schema_map(vctx *c, const json_t *v, char *path, int depth) {
+    if (!json_is_object(v)) {
+        verr(c, path, "must be an object");
+        return;
+    }
+    const char *k;
+    json_t *sub;
+    json_object_foreach((json_t *)v, k, sub) {
+        size_t l = path_key(path, k);
+        lint(c, sub, path, depth + 1);
+        path[l] = 0;
+    }
+}
+
+/* "type": a known type name or a non-empty array of them. */
+static void lint_type(vctx *c, const json_t *v, const char *path) {
+    if (json_is_string(v)) {
+        if (!in_list(json_string_value(v), known_types))
+            verr(c, path, "unknown type \"%s\"", json_string_value(v));
+    } else if (json_is_array(v) && json_array_size(v) > 0) {
+        size_t i;
+        json_t *t;
+        json_array_foreach(v, i, t) if (!json_is_string(t) || !in_list(json_string_value(t), known_types))
+            verr(c, path, "item %zu is not a known type name", i);
+    } else
+        verr(c, path, "must be a type name or a non-empty array of them");
+}
+
+/* "pattern": a string that compiles as a POSIX extended regular expression. */
+static void lint_pattern(vctx *c, const json_t *v, const char *path) {
+    regex_t re;
+    if (!json_is_string(v))
+        verr(c, path, "must be a string");
+    else if (regcomp(&re, json_string_value(v), REG_EXTENDED | REG_NOSUB) != 0)
+        verr(c, path, "\"%s\" is not a POSIX extended regular expression", json_string_value(v));
+    else
+        regfree(&re);
+}
+
+/* Keyword k (one of keywords[]) with its value v, reported at path (which ends in k). */
+static void lint_keyword(vctx *c, const char *k, const json_t *v, char *path, int depth) {
+    size_t i;
+    json_t *t;
+    if (!strcmp(k, "type"))
+        lint_type(c, v, path);
+    else if (!strcmp(k, "enum")) {
+        if (!json_is_array(v) || json_array_size(v) == 0) verr(c, path, "must be a non-empty array");
+    } else if (!strcmp(k, "minimum") || !strcmp(k, "maximum")) {
+        if (!json_is_number(v)) verr(c, path, "must be a number");
+    } else if (!strcmp(k, "minItems") || !strcmp(k, "maxItems")) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0) verr(c, path, "must be a non-negative integer");
+    } else if (!strcmp(k, "pattern"))
+        lint_pattern(c, v, path);
+    else if (!strcmp(k, "required")) {
+        if (!json_is_array(v))
+            verr(c, path, "must be an array of strings");
+        else
+            json_array_foreach(v, i, t) if (!json_is_string(t)) verr(c, path, "item %zu is not a string", i);
+    } else if (!strcmp(k, "properties"))
+        lint_schema_map(c, v, path, depth);
+    else if (!strcmp(k, "additionalProperties") || !strcmp(k, "items"))
+        lint(c, v, path, depth + 1);
+    else if (!strcmp(k, "$ref")) {
+        if (!json_is_string(v))
+            verr(c, path, "must be a string");
+        else if (!resolve_ref(c->root, json_string_value(v)))
+            verr(c, path, "\"%s\" does not resolve (only local refs like \"#/definitions/x\")",
+                 json_string_value(v));
+    }
+}
+
+/* Checks that schema s (at path, PATH_CAP bytes, extended and restored) uses only the keywords
+ * the validator enforces, or annotations, each with a value of the right shape; "definitions"
+ * and every subschema are checked too, to depth 200. */
 static void lint(vctx *c, const json_t *s, char *path, int depth) {
     if (json_is_boolean(s)) return;
     if (!json_is_object(s)) {
@@ -371,78 +448,12 @@ static void lint(vctx *c, const json_t *s, char *path, int depth) {
     json_t *v;
     json_object_foreach((json_t *)s, k, v) {
         size_t l = path_key(path, k);
-        if (!strcmp(k, "definitions")) {
-            if (!json_is_object(v))
-                verr(c, path, "must be an object");
-            else {
-                const char *dk;
-                json_t *dv;
-                json_object_foreach(v, dk, dv) {
-                    size_t l2 = path_key(path, dk);
-                    lint(c, dv, path, depth + 1);
-                    path[l2] = 0;
-                }
-            }
-        } else if (in_list(k, annotations)) {
-            /* ignored */
-        } else if (!in_list(k, keywords)) {
+        if (!strcmp(k, "definitions"))
+            lint_schema_map(c, v, path, depth);
+        else if (!in_list(k, annotations) && !in_list(k, keywords))
             verr(c, path, "unsupported keyword \"%s\" (the validator would not enforce it)", k);
-        } else if (!strcmp(k, "type")) {
-            if (json_is_string(v)) {
-                if (!in_list(json_string_value(v), known_types))
-                    verr(c, path, "unknown type \"%s\"", json_string_value(v));
-            } else if (json_is_array(v) && json_array_size(v) > 0) {
-                size_t i;
-                json_t *t;
-                json_array_foreach(v, i,
-                                   t) if (!json_is_string(t) || !in_list(json_string_value(t), known_types))
-                    verr(c, path, "item %zu is not a known type name", i);
-            } else
-                verr(c, path, "must be a type name or a non-empty array of them");
-        } else if (!strcmp(k, "enum")) {
-            if (!json_is_array(v) || json_array_size(v) == 0) verr(c, path, "must be a non-empty array");
-        } else if (!strcmp(k, "minimum") || !strcmp(k, "maximum")) {
-            if (!json_is_number(v)) verr(c, path, "must be a number");
-        } else if (!strcmp(k, "minItems") || !strcmp(k, "maxItems")) {
-            if (!json_is_integer(v) || json_integer_value(v) < 0)
-                verr(c, path, "must be a non-negative integer");
-        } else if (!strcmp(k, "pattern")) {
-            regex_t re;
-            if (!json_is_string(v))
-                verr(c, path, "must be a string");
-            else if (regcomp(&re, json_string_value(v), REG_EXTENDED | REG_NOSUB) != 0)
-                verr(c, path, "\"%s\" is not a POSIX extended regular expression", json_string_value(v));
-            else
-                regfree(&re);
-        } else if (!strcmp(k, "required")) {
-            size_t i;
-            json_t *t;
-            if (!json_is_array(v))
-                verr(c, path, "must be an array of strings");
-            else
-                json_array_foreach(v, i, t) if (!json_is_string(t))
-                    verr(c, path, "item %zu is not a string", i);
-        } else if (!strcmp(k, "properties")) {
-            if (!json_is_object(v))
-                verr(c, path, "must be an object");
-            else {
-                const char *pk;
-                json_t *pv;
-                json_object_foreach(v, pk, pv) {
-                    size_t l2 = path_key(path, pk);
-                    lint(c, pv, path, depth + 1);
-                    path[l2] = 0;
-                }
-            }
-        } else if (!strcmp(k, "additionalProperties") || !strcmp(k, "items")) {
-            lint(c, v, path, depth + 1);
-        } else if (!strcmp(k, "$ref")) {
-            if (!json_is_string(v))
-                verr(c, path, "must be a string");
-            else if (!resolve_ref(c->root, json_string_value(v)))
-                verr(c, path, "\"%s\" does not resolve (only local refs like \"#/definitions/x\")",
-                     json_string_value(v));
-        }
+        else if (in_list(k, keywords))
+            lint_keyword(c, k, v, path, depth);
         path[l] = 0;
     }
 }
