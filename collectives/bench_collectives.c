@@ -124,86 +124,169 @@ static long check_round(const float *res, size_t n, const pcoll_record_t *rec) {
     return 0;
 }
 
-/* One row, one repetition: every rank's iters latencies; rank 0 appends all P x iters of them
- * (seconds) to pool[*npool...] (pool has room for them), for percentiles over repetitions. */
-static result_t run(const char *mode, size_t n, int linear, double unit, int iters, int warm, double *pool,
-                    int *npool) {
-    result_t out = {0, 1e30, 0, 0, 0, 0, 0};
-    double *lats = malloc((size_t)iters * sizeof *lats);
-    float *g = malloc(n * sizeof *g), *r = malloc(n * sizeof *r);
-    for (size_t i = 0; i < n; i++) g[i] = (float)(me + 1);
-    float *dep = g; /* what is deposited: host g, or its device copy */
+/* One row's run on this rank: its buffers, its handle and the rounds it took. */
+typedef struct {
+    size_t n;               /* floats per deposit */
+    int plain, newer, lend; /* mpi_allreduce; a partial mode (accumulate, PCOLL_WAIT_NEWER); lent */
+    float *g, *r, *dep;     /* contribution (all me + 1), result buffer, what is deposited (g or a
+                               device copy) */
+    pcoll_t *h;             /* NULL when plain */
+    pcoll_record_t rec;
+    long rounds, fresh; /* rounds taken, and their fresh ranks */
+} bench_run_t;
+
+/* A handle for mode (a name; quorum gets Q = P/2) over n floats with the g_ settings; collective.
+ * Errors: message and MPI_Abort (pcollCheck). */
+static pcoll_t *create_handle(const char *mode, size_t n) {
+    pcoll_t *h = NULL;
+    pcoll_config_t cfg;
+    pcoll_config_default(&cfg);
+    /* with linear skew every rank's deposit may start its own round: up to P rounds complete
+     * while the last rank sleeps, so the ring keeps P + 1 (buffers are allocated when first
+     * used); a smaller ring would hold the fast ranks back (correct, but not Fig. 9) */
+    cfg.ring = P + 1 > 16 ? P + 1 : 16;
+    cfg.records = 1024;
+    if (g_poll_us > 0) cfg.poll_max_us = g_poll_us;
+    if (g_spin_us >= 0) cfg.spin_us = g_spin_us;
+    cfg.wake_always = g_wake_always;
+    cfg.reduce = g_reduce;
+    char m[32];
+    if (!strcmp(mode, pcoll_mode_name(PCOLL_QUORUM))) /* quorum: Q = P/2 */
+        pcoll_format_mode(PCOLL_QUORUM, P / 2 > 0 ? P / 2 : 1, m, sizeof m);
+    else
+        snprintf(m, sizeof m, "%s", mode);
+    pcollCheck(pcoll_parse_mode(m, &cfg.rule));
+    pcollCheck(pcoll_create(MPI_COMM_WORLD, n, g_device ? PCOLL_MEM_DEVICE : PCOLL_MEM_HOST, &cfg, &h));
+    return h;
+}
+
+/* Sets b up for mode over n floats: buffers (a device copy under --device), the handle unless
+ * mpi_allreduce, g grown to pcoll_lend_len when lent; collective. Errors: message, MPI_Abort. */
+static void setup_run(bench_run_t *b, const char *mode, size_t n) {
+    memset(b, 0, sizeof *b);
+    b->n = n;
+    b->g = malloc(n * sizeof *b->g);
+    b->r = malloc(n * sizeof *b->r);
+    for (size_t i = 0; i < n; i++) b->g[i] = (float)(me + 1);
+    b->dep = b->g;
 #ifdef PCOLL_HAVE_NCCL
     if (g_device) {
-        if (cudaMalloc((void **)&dep, n * sizeof *dep) != cudaSuccess ||
-            cudaMemcpy(dep, g, n * sizeof *g, cudaMemcpyHostToDevice) != cudaSuccess) {
+        if (cudaMalloc((void **)&b->dep, n * sizeof *b->dep) != cudaSuccess ||
+            cudaMemcpy(b->dep, b->g, n * sizeof *b->g, cudaMemcpyHostToDevice) != cudaSuccess) {
             fprintf(stderr, "rank %d: cannot allocate %zu floats on the GPU\n", me, n);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
     }
 #endif
-    int plain = !strcmp(mode, "mpi_allreduce"), newer = strcmp(mode, "sync") != 0;
-    pcoll_t *h = NULL;
-    pcoll_record_t rec;
-    pcoll_record_init(&rec, P);
-    if (!plain) {
-        pcoll_config_t cfg;
-        pcoll_config_default(&cfg);
-        /* with linear skew every rank's deposit may start its own round: up to P rounds complete
-         * while the last rank sleeps, so the ring keeps P + 1 (buffers are allocated when first
-         * used); a smaller ring would hold the fast ranks back (correct, but not Fig. 9) */
-        cfg.ring = P + 1 > 16 ? P + 1 : 16;
-        cfg.records = 1024;
-        if (g_poll_us > 0) cfg.poll_max_us = g_poll_us;
-        if (g_spin_us >= 0) cfg.spin_us = g_spin_us;
-        cfg.wake_always = g_wake_always;
-        cfg.reduce = g_reduce;
-        char m[32];
-        if (!strcmp(mode, pcoll_mode_name(PCOLL_QUORUM))) /* quorum: Q = P/2 */
-            pcoll_format_mode(PCOLL_QUORUM, P / 2 > 0 ? P / 2 : 1, m, sizeof m);
-        else
-            snprintf(m, sizeof m, "%s", mode);
-        pcollCheck(pcoll_parse_mode(m, &cfg.rule));
-        pcollCheck(pcoll_create(MPI_COMM_WORLD, n, g_device ? PCOLL_MEM_DEVICE : PCOLL_MEM_HOST, &cfg, &h));
-    }
-    const int lend = !plain && g_lend && !g_device; /* g is never written again: it can be lent */
-    if (lend) {
-        float *gl = realloc(g, pcoll_lend_len(h) * sizeof *g);
+    b->plain = !strcmp(mode, "mpi_allreduce");
+    b->newer = strcmp(mode, "sync") != 0;
+    pcoll_record_init(&b->rec, P);
+    if (!b->plain) b->h = create_handle(mode, n);
+    b->lend = !b->plain && g_lend && !g_device; /* g is never written again: it can be lent */
+    if (b->lend) {
+        float *gl = realloc(b->g, pcoll_lend_len(b->h) * sizeof *b->g);
         if (!gl) {
             fprintf(stderr, "rank %d: out of memory for a lent buffer of %zu floats\n", me,
-                    pcoll_lend_len(h));
+                    pcoll_lend_len(b->h));
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
-        g = dep = gl;
+        b->g = b->dep = gl;
     }
-    double sum = 0;
-    long rounds = 0, fresh = 0;
-    for (int it = 0; it < warm + iters; it++) {
-        MPI_Barrier(MPI_COMM_WORLD);
-        if (linear) sleep_ms(me * unit);
-        double t0 = now();
-        if (plain) {
-            MPI_Allreduce(g, r, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-            double want = P * (P + 1) / 2.0;
-            for (size_t i = 0; i < n; i++)
-                if (r[i] != (float)want) {
-                    out.wrong++;
-                    break;
-                }
-        } else {
-            const int fl = (newer ? PCOLL_ACCUMULATE : 0) | g_wait_next;
-            handleCheck(h, lend ? pcoll_lend(h, dep, fl) : pcoll_deposit(h, dep, fl));
-            handleCheck(h, pcoll_wait(h, newer ? PCOLL_WAIT_NEWER : PCOLL_WAIT_CONSUMED, 120, NULL));
-        }
-        double lat = now() - t0;
-        if (!plain) {
-            const float *res;
-            while (pcoll_next(h, NULL, &res, &rec) == PCOLL_OK) {
-                out.wrong += check_round(host_view(res, r, n), n, &rec);
-                rounds++;
-                fresh += rec.nfresh;
+}
+
+/* Takes every completed round of b's handle (pcoll_next), counting rounds and fresh ranks;
+ * returns how many were wrong (check_round). */
+static long take_rounds(bench_run_t *b) {
+    long wrong = 0;
+    const float *res;
+    while (pcoll_next(b->h, NULL, &res, &b->rec) == PCOLL_OK) {
+        wrong += check_round(host_view(res, b->r, b->n), b->n, &b->rec);
+        b->rounds++;
+        b->fresh += b->rec.nfresh;
+    }
+    return wrong;
+}
+
+/* One iteration: barrier, the skew's sleep, then MPI_Allreduce (checked) or deposit and wait,
+ * then the rounds completed; returns the latency (s) from deposit to completion and adds the
+ * wrong results to *wrong. Collective. */
+static double one_iteration(bench_run_t *b, int linear, double unit, long *wrong) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (linear) sleep_ms(me * unit);
+    double t0 = now();
+    if (b->plain) {
+        MPI_Allreduce(b->g, b->r, (int)b->n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        double want = P * (P + 1) / 2.0;
+        for (size_t i = 0; i < b->n; i++)
+            if (b->r[i] != (float)want) {
+                (*wrong)++;
+                break;
             }
-        }
+    } else {
+        const int fl = (b->newer ? PCOLL_ACCUMULATE : 0) | g_wait_next;
+        handleCheck(b->h, b->lend ? pcoll_lend(b->h, b->dep, fl) : pcoll_deposit(b->h, b->dep, fl));
+        handleCheck(b->h, pcoll_wait(b->h, b->newer ? PCOLL_WAIT_NEWER : PCOLL_WAIT_CONSUMED, 120, NULL));
+    }
+    double lat = now() - t0;
+    if (!b->plain) *wrong += take_rounds(b);
+    return lat;
+}
+
+/* Partial and sync modes: joins, takes the last rounds, sets out's wakes and polls per rank and
+ * round (collective) and finalizes the handle. Errors: message and MPI_Abort. */
+static void finish_handle(bench_run_t *b, result_t *out) {
+    handleCheck(b->h, pcoll_join(b->h));
+    int rc;
+    while ((rc = pcoll_wait(b->h, PCOLL_WAIT_NEWER, 120, NULL)) == PCOLL_OK) out->wrong += take_rounds(b);
+    if (rc != PCOLL_DONE) pcollCheck(rc);
+    pcoll_stats_t st = {0};
+    handleCheck(b->h, pcoll_stats(b->h, &st));
+    double mine[2] = {(double)(st.engine_wakes + st.wait_sleeps), (double)st.engine_polls}, all[2];
+    MPI_Allreduce(mine, all, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    double per = st.rounds ? 1.0 / ((double)st.rounds * P) : 0;
+    out->wakes = all[0] * per;
+    out->polls = all[1] * per;
+    pcollCheck(pcoll_finalize(&b->h, 120));
+}
+
+static void free_run(bench_run_t *b) {
+    pcoll_record_free(&b->rec);
+#ifdef PCOLL_HAVE_NCCL
+    if (b->dep != b->g) cudaFree(b->dep);
+#endif
+    free(b->g);
+    free(b->r);
+}
+
+/* Makes out (this rank's min, max, wrong; sum: its latencies' sum, s) the whole run's: mean over
+ * ranks, min, max (us), wrong summed; gathers every rank's lats[iters] into pool[*npool...] on
+ * rank 0. Collective. */
+static void reduce_result(result_t *out, double sum, int iters, const double *lats, double *pool,
+                          int *npool) {
+    double m = sum / iters, gm, gmin, gmax;
+    long gw;
+    MPI_Allreduce(&m, &gm, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&out->min, &gmin, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&out->max, &gmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(&out->wrong, &gw, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    out->mean = gm / P * 1e6;
+    out->min = gmin * 1e6;
+    out->max = gmax * 1e6;
+    out->wrong = gw;
+    MPI_Gather(lats, iters, MPI_DOUBLE, me ? NULL : pool + *npool, iters, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (!me) *npool += iters * P;
+}
+
+/* One row, one repetition: every rank's iters latencies; rank 0 appends all P x iters of them
+ * (seconds) to pool[*npool...] (pool has room for them), for percentiles over repetitions. */
+static result_t run(const char *mode, size_t n, int linear, double unit, int iters, int warm, double *pool,
+                    int *npool) {
+    result_t out = {0, 1e30, 0, 0, 0, 0, 0};
+    double *lats = malloc((size_t)iters * sizeof *lats), sum = 0;
+    bench_run_t b;
+    setup_run(&b, mode, n);
+    for (int it = 0; it < warm + iters; it++) {
+        double lat = one_iteration(&b, linear, unit, &out.wrong);
         if (it >= warm) {
             lats[it - warm] = lat;
             sum += lat;
@@ -211,46 +294,11 @@ static result_t run(const char *mode, size_t n, int linear, double unit, int ite
             if (lat > out.max) out.max = lat;
         }
     }
-    if (!plain) {
-        handleCheck(h, pcoll_join(h));
-        const float *res;
-        int rc;
-        while ((rc = pcoll_wait(h, PCOLL_WAIT_NEWER, 120, NULL)) == PCOLL_OK)
-            while (pcoll_next(h, NULL, &res, &rec) == PCOLL_OK) {
-                out.wrong += check_round(host_view(res, r, n), n, &rec);
-                rounds++;
-                fresh += rec.nfresh;
-            }
-        if (rc != PCOLL_DONE) pcollCheck(rc);
-        pcoll_stats_t st = {0};
-        handleCheck(h, pcoll_stats(h, &st));
-        double mine[2] = {(double)(st.engine_wakes + st.wait_sleeps), (double)st.engine_polls}, all[2];
-        MPI_Allreduce(mine, all, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-        double per = st.rounds ? 1.0 / ((double)st.rounds * P) : 0;
-        out.wakes = all[0] * per;
-        out.polls = all[1] * per;
-        pcollCheck(pcoll_finalize(&h, 120));
-    }
-    double m = sum / iters, gm, gmin, gmax;
-    long gw;
-    MPI_Allreduce(&m, &gm, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Allreduce(&out.min, &gmin, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
-    MPI_Allreduce(&out.max, &gmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    MPI_Allreduce(&out.wrong, &gw, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-    out.mean = gm / P * 1e6;
-    out.min = gmin * 1e6;
-    out.max = gmax * 1e6;
-    out.wrong = gw;
-    MPI_Gather(lats, iters, MPI_DOUBLE, me ? NULL : pool + *npool, iters, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    if (!me) *npool += iters * P;
+    if (!b.plain) finish_handle(&b, &out);
+    reduce_result(&out, sum, iters, lats, pool, npool);
     free(lats);
-    out.fresh_frac = rounds ? (double)fresh / ((double)rounds * P) : 1.0;
-    pcoll_record_free(&rec);
-#ifdef PCOLL_HAVE_NCCL
-    if (dep != g) cudaFree(dep);
-#endif
-    free(g);
-    free(r);
+    out.fresh_frac = b.rounds ? (double)b.fresh / ((double)b.rounds * P) : 1.0;
+    free_run(&b);
     return out;
 }
 
@@ -328,43 +376,45 @@ static json_t *report_row(const row_t *w, const row_t *base, int reps, size_t n,
     return o;
 }
 
-int main(int argc, char **argv) {
-    int provided;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_size(MPI_COMM_WORLD, &P);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    double unit = 1.0;
-    int iters = 64, warm = 4, reps = 1;
-    const char *json = "build/bench/collectives.json", *sizes = "8,4194304";
+/* The command line beyond the g_ settings above. */
+typedef struct {
+    double unit;              /* --unit-ms: rank r sleeps r x unit ms under linear skew */
+    int iters, warm, reps;    /* --iters, --warmup, --reps */
+    const char *json, *sizes; /* --json output path, --sizes comma-separated bytes */
+} args_t;
+
+/* Parses argv into a (and the g_ settings). Returns 0, or exit code 2 after a message on rank 0
+ * (an unknown option or a bad value of --reduce, or --iters/--reps < 1 or --unit-ms < 0). */
+static int parse_args(int argc, char **argv, args_t *a) {
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
-        if (!strcmp(a, "--unit-ms"))
-            unit = atof(v), i++;
-        else if (!strcmp(a, "--reps"))
-            reps = atoi(v), i++;
-        else if (!strcmp(a, "--iters"))
-            iters = atoi(v), i++;
-        else if (!strcmp(a, "--warmup"))
-            warm = atoi(v), i++;
-        else if (!strcmp(a, "--sizes"))
-            sizes = v, i++;
-        else if (!strcmp(a, "--json"))
-            json = v, i++;
-        else if (!strcmp(a, "--poll-us"))
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
+        if (!strcmp(o, "--unit-ms"))
+            a->unit = atof(v), i++;
+        else if (!strcmp(o, "--reps"))
+            a->reps = atoi(v), i++;
+        else if (!strcmp(o, "--iters"))
+            a->iters = atoi(v), i++;
+        else if (!strcmp(o, "--warmup"))
+            a->warm = atoi(v), i++;
+        else if (!strcmp(o, "--sizes"))
+            a->sizes = v, i++;
+        else if (!strcmp(o, "--json"))
+            a->json = v, i++;
+        else if (!strcmp(o, "--poll-us"))
             g_poll_us = atoi(v), i++;
-        else if (!strcmp(a, "--spin-us"))
+        else if (!strcmp(o, "--spin-us"))
             g_spin_us = atoi(v), i++;
-        else if (!strcmp(a, "--only"))
+        else if (!strcmp(o, "--only"))
             g_only = v, i++;
-        else if (!strcmp(a, "--device"))
+        else if (!strcmp(o, "--device"))
             g_device = 1;
-        else if (!strcmp(a, "--deposit-wakes"))
+        else if (!strcmp(o, "--deposit-wakes"))
             g_wait_next = 0;
-        else if (!strcmp(a, "--copy"))
+        else if (!strcmp(o, "--copy"))
             g_lend = 0;
-        else if (!strcmp(a, "--wake-always"))
+        else if (!strcmp(o, "--wake-always"))
             g_wake_always = 1;
-        else if (!strcmp(a, "--reduce") && v &&
+        else if (!strcmp(o, "--reduce") && v &&
                  (!strcmp(v, "auto") || !strcmp(v, "iallreduce") || !strcmp(v, "rd")))
             g_reduce = !strcmp(v, "rd")           ? PCOLL_REDUCE_RD
                        : !strcmp(v, "iallreduce") ? PCOLL_REDUCE_IALLREDUCE
@@ -376,51 +426,61 @@ int main(int argc, char **argv) {
                         "bench_collectives: unknown option '%s' (options: --unit-ms "
                         "--iters --reps --warmup --sizes --json --only --poll-us --spin-us --device --copy\n"
                         "--deposit-wakes --wake-always --reduce auto|iallreduce|rd)\n",
-                        a);
-            MPI_Finalize();
+                        o);
             return 2;
         }
     }
-    if (iters < 1 || unit < 0 || reps < 1) {
+    if (a->iters < 1 || a->unit < 0 || a->reps < 1) {
         if (!me) fprintf(stderr, "bench_collectives: --iters and --reps must be >= 1 and --unit-ms >= 0\n");
-        MPI_Finalize();
         return 2;
     }
-    if (g_device) {
+    return 0;
+}
+
+/* --device: rank r takes GPU (local rank % devices), collective. Returns 0, or the exit code
+ * after a message on rank 0: 3 if some rank sees no CUDA device, 2 in a build without NCCL. */
+static int select_device(void) {
 #ifdef PCOLL_HAVE_NCCL
-        MPI_Comm node;
-        int local = 0, ndev = 0, mindev = 0;
-        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node);
-        MPI_Comm_rank(node, &local);
-        MPI_Comm_free(&node);
-        cudaError_t e = cudaGetDeviceCount(&ndev);
-        if (e != cudaSuccess) ndev = 0;
-        MPI_Allreduce(&ndev, &mindev, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-        if (mindev < 1) {
-            if (!me)
-                fprintf(stderr, "bench_collectives: --device: no CUDA device (cudaGetDeviceCount: %s)\n",
-                        e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
-            MPI_Finalize();
-            return 3;
-        }
-        cudaSetDevice(local % ndev);
-#else
+    MPI_Comm node;
+    int local = 0, ndev = 0, mindev = 0;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_free(&node);
+    cudaError_t e = cudaGetDeviceCount(&ndev);
+    if (e != cudaSuccess) ndev = 0;
+    MPI_Allreduce(&ndev, &mindev, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (mindev < 1) {
         if (!me)
-            fprintf(stderr, "bench_collectives: --device needs build/bench/bench_collectives_cuda "
-                            "(built when nvcc, cuDNN and NCCL are present)\n");
-        MPI_Finalize();
-        return 2;
-#endif
+            fprintf(stderr, "bench_collectives: --device: no CUDA device (cudaGetDeviceCount: %s)\n",
+                    e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+        return 3;
     }
-    json_t *root = json_object(), *arr = json_array(), *hosts = gather_hosts();
-    size_t nsz = 0, szs[16];
+    cudaSetDevice(local % ndev);
+    return 0;
+#else
+    if (!me)
+        fprintf(stderr, "bench_collectives: --device needs build/bench/bench_collectives_cuda "
+                        "(built when nvcc, cuDNN and NCCL are present)\n");
+    return 2;
+#endif
+}
+
+/* --sizes (comma-separated bytes, at most 16, the rest ignored) as float counts (>= 1) in szs;
+ * returns how many. */
+static size_t parse_sizes(const char *sizes, size_t szs[16]) {
+    size_t nsz = 0;
     char buf[256];
     snprintf(buf, sizeof buf, "%s", sizes);
     for (char *tok = strtok(buf, ","); tok && nsz < 16; tok = strtok(NULL, ",")) {
         size_t bytes = (size_t)atol(tok);
         szs[nsz++] = bytes / 4 ? bytes / 4 : 1;
     }
-    int nrow = (int)nsz * 2 * NMODES, per = iters * P * reps;
+    return nsz;
+}
+
+/* nrow rows, each with reps per-repetition means and (rank 0) a pool of per latencies; out of
+ * memory: message and MPI_Abort. Free with free_rows. */
+static row_t *alloc_rows(int nrow, int per, int reps) {
     row_t *rows = calloc((size_t)nrow, sizeof *rows);
     int nomem = !rows;
     for (int i = 0; !nomem && i < nrow; i++) {
@@ -432,78 +492,122 @@ int main(int argc, char **argv) {
                 per);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    if (!me) {
-        printf("# eager-SGD partial allreduce, %d ranks, rank r delayed r x %.3g ms (linear skew), "
-               "%d iterations (+%d warm-up) x %d repetitions, deposit-to-completion latency of every "
-               "rank and iteration, %s buffers\n",
-               P, unit, iters, warm, reps, g_device ? "device" : "host");
-        if (reps > 1) printf("# repetition 1..%d: every row in turn, then the next repetition\n", reps);
-    }
-    /* repetitions outermost: the rows of one repetition run side by side in time */
-    for (int rp = 0; rp < reps; rp++)
-        for (size_t z = 0; z < nsz; z++)
-            for (int sk = 0; sk < 2; sk++)
-                for (int m = 0; m < NMODES; m++) {
-                    if (g_only && !strstr(g_only, mode_of(m))) continue;
-                    row_t *w = &rows[((int)z * 2 + sk) * NMODES + m];
-                    result_t r = run(mode_of(m), szs[z], sk, unit, iters, warm, w->pool, &w->npool);
-                    w->ran = 1;
-                    w->rep_mean[rp] = r.mean;
-                    w->fresh += r.fresh_frac / reps;
-                    w->wakes += r.wakes / reps;
-                    w->polls += r.polls / reps;
-                    w->wrong += r.wrong;
-                }
-    long wrong_all = 0;
-    if (!me) {
-        printf("%12s %10s %6s %14s %6s %11s %10s %11s %11s %11s %11s %6s %6s %9s %9s %15s %7s %7s\n",
-               "size(B)", "count", "type", "mode", "skew", "mean(us)", "min(us)", "median(us)", "p90(us)",
-               "p99(us)", "max(us)", "fresh", "#wrong", "mean/mpi", "med/mpi", "mean/mpi range", "wake/r",
-               "poll/r");
-        for (int i = 0; i < nrow; i++)
-            if (rows[i].ran) summarize(&rows[i]);
-    }
-    for (size_t z = 0; z < nsz && !me; z++)
-        for (int sk = 0; sk < 2; sk++)
-            for (int m = 0; m < NMODES; m++) {
-                row_t *w = &rows[((int)z * 2 + sk) * NMODES + m], *base = &rows[((int)z * 2 + sk) * NMODES];
-                if (!w->ran) continue;
-                wrong_all += w->wrong;
-                json_array_append_new(arr, report_row(w, base->ran ? base : NULL, reps, szs[z], sk, m));
-            }
+    return rows;
+}
+
+static void free_rows(row_t *rows, int nrow) {
     for (int i = 0; i < nrow; i++) {
         free(rows[i].pool);
         free(rows[i].rep_mean);
     }
     free(rows);
-    if (!me) {
-        json_object_set_new(root, "ranks", json_integer(P));
-        if (hosts) json_object_set_new(root, "hosts", hosts);
-        json_object_set_new(root, "memory", json_string(g_device ? "device" : "host"));
-        json_object_set_new(root, "deposit", json_string(g_lend && !g_device ? "lend" : "copy"));
-        json_object_set_new(root, "wake_always", json_boolean(g_wake_always));
-        json_object_set_new(root, "reduce",
-                            json_string(g_reduce == PCOLL_REDUCE_RD           ? "rd"
-                                        : g_reduce == PCOLL_REDUCE_IALLREDUCE ? "iallreduce"
-                                                                              : "auto"));
-        json_object_set_new(root, "unit_ms", json_real(unit));
-        json_object_set_new(root, "iterations", json_integer(iters));
-        json_object_set_new(root, "repetitions", json_integer(reps));
-        json_object_set_new(root, "warmup", json_integer(warm));
-        int vlen = 0;
-        char ver[MPI_MAX_LIBRARY_VERSION_STRING];
-        MPI_Get_library_version(ver, &vlen);
-        char *nl = strchr(ver, '\n');
-        if (nl) *nl = 0;
-        json_object_set_new(root, "mpi", json_string(ver));
-        json_object_set_new(root, "results", arr);
-        if (json_dump_file(root, json, JSON_INDENT(1)) != 0)
-            fprintf(stderr, "bench_collectives: cannot write %s\n", json);
-        else
-            printf("# wrote %s\n", json);
-    } else
-        json_decref(arr);
+}
+
+/* The row of size index z, skew sk (0 none, 1 linear) and mode m (mode_of) in rows. */
+static row_t *row_at(row_t *rows, size_t z, int sk, int m) { return &rows[((int)z * 2 + sk) * NMODES + m]; }
+
+/* Every row (the modes --only allows) of every size and skew, repetitions outermost so that the
+ * rows of one repetition run side by side in time; collective. */
+static void run_rows(row_t *rows, const size_t *szs, size_t nsz, const args_t *a) {
+    for (int rp = 0; rp < a->reps; rp++)
+        for (size_t z = 0; z < nsz; z++)
+            for (int sk = 0; sk < 2; sk++)
+                for (int m = 0; m < NMODES; m++) {
+                    if (g_only && !strstr(g_only, mode_of(m))) continue;
+                    row_t *w = row_at(rows, z, sk, m);
+                    result_t r = run(mode_of(m), szs[z], sk, a->unit, a->iters, a->warm, w->pool, &w->npool);
+                    w->ran = 1;
+                    w->rep_mean[rp] = r.mean;
+                    w->fresh += r.fresh_frac / a->reps;
+                    w->wakes += r.wakes / a->reps;
+                    w->polls += r.polls / a->reps;
+                    w->wrong += r.wrong;
+                }
+}
+
+/* Rank 0: the table's header and every row that ran (report_row), their JSON objects appended
+ * to arr; returns the number of wrong rounds over all rows. */
+static long report_rows(row_t *rows, const size_t *szs, size_t nsz, int reps, json_t *arr) {
+    long wrong_all = 0;
+    printf("%12s %10s %6s %14s %6s %11s %10s %11s %11s %11s %11s %6s %6s %9s %9s %15s %7s %7s\n", "size(B)",
+           "count", "type", "mode", "skew", "mean(us)", "min(us)", "median(us)", "p90(us)", "p99(us)",
+           "max(us)", "fresh", "#wrong", "mean/mpi", "med/mpi", "mean/mpi range", "wake/r", "poll/r");
+    for (int i = 0; i < (int)nsz * 2 * NMODES; i++)
+        if (rows[i].ran) summarize(&rows[i]);
+    for (size_t z = 0; z < nsz; z++)
+        for (int sk = 0; sk < 2; sk++)
+            for (int m = 0; m < NMODES; m++) {
+                row_t *w = row_at(rows, z, sk, m), *base = row_at(rows, z, sk, 0);
+                if (!w->ran) continue;
+                wrong_all += w->wrong;
+                json_array_append_new(arr, report_row(w, base->ran ? base : NULL, reps, szs[z], sk, m));
+            }
+    return wrong_all;
+}
+
+/* Rank 0: writes the settings, hosts (taken; may be NULL), the MPI library and the rows arr
+ * (taken) to a->json, and says so on stdout (or that it could not, on stderr). */
+static void write_json(const args_t *a, json_t *hosts, json_t *arr) {
+    json_t *root = json_object();
+    json_object_set_new(root, "ranks", json_integer(P));
+    if (hosts) json_object_set_new(root, "hosts", hosts);
+    json_object_set_new(root, "memory", json_string(g_device ? "device" : "host"));
+    json_object_set_new(root, "deposit", json_string(g_lend && !g_device ? "lend" : "copy"));
+    json_object_set_new(root, "wake_always", json_boolean(g_wake_always));
+    json_object_set_new(root, "reduce",
+                        json_string(g_reduce == PCOLL_REDUCE_RD           ? "rd"
+                                    : g_reduce == PCOLL_REDUCE_IALLREDUCE ? "iallreduce"
+                                                                          : "auto"));
+    json_object_set_new(root, "unit_ms", json_real(a->unit));
+    json_object_set_new(root, "iterations", json_integer(a->iters));
+    json_object_set_new(root, "repetitions", json_integer(a->reps));
+    json_object_set_new(root, "warmup", json_integer(a->warm));
+    int vlen = 0;
+    char ver[MPI_MAX_LIBRARY_VERSION_STRING];
+    MPI_Get_library_version(ver, &vlen);
+    char *nl = strchr(ver, '\n');
+    if (nl) *nl = 0;
+    json_object_set_new(root, "mpi", json_string(ver));
+    json_object_set_new(root, "results", arr);
+    if (json_dump_file(root, a->json, JSON_INDENT(1)) != 0)
+        fprintf(stderr, "bench_collectives: cannot write %s\n", a->json);
+    else
+        printf("# wrote %s\n", a->json);
     json_decref(root);
+}
+
+/* Exit: 0 every round right; 1 some round wrong (or out of memory: MPI_Abort); 2 usage;
+ * 3 --device without a CUDA device. */
+int main(int argc, char **argv) {
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    args_t a = {1.0, 64, 4, 1, "build/bench/collectives.json", "8,4194304"};
+    int rc = parse_args(argc, argv, &a);
+    if (!rc && g_device) rc = select_device();
+    if (rc) {
+        MPI_Finalize();
+        return rc;
+    }
+    json_t *arr = json_array(), *hosts = gather_hosts();
+    size_t szs[16], nsz = parse_sizes(a.sizes, szs);
+    int nrow = (int)nsz * 2 * NMODES;
+    row_t *rows = alloc_rows(nrow, a.iters * P * a.reps, a.reps);
+    if (!me) {
+        printf("# eager-SGD partial allreduce, %d ranks, rank r delayed r x %.3g ms (linear skew), "
+               "%d iterations (+%d warm-up) x %d repetitions, deposit-to-completion latency of every "
+               "rank and iteration, %s buffers\n",
+               P, a.unit, a.iters, a.warm, a.reps, g_device ? "device" : "host");
+        if (a.reps > 1) printf("# repetition 1..%d: every row in turn, then the next repetition\n", a.reps);
+    }
+    run_rows(rows, szs, nsz, &a);
+    long wrong_all = me ? 0 : report_rows(rows, szs, nsz, a.reps, arr);
+    free_rows(rows, nrow);
+    if (!me)
+        write_json(&a, hosts, arr);
+    else
+        json_decref(arr);
     MPI_Finalize();
     return wrong_all ? 1 : 0;
 }

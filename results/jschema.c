@@ -178,52 +178,32 @@ static void verr(vctx *c, const char *path, const char *fmt, ...) {
 
 static void validate(vctx *c, const json_t *s, const json_t *v, char *path, int depth);
 
-static void validate(vctx *c, const json_t *s, const json_t *v, char *path, int depth) {
-    if (json_is_true(s)) return;
-    if (json_is_false(s)) {
-        verr(c, path, "no value is allowed here");
-        return;
-    }
-    if (!json_is_object(s)) return;
-    if (depth > MAX_REF_DEPTH) {
-        verr(c, path, "schema nesting too deep ($ref loop?)");
-        return;
-    }
-
-    const json_t *ref = json_object_get(s, "$ref");
-    if (json_is_string(ref)) { /* draft-07: siblings of $ref are ignored */
-        const json_t *t = resolve_ref(c->root, json_string_value(ref));
-        if (!t) {
-            verr(c, path, "schema $ref \"%s\" does not resolve", json_string_value(ref));
-            return;
-        }
-        validate(c, t, v, path, depth + 1);
-        return;
-    }
-
+/* "type" (a name or an array of names): 1 if s has none or v has one of them; else reports
+ * "expected ..., got ..." at path and returns 0 (the caller then checks nothing more). */
+static int check_type(vctx *c, const json_t *s, const json_t *v, const char *path) {
     const json_t *type = json_object_get(s, "type");
-    if (type) {
-        int ok = 0;
-        char want[256] = "";
-        if (json_is_string(type)) {
-            ok = type_matches(json_string_value(type), v);
-            snprintf(want, sizeof want, "%s", json_string_value(type));
-        } else if (json_is_array(type)) {
-            size_t i;
-            const json_t *t;
-            json_array_foreach(type, i, t) {
-                if (!json_is_string(t)) continue;
-                if (type_matches(json_string_value(t), v)) ok = 1;
-                size_t l = strlen(want);
-                snprintf(want + l, sizeof want - l, "%s%s", i ? " or " : "", json_string_value(t));
-            }
-        }
-        if (!ok) {
-            verr(c, path, "expected %s, got %s", want, jschema_type_name(v));
-            return; /* no cascade of follow-up errors */
+    if (!type) return 1;
+    int ok = 0;
+    char want[256] = "";
+    if (json_is_string(type)) {
+        ok = type_matches(json_string_value(type), v);
+        snprintf(want, sizeof want, "%s", json_string_value(type));
+    } else if (json_is_array(type)) {
+        size_t i;
+        const json_t *t;
+        json_array_foreach(type, i, t) {
+            if (!json_is_string(t)) continue;
+            if (type_matches(json_string_value(t), v)) ok = 1;
+            size_t l = strlen(want);
+            snprintf(want + l, sizeof want - l, "%s%s", i ? " or " : "", json_string_value(t));
         }
     }
+    if (!ok) verr(c, path, "expected %s, got %s", want, jschema_type_name(v));
+    return ok;
+}
 
+/* "enum" (v equals one of the items) and "const" (v equals it); any value v. */
+static void check_enum_const(vctx *c, const json_t *s, const json_t *v, const char *path) {
     const json_t *en = json_object_get(s, "enum");
     if (json_is_array(en)) {
         size_t i;
@@ -244,77 +224,113 @@ static void validate(vctx *c, const json_t *s, const json_t *v, char *path, int 
         free(a);
         free(b);
     }
+}
 
-    if (json_is_number(v)) {
-        double x = json_number_value(v);
-        const json_t *mn = json_object_get(s, "minimum"), *mx = json_object_get(s, "maximum");
-        if (json_is_number(mn) && x < json_number_value(mn))
-            verr(c, path, "%.17g is below the minimum %.17g", x, json_number_value(mn));
-        if (json_is_number(mx) && x > json_number_value(mx))
-            verr(c, path, "%.17g is above the maximum %.17g", x, json_number_value(mx));
+/* "minimum" and "maximum" (inclusive); v a number. */
+static void check_number(vctx *c, const json_t *s, const json_t *v, const char *path) {
+    double x = json_number_value(v);
+    const json_t *mn = json_object_get(s, "minimum"), *mx = json_object_get(s, "maximum");
+    if (json_is_number(mn) && x < json_number_value(mn))
+        verr(c, path, "%.17g is below the minimum %.17g", x, json_number_value(mn));
+    if (json_is_number(mx) && x > json_number_value(mx))
+        verr(c, path, "%.17g is above the maximum %.17g", x, json_number_value(mx));
+}
+
+/* "pattern" (POSIX extended, unanchored: a match anywhere); v a string. */
+static void check_pattern(vctx *c, const json_t *s, const json_t *v, const char *path) {
+    const json_t *pat = json_object_get(s, "pattern");
+    if (!json_is_string(pat)) return;
+    regex_t re;
+    if (regcomp(&re, json_string_value(pat), REG_EXTENDED | REG_NOSUB) != 0) {
+        verr(c, path, "schema pattern \"%s\" does not compile", json_string_value(pat));
+        return;
     }
+    if (regexec(&re, json_string_value(v), 0, NULL, 0) != 0)
+        verr(c, path, "\"%s\" does not match the pattern \"%s\"", json_string_value(v),
+             json_string_value(pat));
+    regfree(&re);
+}
 
-    if (json_is_string(v)) {
-        const json_t *pat = json_object_get(s, "pattern");
-        if (json_is_string(pat)) {
-            regex_t re;
-            if (regcomp(&re, json_string_value(pat), REG_EXTENDED | REG_NOSUB) != 0) {
-                verr(c, path, "schema pattern \"%s\" does not compile", json_string_value(pat));
-            } else {
-                if (regexec(&re, json_string_value(v), 0, NULL, 0) != 0)
-                    verr(c, path, "\"%s\" does not match the pattern \"%s\"", json_string_value(v),
-                         json_string_value(pat));
-                regfree(&re);
-            }
+/* "required", then each property of v in its order against "properties" or else
+ * "additionalProperties" (false: an error; a schema: checked against it); v an object. path is
+ * extended per property and restored. */
+static void check_object(vctx *c, const json_t *s, const json_t *v, char *path, int depth) {
+    const json_t *req = json_object_get(s, "required");
+    if (json_is_array(req)) {
+        size_t i;
+        const json_t *k;
+        json_array_foreach(req, i, k) {
+            if (json_is_string(k) && !json_object_get(v, json_string_value(k)))
+                verr(c, path, "missing required property \"%s\"", json_string_value(k));
         }
     }
-
-    if (json_is_object(v)) {
-        const json_t *req = json_object_get(s, "required");
-        if (json_is_array(req)) {
-            size_t i;
-            const json_t *k;
-            json_array_foreach(req, i, k) {
-                if (json_is_string(k) && !json_object_get(v, json_string_value(k)))
-                    verr(c, path, "missing required property \"%s\"", json_string_value(k));
-            }
-        }
-        const json_t *props = json_object_get(s, "properties");
-        const json_t *addl = json_object_get(s, "additionalProperties");
-        const char *key;
-        json_t *val;
-        json_object_foreach((json_t *)v, key, val) {
-            const json_t *ps = json_is_object(props) ? json_object_get(props, key) : NULL;
-            size_t l = path_key(path, key);
-            if (ps)
-                validate(c, ps, val, path, depth + 1);
-            else if (json_is_false(addl))
-                verr(c, path, "unexpected property (not in the schema)");
-            else if (json_is_object(addl))
-                validate(c, addl, val, path, depth + 1);
-            path[l] = 0;
-        }
+    const json_t *props = json_object_get(s, "properties");
+    const json_t *addl = json_object_get(s, "additionalProperties");
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)v, key, val) {
+        const json_t *ps = json_is_object(props) ? json_object_get(props, key) : NULL;
+        size_t l = path_key(path, key);
+        if (ps)
+            validate(c, ps, val, path, depth + 1);
+        else if (json_is_false(addl))
+            verr(c, path, "unexpected property (not in the schema)");
+        else if (json_is_object(addl))
+            validate(c, addl, val, path, depth + 1);
+        path[l] = 0;
     }
+}
 
-    if (json_is_array(v)) {
-        const json_t *mi = json_object_get(s, "minItems"), *ma = json_object_get(s, "maxItems");
-        if (json_is_integer(mi) && (json_int_t)json_array_size(v) < json_integer_value(mi))
-            verr(c, path, "array has %zu items, fewer than minItems %lld", json_array_size(v),
-                 (long long)json_integer_value(mi));
-        if (json_is_integer(ma) && (json_int_t)json_array_size(v) > json_integer_value(ma))
-            verr(c, path, "array has %zu items, more than maxItems %lld", json_array_size(v),
-                 (long long)json_integer_value(ma));
-        const json_t *items = json_object_get(s, "items");
-        if (items) {
-            size_t i;
-            const json_t *it;
-            json_array_foreach(v, i, it) {
-                size_t l = path_idx(path, i);
-                validate(c, items, it, path, depth + 1);
-                path[l] = 0;
-            }
-        }
+/* "minItems", "maxItems", then every item against "items"; v an array. path as check_object. */
+static void check_array(vctx *c, const json_t *s, const json_t *v, char *path, int depth) {
+    const json_t *mi = json_object_get(s, "minItems"), *ma = json_object_get(s, "maxItems");
+    if (json_is_integer(mi) && (json_int_t)json_array_size(v) < json_integer_value(mi))
+        verr(c, path, "array has %zu items, fewer than minItems %lld", json_array_size(v),
+             (long long)json_integer_value(mi));
+    if (json_is_integer(ma) && (json_int_t)json_array_size(v) > json_integer_value(ma))
+        verr(c, path, "array has %zu items, more than maxItems %lld", json_array_size(v),
+             (long long)json_integer_value(ma));
+    const json_t *items = json_object_get(s, "items");
+    if (!items) return;
+    size_t i;
+    const json_t *it;
+    json_array_foreach(v, i, it) {
+        size_t l = path_idx(path, i);
+        validate(c, items, it, path, depth + 1);
+        path[l] = 0;
     }
+}
+
+/* Validates v against schema s (a boolean or an object; anything else accepts all), reporting
+ * at path (PATH_CAP bytes, extended and restored below). A "$ref" replaces its siblings
+ * (draft-07); a type mismatch stops the checks of this schema (no cascade of follow-up errors);
+ * the other keyword groups run in turn. depth bounds nesting and $ref loops. */
+static void validate(vctx *c, const json_t *s, const json_t *v, char *path, int depth) {
+    if (json_is_true(s)) return;
+    if (json_is_false(s)) {
+        verr(c, path, "no value is allowed here");
+        return;
+    }
+    if (!json_is_object(s)) return;
+    if (depth > MAX_REF_DEPTH) {
+        verr(c, path, "schema nesting too deep ($ref loop?)");
+        return;
+    }
+    const json_t *ref = json_object_get(s, "$ref");
+    if (json_is_string(ref)) {
+        const json_t *t = resolve_ref(c->root, json_string_value(ref));
+        if (!t)
+            verr(c, path, "schema $ref \"%s\" does not resolve", json_string_value(ref));
+        else
+            validate(c, t, v, path, depth + 1);
+        return;
+    }
+    if (!check_type(c, s, v, path)) return;
+    check_enum_const(c, s, v, path);
+    if (json_is_number(v)) check_number(c, s, v, path);
+    if (json_is_string(v)) check_pattern(c, s, v, path);
+    if (json_is_object(v)) check_object(c, s, v, path, depth);
+    if (json_is_array(v)) check_array(c, s, v, path, depth);
 }
 
 int jschema_validate(const json_t *schema, const json_t *inst, jschema_errors *errs) {
@@ -341,6 +357,83 @@ static int in_list(const char *k, const char **l) {
     return 0;
 }
 
+static void lint(vctx *c, const json_t *s, char *path, int depth);
+
+/* "definitions" or "properties": an object of schemas, each linted at path.NAME. */
+static void lint_schema_map(vctx *c, const json_t *v, char *path, int depth) {
+    if (!json_is_object(v)) {
+        verr(c, path, "must be an object");
+        return;
+    }
+    const char *k;
+    json_t *sub;
+    json_object_foreach((json_t *)v, k, sub) {
+        size_t l = path_key(path, k);
+        lint(c, sub, path, depth + 1);
+        path[l] = 0;
+    }
+}
+
+/* "type": a known type name or a non-empty array of them. */
+static void lint_type(vctx *c, const json_t *v, const char *path) {
+    if (json_is_string(v)) {
+        if (!in_list(json_string_value(v), known_types))
+            verr(c, path, "unknown type \"%s\"", json_string_value(v));
+    } else if (json_is_array(v) && json_array_size(v) > 0) {
+        size_t i;
+        json_t *t;
+        json_array_foreach(v, i, t) if (!json_is_string(t) || !in_list(json_string_value(t), known_types))
+            verr(c, path, "item %zu is not a known type name", i);
+    } else
+        verr(c, path, "must be a type name or a non-empty array of them");
+}
+
+/* "pattern": a string that compiles as a POSIX extended regular expression. */
+static void lint_pattern(vctx *c, const json_t *v, const char *path) {
+    regex_t re;
+    if (!json_is_string(v))
+        verr(c, path, "must be a string");
+    else if (regcomp(&re, json_string_value(v), REG_EXTENDED | REG_NOSUB) != 0)
+        verr(c, path, "\"%s\" is not a POSIX extended regular expression", json_string_value(v));
+    else
+        regfree(&re);
+}
+
+/* Keyword k (one of keywords[]) with its value v, reported at path (which ends in k). */
+static void lint_keyword(vctx *c, const char *k, const json_t *v, char *path, int depth) {
+    size_t i;
+    json_t *t;
+    if (!strcmp(k, "type"))
+        lint_type(c, v, path);
+    else if (!strcmp(k, "enum")) {
+        if (!json_is_array(v) || json_array_size(v) == 0) verr(c, path, "must be a non-empty array");
+    } else if (!strcmp(k, "minimum") || !strcmp(k, "maximum")) {
+        if (!json_is_number(v)) verr(c, path, "must be a number");
+    } else if (!strcmp(k, "minItems") || !strcmp(k, "maxItems")) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0) verr(c, path, "must be a non-negative integer");
+    } else if (!strcmp(k, "pattern"))
+        lint_pattern(c, v, path);
+    else if (!strcmp(k, "required")) {
+        if (!json_is_array(v))
+            verr(c, path, "must be an array of strings");
+        else
+            json_array_foreach(v, i, t) if (!json_is_string(t)) verr(c, path, "item %zu is not a string", i);
+    } else if (!strcmp(k, "properties"))
+        lint_schema_map(c, v, path, depth);
+    else if (!strcmp(k, "additionalProperties") || !strcmp(k, "items"))
+        lint(c, v, path, depth + 1);
+    else if (!strcmp(k, "$ref")) {
+        if (!json_is_string(v))
+            verr(c, path, "must be a string");
+        else if (!resolve_ref(c->root, json_string_value(v)))
+            verr(c, path, "\"%s\" does not resolve (only local refs like \"#/definitions/x\")",
+                 json_string_value(v));
+    }
+}
+
+/* Checks that schema s (at path, PATH_CAP bytes, extended and restored) uses only the keywords
+ * the validator enforces, or annotations, each with a value of the right shape; "definitions"
+ * and every subschema are checked too, to depth 200. */
 static void lint(vctx *c, const json_t *s, char *path, int depth) {
     if (json_is_boolean(s)) return;
     if (!json_is_object(s)) {
@@ -355,78 +448,12 @@ static void lint(vctx *c, const json_t *s, char *path, int depth) {
     json_t *v;
     json_object_foreach((json_t *)s, k, v) {
         size_t l = path_key(path, k);
-        if (!strcmp(k, "definitions")) {
-            if (!json_is_object(v))
-                verr(c, path, "must be an object");
-            else {
-                const char *dk;
-                json_t *dv;
-                json_object_foreach(v, dk, dv) {
-                    size_t l2 = path_key(path, dk);
-                    lint(c, dv, path, depth + 1);
-                    path[l2] = 0;
-                }
-            }
-        } else if (in_list(k, annotations)) {
-            /* ignored */
-        } else if (!in_list(k, keywords)) {
+        if (!strcmp(k, "definitions"))
+            lint_schema_map(c, v, path, depth);
+        else if (!in_list(k, annotations) && !in_list(k, keywords))
             verr(c, path, "unsupported keyword \"%s\" (the validator would not enforce it)", k);
-        } else if (!strcmp(k, "type")) {
-            if (json_is_string(v)) {
-                if (!in_list(json_string_value(v), known_types))
-                    verr(c, path, "unknown type \"%s\"", json_string_value(v));
-            } else if (json_is_array(v) && json_array_size(v) > 0) {
-                size_t i;
-                json_t *t;
-                json_array_foreach(v, i,
-                                   t) if (!json_is_string(t) || !in_list(json_string_value(t), known_types))
-                    verr(c, path, "item %zu is not a known type name", i);
-            } else
-                verr(c, path, "must be a type name or a non-empty array of them");
-        } else if (!strcmp(k, "enum")) {
-            if (!json_is_array(v) || json_array_size(v) == 0) verr(c, path, "must be a non-empty array");
-        } else if (!strcmp(k, "minimum") || !strcmp(k, "maximum")) {
-            if (!json_is_number(v)) verr(c, path, "must be a number");
-        } else if (!strcmp(k, "minItems") || !strcmp(k, "maxItems")) {
-            if (!json_is_integer(v) || json_integer_value(v) < 0)
-                verr(c, path, "must be a non-negative integer");
-        } else if (!strcmp(k, "pattern")) {
-            regex_t re;
-            if (!json_is_string(v))
-                verr(c, path, "must be a string");
-            else if (regcomp(&re, json_string_value(v), REG_EXTENDED | REG_NOSUB) != 0)
-                verr(c, path, "\"%s\" is not a POSIX extended regular expression", json_string_value(v));
-            else
-                regfree(&re);
-        } else if (!strcmp(k, "required")) {
-            size_t i;
-            json_t *t;
-            if (!json_is_array(v))
-                verr(c, path, "must be an array of strings");
-            else
-                json_array_foreach(v, i, t) if (!json_is_string(t))
-                    verr(c, path, "item %zu is not a string", i);
-        } else if (!strcmp(k, "properties")) {
-            if (!json_is_object(v))
-                verr(c, path, "must be an object");
-            else {
-                const char *pk;
-                json_t *pv;
-                json_object_foreach(v, pk, pv) {
-                    size_t l2 = path_key(path, pk);
-                    lint(c, pv, path, depth + 1);
-                    path[l2] = 0;
-                }
-            }
-        } else if (!strcmp(k, "additionalProperties") || !strcmp(k, "items")) {
-            lint(c, v, path, depth + 1);
-        } else if (!strcmp(k, "$ref")) {
-            if (!json_is_string(v))
-                verr(c, path, "must be a string");
-            else if (!resolve_ref(c->root, json_string_value(v)))
-                verr(c, path, "\"%s\" does not resolve (only local refs like \"#/definitions/x\")",
-                     json_string_value(v));
-        }
+        else if (in_list(k, keywords))
+            lint_keyword(c, k, v, path, depth);
         path[l] = 0;
     }
 }

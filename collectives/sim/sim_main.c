@@ -187,16 +187,76 @@ static int split(char *s, char **out, int max) {
     return n;
 }
 
-int main(int argc, char **argv) {
-    /* Defaults: `pcoll-sim-calibrate` at P=8 on the development VM (Debian 12, 2 cores,
-     * Open MPI 4.1.4, shared memory), 2026-11-30; pass --cost for another machine. */
-    run_ctx_t x = {{1.0, 1.5, 3.0, 1.0e-3}, -1, 0, 64, 4, 0, 8, 1, json_array()};
-    char pl[256] = "4,8,16,32,64", ml[128] = "sync,solo,majority,quorum", al[32] = "flat,tree";
-    const char *skews[8];
-    int nskew = 0;
-    const char *vals[16];
-    int nval = 0;
-    const char *json = NULL;
+/* The command line: the model's settings (x) and the lists the runs go over. */
+typedef struct {
+    run_ctx_t x;
+    char pl[256], ml[128], al[32]; /* --P, --modes, --act: comma-separated */
+    const char *skews[8];          /* --imbalance, in order (none given: none and linear:unit=1) */
+    int nskew;
+    const char *vals[16]; /* --validate files */
+    int nval;
+    const char *json; /* --json, or NULL */
+} opts_t;
+
+/* Applies option a with its value v to o. Returns 0, or the exit code after a message on stderr
+ * (1: --cost unreadable; 2: a bad value or an unknown option). */
+static int set_option(opts_t *o, const char *a, const char *v) {
+    run_ctx_t *x = &o->x;
+    if (!strcmp(a, "--P"))
+        snprintf(o->pl, sizeof o->pl, "%s", v);
+    else if (!strcmp(a, "--modes"))
+        snprintf(o->ml, sizeof o->ml, "%s", v);
+    else if (!strcmp(a, "--act"))
+        snprintf(o->al, sizeof o->al, "%s", v);
+    else if (!strcmp(a, "--imbalance") && o->nskew < 8)
+        o->skews[o->nskew++] = v;
+    else if (!strcmp(a, "--validate") && o->nval < 16)
+        o->vals[o->nval++] = v;
+    else if (!strcmp(a, "--bytes"))
+        x->bytes = (size_t)atol(v);
+    else if (!strcmp(a, "--iters"))
+        x->iters = atoi(v);
+    else if (!strcmp(a, "--warmup"))
+        x->warmup = atoi(v);
+    else if (!strcmp(a, "--tau"))
+        x->tau = atoi(v);
+    else if (!strcmp(a, "--seed"))
+        x->seed = strtoull(v, NULL, 10);
+    else if (!strcmp(a, "--cost"))
+        return load_cost(v, &x->cost) ? 1 : 0;
+    else if (!strcmp(a, "--o-us"))
+        x->cost.o_us = atof(v);
+    else if (!strcmp(a, "--L-us"))
+        x->cost.L_us = atof(v);
+    else if (!strcmp(a, "--alpha-us"))
+        x->cost.alpha_us = atof(v);
+    else if (!strcmp(a, "--beta-ns"))
+        x->cost.beta_us = atof(v) * 1e-3;
+    else if (!strcmp(a, "--json"))
+        o->json = v;
+    else if (!strcmp(a, "--late")) {
+        if (strcmp(v, "wait") && strcmp(v, "go")) {
+            fprintf(stderr, "pcoll-sim: --late '%s': want wait or go\n", v);
+            return 2;
+        }
+        x->go = !strcmp(v, "go");
+    } else if (!strcmp(a, "--loop")) {
+        char *end;
+        x->loop_ms = strtod(v, &end);
+        if (*end || !(x->loop_ms >= 0)) {
+            fprintf(stderr, "pcoll-sim: --loop '%s': want the compute time per step in ms (>= 0)\n", v);
+            return 2;
+        }
+    } else {
+        fprintf(stderr, "pcoll-sim: unknown option '%s'\n", a);
+        return 2;
+    }
+    return 0;
+}
+
+/* Parses argv (every option takes a value) into o, which holds the defaults. Returns 0, or the
+ * exit code after a message on stderr (set_option's, or 2 for an option without its value). */
+static int parse_args(int argc, char **argv, opts_t *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) {
@@ -205,111 +265,94 @@ int main(int argc, char **argv) {
             return 2;
         }
         i++;
-        if (!strcmp(a, "--P"))
-            snprintf(pl, sizeof pl, "%s", v);
-        else if (!strcmp(a, "--modes"))
-            snprintf(ml, sizeof ml, "%s", v);
-        else if (!strcmp(a, "--act"))
-            snprintf(al, sizeof al, "%s", v);
-        else if (!strcmp(a, "--imbalance") && nskew < 8)
-            skews[nskew++] = v;
-        else if (!strcmp(a, "--validate") && nval < 16)
-            vals[nval++] = v;
-        else if (!strcmp(a, "--bytes"))
-            x.bytes = (size_t)atol(v);
-        else if (!strcmp(a, "--iters"))
-            x.iters = atoi(v);
-        else if (!strcmp(a, "--warmup"))
-            x.warmup = atoi(v);
-        else if (!strcmp(a, "--tau"))
-            x.tau = atoi(v);
-        else if (!strcmp(a, "--seed"))
-            x.seed = strtoull(v, NULL, 10);
-        else if (!strcmp(a, "--cost")) {
-            if (load_cost(v, &x.cost)) return 1;
-        } else if (!strcmp(a, "--o-us"))
-            x.cost.o_us = atof(v);
-        else if (!strcmp(a, "--L-us"))
-            x.cost.L_us = atof(v);
-        else if (!strcmp(a, "--alpha-us"))
-            x.cost.alpha_us = atof(v);
-        else if (!strcmp(a, "--beta-ns"))
-            x.cost.beta_us = atof(v) * 1e-3;
-        else if (!strcmp(a, "--json"))
-            json = v;
-        else if (!strcmp(a, "--late")) {
-            if (strcmp(v, "wait") && strcmp(v, "go")) {
-                fprintf(stderr, "pcoll-sim: --late '%s': want wait or go\n", v);
-                return 2;
-            }
-            x.go = !strcmp(v, "go");
-        } else if (!strcmp(a, "--loop")) {
-            char *end;
-            x.loop_ms = strtod(v, &end);
-            if (*end || !(x.loop_ms >= 0)) {
-                fprintf(stderr, "pcoll-sim: --loop '%s': want the compute time per step in ms (>= 0)\n", v);
-                return 2;
-            }
-        } else {
-            fprintf(stderr, "pcoll-sim: unknown option '%s'\n", a);
-            return 2;
-        }
+        int rc = set_option(o, a, v);
+        if (rc) return rc;
     }
-    if (!nskew) {
-        skews[0] = "none";
-        skews[1] = "linear:unit=1";
-        nskew = 2;
+    if (!o->nskew) {
+        o->skews[0] = "none";
+        o->skews[1] = "linear:unit=1";
+        o->nskew = 2;
     }
+    return 0;
+}
+
+/* The first line of the output: the costs and the loop modelled. */
+static void print_banner(const run_ctx_t *x) {
     printf("# pcoll-sim: o=%.2f us L=%.2f us alpha=%.2f us beta=%.3f ns/B, %d iterations (+%d warm-up)",
-           x.cost.o_us, x.cost.L_us, x.cost.alpha_us, x.cost.beta_us * 1e3, x.iters, x.warmup);
-    if (x.loop_ms >= 0)
-        printf(", the trainer's loop: %g ms of compute per step, tau %d, --late %s", x.loop_ms, x.tau,
-               x.go ? "go" : "wait");
+           x->cost.o_us, x->cost.L_us, x->cost.alpha_us, x->cost.beta_us * 1e3, x->iters, x->warmup);
+    if (x->loop_ms >= 0)
+        printf(", the trainer's loop: %g ms of compute per step, tau %d, --late %s", x->loop_ms, x->tau,
+               x->go ? "go" : "wait");
     printf("\n");
-    if (nval && x.loop_ms >= 0) {
+}
+
+/* One run per skew x activation x mode x P (that nesting, P innermost), a row each. Splits o's
+ * lists in place. Returns 0; 2 after a message for a bad P, mode or activation; -1 if a run
+ * failed (run_one's message). Stops at the first error. */
+static int run_grid(opts_t *o) {
+    run_ctx_t *x = &o->x;
+    char *ps[32], *ms[8], *as[4];
+    int np = split(o->pl, ps, 32), nm = split(o->ml, ms, 8), na = split(o->al, as, 4), rc = 0;
+    header(0, x->loop_ms >= 0);
+    for (int s = 0; s < o->nskew && !rc; s++)
+        for (int a = 0; a < na && !rc; a++)
+            for (int m = 0; m < nm && !rc; m++)
+                for (int p = 0; p < np && !rc; p++) {
+                    sim_rule_t rule;
+                    int P = atoi(ps[p]);
+                    if (parse_rule(ms[m], &rule) || P < 1 ||
+                        (strcmp(as[a], "flat") && strcmp(as[a], "tree"))) {
+                        fprintf(stderr, "pcoll-sim: bad --P '%s', --modes '%s' or --act '%s'\n", ps[p], ms[m],
+                                as[a]);
+                        return 2;
+                    }
+                    rc = run_one(x, P, rule, strcmp(as[a], "tree") ? SIM_ACT_FLAT : SIM_ACT_TREE, o->skews[s],
+                                 x->iters, x->warmup, x->bytes, -1);
+                }
+    return rc;
+}
+
+/* Writes the costs, the settings and x's rows to path. Returns 0, or 1 after a message. */
+static int write_json(const run_ctx_t *x, const char *path) {
+    int rc = 0;
+    json_t *root = json_pack("{s:f, s:f, s:f, s:f, s:i, s:o}", "o_us", x->cost.o_us, "L_us", x->cost.L_us,
+                             "alpha_us", x->cost.alpha_us, "beta_us", x->cost.beta_us, "iterations", x->iters,
+                             "results", json_incref(x->rows));
+    if (root && x->loop_ms >= 0) {
+        json_object_set_new(root, "loop_compute_ms", json_real(x->loop_ms));
+        json_object_set_new(root, "tau", json_integer(x->tau));
+        json_object_set_new(root, "late", json_string(x->go ? "go" : "wait"));
+    }
+    if (!root || json_dump_file(root, path, JSON_INDENT(1))) {
+        fprintf(stderr, "pcoll-sim: cannot write %s\n", path);
+        rc = 1;
+    }
+    json_decref(root);
+    return rc;
+}
+
+/* Exit: 0 done; 1 --cost unreadable or the JSON not written; 2 usage; 255 a model run failed or a
+ * --validate file is not a bench_collectives JSON. */
+int main(int argc, char **argv) {
+    /* Defaults: `pcoll-sim-calibrate` at P=8 on the development VM (Debian 12, 2 cores,
+     * Open MPI 4.1.4, shared memory), 2026-11-30; pass --cost for another machine. */
+    opts_t o = {.x = {{1.0, 1.5, 3.0, 1.0e-3}, -1, 0, 64, 4, 0, 8, 1, json_array()},
+                .pl = "4,8,16,32,64",
+                .ml = "sync,solo,majority,quorum",
+                .al = "flat,tree"};
+    int rc = parse_args(argc, argv, &o);
+    if (rc) return rc;
+    print_banner(&o.x);
+    if (o.nval && o.x.loop_ms >= 0) {
         fprintf(stderr, "pcoll-sim: --validate compares with the benchmark's loop; drop --loop\n");
         return 2;
     }
-    int rc = 0;
-    if (nval) {
+    if (o.nval) {
         header(1, 0);
-        for (int i = 0; i < nval && !rc; i++) rc = validate(&x, vals[i]);
-    } else {
-        char *ps[32], *ms[8], *as[4];
-        int np = split(pl, ps, 32), nm = split(ml, ms, 8), na = split(al, as, 4);
-        header(0, x.loop_ms >= 0);
-        for (int s = 0; s < nskew && !rc; s++)
-            for (int a = 0; a < na && !rc; a++)
-                for (int m = 0; m < nm && !rc; m++)
-                    for (int p = 0; p < np && !rc; p++) {
-                        sim_rule_t rule;
-                        int P = atoi(ps[p]);
-                        if (parse_rule(ms[m], &rule) || P < 1 ||
-                            (strcmp(as[a], "flat") && strcmp(as[a], "tree"))) {
-                            fprintf(stderr, "pcoll-sim: bad --P '%s', --modes '%s' or --act '%s'\n", ps[p],
-                                    ms[m], as[a]);
-                            rc = 2;
-                            break;
-                        }
-                        rc = run_one(&x, P, rule, strcmp(as[a], "tree") ? SIM_ACT_FLAT : SIM_ACT_TREE,
-                                     skews[s], x.iters, x.warmup, x.bytes, -1);
-                    }
-    }
-    if (!rc && json) {
-        json_t *root = json_pack("{s:f, s:f, s:f, s:f, s:i, s:o}", "o_us", x.cost.o_us, "L_us", x.cost.L_us,
-                                 "alpha_us", x.cost.alpha_us, "beta_us", x.cost.beta_us, "iterations",
-                                 x.iters, "results", json_incref(x.rows));
-        if (root && x.loop_ms >= 0) {
-            json_object_set_new(root, "loop_compute_ms", json_real(x.loop_ms));
-            json_object_set_new(root, "tau", json_integer(x.tau));
-            json_object_set_new(root, "late", json_string(x.go ? "go" : "wait"));
-        }
-        if (!root || json_dump_file(root, json, JSON_INDENT(1))) {
-            fprintf(stderr, "pcoll-sim: cannot write %s\n", json);
-            rc = 1;
-        }
-        json_decref(root);
-    }
-    json_decref(x.rows);
+        for (int i = 0; i < o.nval && !rc; i++) rc = validate(&o.x, o.vals[i]);
+    } else
+        rc = run_grid(&o);
+    if (!rc && o.json) rc = write_json(&o.x, o.json);
+    json_decref(o.x.rows);
     return rc;
 }
