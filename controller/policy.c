@@ -1,5 +1,6 @@
 /* policy.c -- the controller's deterministic policy (see controller.h for the rules).
  * Pure: no MPI calls, no threads, no clocks, no globals. */
+#include "common/hash.h"
 #include "controller/policy_impl.h"
 
 #include <math.h>
@@ -39,7 +40,7 @@ static ctl_policy_t *policy_new(const ctl_policy_cfg_t *c, int P, const struct c
     p->light.nwait = 0;
     p->light.wait = NULL;
     if (!from) state_init(&p->s, c);
-    p->hash = 1469598103934665603ULL;
+    p->hash = HASH_FNV1A64_INIT;
     p->st.gain_min = p->st.gain_max = NAN;
     return p;
 }
@@ -192,11 +193,9 @@ static int policy_wait_set(ctl_policy_t *p, const pcoll_record_t *rec, int level
     return nw;
 }
 
+/* v's 8 bytes, least significant first, into the FNV-1a hash *h (the same on any byte order) */
 static void fnv(uint64_t *h, uint64_t v) {
-    for (int i = 0; i < 8; i++) {
-        *h ^= (v >> (8 * i)) & 0xff;
-        *h *= 1099511628211ULL;
-    }
+    for (int i = 0; i < 8; i++) *h = hash_fnv1a64_word(*h, (v >> (8 * i)) & 0xff);
 }
 
 static void hash_decision(uint64_t *h, uint64_t r, uint64_t e, int what, const pcoll_rule_t *nr) {

@@ -1,6 +1,7 @@
 /* state.c -- the policy's carried state (ctl_state_t, controller.h section 6): allocation, the
  * snapshot a new handle or a checkpoint continues from, and its versioned byte format.
  * Pure: no MPI calls, no threads, no clocks, no globals. */
+#include "common/hash.h"
 #include "controller/policy_impl.h"
 
 #include <math.h>
@@ -323,14 +324,7 @@ void ctl_state_free(ctl_state_t *s) {
 
 uint64_t ctl_state_rounds(const ctl_state_t *s) { return s ? s->base : 0; }
 
-static uint64_t fnv64(const uint8_t *b, size_t n) {
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
+static uint64_t fnv64(const uint8_t *b, size_t n) { return hash_fnv1a64(HASH_FNV1A64_INIT, b, n); }
 
 static void put(uint8_t **w, uint64_t v, size_t bytes) {
     for (size_t i = 0; i < bytes; i++) *(*w)++ = (uint8_t)(v >> (8 * i));

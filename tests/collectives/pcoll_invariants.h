@@ -33,6 +33,7 @@
 #ifndef TESTS_PCOLL_INVARIANTS_H
 #define TESTS_PCOLL_INVARIANTS_H
 #include "collectives/pcoll.h"
+#include "common/hash.h"
 #include "tests/collectives/round_check.h"
 #include <math.h>
 #include <pthread.h>
@@ -263,7 +264,7 @@ static void pinv_start(pinv_t *t) {
     c->div = (int)t->cfg.div;
     c->n = n;
     c->applied = 0;
-    c->hash = 1469598103934665603ull;
+    c->hash = HASH_FNV1A64_INIT;
     c->fails = 0;
 }
 
@@ -363,11 +364,11 @@ static int pinv_verify(pinv_t *t) {
             CHECK(all_sum[k] == tot_dep[k], "conservation: element %zu: rounds sum %g, deposits %g", k,
                   all_sum[k], tot_dep[k]);
     /* agreement and replica equality: compare on ranks that applied the same number of rounds */
-    uint64_t mine[3] = {hash, mix(applied), 0};
+    uint64_t mine[3] = {hash, hash_splitmix64(applied), 0};
     for (size_t k = 0; k < n; k++) {
         uint64_t b;
         memcpy(&b, &w[k], 8);
-        mine[2] = (mine[2] ^ b) * 1099511628211ull;
+        mine[2] = hash_fnv1a64_word(mine[2], b);
     }
     uint64_t *all = malloc((size_t)P * sizeof mine);
     uint64_t *apl = malloc((size_t)P * 8);

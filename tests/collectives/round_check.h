@@ -8,6 +8,7 @@
 #ifndef TESTS_ROUND_CHECK_H
 #define TESTS_ROUND_CHECK_H
 #include "collectives/pcoll.h"
+#include "common/hash.h"
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -31,14 +32,8 @@ static int fails;
         }                                            \
     } while (0)
 
-static uint64_t mix(uint64_t x) {
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
 static double u01(uint64_t seed, uint64_t a, uint64_t b) {
-    return (double)(mix(seed ^ mix(a * 1000003ull + b)) >> 11) * 0x1.0p-53;
+    return (double)(hash_splitmix64(seed ^ hash_splitmix64(a * 1000003ull + b)) >> 11) * 0x1.0p-53;
 }
 static void sleep_us(double us) {
     if (us <= 0) return;
@@ -140,23 +135,22 @@ static inline void rcheck_round(rcheck_t *c, uint64_t r, const float *res, const
         c->all_sum[k] += res[k];
     }
     /* agreement hash over the agreed fields and the result bits */
-    c->hash = (c->hash ^ r) * 1099511628211ull;
-    c->hash = (c->hash ^ (uint64_t)rec->mode) * 1099511628211ull;
+    c->hash = hash_fnv1a64_word(c->hash, r);
+    c->hash = hash_fnv1a64_word(c->hash, (uint64_t)rec->mode);
     for (int p = 0; p < P; p++)
-        c->hash =
-            (c->hash ^ ((uint64_t)rec->fresh[p] << 8 | rec->flags[p] | (uint64_t)rec->staleness[p] << 16)) *
-            1099511628211ull;
+        c->hash = hash_fnv1a64_word(c->hash, (uint64_t)rec->fresh[p] << 8 | rec->flags[p] |
+                                                 (uint64_t)rec->staleness[p] << 16);
     for (int p = 0; p < P; p++) {
         uint32_t b;
         memcpy(&b, &rec->cost[p], 4);
-        c->hash = (c->hash ^ b) * 1099511628211ull;
+        c->hash = hash_fnv1a64_word(c->hash, b);
         memcpy(&b, &rec->step[p], 4);
-        c->hash = (c->hash ^ b) * 1099511628211ull;
+        c->hash = hash_fnv1a64_word(c->hash, b);
     }
     for (size_t k = 0; k < c->n; k++) {
         uint32_t b;
         memcpy(&b, &res[k], 4);
-        c->hash = (c->hash ^ b) * 1099511628211ull;
+        c->hash = hash_fnv1a64_word(c->hash, b);
     }
     if (!c->div) {
         if (rec->fresh[me] == 1) { /* my own deposit: its step tag, seen exactly once */

@@ -274,7 +274,7 @@ static void test_determinism(void) {
         memcpy(cp.flags, rec->flags, P);
         memcpy(cp.streak, rec->streak, 4 * P);
         memcpy(cp.waited, rec->waited, P);
-        for (int p = 0; p < P; p++) cp.staleness[p] = (uint32_t)mix(p + i);
+        for (int p = 0; p < P; p++) cp.staleness[p] = (uint32_t)hash_splitmix64(p + i);
         cp.t_start = 1e9 * u01(7, i, 0);
         cp.t_end = cp.t_start + 5;
         cp.t_deposit = -3;

@@ -13,6 +13,7 @@
  *   bytes       the saved bytes of five states, pinned (the byte format, its level numbering included)
  * Usage: test_state [-v]    (CTL_TEST=name runs one test)
  */
+#include "common/hash.h"
 #include "controller/policy_impl.h" /* struct ctl_state: where a field lies in the saved bytes */
 #include "tests/controller/trace.h"
 
@@ -245,14 +246,7 @@ static void test_split(void) {
 
 /* ------------------------------------------------------------------ bytes */
 
-static uint64_t fnv64(const uint8_t *b, size_t n) {
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
+static uint64_t fnv64(const uint8_t *b, size_t n) { return hash_fnv1a64(HASH_FNV1A64_INIT, b, n); }
 static void reseal(uint8_t *b, size_t n) {
     uint64_t h = fnv64(b, n - 8);
     for (int i = 0; i < 8; i++) b[n - 8 + i] = (uint8_t)(h >> (8 * i));

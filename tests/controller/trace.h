@@ -4,6 +4,7 @@
 #define CTL_TEST_TRACE_H
 #pragma GCC diagnostic ignored "-Wunused-function"
 #pragma GCC diagnostic ignored "-Wunused-variable"
+#include "common/hash.h"
 #include "controller/controller.h"
 
 #include <math.h>
@@ -24,14 +25,10 @@ static int failures, checks, verbose;
         }                                                                   \
     } while (0)
 
-static uint64_t mix(uint64_t x) {
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
 static double u01(uint64_t seed, uint64_t a, uint64_t b) {
-    return (double)(mix(seed ^ mix(a * 0x100000001b3ULL ^ mix(b + 7))) >> 11) * 0x1.0p-53;
+    return (double)(hash_splitmix64(seed ^ hash_splitmix64(a * 0x100000001b3ULL ^ hash_splitmix64(b + 7))) >>
+                    11) *
+           0x1.0p-53;
 }
 
 /* ------------------------------------------------------------------ rule schedule */
@@ -194,7 +191,7 @@ static const pcoll_record_t *gen_next(gen_t *g) {
             }
     int init = -1;
     if (rule->mode == PCOLL_MAJORITY && nact) {
-        init = act[mix(g->seed ^ mix(g->r)) % nact];
+        init = act[hash_splitmix64(g->seed ^ hash_splitmix64(g->r)) % nact];
         forced[init] = 1;
     }
     int Q = rule->mode == PCOLL_SOLO ? 1 : rule->mode == PCOLL_QUORUM ? rule->quorum : 0;
