@@ -18,10 +18,10 @@ $(B)/tests/collectives/%.o: tests/collectives/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(MPI_CFLAGS) -c $< -o $@
 
-$(B)/tests/test_pcoll: $(B)/tests/collectives/test_pcoll.o $(LIBPCOLL)
+$(B)/tests/collectives/test_pcoll: $(B)/tests/collectives/test_pcoll.o $(LIBPCOLL)
 	$(CC) $(LDFLAGS) $^ -o $@ $(MPI_LIBS) $(LDLIBS)
 
-$(B)/tests/test_pcoll_life: $(B)/tests/collectives/test_pcoll_life.o $(LIBPCOLL)
+$(B)/tests/collectives/test_pcoll_life: $(B)/tests/collectives/test_pcoll_life.o $(LIBPCOLL)
 	$(CC) $(LDFLAGS) $^ -o $@ $(MPI_LIBS) $(LDLIBS)
 
 $(B)/bench/bench_collectives: $(B)/collectives/bench_collectives.o $(LIBPCOLL)
@@ -38,7 +38,7 @@ $(B)/bench/threads_stall: tests/jobs/threads_stall.c
 	$(CC) $(CFLAGS) $(MPI_CFLAGS) $< -o $@ $(LDFLAGS) $(MPI_LIBS) $(LDLIBS)
 
 ALL_BINS  += $(LIBPCOLL) $(B)/bench/bench_collectives $(B)/bench/bench_reduce $(B)/bench/threads_stall
-TEST_BINS += $(B)/tests/test_pcoll $(B)/tests/test_pcoll_life
+TEST_BINS += $(B)/tests/collectives/test_pcoll $(B)/tests/collectives/test_pcoll_life
 
 # Fig. 9: P ranks, REPS repetitions of every row (side by side in each), more arguments in BENCH_ARGS
 P ?= 8

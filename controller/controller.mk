@@ -18,38 +18,38 @@ ALL_BINS += $(B)/libcontroller.a
 # The pure tests link the archive and libpcoll's rule spelling (collectives/mode.o: mode names,
 # no MPI): no MPI or libpcoll needed at link time.
 CTL_PURE := $(B)/libcontroller.a $(B)/collectives/mode.o
-$(B)/tests/test_policy: tests/controller/test_policy.c $(CTL_PURE)
+$(B)/tests/controller/test_policy: tests/controller/test_policy.c $(CTL_PURE)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(MPI_CFLAGS) -MF $(B)/tests/test_policy.d $< -o $@ $(LDFLAGS) $(CTL_PURE) $(LDLIBS)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) -MF $(B)/tests/controller/test_policy.d $< -o $@ $(LDFLAGS) $(CTL_PURE) $(LDLIBS)
 
-TEST_BINS += $(B)/tests/test_policy
+TEST_BINS += $(B)/tests/controller/test_policy
 
 .PHONY: controller
-controller: $(B)/libcontroller.a $(B)/tests/test_policy
+controller: $(B)/libcontroller.a $(B)/tests/controller/test_policy
 
 # test_thread: the controller thread against a mock libpcoll defined in the test itself (links
 # the pure objects; MPI libs only for the MPI_Abort reference of the default abort handler).
-$(B)/tests/test_ctl_thread: tests/controller/test_thread.c $(CTL_PURE)
+$(B)/tests/controller/test_thread: tests/controller/test_thread.c $(CTL_PURE)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(MPI_CFLAGS) -MF $(B)/tests/test_ctl_thread.d $< -o $@ $(LDFLAGS) $(CTL_PURE) $(MPI_LIBS) $(LDLIBS)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) -MF $(B)/tests/controller/test_thread.d $< -o $@ $(LDFLAGS) $(CTL_PURE) $(MPI_LIBS) $(LDLIBS)
 
-TEST_BINS += $(B)/tests/test_ctl_thread
-controller: $(B)/tests/test_ctl_thread
+TEST_BINS += $(B)/tests/controller/test_thread
+controller: $(B)/tests/controller/test_thread
 
 # the controller thread on the real libpcoll, under mpirun
-$(B)/tests/test_ctl_mpi: tests/controller/test_ctl_mpi.c $(B)/libcontroller.a $(LIBPCOLL)
+$(B)/tests/controller/test_ctl_mpi: tests/controller/test_ctl_mpi.c $(B)/libcontroller.a $(LIBPCOLL)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(MPI_CFLAGS) $< -o $@ $(LDFLAGS) $(B)/libcontroller.a $(LIBPCOLL) $(MPI_LIBS) $(LDLIBS)
-TEST_BINS += $(B)/tests/test_ctl_mpi
+TEST_BINS += $(B)/tests/controller/test_ctl_mpi
 
-$(B)/tests/test_state: tests/controller/test_state.c $(CTL_PURE)
+$(B)/tests/controller/test_state: tests/controller/test_state.c $(CTL_PURE)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(MPI_CFLAGS) -MF $(B)/tests/test_state.d $< -o $@ $(LDFLAGS) $(CTL_PURE) $(LDLIBS)
-TEST_BINS += $(B)/tests/test_state
-controller: $(B)/tests/test_state
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) -MF $(B)/tests/controller/test_state.d $< -o $@ $(LDFLAGS) $(CTL_PURE) $(LDLIBS)
+TEST_BINS += $(B)/tests/controller/test_state
+controller: $(B)/tests/controller/test_state
 
-$(B)/tests/test_rate: tests/controller/test_rate.c $(CTL_PURE)
+$(B)/tests/controller/test_rate: tests/controller/test_rate.c $(CTL_PURE)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(MPI_CFLAGS) -MF $(B)/tests/test_rate.d $< -o $@ $(LDFLAGS) $(CTL_PURE) $(LDLIBS)
-TEST_BINS += $(B)/tests/test_rate
-controller: $(B)/tests/test_rate
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) -MF $(B)/tests/controller/test_rate.d $< -o $@ $(LDFLAGS) $(CTL_PURE) $(LDLIBS)
+TEST_BINS += $(B)/tests/controller/test_rate
+controller: $(B)/tests/controller/test_rate

@@ -13,10 +13,10 @@ NVCC_FLAGS   := -O3 -std=c++17 $(CUDA_GENCODE) -I. -isystem $(BLAS_INC) -Xcompil
 $(B)/trainer/cuda/device_pick.o: trainer/cuda/device_pick.c trainer/cuda/nn_cuda.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
-$(B)/tests/test_device_pick: tests/cuda/test_device_pick.c $(B)/trainer/cuda/device_pick.o
+$(B)/tests/cuda/test_device_pick: tests/cuda/test_device_pick.c $(B)/trainer/cuda/device_pick.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
-TEST_BINS += $(B)/tests/test_device_pick
+TEST_BINS += $(B)/tests/cuda/test_device_pick
 
 # the graph-replay and algorithm decisions (replay_algo.c): plain C on cuDNN's enum values (headers only, no GPU)
 ifeq ($(HAVE_CUDNN),1)
@@ -24,10 +24,10 @@ CUDNN_INC := $(if $(wildcard $(CUDA_HOME)/include/cudnn.h),-isystem $(CUDA_HOME)
 $(B)/trainer/cuda/replay_algo.o: trainer/cuda/replay_algo.c trainer/cuda/replay_algo.h trainer/cuda/nn_cuda.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(CUDNN_INC) -c $< -o $@
-$(B)/tests/test_cuda_rules: tests/cuda/test_cuda_rules.c $(B)/trainer/cuda/replay_algo.o
+$(B)/tests/cuda/test_cuda_replay_algo: tests/cuda/test_cuda_replay_algo.c $(B)/trainer/cuda/replay_algo.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(CUDNN_INC) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
-TEST_BINS += $(B)/tests/test_cuda_rules
+TEST_BINS += $(B)/tests/cuda/test_cuda_replay_algo
 endif
 
 ifeq ($(HAVE_CUDA),1)
@@ -35,7 +35,7 @@ ifeq ($(HAVE_CUDA),1)
 NN_CUDA_LIB    := $(B)/libnn_cuda.a
 NN_CUDA_LDLIBS := -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcudnn -lcublas -lcudart -lstdc++
 NN_CUDA_CFLAGS := $(NN_CFLAGS) -isystem $(CUDA_HOME)/include
-NN_CUDA_TESTS  := $(B)/tests/test_cuda_layers $(B)/tests/test_cuda_ref
+NN_CUDA_TESTS  := $(B)/tests/cuda/test_cuda_layers $(B)/tests/cuda/test_cuda_ref
 NN_CUDA_BENCH  := $(B)/bench/nn_bench_gpu
 NN_CUDA_CU     := $(wildcard trainer/cuda/*.cu)
 NN_CUDA_OBJS   := $(NN_CUDA_CU:%.cu=$(B)/%.o) $(B)/trainer/cuda/replay_algo.o $(B)/trainer/cuda/device_pick.o
@@ -51,11 +51,11 @@ $(NN_CUDA_LIB): $(NN_CUDA_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(B)/tests/test_cuda_%: tests/cuda/test_cuda_%.c tests/cuda/cuda_test_util.h $(NN_CUDA_LIB) $(NN_LIB)
+$(NN_CUDA_TESTS): $(B)/tests/cuda/%: tests/cuda/%.c tests/cuda/cuda_test_util.h $(NN_CUDA_LIB) $(NN_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(NN_CUDA_CFLAGS) $< -o $@ $(LDFLAGS) $(NN_CUDA_LIB) $(NN_LIB) $(NN_CUDA_LDLIBS) $(NN_LDLIBS) $(LDLIBS)
 # the reference checks, shared with the CPU test (tests/nn/test_nn_ref.c)
-$(B)/tests/test_cuda_ref: tests/nn/nn_ref_check.h
+$(B)/tests/cuda/test_cuda_ref: tests/nn/nn_ref_check.h
 
 $(NN_CUDA_BENCH): trainer/cuda/bench_gpu.c trainer/nn/bench_step.h $(NN_CUDA_LIB) $(NN_LIB)
 	@mkdir -p $(dir $@)
@@ -63,10 +63,10 @@ $(NN_CUDA_BENCH): trainer/cuda/bench_gpu.c trainer/nn/bench_step.h $(NN_CUDA_LIB
 
 # device partial allreduce: test (MPI + NCCL) and benchmark with device buffers
 ifneq ($(LIBPCOLL_CUDA),)
-TEST_BINS += $(B)/tests/test_pcoll_device
+TEST_BINS += $(B)/tests/cuda/test_pcoll_device
 ALL_BINS  += $(B)/bench/bench_collectives_cuda
 
-$(B)/tests/test_pcoll_device: tests/cuda/test_pcoll_device.c $(LIBPCOLL_CUDA)
+$(B)/tests/cuda/test_pcoll_device: tests/cuda/test_pcoll_device.c $(LIBPCOLL_CUDA)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(MPI_CFLAGS) -isystem $(CUDA_HOME)/include $< -o $@ $(LDFLAGS) $(LIBPCOLL_CUDA) \
 	  $(MPI_LIBS) $(PCOLL_CUDA_LDLIBS) $(LDLIBS)

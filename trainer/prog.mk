@@ -25,18 +25,18 @@ $(TRAIN_BIN): $(TRAIN_OBJS) $(if $(TRAIN_CUDA),$(NN_CUDA_LIB),) $(NN_LIB) $(DATA
 	$(CC) $(LDFLAGS) $(filter-out %.mk,$^) -o $@ $(MPI_LIBS) $(NN_LDLIBS) $(DATA_LDLIBS) -ljansson \
 	  $(if $(TRAIN_CUDA),$(NN_CUDA_LDLIBS) $(PCOLL_CUDA_LDLIBS),) $(LDLIBS)
 
-$(B)/tests/test_imbalance: tests/trainer/test_imbalance.c $(B)/collectives/sim/imbalance.o
+$(B)/tests/trainer/test_imbalance: tests/trainer/test_imbalance.c $(B)/collectives/sim/imbalance.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
-TEST_BINS += $(B)/tests/test_imbalance
+TEST_BINS += $(B)/tests/trainer/test_imbalance
 
-$(B)/tests/test_dealer: tests/trainer/test_dealer.c $(B)/trainer/dealer.o
+$(B)/tests/trainer/test_dealer: tests/trainer/test_dealer.c $(B)/trainer/dealer.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
-TEST_BINS += $(B)/tests/test_dealer
+TEST_BINS += $(B)/tests/trainer/test_dealer
 
 # tests/trainer/ckpt_damage.sh: damages a checkpoint on purpose (flip a bit, set a value, re-sign)
-$(B)/tests/ckpt_edit: tests/trainer/ckpt_edit.c
+$(B)/tests/trainer/ckpt_edit: tests/trainer/ckpt_edit.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(filter %.c,$^) -o $@ $(LDFLAGS) $(LDLIBS)
-TEST_BINS += $(B)/tests/ckpt_edit
+TEST_BINS += $(B)/tests/trainer/ckpt_edit

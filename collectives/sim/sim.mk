@@ -16,12 +16,12 @@ $(B)/bench/pcoll-sim-calibrate: $(B)/collectives/sim/calibrate.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(MPI_LIBS) -ljansson $(LDLIBS)
 
-$(B)/tests/test_sim: tests/sim/test_sim.c $(SIM_OBJS)
+$(B)/tests/sim/test_sim: tests/sim/test_sim.c $(SIM_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(MPI_CFLAGS) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
 
 ALL_BINS  += $(B)/bench/pcoll-sim $(B)/bench/pcoll-sim-calibrate
-TEST_BINS += $(B)/tests/test_sim
+TEST_BINS += $(B)/tests/sim/test_sim
 
 .PHONY: bench-sim
 # make bench-sim: the model without skew from P=4 to 4,096 (flat vs tree activation), and under

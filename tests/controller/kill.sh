@@ -6,7 +6,7 @@
 #      watchdog (t_warn 1 s, t_abort 3 s) must name the silent rank and abort.
 set -u
 TMP=$(mktemp -d /tmp/ctlkill.XXXXXX); trap 'rm -rf "$TMP"' EXIT
-BIN="$B/tests/test_ctl_mpi"
+BIN="$B/tests/controller/test_ctl_mpi"
 # each rank reports its own exit status through a wrapper (an aborted rank prints nothing or rc != 0)
 WRAP='"$0" "$@"; echo "rank '"$PCOLL_RANK_ENV"' rc=$?"'
 # (b) needs a launcher that keeps the survivors: Open MPI's --enable-recovery (MPICH's hydra ends

@@ -37,16 +37,16 @@ arch() { # archive: a .nv_fatbin with sm_80 and sm_90 code (cuobjdump if present
        e=$(strings -a "$1" | grep -oE 'sm_[0-9]+'); fi
   for sm in sm_80 sm_90; do echo "$e" | grep -q "$sm" && echo "ok   $1 has $sm code" || bad "$1 has no $sm device code"; done
 }
-exists "$B/libnn_cuda.a" "$B/tests/test_cuda_layers" "$B/tests/test_cuda_ref" "$B/bench/nn_bench_gpu"
-links "$B/tests/test_cuda_layers" libcudnn libcublas libcudart
+exists "$B/libnn_cuda.a" "$B/tests/cuda/test_cuda_layers" "$B/tests/cuda/test_cuda_ref" "$B/bench/nn_bench_gpu"
+links "$B/tests/cuda/test_cuda_layers" libcudnn libcublas libcudart
 links "$B/bench/nn_bench_gpu" libcudnn libcublas libcudart
 syms "$B/libnn_cuda.a" nn_cuda_model_build nn_cuda_forward nn_cuda_backward nn_cuda_step_graph \
   nn_cuda_sgd_step_grad nn_cuda_copy_params_to_host nn_cuda_available nn_cuda_pick_device \
   nn_cuda_select_local_device nn_cuda_graph_stats
 arch "$B/libnn_cuda.a"
 if have nccl.h; then
-  exists "$B/libpcoll_cuda.a" "$B/tests/test_pcoll_device" "$B/bench/bench_collectives_cuda"
-  links "$B/tests/test_pcoll_device" libnccl libcudart
+  exists "$B/libpcoll_cuda.a" "$B/tests/cuda/test_pcoll_device" "$B/bench/bench_collectives_cuda"
+  links "$B/tests/cuda/test_pcoll_device" libnccl libcudart
   syms "$B/libpcoll_cuda.a" pcoll_create pcoll_dev_allreduce pcoll_dev_open
   arch "$B/libpcoll_cuda.a"
 else

@@ -43,7 +43,7 @@ preflight() {
   resolve_libraries
   check_binaries
   echo "== resolved libraries (eager-train, test_cuda_layers, test_pcoll_device)"
-  { ldd "$B/bin/eager-train"; ldd "$B/tests/test_cuda_layers"; ldd "$B/tests/test_pcoll_device"; } 2>/dev/null |
+  { ldd "$B/bin/eager-train"; ldd "$B/tests/cuda/test_cuda_layers"; ldd "$B/tests/cuda/test_pcoll_device"; } 2>/dev/null |
     awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u |
     grep -E 'cudnn|cublas|cudart|nccl|mpi|openblas|jansson|gomp|stdc' |
     while read -r so p; do printf '  %-24s %s\n' "$so" "$(readlink -f "$p")"; done
@@ -54,9 +54,9 @@ preflight() {
   else echo "  nvidia-smi not found"; fi
   echo "== versions"
   local v
-  v=$(ldd "$B/tests/test_cuda_layers" 2>/dev/null | awk '$1 ~ /libcudnn/ {print $3}'); echo "  cuDNN: ${v:+$(readlink -f "$v")}"
-  v=$(ldd "$B/tests/test_pcoll_device" 2>/dev/null | awk '$1 ~ /libnccl/ {print $3}'); echo "  NCCL: ${v:+$(readlink -f "$v")}"
-  v=$(ldd "$B/tests/test_cuda_layers" 2>/dev/null | awk '$1 ~ /libcudart/ {print $3}'); echo "  CUDA runtime: ${v:+$(readlink -f "$v")}"
+  v=$(ldd "$B/tests/cuda/test_cuda_layers" 2>/dev/null | awk '$1 ~ /libcudnn/ {print $3}'); echo "  cuDNN: ${v:+$(readlink -f "$v")}"
+  v=$(ldd "$B/tests/cuda/test_pcoll_device" 2>/dev/null | awk '$1 ~ /libnccl/ {print $3}'); echo "  NCCL: ${v:+$(readlink -f "$v")}"
+  v=$(ldd "$B/tests/cuda/test_cuda_layers" 2>/dev/null | awk '$1 ~ /libcudart/ {print $3}'); echo "  CUDA runtime: ${v:+$(readlink -f "$v")}"
   echo "  MPI: $(command -v mpirun > /dev/null && mpirun --version 2>&1 | head -1 || echo 'no mpirun')"
   if [ ! -x "$B/bench/nn_bench_gpu" ]; then
     NOGPU_WHY="$B/bench/nn_bench_gpu not built (no CUDA build)"

@@ -34,7 +34,7 @@ PATH="$OUT/fakebin:$PATH" OUT=$OUT/u GPU_CHECK_BUDGET=1 make --no-print-director
 grep -qE '^preflight +FAIL .*listed but not usable' "$OUT/stdout" || fail "no preflight FAIL row for the unusable GPU"
 grep -q "^SKIP pcoll: no usable GPU" "$OUT/stdout" && fail "steps skipped although a GPU is listed"
 rc=0
-PATH="$OUT/fakebin:$PATH" bash tests/cuda/run_gpu.sh "$B/tests/test_cuda_layers" true > "$OUT/stdout" 2>&1 || rc=$?
+PATH="$OUT/fakebin:$PATH" bash tests/cuda/run_gpu.sh "$B/tests/cuda/test_cuda_layers" true > "$OUT/stdout" 2>&1 || rc=$?
 [ "$rc" = 1 ] && grep -q '^FAIL: nvidia-smi lists a GPU' "$OUT/stdout" ||
   fail "run_gpu.sh: exit $rc, want 1 and a FAIL line for the listed but unusable GPU"
 echo "ok: make gpu-check without a GPU: 5 skip lines, summary, log under \$OUT; a listed but unusable GPU fails"

@@ -148,7 +148,7 @@ resolve_libraries() {
       fi
     done
   fi
-  cudnn=$(ldd "$B/tests/test_cuda_layers" 2> /dev/null | awk '$1 == "libcudnn.so.9" && $3 ~ /^\// {print $3}')
+  cudnn=$(ldd "$B/tests/cuda/test_cuda_layers" 2> /dev/null | awk '$1 == "libcudnn.so.9" && $3 ~ /^\// {print $3}')
   [ -n "$cudnn" ] && add_ld_path "$(dirname "$(readlink -f "$cudnn")")"
   echo "  LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
 }

@@ -84,10 +84,10 @@ echo "ok: refused: $(cut -c1-160 "$T/out")"
 # make with MPICH's wrappers first on PATH, nothing given by hand: libpcoll's test builds and runs
 mkdir -p "$T/mpich-bin" && ln -s "$(command -v mpicc.mpich)" "$T/mpich-bin/mpicc"
 ln -s "$(command -v mpiexec.mpich)" "$T/mpich-bin/mpiexec"
-PATH=$T/mpich-bin:$PATH make --no-print-directory B="$T/bm" "$T/bm/tests/test_pcoll" >"$T/make.log" 2>&1 ||
+PATH=$T/mpich-bin:$PATH make --no-print-directory B="$T/bm" "$T/bm/tests/collectives/test_pcoll" >"$T/make.log" 2>&1 ||
   { tail -20 "$T/make.log"; fail "make with MPICH first on PATH failed"; }
 head -1 "$T/make.log" | grep -q '^config: mpi=MPICH' || fail "config line: $(head -1 "$T/make.log")"
-bash jobs/mpi.sh run "$T/bm" 3 "$T/bm/tests/test_pcoll" --mode majority --steps 50 >"$T/run.log" 2>&1 ||
+bash jobs/mpi.sh run "$T/bm" 3 "$T/bm/tests/collectives/test_pcoll" --mode majority --steps 50 >"$T/run.log" 2>&1 ||
   { tail "$T/run.log"; fail "test_pcoll built against MPICH failed"; }
 echo "ok: make with MPICH first on PATH: $(head -1 "$T/make.log" | cut -c1-120); test_pcoll on 3 ranks: $(tail -1 "$T/run.log")"
 echo PASS

@@ -5,7 +5,7 @@
 # file and the field, and every rank exits non-zero. Leftover .NAME.tmp files of an interrupted
 # checkpoint write are removed at the next start, with one line saying so.
 . "$(dirname "$0")/common.sh"
-EDIT="$B/tests/ckpt_edit"
+EDIT="$B/tests/trainer/ckpt_edit"
 [ -x "$EDIT" ] || fail "$EDIT not built (make)"
 run 2 --mode sync --epochs 1 --ckpt-dir "$TMP/ck" --out "$TMP/a.json" || { cat "$TMP/out"; fail "first run"; }
 # refused NAME WANT EDIT...: a copy of the checkpoint ($SRC, default the first run's) damaged by

@@ -9,7 +9,7 @@
 # of resumes; checkpoints of formats 3 and 2 (ckpt_edit) still load, their restarts' position null
 # (format 3: not recorded) or 0 (format 2: only epoch ends); a damaged position is refused.
 . "$(dirname "$0")/common.sh"
-EDIT="$B/tests/ckpt_edit"
+EDIT="$B/tests/trainer/ckpt_edit"
 [ -x "$EDIT" ] || fail "$EDIT not built (make)"
 # restarts FILE WANT: the run file's restarts as [epoch, ranks_before, ranks_after, batches_done,
 # samples_done] must be WANT, and the file must validate against the schema

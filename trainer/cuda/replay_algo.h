@@ -1,6 +1,6 @@
 /* replay_algo.h: when a captured graph may replay and which convolution algorithms may run, as
  * pure functions (trainer/cuda/replay_algo.c: plain C, no CUDA call, only cuDNN's enum values), so
- * that tests/cuda/test_cuda_rules.c checks them without a GPU. */
+ * that tests/cuda/test_cuda_replay_algo.c checks them without a GPU. */
 #ifndef TRAINER_CUDA_REPLAY_ALGO_H
 #define TRAINER_CUDA_REPLAY_ALGO_H
 

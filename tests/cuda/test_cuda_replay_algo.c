@@ -1,4 +1,4 @@
-/* test_cuda_rules: the CUDA backend's pure decisions (trainer/cuda/replay_algo.c), without a GPU.
+/* test_cuda_replay_algo: the CUDA backend's pure decisions (trainer/cuda/replay_algo.c), without a GPU.
  *   graph replay: a graph captured at one batch size must not replay after the cuDNN workspace
  *     was reallocated (an evaluation pass at another batch size grew it), nor at another batch
  *     size or TF32 mask;
