@@ -15,9 +15,9 @@ $(B)/libcontroller.a: $(CTL_OBJS)
 
 ALL_BINS += $(B)/libcontroller.a
 
-# The pure tests link the archive and libpcoll's rule spelling (collectives/mode.o: mode names,
-# no MPI): no MPI or libpcoll needed at link time.
-CTL_PURE := $(B)/libcontroller.a $(B)/collectives/mode.o
+# The pure tests link the archive and libpcoll's two pure parts (collectives/mode.o: the rules as
+# text; record.o: round records): no MPI or libpcoll needed at link time.
+CTL_PURE := $(B)/libcontroller.a $(B)/collectives/mode.o $(B)/collectives/record.o
 $(B)/tests/controller/test_policy: tests/controller/test_policy.c $(CTL_PURE)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(MPI_CFLAGS) -MF $(B)/tests/controller/test_policy.d $< -o $@ $(LDFLAGS) $(CTL_PURE) $(LDLIBS)

@@ -31,27 +31,7 @@ struct pcoll {
     ctl_decision_t dummy;
 };
 
-void pcoll_record_free(pcoll_record_t *rec) {
-    free(rec->fresh);
-    free(rec->waited);
-    free(rec->flags);
-    free(rec->staleness);
-    free(rec->streak);
-    free(rec->cost);
-    free(rec->step);
-    memset(rec, 0, sizeof *rec);
-}
-int pcoll_record_init(pcoll_record_t *rec, int P) {
-    memset(rec, 0, sizeof *rec);
-    rec->P = P;
-    rec->fresh = calloc(P, 1);
-    rec->waited = calloc(P, 1);
-    rec->flags = calloc(P, 1);
-    rec->staleness = calloc(P, 4);
-    rec->streak = calloc(P, 4);
-    return rec->fresh && rec->waited && rec->flags && rec->staleness && rec->streak ? PCOLL_OK
-                                                                                    : PCOLL_ERR_NOMEM;
-}
+/* pcoll_record_init and pcoll_record_free are libpcoll's own (collectives/record.o). */
 /* The step and cycle times (when s reports them) into d's own arrays, as the library copies them. */
 static float *copy_times(float *own, const float *src, int P) {
     if (!src) return free(own), NULL;
