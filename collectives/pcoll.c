@@ -132,6 +132,13 @@ static int abs_deadline(double timeout_s, struct timespec *ts) {
     return 1;
 }
 
+/* The application thread sleeps on cv_app (mu held) until signalled or, when timed, until the
+ * absolute CLOCK_REALTIME deadline *ts: returns 0, or -1 when the deadline passed. */
+static int app_sleep(struct pcoll *h, int timed, const struct timespec *ts) {
+    if (!timed) return pthread_cond_wait(&h->cv_app, &h->mu), 0;
+    return pthread_cond_timedwait(&h->cv_app, &h->mu, ts) != 0 ? -1 : 0;
+}
+
 static int peer_error(struct pcoll *h) {
     pcoll_call_error(h,
                      "rank %d: rank %d failed (its engine reported an error and left the "
@@ -263,13 +270,10 @@ int pcoll_wait(pcoll_t *h, int how, double timeout_s, uint64_t *round) {
             }
         }
         h->wait_sleeps++;
-        if (timed) {
-            if (pthread_cond_timedwait(&h->cv_app, &h->mu, &ts) != 0) {
-                rc = wait_timeout(h, timeout_s);
-                break;
-            }
-        } else
-            pthread_cond_wait(&h->cv_app, &h->mu);
+        if (app_sleep(h, timed, &ts)) {
+            rc = wait_timeout(h, timeout_s);
+            break;
+        }
         gave_up = 0;
         t_idle = -1;
     }
@@ -415,13 +419,10 @@ int pcoll_record_get(pcoll_t *h, uint64_t round, pcoll_record_t *rec, double tim
             rc = closing_error(h);
             break;
         }
-        if (timed) {
-            if (pthread_cond_timedwait(&h->cv_app, &h->mu, &ts) != 0) {
-                rc = PCOLL_ERR_TIMEOUT;
-                break;
-            }
-        } else
-            pthread_cond_wait(&h->cv_app, &h->mu);
+        if (app_sleep(h, timed, &ts)) {
+            rc = PCOLL_ERR_TIMEOUT;
+            break;
+        }
     }
     /* round + R is written into the same slot before `completed` passes it: check the slot */
     const pcoll_record_t *src = &h->recs[round % (uint64_t)h->R].r;
@@ -561,13 +562,10 @@ int pcoll_finalize(pcoll_t **hp, double timeout_s) {
     h->handed = h->completed;
     pcoll_wake_engine(h);
     while (!h->done && !h->peer_dead) {
-        if (timed) {
-            if (pthread_cond_timedwait(&h->cv_app, &h->mu, &ts) != 0) {
-                rc = PCOLL_ERR_TIMEOUT;
-                break;
-            }
-        } else
-            pthread_cond_wait(&h->cv_app, &h->mu);
+        if (app_sleep(h, timed, &ts)) {
+            rc = PCOLL_ERR_TIMEOUT;
+            break;
+        }
     }
     if (rc == PCOLL_ERR_TIMEOUT)
         pcoll_call_error(h,
