@@ -4,7 +4,7 @@
 # same weights and totals; the run JSON lists every restart (kept across a chain of resumes) with
 # the world sizes and the position (0 batches into the next epoch: these resume at epoch ends), so
 # a resume on another number of ranks (elastic) is recorded too, and continues the controller's
-# level.
+# level, which the resumed run's own start= does not override.
 # The policy: started in sync with a window (65536 deposits) no run here fills and the step-time
 # screen off (it may leave sync on one slow round), so it measures sync
 # for the whole run and every round is deterministic; the continued state is what the run records
@@ -40,4 +40,13 @@ jq -e '.summary.fresh_fraction <= 1' "$TMP/el.json" >/dev/null || fail "fresh fr
 if [ -x "$B/bin/pcoll-validate" ]; then
   "$B/bin/pcoll-validate" results/schema/run.schema.json "$TMP/el.json" || fail "schema: elastic run"
 fi
+# The continued state decides the level, not the resumed run's start=: a run that started in solo
+# (and stays there: its first probe never completes), resumed with start=sync, trains epoch 2 in
+# solo; a controller that started afresh would run it in sync.
+run 2 --mode adaptive --policy-opts "start=solo,window=65536,screen=off" --imbalance linear:unit=20 --epochs 1 \
+  --ckpt-dir "$TMP/cs" --ckpt-every 1 --out "$TMP/solo1.json" || { cat "$TMP/out"; fail "solo run"; }
+mkdir -p "$TMP/cs2" && cp "$TMP/cs/ckpt-0001.ckpt" "$TMP/cs2/latest.ckpt"
+run 2 "${A[@]}" --epochs 2 --ckpt-dir "$TMP/cs2" --resume --out "$TMP/solo2.json" || { cat "$TMP/out"; fail "resume of the solo run with start=sync"; }
+lv=$(jq -c '[.epochs[-1].controller.levels[] | select(.rounds > 0) | .level]' "$TMP/solo2.json")
+[ "$lv" = '["solo"]' ] || fail "a solo state resumed with start=sync: epoch 2's levels with rounds $lv, not the continued [\"solo\"]"
 echo "ok: restarts $(jq -c .restarts "$TMP/el.json"), fresh fraction $(jq .summary.fresh_fraction "$TMP/el.json")"
