@@ -5,7 +5,7 @@ TRAIN_CUDA := $(if $(and $(NN_CUDA_LIB),$(LIBPCOLL_CUDA)),1,)
 TRAIN_PCOLL := $(if $(TRAIN_CUDA),$(LIBPCOLL_CUDA),$(LIBPCOLL))
 
 TRAIN_SRCS := trainer/main.c trainer/setup.c trainer/datasplit.c trainer/epoch.c trainer/apply.c trainer/epoch_end.c trainer/eval.c \
-              trainer/curve.c trainer/gradstats.c trainer/runlog.c trainer/end.c trainer/run.c trainer/crash.c trainer/watchdog.c \
+              trainer/curve.c trainer/gradstats.c trainer/runlog.c trainer/end.c trainer/run.c trainer/output.c trainer/crash.c trainer/watchdog.c \
               trainer/backend.c trainer/backend_host.c trainer/backend_cpu.c \
               $(if $(TRAIN_CUDA),trainer/backend_cuda.c,) \
               trainer/config.c trainer/metrics.c trainer/checkpoint.c trainer/dealer.c
@@ -34,6 +34,11 @@ $(B)/tests/trainer/test_dealer: tests/trainer/test_dealer.c $(B)/trainer/dealer.
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
 TEST_BINS += $(B)/tests/trainer/test_dealer
+
+$(B)/tests/trainer/test_output: tests/trainer/test_output.c $(B)/trainer/output.o
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
+TEST_BINS += $(B)/tests/trainer/test_output
 
 # tests/trainer/ckpt_damage.sh: damages a checkpoint on purpose (flip a bit, set a value, re-sign)
 $(B)/tests/trainer/ckpt_edit: tests/trainer/ckpt_edit.c

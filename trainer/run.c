@@ -1,6 +1,7 @@
 /* run.c -- the bottom of the trainer: the close hooks, and the job ended so that its launcher
  * reports a failure (run_abort) or MPI finalized with no message left unreceived. */
 #include "trainer/run.h"
+#include "trainer/output.h"
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,7 @@ void run_fail_launcher(const run_t *r) {
 
 _Noreturn void run_abort(run_t *r, int code) {
     run_fail_launcher(r);
+    output_drain(2.0);
     MPI_Abort(MPI_COMM_WORLD, code);
     exit(code);
 }
