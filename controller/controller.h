@@ -228,7 +228,14 @@ typedef struct {
                          last completed round with their streaks), repeated every t_warn [10]
                          (0: never) */
     double t_abort;   /* ... before on_abort(abort_arg, message); if it returns, the thread ends
-                         with CTL_ERR_STALL [60] (0: never) */
+                         with CTL_ERR_STALL [60] (0: never). Both count from the first deposit of
+                         any rank (this rank's, or a peer's in its heartbeat: pcoll_peers), then
+                         from the last completed round: a slow first step (cuDNN searches, graph
+                         capture, NCCL's connect, the first batch) is not a stall */
+    double t_first;   /* before any rank has deposited: seconds from ctl_start to on_abort, the
+                         bound on a first step that never ends on every rank (no other watchdog
+                         judges then); max(t_first, t_abort) is used; warned about every t_abort
+                         [600] (0, or t_abort 0: never) */
     double poll_s;    /* timeout slice of each pcoll_record_get [0.1] */
     FILE *log;        /* warnings and switches; NULL = silent [stderr] */
     int log_switches; /* print every mode switch to log [0] */

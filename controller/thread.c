@@ -54,6 +54,7 @@ void ctl_config_default(ctl_config_t *c) {
     ctl_policy_default(&c->policy);
     c->t_warn = 10.0;
     c->t_abort = 60.0;
+    c->t_first = 600.0;
     c->poll_s = 0.1;
     c->log = stderr;
     c->log_switches = 0;
@@ -227,6 +228,40 @@ static void stall_message(struct ctl *c, uint64_t r, double stalled, char *buf, 
     peer_report(c, buf, n, k);
 }
 
+/* The watchdog's end: CTL_ERR_STALL with msg, then on_abort (or the default: MPI_Abort). */
+static void stall_abort(struct ctl *c, const char *msg) {
+    set_err(c, CTL_ERR_STALL, "%s", msg);
+    if (c->cfg.on_abort)
+        c->cfg.on_abort(c->cfg.abort_arg, msg);
+    else
+        default_abort(NULL, msg);
+}
+static void warn_line(struct ctl *c, const char *msg) {
+    if (!c->cfg.log) return;
+    fprintf(c->cfg.log, "%s\n", msg);
+    fflush(c->cfg.log);
+}
+
+/* 1 once some rank has deposited: this rank (pcoll_peers' own entry) or a peer heard from (its
+ * heartbeat says it has a deposit pending, or its engine has started or completed a round). */
+static int any_deposit(struct ctl *c) {
+    if (pcoll_peers(c->h, c->peers) != PCOLL_OK) return 0;
+    for (int p = 0; p < c->P; p++) {
+        const pcoll_peer_t *q = &c->peers[p];
+        if ((p == c->rank || q->heard_s >= 0) && (q->pending || q->started || q->completed)) return 1;
+    }
+    return 0;
+}
+
+/* Before any deposit: how long the handle has waited for one, and the peers' state. */
+static void first_message(struct ctl *c, double waited, double bound, char *buf, size_t n) {
+    int k = snprintf(buf, n,
+                     "controller (rank %d): no rank has deposited %.1f s after the start (a first step: "
+                     "cuDNN searches, graph capture, NCCL's connect, the first batch; bound %.1f s)",
+                     c->rank, waited, bound);
+    peer_report(c, buf, n, k);
+}
+
 static void *run(void *arg) {
     struct ctl *c = arg;
     const int lag = c->cfg.policy.lag;
@@ -236,13 +271,19 @@ static void *run(void *arg) {
         return NULL;
     }
     uint64_t r = 0;
-    double last = now_s();
+    const double t0 = now_s();
+    double last = t0;
     double next_warn = c->cfg.t_warn;
+    /* the stall timer runs from the first deposit (without the peer table: from the start) */
+    int deposited = !c->peers;
+    const double t_first = c->cfg.t_first > c->cfg.t_abort ? c->cfg.t_first : c->cfg.t_abort;
+    double next_first = c->cfg.t_abort;
     while (!atomic_load(&c->stop)) {
         if (c->peers && now_s() - c->hb_last >= c->hb_every) {
             pcoll_heartbeat(c->h);
             c->hb_last = now_s();
         }
+        if (!deposited && (deposited = any_deposit(c))) last = now_s();
         int rc = pcoll_record_get(c->h, r, &rec, c->cfg.poll_s);
         if (rc == PCOLL_OK) {
             ctl_decision_t d;
@@ -292,6 +333,23 @@ static void *run(void *arg) {
             r++;
             last = now_s();
             next_warn = c->cfg.t_warn;
+            deposited = 1;
+        } else if (rc == PCOLL_ERR_TIMEOUT && !deposited) {
+            double waited = now_s() - t0;
+            if (c->cfg.t_abort > 0 && c->cfg.t_first > 0 && waited >= t_first) {
+                char msg[2048];
+                first_message(c, waited, t_first, msg, sizeof msg);
+                size_t k = strlen(msg);
+                snprintf(msg + k, sizeof msg - k, "; aborting after t_first=%.1f s", t_first);
+                stall_abort(c, msg);
+                break;
+            }
+            if (c->cfg.t_abort > 0 && c->cfg.t_first > 0 && waited >= next_first) {
+                char msg[2048];
+                first_message(c, waited, t_first, msg, sizeof msg);
+                warn_line(c, msg);
+                next_first += c->cfg.t_abort;
+            }
         } else if (rc == PCOLL_ERR_TIMEOUT) {
             double stalled = now_s() - last;
             if (c->cfg.t_abort > 0 && stalled >= c->cfg.t_abort) {
@@ -299,20 +357,13 @@ static void *run(void *arg) {
                 stall_message(c, r, stalled, msg, sizeof msg);
                 size_t k = strlen(msg);
                 snprintf(msg + k, sizeof msg - k, "; aborting after t_abort=%.1f s", c->cfg.t_abort);
-                set_err(c, CTL_ERR_STALL, "%s", msg);
-                if (c->cfg.on_abort)
-                    c->cfg.on_abort(c->cfg.abort_arg, msg);
-                else
-                    default_abort(NULL, msg);
+                stall_abort(c, msg);
                 break;
             }
             if (c->cfg.t_warn > 0 && stalled >= next_warn) {
                 char msg[2048];
                 stall_message(c, r, stalled, msg, sizeof msg);
-                if (c->cfg.log) {
-                    fprintf(c->cfg.log, "%s\n", msg);
-                    fflush(c->cfg.log);
-                }
+                warn_line(c, msg);
                 next_warn += c->cfg.t_warn;
             }
         } else if (rc == PCOLL_ERR_STATE) {
@@ -368,7 +419,7 @@ int ctl_start(pcoll_t *h, const ctl_config_t *cfg, ctl_t **out) {
     if (!h || !cfg || !out) return CTL_ERR_ARG;
     *out = NULL;
     if (ctl_policy_check(&cfg->policy, NULL, 0)) return CTL_ERR_ARG;
-    if (!(cfg->poll_s > 0) || cfg->t_warn < 0 || cfg->t_abort < 0) return CTL_ERR_ARG;
+    if (!(cfg->poll_s > 0) || cfg->t_warn < 0 || cfg->t_abort < 0 || cfg->t_first < 0) return CTL_ERR_ARG;
     struct ctl *c = calloc(1, sizeof *c);
     if (!c) return CTL_ERR_NOMEM;
     c->h = h;

@@ -5,7 +5,7 @@
  * horizon is >= r, exactly as a handle created with cfg.horizon = 1 must; otherwise
  * pcoll_record_get times out. Checks: the lag/horizon protocol, the decisions equal those of a
  * standalone policy on the same records (hash), the switch log, the end when every rank has
- * joined, and the stall watchdog (warning + abort callback).
+ * joined, and the stall watchdog (warning + abort callback; its timer from the first deposit).
  */
 #include "tests/controller/trace.h"
 
@@ -25,6 +25,7 @@ struct pcoll {
     uint64_t stall_at;  /* the engine stops producing at this round (UINT64_MAX: never) */
     uint64_t join_at;   /* from this round on every rank is joined */
     uint64_t slow_from; /* records of rounds >= this reach the thread 200 ms late (UINT64_MAX: never) */
+    double deposit_at;  /* CLOCK_MONOTONIC s of this rank's first deposit: no round before (0: at once) */
     int rule_calls, late_rules, horizon_back;
     pcoll_record_t *ring; /* every generated record kept (tests are short) */
     size_t nring;
@@ -56,9 +57,14 @@ static void copy_rec(pcoll_record_t *d, const pcoll_record_t *s) {
     memcpy(st, s->staleness, 4 * s->P);
     memcpy(sk, s->streak, 4 * s->P);
 }
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 int pcoll_record_get(pcoll_t *h, uint64_t round, pcoll_record_t *rec, double timeout_s) {
-    while (h->produced <= round && h->have_horizon && h->produced <= h->horizon &&
-           h->produced < h->stall_at) {
+    while (mono_s() >= h->deposit_at && h->produced <= round && h->have_horizon &&
+           h->produced <= h->horizon && h->produced < h->stall_at) {
         if (h->produced >= h->join_at) memset(h->g.joined, 1, sizeof h->g.joined);
         const pcoll_record_t *r = gen_next(&h->g);
         pcoll_record_t *k = &h->ring[h->nring++];
@@ -91,12 +97,13 @@ int pcoll_set_horizon(pcoll_t *h, uint64_t through) {
     return PCOLL_OK;
 }
 int pcoll_size(const pcoll_t *h) { return h->P; }
-/* heartbeats: the mock has no peers to hear from (every peer reads as never heard) */
+/* heartbeats: the mock has no peers to hear from (every peer reads as never heard); this rank
+ * (0) has a deposit pending from deposit_at on */
 int pcoll_heartbeat(pcoll_t *h) { return PCOLL_OK; }
 int pcoll_peers(pcoll_t *h, pcoll_peer_t *out) {
     for (int p = 0; p < pcoll_size(h); p++) {
         out[p].heard_s = p ? -1 : 0;
-        out[p].pending = 1;
+        out[p].pending = p || mono_s() >= h->deposit_at;
         out[p].pending_s = 0;
         out[p].completed = 0;
         out[p].started = 0;
@@ -308,6 +315,60 @@ static void test_watchdog(void) {
     mock_free(h);
 }
 
+/* The stall timer runs from the first deposit: a first step longer than t_abort (the mock's
+ * first deposit at 0.8 s, t_abort 0.4 s) is no stall, and a stall after it (round 30) still
+ * aborts after t_abort; a first deposit that never comes aborts after t_first. Before the first
+ * deposit a warning every t_abort, never the stall warning of round 0. */
+static void test_first_deposit(void) {
+    phases_t ph = {1, {{UINT64_MAX, 0.5, 1, {5}, 0.0}}};
+    for (int never = 0; never < 2; never++) {
+        pcoll_t *h = mock_new(8, 100, &ph);
+        h->stall_at = 30;
+        char *logbuf = NULL;
+        size_t loglen = 0;
+        FILE *lf = open_memstream(&logbuf, &loglen);
+        ctl_config_t cfg;
+        ctl_config_default(&cfg);
+        CHECK(cfg.t_first == 600.0, "t_first default %g", cfg.t_first);
+        char err[256];
+        CHECK(ctl_policy_parse("solo,tau=8", &cfg.policy, err, sizeof err) == CTL_OK, "%s", err);
+        cfg.poll_s = 0.01;
+        cfg.t_warn = 0.15;
+        cfg.t_abort = 0.4;
+        cfg.t_first = 1.0;
+        cfg.log = lf;
+        cfg.on_abort = on_abort;
+        __atomic_store_n(&abort_calls, 0, __ATOMIC_SEQ_CST);
+        double t0 = mono_s();
+        h->deposit_at = never ? 1e300 : t0 + 0.8;
+        ctl_t *c = NULL;
+        CHECK(ctl_start(h, &cfg, &c) == CTL_OK, "ctl_start");
+        for (int i = 0; i < 400 && !__atomic_load_n(&abort_calls, __ATOMIC_SEQ_CST); i++) usleep(10000);
+        double el = mono_s() - t0;
+        int rc = ctl_stop(&c);
+        fclose(lf);
+        CHECK(rc == CTL_ERR_STALL && abort_calls == 1, "ctl_stop %d, %d abort calls", rc, abort_calls);
+        if (!never) {
+            CHECK(strstr(abort_msg, "waiting for round 30") && el >= 1.2 && el < 3.5,
+                  "first deposit at 0.8 s, t_abort 0.4: abort after %.2f s: %s", el, abort_msg);
+            CHECK(!strstr(logbuf ? logbuf : "", "waiting for round 0"),
+                  "a stall warned about before the first deposit:\n%s", logbuf ? logbuf : "");
+        }
+        int warns = 0; /* before the first deposit: at 0.4 s, at 0.8 s (and never: at 0.4 s) */
+        for (char *p = logbuf; p && (p = strstr(p, "no rank has deposited")); p++) warns++;
+        if (never) {
+            CHECK(strstr(abort_msg, "no rank has deposited") &&
+                      strstr(abort_msg, "aborting after t_first=1.0") && el >= 1.0 && el < 3.5,
+                  "no deposit, t_first 1.0: abort after %.2f s: %s", el, abort_msg);
+        }
+        CHECK(warns >= 1 && warns <= 2, "%d warnings before the first deposit (t_abort 0.4):\n%s", warns,
+              logbuf ? logbuf : "");
+        if (verbose) printf("    log:\n%s    abort: %s\n", logbuf, abort_msg);
+        free(logbuf);
+        mock_free(h);
+    }
+}
+
 /* Bad arguments. */
 static void test_args(void) {
     phases_t ph = {1, {{UINT64_MAX, 0.5, 0, {0}, 0}}};
@@ -321,6 +382,9 @@ static void test_args(void) {
     ctl_config_default(&cfg);
     cfg.poll_s = 0;
     CHECK(ctl_start(h, &cfg, &c) == CTL_ERR_ARG, "poll_s=0 accepted");
+    ctl_config_default(&cfg);
+    cfg.t_first = -1;
+    CHECK(ctl_start(h, &cfg, &c) == CTL_ERR_ARG, "t_first=-1 accepted");
     CHECK(ctl_stop(&c) == CTL_ERR_ARG, "ctl_stop(NULL)");
     mock_free(h);
 }
@@ -385,6 +449,8 @@ int main(int argc, char **argv) {
     printf("wait done\n");
     test_watchdog();
     printf("watchdog done\n");
+    test_first_deposit();
+    printf("first deposit done\n");
     test_resume();
     printf("resume done\n");
     printf("%d checks, %d failed\n", checks, failures);
