@@ -2,7 +2,8 @@
 # PCOLL_SRC: both libraries; the data path of device memory is dp_nccl.c (libpcoll_cuda.a), of
 # which libpcoll.a has the empty stand-in dp_none.c (collectives/pcoll_impl.h: pcoll_datapath_t).
 PCOLL_SRC := collectives/base.c collectives/record.c collectives/pcoll.c collectives/create.c collectives/engine.c \
-             collectives/dp_host.c collectives/rd.c collectives/trigger.c collectives/mode.c collectives/live.c
+             collectives/dp_host.c collectives/rd.c collectives/trigger.c collectives/mode.c collectives/live.c \
+             collectives/dev_wait.c
 PCOLL_OBJ := $(PCOLL_SRC:%.c=$(B)/%.o) $(B)/collectives/dp_none.o
 LIBPCOLL  := $(B)/libpcoll.a
 
@@ -24,6 +25,10 @@ $(B)/tests/collectives/test_pcoll: $(B)/tests/collectives/test_pcoll.o $(LIBPCOL
 $(B)/tests/collectives/test_pcoll_life: $(B)/tests/collectives/test_pcoll_life.o $(LIBPCOLL)
 	$(CC) $(LDFLAGS) $^ -o $@ $(MPI_LIBS) $(LDLIBS)
 
+# the device data path's bounded wait (dev_wait.c), pure: runs without a GPU
+$(B)/tests/collectives/test_dev_wait: $(B)/tests/collectives/test_dev_wait.o $(B)/collectives/dev_wait.o
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
 $(B)/bench/bench_collectives: $(B)/collectives/bench_collectives.o $(LIBPCOLL)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(MPI_LIBS) -ljansson $(LDLIBS)
@@ -38,7 +43,7 @@ $(B)/bench/threads_stall: tests/jobs/threads_stall.c
 	$(CC) $(CFLAGS) $(MPI_CFLAGS) $< -o $@ $(LDFLAGS) $(MPI_LIBS) $(LDLIBS)
 
 ALL_BINS  += $(LIBPCOLL) $(B)/bench/bench_collectives $(B)/bench/bench_reduce $(B)/bench/threads_stall
-TEST_BINS += $(B)/tests/collectives/test_pcoll $(B)/tests/collectives/test_pcoll_life
+TEST_BINS += $(B)/tests/collectives/test_pcoll $(B)/tests/collectives/test_pcoll_life $(B)/tests/collectives/test_dev_wait
 
 # Fig. 9: P ranks, REPS repetitions of every row (side by side in each), more arguments in BENCH_ARGS
 P ?= 8

@@ -1,6 +1,6 @@
 /* pcoll_dev.h -- libpcoll's device memory (PCOLL_MEM_DEVICE), private: the functions of
  * pcoll_nccl.cu (CUDA, NCCL; no MPI, no struct pcoll) that dp_nccl.c calls. Only in
- * build/libpcoll_cuda.a.
+ * build/libpcoll_cuda.a (pcoll_dev_poll and pcoll_dev_env_s: dev_wait.c, in both libraries).
  *
  * Every buffer of a device handle (dep, zeros, scratch, ring) is device memory; pcoll_next hands
  * out device pointers. Data path agreed at creation: NCCL (one GPU per rank) or STAGED (ranks
@@ -56,6 +56,27 @@ int pcoll_dev_allreduce(pcoll_dev_t *d, int slot, float *send, float *recv, size
 int pcoll_dev_stage_out(pcoll_dev_t *d, int slot, const float *send, size_t n, char *msg, size_t mlen);
 int pcoll_dev_stage_in(pcoll_dev_t *d, float *recv, char *msg, size_t mlen);
 int pcoll_dev_scale(pcoll_dev_t *d, float *recv, size_t n, float s, char *msg, size_t mlen);
+
+/* ---- bounded waits (dev_wait.c; pure: no CUDA, no NCCL, no MPI) ------------------------------
+ * pcoll_dev_poll polls one device operation until it ends: done(arg, why, n) says 1 (done), 0
+ * (pending) or < 0 (failed, the reason in why); async (may be NULL) says 0 or, non-zero, an
+ * asynchronous error (NCCL's ncclCommGetAsyncError, the reason in why), checked after every
+ * pending done. The first `spin` polls follow each other at once, then the thread sleeps 1 us,
+ * doubling up to max_sleep_s, between polls. now/sleep: NULL for CLOCK_MONOTONIC and nanosleep
+ * (a test passes its own clock). Returns PCOLL_OK; PCOLL_ERR_MPI with "<what>: <why>" in msg; or,
+ * timeout_s > 0 after that long pending, PCOLL_ERR_TIMEOUT with "<what>: not done after T s". */
+typedef struct {
+    int (*done)(void *arg, char *why, size_t n);
+    int (*async)(void *arg, char *why, size_t n);
+    double (*now)(void *arg);
+    void (*sleep)(void *arg, double s);
+    void *arg;
+    double timeout_s, max_sleep_s;
+    long spin;
+} pcoll_dev_poll_t;
+int pcoll_dev_poll(const pcoll_dev_poll_t *p, const char *what, char *msg, size_t mlen);
+/* Seconds from the environment variable name (a number >= 0), else dflt. */
+double pcoll_dev_env_s(const char *name, double dflt);
 #ifdef __cplusplus
 }
 #endif
