@@ -5,7 +5,9 @@
  *          from pinned host memory, the reduced metadata comes back to pinned host memory.
  *   STAGED (ranks share a GPU) device -> pinned host, MPI_Allreduce on the data communicator,
  *          pinned host -> device.
- * Every CUDA or NCCL failure of a round is the sticky PCOLL_ERR_MPI "rank R: device data path: ...". */
+ * Every CUDA or NCCL failure of a round is the sticky PCOLL_ERR_MPI "rank R: device data path: ...";
+ * a round's wait polls NCCL's asynchronous error and is bounded (PCOLL_NCCL_WAIT_S, 600 s), the
+ * NCCL initialisation too (PCOLL_NCCL_INIT_S, 120 s): pcoll_nccl.cu, over dev_wait.c. */
 #include "collectives/pcoll_dev.h"
 #include "collectives/pcoll_impl.h"
 #include <stdlib.h>
@@ -102,8 +104,11 @@ static int dev_setup(struct pcoll *h, MPI_Comm comm, const char *key) {
     ok = h->dev != NULL;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, comm);
     if (all_ok && path == PCOLL_DEVPATH_NCCL) { /* only once every rank has its CUDA resources */
+        /* bounded (PCOLL_NCCL_INIT_S): a peer that never arrives ends here, named, on every rank */
         ok = pcoll_dev_connect(h->dev, id, msg, sizeof msg) == PCOLL_OK;
         MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_LAND, comm);
+        /* agreed: every rank aborts its communicator (ncclCommAbort in dev_close); none is cached */
+        if (!all_ok) pcoll_dev_mark_broken(h->dev);
     }
     if (!all_ok) {
         if (!ok)

@@ -25,7 +25,7 @@ int pcoll_dev_nccl_id(void *id, char *msg, size_t mlen);
  * GPUs.  cached_id: 1 and the id of the newest idle cached communicator of rank me of P on the
  * current GPU, else 0 (dp_nccl.c reuses it when every rank has the one rank 0 names).
  * shutdown: ncclCommFinalize + ncclCommDestroy of every idle cached communicator (MPI_Finalize).
- * comm_inits: ncclCommInitRank calls so far (tests). */
+ * comm_inits: communicators initialised so far (tests). */
 int pcoll_dev_cached_id(void *id, int P, int me);
 void pcoll_dev_shutdown(void);
 long pcoll_dev_comm_inits(void);
@@ -36,8 +36,9 @@ int pcoll_dev_live_nccl(void);
 pcoll_dev_t *pcoll_dev_open(int path, int P, int me, size_t nbuf, size_t nmeta, char *msg, size_t mlen);
 void pcoll_dev_close(pcoll_dev_t *d);
 /* Collective, NCCL path only, once every rank's pcoll_dev_open has succeeded (the caller agrees
- * on that first: ncclCommInitRank waits for every rank, so a rank that failed before it must not
- * leave the others there). */
+ * on that first: NCCL initialisation waits for every rank, so a rank that failed before it must not
+ * leave the others there). Non-blocking NCCL initialisation bounded by PCOLL_NCCL_INIT_S (120 s):
+ * past it, or on NCCL's error, the communicator is aborted and msg names what was waited for. */
 int pcoll_dev_connect(pcoll_dev_t *d, const void *id, char *msg, size_t mlen);
 /* The handle failed: pcoll_dev_close aborts its NCCL communicator (whose operations may be out of
  * step between ranks) instead of keeping it for the next handle. */

@@ -5,7 +5,7 @@
 // pcoll_create by every rank together (dp_nccl.c):
 //   NCCL   : one GPU per rank: ncclAllReduce(sum, float) of the n + META*P floats on the engine's
 //            own stream (communicator bootstrapped over MPI: ncclGetUniqueId on rank 0, MPI_Bcast,
-//            ncclCommInitRank).  NCCL refuses two ranks of one communicator on the same GPU
+//            non-blocking ncclCommInitRankConfig, polled to a deadline).  NCCL refuses two ranks of one communicator on the same GPU
 //            ("Duplicate GPU detected", since NCCL 2.5), so ...
 //            The communicator outlives the handle: the process keeps it (comm cache below) and a
 //            later handle over the same ranks and GPUs reuses it (the trainer creates a handle per
@@ -39,7 +39,48 @@ struct pcoll_dev {
     int live;                     /* counted in g_live_nccl */
     float *meta_in, *meta_out;    /* pinned, nmeta floats (NCCL path) */
     float *host_send, *host_recv; /* pinned, nbuf floats (staged path) */
+    double wait_s;                /* bound on one wait for the device (PCOLL_NCCL_WAIT_S) */
 };
+
+/* ---- bounded waits: pcoll_dev_poll (dev_wait.c) over these queries ---------------------------
+ * Communicators are non-blocking (ncclConfig_t.blocking = 0): their initialisation and every call
+ * on them may return ncclInProgress, and ncclCommGetAsyncError says when it is done or failed. */
+enum { SPIN = 200 };       /* polls before the first sleep: a round ends within microseconds */
+#define MAX_SLEEP_S 200e-6 /* a round's end is seen at most this late */
+#define INIT_S      120.0  /* default bound on ncclCommInitRankConfig (PCOLL_NCCL_INIT_S) */
+#define WAIT_S      600.0  /* default bound on one wait for a round (PCOLL_NCCL_WAIT_S) */
+static void nccl_why(ncclComm_t c, ncclResult_t r, const char *call, char *why, size_t n) {
+    const char *last = ncclGetLastError(c);
+    snprintf(why, n, "%s: %s%s%s", call, ncclGetErrorString(r), last && *last ? ": " : "", last ? last : "");
+}
+/* done: the communicator's pending call (initialisation, an enqueue, finalize) has ended */
+static int q_comm(void *arg, char *why, size_t n) {
+    ncclComm_t c = (ncclComm_t)arg;
+    ncclResult_t st = ncclSuccess, r = ncclCommGetAsyncError(c, &st);
+    if (r != ncclSuccess) st = r;
+    if (st == ncclInProgress) return 0;
+    if (st == ncclSuccess) return 1;
+    nccl_why(c, st, "ncclCommGetAsyncError", why, n);
+    return -1;
+}
+/* async: an error of the communicator (a failed peer or network) while a round waits */
+static int q_async(void *arg, char *why, size_t n) {
+    int d = q_comm(((pcoll_dev_t *)arg)->comm, why, n);
+    return d < 0;
+}
+static int q_event(void *arg, char *why, size_t n) {
+    cudaError_t e = cudaEventQuery(((pcoll_dev_t *)arg)->done_ev);
+    if (e == cudaSuccess) return 1;
+    if (e == cudaErrorNotReady) return 0;
+    snprintf(why, n, "cudaEventQuery: %s", cudaGetErrorString(e));
+    cudaGetLastError();
+    return -1;
+}
+/* Waits for the communicator's pending call (bound timeout_s; 0: none). */
+static int comm_wait(ncclComm_t c, double timeout_s, const char *what, char *msg, size_t mlen) {
+    pcoll_dev_poll_t p = {q_comm, NULL, NULL, NULL, (void *)c, timeout_s, 1e-3, SPIN};
+    return pcoll_dev_poll(&p, what, msg, mlen);
+}
 
 #define CU(call)                                                                   \
     do {                                                                           \
@@ -128,8 +169,13 @@ static long g_comm_inits;
 static int g_live_nccl; /* handles of this process with an NCCL communicator now */
 static pthread_mutex_t g_comm_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static void close_comm(ncclComm_t c) {
-    ncclCommFinalize(c); /* blocking communicator: returns once its operations are flushed */
+static void close_comm(ncclComm_t c) { /* non-blocking: finalize ends once its operations are flushed */
+    char m[256];
+    ncclResult_t r = ncclCommFinalize(c);
+    if ((r != ncclSuccess && r != ncclInProgress) || comm_wait(c, WAIT_S, "ncclCommFinalize", m, sizeof m)) {
+        ncclCommAbort(c);
+        return;
+    }
     ncclCommDestroy(c);
 }
 
@@ -177,8 +223,10 @@ void pcoll_dev_shutdown(void) {
 }
 
 /* d->comm for rank me of P with unique id uid: the cached communicator of that id (collectively
- * agreed by dp_nccl.c) or a new one, kept in the cache when it has room */
-static ncclResult_t take_comm(pcoll_dev_t *d, const ncclUniqueId *uid) {
+ * agreed by dp_nccl.c) or a new, non-blocking one, kept in the cache when it has room. Its
+ * initialisation is bounded by PCOLL_NCCL_INIT_S (120 s): past that, or on NCCL's error, it is
+ * aborted here (ncclCommAbort) and the reason is in msg. */
+static int take_comm(pcoll_dev_t *d, const ncclUniqueId *uid, char *msg, size_t mlen) {
     pthread_mutex_lock(&g_comm_mu);
     for (int i = 0; i < COMM_CACHE; i++)
         if (g_comm[i].comm && !g_comm[i].busy && g_comm[i].P == d->P && g_comm[i].me == d->me &&
@@ -187,13 +235,29 @@ static ncclResult_t take_comm(pcoll_dev_t *d, const ncclUniqueId *uid) {
             d->comm = g_comm[i].comm;
             d->cached = i;
             pthread_mutex_unlock(&g_comm_mu);
-            return ncclSuccess;
+            return PCOLL_OK;
         }
     pthread_mutex_unlock(&g_comm_mu);
-    ncclResult_t r = ncclCommInitRank(&d->comm, d->P, *uid, d->me);
-    if (r != ncclSuccess) {
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.blocking = 0;
+    char what[160], why[400];
+    snprintf(what, sizeof what,
+             "ncclCommInitRankConfig (rank %d of %d, device %d; waited for the NCCL bootstrap and "
+             "connection of all %d ranks)",
+             d->me, d->P, d->device, d->P);
+    ncclResult_t r = ncclCommInitRankConfig(&d->comm, d->P, *uid, d->me, &cfg);
+    int rc = PCOLL_OK;
+    if (r != ncclSuccess && r != ncclInProgress) {
+        nccl_why(d->comm, r, "ncclCommInitRankConfig", why, sizeof why);
+        snprintf(msg, mlen, "%s: %s", what, why);
+        rc = PCOLL_ERR_MPI;
+    } else {
+        rc = comm_wait(d->comm, pcoll_dev_env_s("PCOLL_NCCL_INIT_S", INIT_S), what, msg, mlen);
+    }
+    if (rc != PCOLL_OK) {
+        if (d->comm) ncclCommAbort(d->comm);
         d->comm = NULL;
-        return r;
+        return rc;
     }
     pthread_mutex_lock(&g_comm_mu);
     g_comm_inits++;
@@ -210,7 +274,7 @@ static ncclResult_t take_comm(pcoll_dev_t *d, const ncclUniqueId *uid) {
             break;
         }
     pthread_mutex_unlock(&g_comm_mu);
-    return ncclSuccess;
+    return PCOLL_OK;
 }
 void pcoll_dev_free(float *p) {
     if (p) cudaFree(p);
@@ -266,6 +330,7 @@ pcoll_dev_t *pcoll_dev_open(int path, int P, int me, size_t nbuf, size_t nmeta, 
     d->nbuf = nbuf;
     d->nmeta = nmeta;
     d->cached = -1;
+    d->wait_s = pcoll_dev_env_s("PCOLL_NCCL_WAIT_S", WAIT_S);
     cudaError_t e = cudaGetDevice(&d->device);
     const unsigned evf = cudaEventBlockingSync | cudaEventDisableTiming; /* waits sleep: no spinning */
     if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&d->st, cudaStreamNonBlocking);
@@ -291,14 +356,8 @@ pcoll_dev_t *pcoll_dev_open(int path, int P, int me, size_t nbuf, size_t nmeta, 
 int pcoll_dev_connect(pcoll_dev_t *d, const void *id, char *msg, size_t mlen) {
     ncclUniqueId uid;
     memcpy(&uid, id, sizeof uid);
-    ncclResult_t r = take_comm(d, &uid);
-    if (r != ncclSuccess) {
-        snprintf(msg, mlen, "ncclCommInitRank (rank %d of %d, device %d): %s%s%s", d->me, d->P, d->device,
-                 ncclGetErrorString(r), ncclGetLastError(NULL) ? ": " : "",
-                 ncclGetLastError(NULL) ? ncclGetLastError(NULL) : "");
-        d->comm = NULL;
-        return PCOLL_ERR_MPI;
-    }
+    int rc = take_comm(d, &uid, msg, mlen);
+    if (rc != PCOLL_OK) return rc;
     pthread_mutex_lock(&g_comm_mu);
     g_live_nccl++;
     d->live = 1;
@@ -354,10 +413,12 @@ int pcoll_dev_deposit(pcoll_dev_t *d, int slot, float *dst, const float *g, size
     return rc;
 }
 
+/* Waits for the engine's stream, polling its event and (NCCL path) the communicator's
+ * asynchronous error, at most d->wait_s: a failed peer or network is NCCL's error, named. */
 static int wait_stream(pcoll_dev_t *d, char *msg, size_t mlen) {
     CU(cudaEventRecord(d->done_ev, d->st));
-    CU(cudaEventSynchronize(d->done_ev));
-    return PCOLL_OK;
+    pcoll_dev_poll_t p = {q_event, d->comm ? q_async : NULL, NULL, NULL, d, d->wait_s, MAX_SLEEP_S, SPIN};
+    return pcoll_dev_poll(&p, "device data path: waiting for the round's stream", msg, mlen);
 }
 
 /* Engine, NCCL path: meta_in -> send[n..), allreduce send -> recv (nbuf floats), recv[n..) ->
@@ -367,12 +428,15 @@ int pcoll_dev_allreduce(pcoll_dev_t *d, int slot, float *send, float *recv, size
     if (slot >= 0) CU(cudaStreamWaitEvent(d->st, d->dep_ev[slot], 0));
     CU(cudaMemcpyAsync(send + n, d->meta_in, d->nmeta * sizeof(float), cudaMemcpyHostToDevice, d->st));
     ncclResult_t r = ncclAllReduce(send, recv, d->nbuf, ncclFloat, ncclSum, d->comm, d->st);
-    if (r != ncclSuccess) {
-        snprintf(msg, mlen, "ncclAllReduce (%zu floats): %s%s%s", d->nbuf, ncclGetErrorString(r),
-                 ncclGetLastError(d->comm) ? ": " : "",
-                 ncclGetLastError(d->comm) ? ncclGetLastError(d->comm) : "");
+    char what[64];
+    snprintf(what, sizeof what, "ncclAllReduce (%zu floats)", d->nbuf);
+    if (r != ncclSuccess && r != ncclInProgress) {
+        char why[400];
+        nccl_why(d->comm, r, "ncclAllReduce", why, sizeof why);
+        snprintf(msg, mlen, "%s: %s", what, why);
         return PCOLL_ERR_MPI;
     }
+    if (r == ncclInProgress && comm_wait(d->comm, d->wait_s, what, msg, mlen)) return PCOLL_ERR_MPI;
     CU(cudaMemcpyAsync(d->meta_out, recv + n, d->nmeta * sizeof(float), cudaMemcpyDeviceToHost, d->st));
     return wait_stream(d, msg, mlen);
 }

@@ -66,7 +66,8 @@ int main(void) {
           s.ndone);
     s = (script_t){.done = "p", .async = "..e"};
     int rc = run(&s, 60, 0, m, sizeof m);
-    CHECK(rc == PCOLL_ERR_MPI && s.ndone == 3 && strstr(m, "round 7 (ncclAllReduce): ncclCommGetAsyncError: remote"),
+    CHECK(rc == PCOLL_ERR_MPI && s.ndone == 3 &&
+              strstr(m, "round 7 (ncclAllReduce): ncclCommGetAsyncError: remote"),
           "pending, pending, NCCL error: rc %d after %d polls: %s", rc, s.ndone, m);
     s = (script_t){.done = "ppf", .async = "."};
     rc = run(&s, 60, 0, m, sizeof m);
@@ -76,10 +77,11 @@ int main(void) {
     rc = run(&s, 2.5, 0, m, sizeof m);
     CHECK(rc == PCOLL_ERR_TIMEOUT && s.t >= 2.5 && s.t < 2.5 + 2e-3 && strstr(m, "not done after 2.5 s"),
           "pending until the deadline: rc %d at t %.4f: %s", rc, s.t, m);
-    CHECK(s.first_sleep == 1e-6 && s.slept_max == 1e-3, "sleeps from %g to %g s (1e-6 .. 1e-3)", s.first_sleep,
-          s.slept_max);
+    CHECK(s.first_sleep == 1e-6 && s.slept_max == 1e-3, "sleeps from %g to %g s (1e-6 .. 1e-3)",
+          s.first_sleep, s.slept_max);
     s = (script_t){.done = "pppppd", .async = "."};
-    CHECK(run(&s, 1, 10, m, sizeof m) == PCOLL_OK && s.nsleep == 0, "spin 10: %d sleeps before done", s.nsleep);
+    CHECK(run(&s, 1, 10, m, sizeof m) == PCOLL_OK && s.nsleep == 0, "spin 10: %d sleeps before done",
+          s.nsleep);
     char many[3001];
     memset(many, 'p', 3000);
     many[2999] = 'd', many[3000] = 0;
