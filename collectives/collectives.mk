@@ -2,8 +2,7 @@
 # PCOLL_SRC: both libraries; the data path of device memory is dp_nccl.c (libpcoll_cuda.a), of
 # which libpcoll.a has the empty stand-in dp_none.c (collectives/pcoll_impl.h: pcoll_datapath_t).
 PCOLL_SRC := collectives/base.c collectives/record.c collectives/pcoll.c collectives/create.c collectives/engine.c \
-             collectives/dp_host.c collectives/rd.c collectives/trigger.c collectives/mode.c collectives/live.c \
-             collectives/dev_wait.c
+             collectives/dp_host.c collectives/rd.c collectives/trigger.c collectives/mode.c collectives/live.c
 PCOLL_OBJ := $(PCOLL_SRC:%.c=$(B)/%.o) $(B)/collectives/dp_none.o
 LIBPCOLL  := $(B)/libpcoll.a
 
@@ -25,7 +24,7 @@ $(B)/tests/collectives/test_pcoll: $(B)/tests/collectives/test_pcoll.o $(LIBPCOL
 $(B)/tests/collectives/test_pcoll_life: $(B)/tests/collectives/test_pcoll_life.o $(LIBPCOLL)
 	$(CC) $(LDFLAGS) $^ -o $@ $(MPI_LIBS) $(LDLIBS)
 
-# the device data path's bounded wait (dev_wait.c), pure: runs without a GPU
+# the device data path's bounded wait (dev_wait.c: in libpcoll_cuda.a only), pure: runs without a GPU
 $(B)/tests/collectives/test_dev_wait: $(B)/tests/collectives/test_dev_wait.o $(B)/collectives/dev_wait.o
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
@@ -72,7 +71,8 @@ bench-reduce: $(B)/bench/bench_reduce
 # of dp_none.c.  Link: $(LIBPCOLL_CUDA) $(MPI_LIBS) $(PCOLL_CUDA_LDLIBS).
 ifeq ($(HAVE_CUDA)$(HAVE_NCCL),11)
 PCOLL_CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
-PCOLL_CUDA_OBJ    := $(PCOLL_SRC:%.c=$(B)/%.o) $(B)/collectives/cuda/dp_nccl.o $(B)/collectives/cuda/pcoll_nccl.o
+PCOLL_CUDA_OBJ    := $(PCOLL_SRC:%.c=$(B)/%.o) $(B)/collectives/cuda/dp_nccl.o $(B)/collectives/cuda/pcoll_nccl.o \
+                     $(B)/collectives/dev_wait.o
 LIBPCOLL_CUDA     := $(B)/libpcoll_cuda.a
 PCOLL_CUDA_LDLIBS := -L$(PCOLL_CUDA_LIBDIR) -Wl,-rpath,$(PCOLL_CUDA_LIBDIR) -lnccl -lcudart -lstdc++
 PCOLL_GENCODE     ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80

@@ -1,6 +1,6 @@
 /* pcoll_dev.h -- libpcoll's device memory (PCOLL_MEM_DEVICE), private: the functions of
  * pcoll_nccl.cu (CUDA, NCCL; no MPI, no struct pcoll) that dp_nccl.c calls. Only in
- * build/libpcoll_cuda.a (pcoll_dev_poll and pcoll_dev_env_s: dev_wait.c, in both libraries).
+ * build/libpcoll_cuda.a (pcoll_dev_poll and pcoll_dev_env_s: dev_wait.c, pure C, tested alone).
  *
  * Every buffer of a device handle (dep, zeros, scratch, ring) is device memory; pcoll_next hands
  * out device pointers. Data path agreed at creation: NCCL (one GPU per rank) or STAGED (ranks

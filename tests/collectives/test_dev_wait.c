@@ -6,21 +6,25 @@
  * 1 us to max_sleep_s after `spin` polls; no deadline (timeout 0) waits on; pcoll_dev_env_s. */
 #include "collectives/pcoll_dev.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static int checks, fails;
-#define CHECK(c, ...)                                                    \
-    do {                                                                 \
-        checks++;                                                        \
-        if (!(c)) {                                                      \
-            fprintf(stdout, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c); \
-            fprintf(stdout, __VA_ARGS__);                                \
-            fputc('\n', stdout);                                         \
-            fails++;                                                     \
-        }                                                                \
-    } while (0)
+static void check(int ok, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void check(int ok, int line, const char *fmt, ...) { /* counts; prints a failure with its line */
+    checks++;
+    if (ok) return;
+    fails++;
+    va_list ap;
+    va_start(ap, fmt);
+    printf("FAIL test_dev_wait.c:%d: ", line);
+    vprintf(fmt, ap);
+    putchar('\n');
+    va_end(ap);
+}
+#define CHECK(c, ...) check(!!(c), __LINE__, __VA_ARGS__)
 
 /* A script: poll i of the operation says done[i] ('p' pending, 'd' done, 'f' failed), the
  * asynchronous error query async[i] ('.' none, 'e' error); past the end, the last letter. */

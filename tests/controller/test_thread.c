@@ -272,6 +272,19 @@ static void test_wait(void) {
     mock_free(h);
 }
 
+/* The watchdog tests' config: policy solo,tau=8, polls every 10 ms, t_warn 0.15 s, t_abort 0.5 s,
+ * warnings to lf, on_abort. */
+static void watchdog_cfg(ctl_config_t *cfg, FILE *lf) {
+    ctl_config_default(cfg);
+    char err[256];
+    CHECK(ctl_policy_parse("solo,tau=8", &cfg->policy, err, sizeof err) == CTL_OK, "%s", err);
+    cfg->poll_s = 0.01;
+    cfg->t_warn = 0.15;
+    cfg->t_abort = 0.5;
+    cfg->log = lf;
+    cfg->on_abort = on_abort;
+}
+
 /* The engine stalls at round 100: a warning after t_warn, the abort callback after t_abort. */
 static void test_watchdog(void) {
     const int P = 8;
@@ -282,14 +295,7 @@ static void test_watchdog(void) {
     size_t loglen = 0;
     FILE *lf = open_memstream(&logbuf, &loglen);
     ctl_config_t cfg;
-    ctl_config_default(&cfg);
-    char err[256];
-    CHECK(ctl_policy_parse("solo,tau=8", &cfg.policy, err, sizeof err) == CTL_OK, "%s", err);
-    cfg.poll_s = 0.01;
-    cfg.t_warn = 0.15;
-    cfg.t_abort = 0.5;
-    cfg.log = lf;
-    cfg.on_abort = on_abort;
+    watchdog_cfg(&cfg, lf);
     ctl_t *c = NULL;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -328,16 +334,10 @@ static void test_first_deposit(void) {
         size_t loglen = 0;
         FILE *lf = open_memstream(&logbuf, &loglen);
         ctl_config_t cfg;
-        ctl_config_default(&cfg);
+        watchdog_cfg(&cfg, lf);
         CHECK(cfg.t_first == 600.0, "t_first default %g", cfg.t_first);
-        char err[256];
-        CHECK(ctl_policy_parse("solo,tau=8", &cfg.policy, err, sizeof err) == CTL_OK, "%s", err);
-        cfg.poll_s = 0.01;
-        cfg.t_warn = 0.15;
         cfg.t_abort = 0.4;
         cfg.t_first = 1.0;
-        cfg.log = lf;
-        cfg.on_abort = on_abort;
         __atomic_store_n(&abort_calls, 0, __ATOMIC_SEQ_CST);
         double t0 = mono_s();
         h->deposit_at = never ? 1e300 : t0 + 0.8;
