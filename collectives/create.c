@@ -360,6 +360,11 @@ static int handle_start(struct pcoll *h, MPI_Comm comm) {
 
 /*   MPI ready? -> own arguments -> agreed across ranks -> buffers -> device path -> communicators,
  *   threads.  Each step that involves the other ranks fails on all of them or on none. */
+const char *pcoll_data_path(const pcoll_t *h) {
+    if (!h) return NULL;
+    return h->dp->path ? h->dp->path(h) : h->dp->name;
+}
+
 int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t *cfg_in, pcoll_t **out) {
     pcoll_create_err[0] = 0;
     if (!out) return PCOLL_ERR_ARG;

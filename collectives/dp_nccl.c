@@ -176,7 +176,12 @@ static int dev_scale(struct pcoll *h, float *recv, float s) {
     return pcoll_dev_scale(h->dev, recv, h->n, s, m, sizeof m) ? dev_fail(h, m) : PCOLL_OK;
 }
 
+static const char *dev_path(const struct pcoll *h) {
+    return h->dev && pcoll_dev_path(h->dev) == PCOLL_DEVPATH_NCCL ? "nccl" : "staged";
+}
+
 static const pcoll_datapath_t dp_device = {
+    .path = dev_path,
     .name = "device",
     .blocking = 1,
     .lend = 0,

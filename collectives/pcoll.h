@@ -203,6 +203,11 @@ void pcoll_config_default(pcoll_config_t *cfg);
  * message naming the field and the ranks. */
 int pcoll_create(MPI_Comm comm, size_t n, pcoll_mem_t mem, const pcoll_config_t *cfg, pcoll_t **out);
 
+/* The data path the handle's rounds take, agreed by every rank at pcoll_create: "host" (host
+ * memory), "nccl" (device memory, NCCL) or "staged" (device memory through pinned host buffers
+ * and MPI: ranks share a GPU, or PCOLL_DEVICE_PATH=staged). A static string; NULL for NULL. */
+const char *pcoll_data_path(const pcoll_t *h);
+
 /* Copies g (n floats) into this rank's pending contribution. Never waits for other ranks.
  * flags: PCOLL_ACCUMULATE adds to a pending deposit instead of failing with PCOLL_ERR_PENDING.
  * PCOLL_WAIT_NEXT: the calling thread calls pcoll_wait next, without computing in between (as a

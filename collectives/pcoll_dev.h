@@ -18,7 +18,9 @@ extern "C" {
 #endif
 enum { PCOLL_DEVPATH_NCCL = 1, PCOLL_DEVPATH_STAGED = 2 };
 typedef struct pcoll_dev pcoll_dev_t;
-int pcoll_dev_local(int *device, char *key, size_t klen, char *msg, size_t mlen); /* 1: ok */
+/* 1 with the current GPU in *device and its identity in key ("uuid/<UUID>", or "<host>/<bus id>"
+ * where the device reports no UUID), else 0 with the reason in msg. */
+int pcoll_dev_local(int *device, char *key, size_t klen, char *msg, size_t mlen);
 size_t pcoll_dev_id_bytes(void);
 int pcoll_dev_nccl_id(void *id, char *msg, size_t mlen);
 /* NCCL communicators are kept per process and reused by later handles over the same ranks and

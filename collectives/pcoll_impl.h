@@ -261,6 +261,8 @@ struct pcoll {
  * and the create-time ops (pcoll_create_err or msg). */
 typedef struct pcoll_datapath {
     const char *name; /* "host" | "device" */
+    /* pcoll_data_path's answer once setup succeeded; NULL: name. */
+    const char *(*path)(const struct pcoll *h);
     /* 1: start runs the round to its end (device): only the engine drives rounds, an application
      * thread in pcoll_wait sleeps, and every deposit wakes the engine. 0: start and test never
      * block, so pcoll_wait drives its round itself. */

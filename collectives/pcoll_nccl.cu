@@ -124,8 +124,22 @@ int pcoll_dev_local(int *device, char *key, size_t klen, char *msg, size_t mlen)
         snprintf(msg, mlen, "cudaDeviceGetPCIBusId(%d): %s", d, cudaGetErrorString(e));
         return 0;
     }
-    gethostname(host, sizeof host - 1);
-    snprintf(key, klen, "%s/%s", host, bus);
+    /* the GPU's UUID: unique across hosts and containers (which may share a host name); the
+     * host and bus id only where the device has no UUID */
+    cudaDeviceProp p;
+    unsigned char any = 0;
+    if (cudaGetDeviceProperties(&p, d) == cudaSuccess)
+        for (int i = 0; i < 16; i++) any |= (unsigned char)p.uuid.bytes[i];
+    cudaGetLastError();
+    if (any) {
+        const unsigned char *u = (const unsigned char *)p.uuid.bytes;
+        snprintf(key, klen, "uuid/%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+                 u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
+                 u[15]);
+    } else {
+        gethostname(host, sizeof host - 1);
+        snprintf(key, klen, "%s/%s", host, bus);
+    }
     *device = d;
     return 1;
 }

@@ -117,8 +117,12 @@ pcoll_launch() {  # one dead rank ends the step at once (the others would wait f
     [ -n "${PCOLL_SLOTS:-}" ] && opts+=(--overlap)
     srun --mpi="$PCOLL_SRUN_MPI" -n "$RANKS" "${opts[@]}" "$@"
   else
+    # mpirun starts one daemon per node with srun, which would read the job's per-task GPU
+    # request (SLURM_GPUS_PER_TASK, SLURM_TRES_PER_TASK) and bind each daemon, so every rank of
+    # the node, to one GPU; without them the step gets all the job's GPUs of the node, and the
+    # trainer gives local rank i GPU i (docs/DESIGN.md#gpu-choice)
     # shellcheck disable=SC2086  # MPIRUN: the launcher and its options
-    $MPIRUN -np "$RANKS" "$@"
+    env -u SLURM_GPUS_PER_TASK -u SLURM_TRES_PER_TASK $MPIRUN -np "$RANKS" "$@"
   fi
 }
 

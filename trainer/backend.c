@@ -5,8 +5,8 @@
 /* trainer/backend_cuda.c, linked only into CUDA builds: its absence is an address of NULL. */
 extern const backend_ops_t backend_cuda __attribute__((weak));
 
-backend_t *backend_open(const char *device, nn_model_t *host, const cfg_t *c, int local_rank, int local_ranks,
-                        char *err, size_t n) {
+backend_t *backend_open(const char *device, nn_model_t *host, const cfg_t *c, MPI_Comm node, char *err,
+                        size_t n) {
     const backend_ops_t *ops = NULL;
     if (!strcmp(device, backend_cpu.name))
         ops = &backend_cpu;
@@ -23,5 +23,5 @@ backend_t *backend_open(const char *device, nn_model_t *host, const cfg_t *c, in
         snprintf(err, n, "--device '%s' is not a backend (cpu | cuda)", device);
         return NULL;
     }
-    return ops->open(host, c, local_rank, local_ranks, err, n);
+    return ops->open(host, c, node, err, n);
 }

@@ -27,11 +27,12 @@ typedef struct backend backend_t;
 typedef struct {
     const char *name; /* the --device value that selects this backend */
     pcoll_mem_t mem;  /* memory kind of grads() and of the round results apply() reads */
-    /* Builds the backend on the host model (kept, not owned). local_rank, local_ranks: this
-     * rank's index among the ranks of its host and their number (they pick the GPU). NULL with
-     * the reason in err. */
-    backend_t *(*open)(nn_model_t *host, const cfg_t *c, int local_rank, int local_ranks, char *err,
-                       size_t n);
+    /* Builds the backend on the host model (kept, not owned). Collective over node (the ranks
+     * of this host, MPI_Comm_split_type SHARED: they pick and compare their GPUs) and
+     * MPI_COMM_WORLD (every rank's GPU to rank 0, for the run JSON): every rank calls it, and
+     * every rank of a node that breaks the GPU sharing rule (--share-gpu) gets the same reason.
+     * NULL with the reason in err. */
+    backend_t *(*open)(nn_model_t *host, const cfg_t *c, MPI_Comm node, char *err, size_t n);
     void (*close)(backend_t *b);
     /* One training step's computation: zero the gradient, forward, backward, then check the
      * loss and gradient are finite (step names the step in the message). */
@@ -71,8 +72,8 @@ struct backend {
 
 /* Opens the backend named by device ("cpu" | "cuda"). NULL with the reason in err: an unknown
  * name, a build without that backend (naming what the build lacked), or the backend's own open. */
-backend_t *backend_open(const char *device, nn_model_t *host, const cfg_t *c, int local_rank, int local_ranks,
-                        char *err, size_t n);
+backend_t *backend_open(const char *device, nn_model_t *host, const cfg_t *c, MPI_Comm node, char *err,
+                        size_t n);
 
 /* Host-model steps shared by the backends: the BN average over comm (collective) and the hash. */
 int backend_host_average_bn(nn_model_t *m, MPI_Comm comm);

@@ -2,9 +2,8 @@
 #include "trainer/backend.h"
 #include <stdlib.h>
 
-static backend_t *cpu_open(nn_model_t *host, const cfg_t *c, int local_rank, int local_ranks, char *err,
-                           size_t n) {
-    (void)c, (void)local_rank, (void)local_ranks;
+static backend_t *cpu_open(nn_model_t *host, const cfg_t *c, MPI_Comm node, char *err, size_t n) {
+    (void)c, (void)node;
     backend_t *b = calloc(1, sizeof *b);
     if (!b) return snprintf(err, n, "out of memory"), NULL;
     b->ops = &backend_cpu;

@@ -6,13 +6,24 @@
 #include "trainer/backend.h"
 #include "trainer/cuda/nn_cuda.h"
 #include "trainer/metrics.h"
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 extern const backend_ops_t backend_cuda;
+
+/* What a rank says of its GPU to the ranks of its node and to rank 0 (bytes over MPI). */
+typedef struct {
+    nn_cuda_gpu_t gpu;
+    char host[MPI_MAX_PROCESSOR_NAME];
+    int ok, rank; /* ok: the GPU chosen and described */
+} rank_gpu_t;
 
 typedef struct {
     backend_t base;
     nn_cuda_model_t *g;
+    rank_gpu_t *gpus; /* rank 0: every rank's, by rank (the run JSON) */
+    int P;
 } cuda_backend_t;
 
 static nn_cuda_model_t *gpu(const backend_t *b) { return ((const cuda_backend_t *)b)->g; }
@@ -24,15 +35,67 @@ static int fail(const backend_t *b, int rc, const char *what, char *err, size_t 
     return -1;
 }
 
-static backend_t *cuda_open(nn_model_t *host, const cfg_t *c, int local_rank, int local_ranks, char *err,
-                            size_t n) {
-    if (nn_cuda_select_local_device(local_rank, local_ranks, err, n) < 0) return NULL; /* a device index */
-    cuda_backend_t *b = calloc(1, sizeof *b);
-    if (!b) return snprintf(err, n, "out of memory"), NULL;
+/* Collective over node: every rank's GPU, judged by nn_cuda_share_check (identity: the UUID, or
+ * host/bus id without one). 0, or -1 with the same reason on every rank of the node (a rank
+ * whose own choice failed keeps its own reason). One line on local rank 0 when ranks share. */
+static int check_sharing(const rank_gpu_t *me, MPI_Comm node, int allow, char *err, size_t n) {
+    int lr, ls;
+    MPI_Comm_rank(node, &lr);
+    MPI_Comm_size(node, &ls);
+    enum { ID = 192 };
+    rank_gpu_t *all = calloc((size_t)ls, sizeof *all);
+    char *ids = calloc((size_t)ls, ID);
+    int *ranks = calloc((size_t)ls, sizeof *ranks), node_gpus = 0;
+    if (!all || !ids || !ranks) { /* a few KiB: the collective cannot be left, so the job ends */
+        fprintf(stderr, "eager-train: rank %d: out of memory comparing the node's GPUs\n", me->rank);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_Allgather(me, (int)sizeof *me, MPI_BYTE, all, (int)sizeof *me, MPI_BYTE, node);
+    for (int i = 0; i < ls; i++) {
+        const nn_cuda_gpu_t *g = &all[i].gpu;
+        ranks[i] = all[i].rank;
+        if (all[i].ok)
+            snprintf(ids + (size_t)i * ID, ID, "%s%s%s%s", g->uuid, g->uuid[0] ? "" : all[i].host,
+                     g->uuid[0] ? "" : "/", g->uuid[0] ? "" : g->bus_id);
+        node_gpus = g->visible > node_gpus ? g->visible : node_gpus;
+        node_gpus = g->openable > node_gpus ? g->openable : node_gpus;
+    }
+    char why[1024] = "";
+    int verdict = nn_cuda_share_check(ids, ID, ls, node_gpus, ranks, me->host, allow, why, sizeof why);
+    free(all), free(ids), free(ranks);
+    if (verdict == 1 && lr == 0) fprintf(stderr, "eager-train: %s\n", why);
+    if (verdict >= 0) return 0;
+    if (me->ok) snprintf(err, n, "%s", why);
+    return -1;
+}
+
+static backend_t *cuda_open(nn_model_t *host, const cfg_t *c, MPI_Comm node, char *err, size_t n) {
+    int lr, ls, me, P, len = 0;
+    MPI_Comm_rank(node, &lr);
+    MPI_Comm_size(node, &ls);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    rank_gpu_t mine;
+    memset(&mine, 0, sizeof mine);
+    mine.rank = me;
+    MPI_Get_processor_name(mine.host, &len);
+    mine.ok = nn_cuda_select_local_device(lr, ls, err, n) >= 0 && !nn_cuda_gpu_info(&mine.gpu, err, n);
+    int ok = !check_sharing(&mine, node, c->share_gpu, err, n) && mine.ok;
+    rank_gpu_t *all = me == 0 ? calloc((size_t)P, sizeof *all) : NULL; /* rank 0: the run JSON's */
+    MPI_Gather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, 0, MPI_COMM_WORLD);
+    cuda_backend_t *b = ok ? calloc(1, sizeof *b) : NULL;
+    if (!b) {
+        free(all);
+        if (ok) snprintf(err, n, "out of memory");
+        return NULL;
+    }
+    b->gpus = all;
+    b->P = P;
     b->base.ops = &backend_cuda;
     b->base.host = host;
     b->g = nn_cuda_model_build(host, c->batch, c->tf32 ? NN_CUDA_TF32_DEFAULT : NN_CUDA_TF32_OFF, err, n);
     if (!b->g) {
+        free(b->gpus);
         free(b);
         return NULL;
     }
@@ -41,6 +104,7 @@ static backend_t *cuda_open(nn_model_t *host, const cfg_t *c, int local_rank, in
 
 static void cuda_close(backend_t *b) {
     nn_cuda_model_free(gpu(b));
+    free(((cuda_backend_t *)b)->gpus);
     free(b);
 }
 
@@ -103,9 +167,22 @@ static int cuda_load(backend_t *b, const char *dir, ckpt_meta_t *meta, char *err
     return from_host(b, err, n);
 }
 
-/* "cuda_graph": whether the training steps ran as CUDA graphs, and why not (metrics.c). */
+/* "cuda_graph": whether the training steps ran as CUDA graphs, and why not (metrics.c);
+ * environment.gpus: every rank's GPU (rank 0). */
 static void cuda_add_json(backend_t *b, json_t *run) {
     json_object_set_new(run, "cuda_graph", metrics_cuda_graph(gpu(b)));
+    const cuda_backend_t *cb = (const cuda_backend_t *)b;
+    json_t *env = json_object_get(run, "environment"), *a = json_array();
+    for (int p = 0; cb->gpus && p < cb->P; p++) {
+        const nn_cuda_gpu_t *g = &cb->gpus[p].gpu;
+        json_array_append_new(a, json_pack("{s:s, s:i, s:s, s:s, s:s?}", "host", cb->gpus[p].host, "device",
+                                           g->device, "name", g->name, "bus_id", g->bus_id, "uuid",
+                                           g->uuid[0] ? g->uuid : NULL));
+    }
+    if (env)
+        json_object_set_new(env, "gpus", a);
+    else
+        json_decref(a);
 }
 
 const backend_ops_t backend_cuda = {

@@ -109,6 +109,8 @@ static const opt_t opts[] = {
     O("device", T_STR, device, "cpu", 0, 0,
       "cpu | cuda (the CUDA backend; needs a build with nvcc + cuDNN + NCCL)"),
     O("tf32", T_BOOL, tf32, "1", 0, 1, "cuda: TF32 in cuDNN convolutions, as PyTorch enables by default"),
+    O("share-gpu", T_BOOL, share_gpu, "0", 0, 1,
+      "cuda: allow ranks to share a GPU while another GPU of their node carries none"),
 };
 #define NOPTS (int)(sizeof opts / sizeof opts[0])
 

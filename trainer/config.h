@@ -48,6 +48,7 @@ typedef struct {
     int quiet;
     char device[8];   /* cpu | cuda */
     int tf32;         /* cuda: TF32 for cuDNN convolutions (PyTorch's default) */
+    int share_gpu;    /* cuda: ranks may share a GPU while their node has an unused one */
     char notes[1024]; /* lines for the user from cfg_parse: flags that override config-file values */
 } cfg_t;
 

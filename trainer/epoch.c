@@ -291,6 +291,7 @@ static void run_part(run_t *r, int epoch, epoch_t *e, epoch_io_t *x) {
     int rc = pcoll_create(MPI_COMM_WORLD, r->model->nparams, r->be->ops->mem, &r->pcoll, &x->h);
     run_agree(r, rc == PCOLL_OK, "pcoll_create", pcoll_last_error(NULL));
     watch_leave(r);
+    r->data_path = pcoll_data_path(x->h);
     ctl_t *ctl = NULL;
     if (ctl_start(x->h, x->cc, &ctl)) run_die(r, "controller", "ctl_start failed");
     e->t_dep = run_now();

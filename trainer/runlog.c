@@ -110,6 +110,9 @@ void runlog_open(run_t *r, int argc, char **argv) {
     set(jc, "threads", json_integer(r->threads));
     set(root, "config", jc);
     set(root, "environment", metrics_environment(r->P, l->hosts, argc, argv));
+    /* every rank's GPU (the CUDA backend's add_json) and libpcoll's data path, at the end */
+    set(json_object_get(root, "environment"), "gpus", json_null());
+    set(json_object_get(root, "environment"), "data_path", json_null());
     set(root, "epochs", l->epochs = json_array());
     json_t *rd = json_object();
     set(rd, "aggregation", json_integer(r->cfg.round_agg));
@@ -465,6 +468,8 @@ int runlog_finish(run_t *r, const char *exit_reason, int collective) {
         set(json_object_get(l->root, "controller"), "decision_hash", json_string(hx));
         double wall = run_now() - r->t_start;
         set(l->root, "summary", summary_json(r, wall, strag, exit_reason));
+        if (r->data_path)
+            set(json_object_get(l->root, "environment"), "data_path", json_string(r->data_path));
         if (r->be && r->be->ops->add_json) r->be->ops->add_json(r->be, l->root);
         failed = write_result(r, exit_reason);
         if (!failed && !exit_reason && !r->cfg.quiet) {

@@ -210,7 +210,10 @@ void run_set_optimiser(run_t *r) {
 
 void run_open_backend(run_t *r) {
     char err[1024] = "", what[32];
-    r->be = backend_open(r->cfg.device, r->model, &r->cfg, r->local_rank, r->local_ranks, err, sizeof err);
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, r->me, MPI_INFO_NULL, &node);
+    r->be = backend_open(r->cfg.device, r->model, &r->cfg, node, err, sizeof err);
+    MPI_Comm_free(&node);
     snprintf(what, sizeof what, "--device %s", r->cfg.device);
     run_agree(r, r->be != NULL, what, err);
 }

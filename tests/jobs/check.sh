@@ -6,6 +6,7 @@
 #   elastic_mid       the same with mid-epoch checkpoints (CKPT_STEPS): the restart continues the epoch
 #   missing_data      cifar10 (and imagenet, ucf101) without data: clear error, non-zero exit, no folder
 #   sweep_dry         jobs/sweep.sh --dry-run: the run sets of Figs. 9-13
+#   mpirun_gpus       pcoll_launch's mpirun fallback drops the per-task GPU request (SLURM_*_PER_TASK)
 #   syntax            bash -n on every script; #SBATCH defaults of each experiment
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
@@ -137,6 +138,14 @@ sweep_dry)
   grep -q 'MODE=majority jobs/local.sh jobs/fmnist.sbatch --epochs 1' <<<"$out" || fail "--local"
   jobs/sweep.sh nosuch --dry-run 2>/dev/null && fail "unknown experiment accepted"
   echo "PASS";;
+mpirun_gpus)
+  # the mpirun fallback runs its daemons without the job's per-task GPU binding
+  printf '#!/bin/sh\necho "args: $*"; env\n' >"$T/mpirun"; chmod +x "$T/mpirun"
+  out=$(SLURM_GPUS_PER_TASK=1 SLURM_TRES_PER_TASK=gres/gpu:1 LAUNCHER=mpirun MPIRUN=$T/mpirun RANKS=2 \
+        bash -c '. jobs/lib.sh; pcoll_launch x' 2>&1) || { echo "$out"; fail "pcoll_launch failed"; }
+  grep -q '^args: -np 2 x' <<<"$out" || { echo "$out"; fail "pcoll_launch did not run MPIRUN"; }
+  grep -q '^SLURM_GPUS_PER_TASK\|^SLURM_TRES_PER_TASK' <<<"$out" && fail "mpirun inherits the per-task GPU binding"
+  echo "ok: mpirun's daemons get the node's GPUs" ;;
 syntax)
   for f in jobs/*.sh jobs/*.sbatch tests/jobs/*.sh; do bash -n "$f" || fail "$f: syntax"; done
   chk() { grep -q "^#SBATCH $2\$" "jobs/$1.sbatch" || fail "jobs/$1.sbatch: no '#SBATCH $2'"; }

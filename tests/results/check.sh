@@ -436,6 +436,9 @@ trainer_output)
   contains "$TMP/out" '| sync | 2 | none | 1 |'
   contains "$TMP/out" '| solo | 2 | none | 1 |'
   lacks "$TMP/out" 'runs differ'
+  # a CPU run: no GPU per rank, libpcoll's host data path
+  python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["environment"]; sys.exit(0 if e.get("gpus", 0) is None and e.get("data_path") == "host" else 1)' \
+    "$TMP/hp-sync.json" || fail "environment.gpus / data_path of a CPU run: not null / host"
   ;;
 *)
   echo "usage: $0 CASE"; exit 2 ;;

@@ -78,6 +78,31 @@ int nn_cuda_available(char *why, size_t n);
  * local_rank is outside 0..local_size-1.  Pure function (trainer/cuda/device_pick.c, in every
  * build, no CUDA call). */
 int nn_cuda_pick_device(int local_rank, int local_size, int ndev, char *why, size_t n);
+/* Whether the GPUs the ranks of one node chose may be shared (the rule of --share-gpu; pure
+ * function, trainer/cuda/device_pick.c).  ids: local_size strings, stride bytes apart, the
+ * identity of the GPU each local rank uses (its UUID, compared across ranks: device indexes differ
+ * in meaning under per-task CUDA_VISIBLE_DEVICES); "" for a rank without one (not counted).
+ * node_gpus: the GPUs the node's ranks could use (the most any rank saw or could open).  ranks:
+ * each local rank's world rank (names in messages; NULL: local ranks); node: the host's name.
+ * Sharing by necessity: every rank that shares a GPU does so because each of
+ * min(ranks, node_gpus) GPUs already carries a rank (more ranks than GPUs).  Returns 0 when no
+ * two ranks share a GPU (why ""); 1 when they share by necessity or allow is set (why: one line
+ * saying so); -1 when two ranks share a GPU while one of the node's GPUs carries none, with why
+ * naming those ranks, the node and the GPU. */
+int nn_cuda_share_check(const char *ids, size_t stride, int local_size, int node_gpus, const int *ranks,
+                        const char *node, int allow, char *why, size_t n);
+/* The GPU a rank uses: what the run JSON records and what nn_cuda_share_check compares. */
+typedef struct {
+    char name[256];  /* cudaDeviceProp.name */
+    char bus_id[32]; /* PCI bus id, e.g. 0000:1b:00.0 */
+    char uuid[48];   /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (nvidia-smi's form); "" if unknown */
+    int device;      /* the CUDA device index (under this process's CUDA_VISIBLE_DEVICES) */
+    int visible;     /* CUDA devices this process sees */
+    int openable;    /* /dev/nvidiaN device files this process can open (GPUs of the node it could
+                      * reach with another CUDA_VISIBLE_DEVICES; 0 where there are none) */
+} nn_cuda_gpu_t;
+/* The calling thread's current GPU into g.  0, or -1 with the reason in why. */
+int nn_cuda_gpu_info(nn_cuda_gpu_t *g, char *why, size_t n);
 /* cudaSetDevice(nn_cuda_pick_device(local_rank, local_size, device count)) for the calling
  * thread.  Returns the device index (>= 0, not a status: test it with >= 0), or -1 with a
  * non-empty reason in why.  Call before nn_cuda_model_build and before

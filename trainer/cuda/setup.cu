@@ -2,6 +2,9 @@
 // buffers, handles, descriptors) and release, TF32 switching, and its error reporting.
 #include "trainer/cuda/nn_cuda_impl.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 namespace nncu {
 
 void seterr(nn_cuda_model_t *m, const char *fmt, ...) {
@@ -67,6 +70,34 @@ int nn_cuda_select_local_device(int local_rank, int local_size, char *why, size_
 
 int nn_cuda_select_device(int local_rank, char *why, size_t n) {
     return nn_cuda_select_local_device(local_rank, local_rank < 0 ? 1 : local_rank + 1, why, n);
+}
+
+int nn_cuda_gpu_info(nn_cuda_gpu_t *g, char *why, size_t n) {
+    memset(g, 0, sizeof *g);
+    cudaDeviceProp p;
+    if (cudaGetDevice(&g->device) != cudaSuccess || cudaGetDeviceProperties(&p, g->device) != cudaSuccess ||
+        cudaGetDeviceCount(&g->visible) != cudaSuccess ||
+        cudaDeviceGetPCIBusId(g->bus_id, (int)sizeof g->bus_id, g->device) != cudaSuccess) {
+        if (why) snprintf(why, n, "the current GPU's properties: %s", cudaGetErrorString(cudaGetLastError()));
+        return -1;
+    }
+    snprintf(g->name, sizeof g->name, "%s", p.name);
+    const unsigned char *u = (const unsigned char *)p.uuid.bytes;
+    int any = 0;
+    for (int i = 0; i < 16; i++) any |= u[i];
+    if (any)
+        snprintf(g->uuid, sizeof g->uuid,
+                 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2],
+                 u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    /* the node's GPUs this process could reach: /dev/nvidia<N> that open (a container or a
+     * cgroup shows or allows only the job's) */
+    for (int i = 0; i < 64; i++) {
+        char dev[32];
+        snprintf(dev, sizeof dev, "/dev/nvidia%d", i);
+        int fd = open(dev, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) g->openable++, close(fd);
+    }
+    return 0;
 }
 
 void nn_cuda_describe(char *buf, size_t n) {
