@@ -71,7 +71,8 @@ static const opt_t opts[] = {
       "seed: initialisation, data order, augmentation, injection, majority draw"),
     O("imbalance", T_STR, imbalance, "none", 0, 0,
       "injected delays: none | linear:unit=MS | random:k=K,d=MS | lognormal:mean=MS,std=MS | "
-      "slow:rank=R,factor=F | inherent:unit=MS; ,busy=1: computed, not slept"),
+      "slow:rank=R,factor=F | inherent:unit=MS; ,busy=1: computed, not slept; phases: M@0/M@STEP/... or "
+      "M@0ep/M@1.5ep/..."),
     O("eval-every", T_INT, eval_every, "1", 1, 100000,
       "evaluate on the test set every N epochs (and at the end)"),
     O("ckpt-every", T_INT, ckpt_every, "0", 0, 100000,
@@ -329,12 +330,14 @@ int cfg_check_ranks(const cfg_t *c, const ctl_policy_cfg_t *policy, int P, char 
                         policy->kind == CTL_ADAPTIVE ? c->policy_opts : "",
                         policy->kind == CTL_ADAPTIVE ? "'" : "", policy->base.quorum, P, P),
                -1;
-    imb_t im;
-    if (imb_parse(c->imbalance, &im, err, n)) return -1;
-    if (im.kind == IMB_SLOW && im.rank >= P)
-        return snprintf(err, n, "--imbalance '%s': rank %d does not exist in this run of %d ranks (0..%d)",
-                        c->imbalance, im.rank, P, P - 1),
-               -1;
+    imb_sched_t im;
+    if (imb_sched_parse(c->imbalance, &im, err, n)) return -1;
+    for (int i = 0; i < im.n; i++)
+        if (im.phase[i].kind == IMB_SLOW && im.phase[i].rank >= P)
+            return snprintf(err, n,
+                            "--imbalance '%s': rank %d does not exist in this run of %d ranks (0..%d)",
+                            c->imbalance, im.phase[i].rank, P, P - 1),
+                   -1;
     return 0;
 }
 
@@ -406,8 +409,8 @@ int cfg_parse(cfg_t *c, int argc, char **argv, char *err, size_t n) {
                         "fresh rank and round, which merged deposits break; use epoch checkpoints "
                         "(--ckpt-every) or --late wait"),
                -1;
-    imb_t im;
-    if (imb_parse(c->imbalance, &im, err, n)) return -1;
+    imb_sched_t im;
+    if (imb_sched_parse(c->imbalance, &im, err, n)) return -1;
     if (check_milestones(c->milestones, err, n)) return -1;
     if (c->resume && !*c->ckpt_dir) return snprintf(err, n, "--resume needs --ckpt-dir"), -1;
     if (c->ckpt_every_steps && !*c->ckpt_dir)

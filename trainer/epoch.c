@@ -161,9 +161,11 @@ static int step(run_t *r, int epoch, long s, epoch_t *e, epoch_io_t *x) {
         run_die(r, "training", err);
     double t1 = run_now();
     uint64_t per_epoch = (uint64_t)(r->global ? e->nbatches : e->steps);
-    double d = imb_delay_ms(&r->imb, c->seed, (uint64_t)epoch * per_epoch + (uint64_t)s, r->me, r->P,
+    const imb_t *im =
+        imb_sched_at(&r->imb, (uint64_t)epoch * per_epoch + (uint64_t)s); /* this step's phase */
+    double d = imb_delay_ms(im, c->seed, (uint64_t)epoch * per_epoch + (uint64_t)s, r->me, r->P,
                             (t1 - t0) * 1e3, b->cost);
-    if (r->imb.busy)
+    if (im->busy)
         imb_busy_ms(d); /* busy=1: the delay is computed */
     else
         sleep_ms(d);
@@ -365,6 +367,15 @@ void train_epoch(run_t *r, int epoch, epoch_t *e) {
     }
     x.it = open_epoch(r, epoch, e, &x);
     x.s = x.s0;
+    if (epoch == r->epoch0) { /* --imbalance's epochs to steps, once: epoch E's steps are indexed from E x
+                               * per_epoch (step), a rank takes e->steps (global: nbatches / P on average) */
+        char err[512] = "";
+        run_agree(r,
+                  imb_sched_resolve(&r->imb, (uint64_t)(r->global ? e->nbatches : e->steps),
+                                    r->global ? (double)e->nbatches / r->P : (double)e->steps, err,
+                                    sizeof err) == 0,
+                  "injection", err);
+    }
     const int forced_sync = epoch < c->initial_sync || epoch >= c->epochs - c->final_sync;
     x.cc = forced_sync ? &r->ctl_sync : &r->ctl;
     for (;;) {

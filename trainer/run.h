@@ -108,13 +108,13 @@ typedef struct run {
     ckpt_restart_t restarts[CKPT_MAX_RESTARTS]; /* every resume of the run, oldest first (--resume) */
     int nrestarts;
     pcoll_config_t pcoll;
-    imb_t imb;
-    int global;     /* --epoch-mode global */
-    int late_go;    /* --late go */
-    int64_t *perm;  /* global: this epoch's permutation of the training set */
-    int epoch0;     /* first epoch to run (> 0 after --resume) */
-    double wall0;   /* training wall time before this process (--resume) */
-    double t_start; /* MPI_Wtime of the run's start, less wall0 */
+    imb_sched_t imb; /* --imbalance: its epochs resolved to steps by the first epoch (train_epoch) */
+    int global;      /* --epoch-mode global */
+    int late_go;     /* --late go */
+    int64_t *perm;   /* global: this epoch's permutation of the training set */
+    int epoch0;      /* first epoch to run (> 0 after --resume) */
+    double wall0;    /* training wall time before this process (--resume) */
+    double t_start;  /* MPI_Wtime of the run's start, less wall0 */
     rank_stats_t rs;
     run_totals_t tot;
     int epochs_done;    /* epochs completed (the checkpoint's epoch after --resume) */

@@ -400,6 +400,6 @@ void run_set_rounds(run_t *r) {
     pc->horizon = 1;
     pc->poll_max_us = 2000; /* idle engines poll at most every 2 ms: cheap on oversubscribed cores */
     pc->records = 1024;
-    imb_parse(c->imbalance, &r->imb, err, sizeof err);
+    imb_sched_parse(c->imbalance, &r->imb, err, sizeof err);
     pcoll_record_init(&r->rec, r->P);
 }

@@ -14,10 +14,18 @@
  * the delayed rank computes instead until its own thread has used the delay in CPU time: on
  * shared cores it then takes a core from the others as real compute would, where a sleeping
  * straggler hands its core to them (and it stretches with contention as compute does).
+ *
+ * A schedule is phases separated by '/', each MODEL@START: the model from START to the next
+ * phase's START, the last to the run's end; START is a step (an integer) or an epoch with the
+ * suffix ep (1.5ep), all of one kind, the first 0, increasing. E.g.
+ *   none@0/random:k=1,d=320@1.5ep/slow:rank=2,factor=3@3ep/none@4.5ep
+ * The delay stays a pure function of (seed, step, rank): epochs are resolved to steps once, at
+ * set-up, by the caller's steps per epoch (imb_sched_resolve).
  */
 #include "collectives/sim/imbalance.h"
 #include "common/hash.h"
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,4 +140,96 @@ double imb_delay_ms(const imb_t *m, uint64_t seed, uint64_t step, int rank, int 
     case IMB_INHERENT: return m->unit_ms * cost;
     default: return 0;
     }
+}
+
+int imb_sched_parse(const char *s, imb_sched_t *q, char *err, size_t n) {
+    memset(q, 0, sizeof *q);
+    if (!strchr(s, '@') && !strchr(s, '/')) { /* a plain model: one phase for the whole run */
+        q->n = 1;
+        return imb_parse(s, &q->phase[0], err, n);
+    }
+    const char *p = s;
+    char part[256], inner[512];
+    for (int i = 0;; i++) {
+        size_t len = strcspn(p, "/");
+        if (i == IMB_MAX_PHASES)
+            return snprintf(err, n, "--imbalance '%s': more than %d phases", s, IMB_MAX_PHASES), -1;
+        if (len >= sizeof part)
+            return snprintf(err, n, "--imbalance '%s': phase %d is too long", s, i + 1), -1;
+        memcpy(part, p, len);
+        part[len] = 0;
+        char *at = strrchr(part, '@');
+        if (!at)
+            return snprintf(err, n,
+                            "--imbalance '%s': phase %d '%s' has no @START (MODEL@STEP or MODEL@EPOCHep)", s,
+                            i + 1, part),
+                   -1;
+        *at = 0;
+        if (imb_parse(part, &q->phase[i], inner, sizeof inner))
+            return snprintf(err, n, "--imbalance '%s': phase %d: %s", s, i + 1,
+                            inner + strlen("--imbalance ")),
+                   -1;
+        char *end;
+        double v = strtod(at + 1, &end);
+        int ep = !strcmp(end, "ep");
+        if (end == at + 1 || (*end && !ep) || !isfinite(v) || v < 0 || (!ep && (v != floor(v) || v > 1e18)))
+            return snprintf(err, n,
+                            "--imbalance '%s': phase %d '%s@%s': the start must be a step (an integer >= 0) "
+                            "or an epoch (a number >= 0 with ep, e.g. 1.5ep)",
+                            s, i + 1, part, at + 1),
+                   -1;
+        if (i == 0) q->epochs = ep;
+        if (ep != q->epochs)
+            return snprintf(err, n,
+                            "--imbalance '%s': phase %d '%s@%s': the boundaries must be all steps or all "
+                            "epochs (ep)",
+                            s, i + 1, part, at + 1),
+                   -1;
+        if (i == 0 && v != 0)
+            return snprintf(err, n, "--imbalance '%s': phase 1 '%s@%s' must start at 0", s, part, at + 1), -1;
+        if (i > 0 && v <= q->at[i - 1])
+            return snprintf(err, n,
+                            "--imbalance '%s': phase %d '%s@%s' starts at %g, not after phase %d's start %g "
+                            "(boundaries overlap or decrease)",
+                            s, i + 1, part, at + 1, v, i, q->at[i - 1]),
+                   -1;
+        q->at[i] = v;
+        q->start[i] = ep ? (i == 0 ? 0 : UINT64_MAX) : (uint64_t)v;
+        q->n = i + 1;
+        p += len;
+        if (!*p) break;
+        p++;
+    }
+    return 0;
+}
+
+int imb_sched_resolve(imb_sched_t *q, uint64_t stride, double epoch_steps, char *err, size_t n) {
+    if (!q->epochs) return 0;
+    if (stride == 0 || !(epoch_steps > 0) || epoch_steps > (double)stride)
+        return snprintf(err, n,
+                        "--imbalance: boundaries in epochs need the steps per epoch, which this caller "
+                        "does not give; give them in steps"),
+               -1;
+    for (int i = 0; i < q->n; i++) {
+        double e = floor(q->at[i]);
+        q->start[i] = (uint64_t)e * stride + (uint64_t)ceil((q->at[i] - e) * epoch_steps);
+        if (i > 0 && q->start[i] <= q->start[i - 1])
+            return snprintf(err, n,
+                            "--imbalance: phases %d and %d (epochs %g and %g) start on the same step %llu at "
+                            "%g steps per epoch",
+                            i, i + 1, q->at[i - 1], q->at[i], (unsigned long long)q->start[i], epoch_steps),
+                   -1;
+    }
+    return 0;
+}
+
+const imb_t *imb_sched_at(const imb_sched_t *q, uint64_t step) {
+    int i = q->n - 1;
+    while (i > 0 && step < q->start[i]) i--;
+    return &q->phase[i];
+}
+
+double imb_sched_delay_ms(const imb_sched_t *q, uint64_t seed, uint64_t step, int rank, int P,
+                          double compute_ms, double cost) {
+    return imb_delay_ms(imb_sched_at(q, step), seed, step, rank, P, compute_ms, cost);
 }

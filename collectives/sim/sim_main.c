@@ -24,13 +24,13 @@
 #include <string.h>
 
 typedef struct {
-    imb_t m;
+    imb_sched_t m;
     uint64_t seed;
 } delay_arg_t;
 
 static double delay_ms(void *arg, uint64_t it, int p, int P) {
     const delay_arg_t *d = arg;
-    return imb_delay_ms(&d->m, d->seed, it, p, P, 0, 1);
+    return imb_sched_delay_ms(&d->m, d->seed, it, p, P, 0, 1);
 }
 
 static int parse_rule(const char *s, sim_rule_t *r) { /* a bare mode name (sim_rule_name) */
@@ -79,7 +79,7 @@ static int run_one(run_ctx_t *x, int P, sim_rule_t rule, sim_act_t act, const ch
                    int warmup, size_t bytes, double measured) {
     delay_arg_t da = {{0}, x->seed};
     char err[256];
-    if (imb_parse(skew, &da.m, err, sizeof err)) {
+    if (imb_sched_parse(skew, &da.m, err, sizeof err) || imb_sched_resolve(&da.m, 0, 0, err, sizeof err)) {
         fprintf(stderr, "pcoll-sim: %s\n", err);
         return -1;
     }
@@ -92,7 +92,7 @@ static int run_one(run_ctx_t *x, int P, sim_rule_t rule, sim_act_t act, const ch
                    iters,
                    warmup,
                    x->seed,
-                   da.m.kind == IMB_NONE ? NULL : delay_ms,
+                   da.m.n == 1 && da.m.phase[0].kind == IMB_NONE ? NULL : delay_ms,
                    &da,
                    x->loop_ms >= 0,
                    x->loop_ms >= 0 ? x->loop_ms : 0,

@@ -1,5 +1,7 @@
 /* test_imbalance.c -- injection is a pure function of (seed, step, rank) with the stated shape;
- * busy=1 delays are computed: they use the delay in this thread's CPU time. */
+ * busy=1 delays are computed: they use the delay in this thread's CPU time. Schedules: each phase's
+ * model from its first step (given in steps, or in epochs resolved once), the old specs unchanged
+ * (delays pinned before schedules existed), bad schedules refused naming the wrong part. */
 #include "collectives/sim/imbalance.h"
 #include <math.h>
 #include <stdio.h>
@@ -93,6 +95,105 @@ int main(void) {
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK(imb_parse(bad[i], &m, err, sizeof err) != 0, "'%s' accepted", bad[i]);
         CHECK(strstr(err, bad[i]) != NULL, "message does not quote '%s': %s", bad[i], err);
+    }
+    /* delays pinned before schedules existed (seed 7, 4 ranks): a plain spec means what it meant */
+    {
+        static const int hit[6][4] = {{0, 1, 0, 1}, {0, 1, 0, 1}, {0, 1, 0, 0},
+                                      {1, 0, 0, 1}, {0, 0, 0, 1}, {0, 1, 0, 0}};
+        imb_sched_t q;
+        CHECK(imb_sched_parse("random:k=2,d=320", &q, err, sizeof err) == 0 && q.n == 1, "%s", err);
+        for (int st = 0; st < 6; st++)
+            for (int r = 0; r < 4; r++)
+                CHECK(imb_sched_delay_ms(&q, 7, (uint64_t)st, r, 4, 10, 64) == 320.0 * hit[st][r],
+                      "pinned random %d %d", st, r);
+        CHECK(imb_sched_parse("lognormal:mean=475,std=144", &q, err, sizeof err) == 0, "%s", err);
+        CHECK(imb_sched_delay_ms(&q, 7, 0, 0, 4, 10, 64) == 509.28715500257675, "pinned lognormal (0, 0)");
+        CHECK(imb_sched_delay_ms(&q, 7, 1, 3, 4, 10, 64) == 786.73773398555306, "pinned lognormal (1, 3)");
+        CHECK(imb_sched_delay_ms(&q, 7, 5, 1, 4, 10, 64) == 247.5328968869936, "pinned lognormal (5, 1)");
+        CHECK(imb_sched_parse("slow:rank=1,factor=3,busy=1", &q, err, sizeof err) == 0 && q.phase[0].busy &&
+                  imb_sched_delay_ms(&q, 7, 1000000, 1, 4, 10, 64) == 20,
+              "%s: a plain spec holds for the whole run", err);
+        CHECK(imb_sched_resolve(&q, 0, 0, err, sizeof err) == 0, "a plain spec needs no steps per epoch: %s",
+              err);
+    }
+    /* a schedule in steps: each phase from its first step, for every rank */
+    {
+        imb_sched_t q;
+        imb_t lin, sl;
+        imb_parse("linear:unit=20", &lin, err, sizeof err);
+        imb_parse("slow:rank=2,factor=3", &sl, err, sizeof err);
+        CHECK(imb_sched_parse("none@0/linear:unit=20@5/slow:rank=2,factor=3,busy=1@9/none@12", &q, err,
+                              sizeof err) == 0 &&
+                  q.n == 4,
+              "%s", err);
+        CHECK(imb_sched_resolve(&q, 0, 0, err, sizeof err) == 0, "steps need no resolving: %s", err);
+        for (uint64_t st = 0; st < 20; st++)
+            for (int r = 0; r < 4; r++) {
+                double want = st < 5    ? 0
+                              : st < 9  ? imb_delay_ms(&lin, 3, st, r, 4, 10, 64)
+                              : st < 12 ? imb_delay_ms(&sl, 3, st, r, 4, 10, 64)
+                                        : 0;
+                CHECK(imb_sched_delay_ms(&q, 3, st, r, 4, 10, 64) == want, "step %d rank %d: %g, want %g",
+                      (int)st, r, imb_sched_delay_ms(&q, 3, st, r, 4, 10, 64), want);
+                CHECK(imb_sched_at(&q, st)->busy == (st >= 9 && st < 12), "busy is the phase's (step %d)",
+                      (int)st);
+            }
+        CHECK(imb_sched_delay_ms(&q, 3, 8, 3, 4, 10, 64) == 60 &&
+                  imb_sched_delay_ms(&q, 3, 9, 2, 4, 10, 64) == 20 &&
+                  imb_sched_delay_ms(&q, 3, 9, 3, 4, 10, 64) == 0,
+              "linear up to step 8, then only rank 2 slow");
+    }
+    /* a schedule in epochs: epoch E + f starts at E x stride + ceil(f x epoch steps) */
+    {
+        imb_sched_t q;
+        CHECK(imb_sched_parse("none@0ep/linear:unit=1@0.5ep/random:k=4,d=7@1.5ep/none@2ep", &q, err,
+                              sizeof err) == 0 &&
+                  q.epochs && q.n == 4,
+              "%s", err);
+        CHECK(imb_sched_resolve(&q, 0, 0, err, sizeof err) != 0 && strstr(err, "epochs"),
+              "epochs without steps per epoch must be refused: %s", err);
+        CHECK(imb_sched_resolve(&q, 10, 10, err, sizeof err) == 0, "%s", err);
+        CHECK(q.start[1] == 5 && q.start[2] == 15 && q.start[3] == 20, "shard: starts %llu %llu %llu",
+              (unsigned long long)q.start[1], (unsigned long long)q.start[2], (unsigned long long)q.start[3]);
+        for (uint64_t st = 0; st < 25; st++)
+            for (int r = 0; r < 4; r++) {
+                double d = imb_sched_delay_ms(&q, 5, st, r, 4, 0, 0);
+                CHECK(st < 5 || st >= 20 ? d == 0
+                      : st < 15          ? d == r
+                                         : (d == 0 || d == 7),
+                      "epochs: step %d rank %d: %g", (int)st, r, d);
+            }
+        /* global epochs: index stride 40 (an epoch's batches), 10 steps a rank on average */
+        CHECK(imb_sched_resolve(&q, 40, 10, err, sizeof err) == 0 && q.start[1] == 5 && q.start[2] == 45 &&
+                  q.start[3] == 80,
+              "global: starts %llu %llu %llu (%s)", (unsigned long long)q.start[1],
+              (unsigned long long)q.start[2], (unsigned long long)q.start[3], err);
+        CHECK(imb_sched_parse("none@0ep/linear:unit=1@1.01ep/none@1.05ep", &q, err, sizeof err) == 0 &&
+                  imb_sched_resolve(&q, 10, 10, err, sizeof err) != 0 && strstr(err, "same step"),
+              "two boundaries on one step must be refused: %s", err);
+    }
+    /* bad schedules: refused, naming the spec and the part that is wrong */
+    {
+        imb_sched_t q;
+        const char *badq[][2] = {{"none@0/linear:unit=1@5/none@5", "phase 3 'none@5'"},
+                                 {"none@0/linear:unit=1@5/none@3", "overlap or decrease"},
+                                 {"none@0/foo@3", "phase 2: 'foo': unknown model"},
+                                 {"none@0/linear:unit=1", "phase 2 'linear:unit=1' has no @START"},
+                                 {"none/linear:unit=1@4", "phase 1 'none' has no @START"},
+                                 {"none@0/random:k=0,d=5@3", "phase 2: 'random:k=0,d=5': needs k="},
+                                 {"none@2/linear:unit=1@4", "must start at 0"},
+                                 {"none@0/linear:unit=1@1.5", "the start must be a step"},
+                                 {"none@0/linear:unit=1@x", "the start must be a step"},
+                                 {"none@0/linear:unit=1@1ep", "all steps or all epochs"},
+                                 {"none@0/", "phase 2 '' has no @START"}};
+        for (size_t i = 0; i < sizeof badq / sizeof badq[0]; i++) {
+            CHECK(imb_sched_parse(badq[i][0], &q, err, sizeof err) != 0, "'%s' accepted", badq[i][0]);
+            CHECK(strstr(err, badq[i][0]) && strstr(err, badq[i][1]), "'%s': the message must name '%s': %s",
+                  badq[i][0], badq[i][1], err);
+        }
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+            CHECK(imb_sched_parse(bad[i], &q, err, sizeof err) != 0 && strstr(err, bad[i]),
+                  "plain '%s': refused as before", bad[i]);
     }
     printf("%s\n", fails ? "FAIL" : "OK");
     return fails != 0;

@@ -3,7 +3,8 @@
 # on a tiny fixed run, without Python unless --live:
 #   1. the initial weights: $B/tests/trainer/ddp_init_hash MODEL SEED gives REF's nparams and FNV-1a hash
 #      (bit for bit: both sides run eager-train's generator);
-#   2. the injected delays: REF.delays (every imbalance model, DDP's Python) are the doubles that
+#   2. the injected delays: REF.delays (every imbalance model and two schedules of them, one with its
+#      phases in steps, one in epochs of REF.delays[].steps_per_epoch steps; DDP's Python) are the doubles that
 #      $B/tests/trainer/ddp_imb_delays (eager-train's collectives/sim/imbalance.c) gives for the same steps and ranks;
 #   3. the training: mpirun -np RANKS eager-train REF.eager_train_args gives, epoch by epoch (each
 #      epoch is one step per rank, then the BN statistics average and an evaluation), REF's lr
@@ -81,7 +82,7 @@ local k n spec
 n=$(jq '.delays | length' "$REF")
 for ((k = 0; k < n; k++)); do
   spec=$(jq -r ".delays[$k].spec" "$REF")
-  "$DL" $(jq -r ".delays[$k] | \"\\(.spec) \\(.seed) \\(.ranks) \\(.steps) \\(.compute_ms) \\(.cost)\"" "$REF") >"$TMP/delays.json" ||
+  "$DL" $(jq -r ".delays[$k] | \"\\(.spec) \\(.seed) \\(.ranks) \\(.steps) \\(.compute_ms) \\(.cost) \\(.steps_per_epoch // 0)\"" "$REF") >"$TMP/delays.json" ||
     { echo "FAIL: ddp_imb_delays $spec"; fails=$((fails + 1)); continue; }
   if jq -e --slurpfile c "$TMP/delays.json" ".delays[$k].ms == \$c[0]" "$REF" >/dev/null; then
     echo "delays: $spec: the same as eager-train's ($(jq -r ".delays[$k] | \"\\(.steps) steps x \\(.ranks) ranks\"" "$REF"))"
