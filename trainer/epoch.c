@@ -160,11 +160,9 @@ static int step(run_t *r, int epoch, long s, epoch_t *e, epoch_io_t *x) {
     if (be->ops->train_step(be, &nb, (long)epoch * e->steps + s, err, sizeof err))
         run_die(r, "training", err);
     double t1 = run_now();
-    uint64_t per_epoch = (uint64_t)(r->global ? e->nbatches : e->steps);
-    const imb_t *im =
-        imb_sched_at(&r->imb, (uint64_t)epoch * per_epoch + (uint64_t)s); /* this step's phase */
-    double d = imb_delay_ms(im, c->seed, (uint64_t)epoch * per_epoch + (uint64_t)s, r->me, r->P,
-                            (t1 - t0) * 1e3, b->cost);
+    const uint64_t at = (uint64_t)epoch * (uint64_t)(r->global ? e->nbatches : e->steps) + (uint64_t)s;
+    const imb_t *im = imb_sched_at(&r->imb, at); /* this step's phase */
+    double d = imb_delay_ms(im, c->seed, at, r->me, r->P, (t1 - t0) * 1e3, b->cost);
     if (im->busy)
         imb_busy_ms(d); /* busy=1: the delay is computed */
     else
@@ -367,8 +365,9 @@ void train_epoch(run_t *r, int epoch, epoch_t *e) {
     }
     x.it = open_epoch(r, epoch, e, &x);
     x.s = x.s0;
-    if (epoch == r->epoch0) { /* --imbalance's epochs to steps, once: epoch E's steps are indexed from E x
-                               * per_epoch (step), a rank takes e->steps (global: nbatches / P on average) */
+    if (epoch == r->epoch0) { /* --imbalance's epochs to steps, once: step() indexes epoch E's steps from
+                               * E x steps (global: nbatches), a rank takes e->steps (global: nbatches / P
+                               * on average) */
         char err[512] = "";
         run_agree(r,
                   imb_sched_resolve(&r->imb, (uint64_t)(r->global ? e->nbatches : e->steps),
