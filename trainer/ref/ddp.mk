@@ -3,7 +3,7 @@
 #                    live (ddp-check), then runs the race on a small setting (DDP_ARGS)
 #   make ddp-check   regenerates the mirror reference with PyTorch and checks eager-train against
 #                    it (the committed reference is checked by make test without Python)
-# The C build and make test need no Python; only these targets do.
+# The C build needs no Python; these targets and make test (its Python tests) do.
 DDP_INIT_HASH := $(B)/tests/trainer/ddp_init_hash
 DDP_IMB       := $(B)/tests/trainer/ddp_imb_delays
 DDP_PY        ?= $(B)/venv/bin/python3
