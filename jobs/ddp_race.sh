@@ -17,6 +17,16 @@
 #                          linear     linear:unit=LIN: rank r waits r x LIN (a fixed skew)
 #                          slow       slow:rank=P-1,factor=SLOW: the last rank is SLOW times slower
 #                                     (waits SLOW - 1 times its own compute time, every step)
+#                        schedules (phases that start at fractions of --epochs E, which they need;
+#                        phase starts in epochs: global epochs with --epoch-mode global):
+#                          strag_mid  none@0ep/random:k=1,d=DELAY@(E/3)ep/none@(2E/3)ep: balanced,
+#                                     one random straggler per step, balanced again
+#                          slow_half  none@0ep/slow:rank=P-1,factor=3@(E/2)ep: a permanent 3x slow
+#                                     rank appears halfway
+#                          ln_wave    lognormal:mean=LN,std=LN_STD@0ep/...,std=2 LN_STD@(E/3)ep/
+#                                     ...,std=LN_STD@(2E/3)ep: the log-normal spread doubles, then halves
+#                        or NAME=SPEC: eager-train's --imbalance SPEC as given (delays in ms, not
+#                        scaled; NAME: letters, digits, _ and -), into DIR/pP/NAME
 #     --delay-x X          DELAY (2), --ln-x X: LN (1), --ln-std-x X: LN_STD (0.3 LN),
 #                          --lin-x X: LIN (0.5), in step times, or
 #                          with the suffix ms in milliseconds (e.g. --delay-x 150ms: the same
@@ -30,6 +40,9 @@
 #                          seed); --no-ddp leaves DDP out
 #     --partial-opts "--tau 4"           extra eager-train flags for the modes other than sync
 #                          (none by default: the trainer's defaults, tau included)
+#     --epoch-mode M       shard (default: eager-train's) or global: eager-train --epoch-mode M, and
+#                          DDP draws its delays at the step index eager-train's M uses
+#                          (ddp_mirror.py --imbalance-index M; DDP's own steps are the shard's)
 #     --train-opts "..."   extra eager-train flags for every eager-train run (e.g. "--epoch-mode
 #                          global"; DDP has no counterpart of most, so check what you compare)
 #     --both-opts "..."    flags both programs take, for every run (e.g. "--milestones 1")
@@ -44,6 +57,11 @@
 #                          options otherwise) into DIR/pP-cal/, not with the race's own
 #                          balanced sync run of the first seed (a long race need not wait for a
 #                          long calibration run: a step costs the same in epoch 2 as in epoch 16)
+#     --targets "T P:T"    also pcoll-compare's tables at these target top-1s (0..1), each first
+#                          crossing and held (--hold): DIR/compare-pP-tT{,-held}.{md,json,csv};
+#                          P:T only for P ranks (e.g. "4:0.80 4:0.84 8:0.75 8:0.78")
+#     --interfere SPEC     every run (eager-train and DDP) under jobs/interfere.sh SPEC: a CPU or
+#                          memory-bandwidth hog beside chosen ranks for a span of each run
 #     --dry-run            print the commands only
 # A step time is what the balanced sync run of the first seed (--cal-epochs: its own run) measured
 # about itself (ranks[] compute_s / steps, mean over ranks), so the delays given in step times scale
@@ -66,6 +84,7 @@ pcoll_mpi_use "$B" || exit 2
 RANKS="4 8"; SEEDS="1 2 3"; IMBS="none random1 random2 lognormal"; MODES="sync adaptive majority"
 DELAY_X=2; LN_X=1; LN_STD_X=""; LIN_X=0.5; SLOW=2; BUSY=""; DDP=1; PARTIAL=""; TRAIN_OPTS=""; BOTH_OPTS=""; EXP=fmnist
 EPOCHS=""; CAL_EPOCHS=""; BATCH=""; LT=0; LTE=0; THREADS=0; CURVE=auto; CURVE_TEST=2000; OUT=results/runs/ddp-race; DRY=0
+EMODE=""; TARGETS=""; INTERFERE=""
 die() { echo "ddp_race: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -82,6 +101,9 @@ while [ $# -gt 0 ]; do
   --no-ddp) DDP=0 ;;
   --partial-opts) PARTIAL=$2; shift ;;
   --train-opts) TRAIN_OPTS=$2; shift ;;
+  --epoch-mode) EMODE=$2; shift ;;
+  --targets) TARGETS=$2; shift ;;
+  --interfere) INTERFERE=$2; shift ;;
   --both-opts) BOTH_OPTS=$2; shift ;;
   --curve-every) CURVE=$2; shift ;;
   --curve-test) CURVE_TEST=$2; shift ;;
@@ -111,6 +133,7 @@ done
 [ -z "$CAL_EPOCHS" ] || [[ $CAL_EPOCHS =~ ^[1-9][0-9]*$ ]] || die "--cal-epochs takes a number of epochs >= 1, not '$CAL_EPOCHS'"
 [ -z "$BATCH" ] || [[ $BATCH =~ ^[1-9][0-9]*$ ]] || die "--batch takes a number >= 1, not '$BATCH'"
 read -ra TRAIN_EXTRA <<<"$TRAIN_OPTS"
+[ -n "$EMODE" ] && TRAIN_EXTRA+=(--epoch-mode "$EMODE")
 read -ra BOTH_EXTRA <<<"$BOTH_OPTS"
 [[ $LT =~ ^[0-9]+$ ]] && [[ $LTE =~ ^[0-9]+$ ]] || die "--limit-train / --limit-test take a number of samples (0: all)"
 # the curve's test subset: at most the test samples used (both programs refuse a larger one)
@@ -120,7 +143,21 @@ for m in $MODES; do
   case ${m%%+*} in sync | solo | majority | adaptive | quorum:*) ;; *) die "--modes: '${m%%+*}' (of '$m') is not an eager-train mode" ;; esac
   case $m in sync+*) die "--modes: '$m': sync takes no policy options" ;; *+) die "--modes: '$m': no options after +" ;; esac
 done
-for i in $IMBS; do [[ $i =~ ^(none|random[1-9][0-9]*|lognormal|linear|slow)$ ]] || die "--imbalances: '$i' is not none, randomK, lognormal, linear or slow"; done
+for i in $IMBS; do
+  [[ $i =~ ^(none|random[1-9][0-9]*|lognormal|linear|slow)$ ]] && continue
+  case $i in
+  strag_mid | slow_half | ln_wave) [ -n "$EPOCHS" ] || die "--imbalances: the schedule '$i' starts its phases at fractions of --epochs: give --epochs" ;;
+  *=*) [[ ${i%%=*} =~ ^[A-Za-z0-9_-]+$ ]] && [ -n "${i#*=}" ] || die "--imbalances: '$i': NAME=SPEC needs a NAME of letters, digits, _ and - and a SPEC" ;;
+  *) die "--imbalances: '$i' is not none, randomK, lognormal, linear, slow, strag_mid, slow_half, ln_wave or NAME=SPEC" ;;
+  esac
+done
+[ -z "$EPOCHS" ] || [[ $EPOCHS =~ ^[1-9][0-9]*$ ]] || die "--epochs takes a number of epochs >= 1, not '$EPOCHS'"
+case $EMODE in '' | shard | global) ;; *) die "--epoch-mode takes shard or global, not '$EMODE'" ;; esac
+for t in $TARGETS; do
+  [[ $t =~ ^([1-9][0-9]*:)?(0(\.[0-9]+)?|1(\.0+)?)$ ]] || die "--targets: '$t' is not a top-1 in 0..1 or P:TOP1"
+done
+[[ $RANKS =~ ^[[:space:]]*[1-9][0-9]*([[:space:]]+[1-9][0-9]*)*[[:space:]]*$ ]] || die "--ranks takes rank counts >= 1, not '$RANKS'"
+if [ -n "$INTERFERE" ]; then for P in $RANKS; do bash jobs/interfere.sh --ranks "$P" --check "$INTERFERE" || exit 2; done; fi
 # the two figures read from run files: the balanced step time (ms) and a run's final top-1 (empty
 # where it has none)
 if command -v jq >/dev/null; then
@@ -180,23 +217,37 @@ ms() {
 }
 
 # spec NAME STEP_MS P: the --imbalance value of NAME for a step time of STEP_MS and P ranks
+# (schedules: phase starts at fractions of EPOCHS, in epochs: "@Xep")
 spec() {
-  local d
+  local ln s1 s2 s3
+  s1=$(at 1 3) s2=$(at 2 3) s3=$(at 1 2)
+  ln="lognormal:mean=$(ms "$LN_X" "$2")"
   case $1 in
   none) echo none ;;
   random*) echo "random:k=${1#random},d=$(ms "$DELAY_X" "$2")$BUSY" ;;
-  lognormal) echo "lognormal:mean=$(ms "$LN_X" "$2"),std=$(ms "$LN_STD_X" "$2")$BUSY" ;;
+  lognormal) echo "$ln,std=$(ms "$LN_STD_X" "$2")$BUSY" ;;
   linear) echo "linear:unit=$(ms "$LIN_X" "$2")$BUSY" ;;
   slow) echo "slow:rank=$(($3 - 1)),factor=$SLOW$BUSY" ;;
+  strag_mid) echo "none@0ep/random:k=1,d=$(ms "$DELAY_X" "$2")$BUSY@$s1/none@$s2" ;;
+  slow_half) echo "none@0ep/slow:rank=$(($3 - 1)),factor=3$BUSY@$s3" ;;
+  ln_wave) echo "$ln,std=$(ms "$LN_STD_X" "$2")$BUSY@0ep/$ln,std=$(ms "$(times2 "$LN_STD_X")" "$2")$BUSY@$s1/$ln,std=$(ms "$LN_STD_X" "$2")$BUSY@$s2" ;;
+  *=*) echo "${1#*=}" ;;
   esac
 }
+# at NUM DEN: the epoch NUM/DEN x EPOCHS as a phase start (Xep); times2 X: 2 X, in X's unit
+at() { awk -v e="$EPOCHS" -v n="$1" -v d="$2" 'BEGIN { printf "%.6gep", e * n / d }'; }
+times2() { awk -v m="${1%ms}" -v u="${1##*[0-9.]}" 'BEGIN { printf "%.10g%s", 2 * m, u }'; }
 
+# every race run (not the calibration) under jobs/interfere.sh; DDP's delay index as eager-train's
+wrap=() ddp_idx=()
+[ -n "$EMODE" ] && ddp_idx=(--imbalance-index "$EMODE")
 fails=0
 first_seed=${SEEDS%% *}
 for P in $RANKS; do
   th=$THREADS
   [ "$th" = 0 ] && th=$(( $(nproc) / P )) && [ "$th" -lt 1 ] && th=1
   D=$OUT/p$P
+  [ -n "$INTERFERE" ] && wrap=(bash jobs/interfere.sh --ranks "$P" "$INTERFERE" --)
   ce=$(curve_every "$P")
   curve=()
   [ "$ce" -gt 0 ] && curve=(--curve-every "$ce" --curve-test "$ctest")
@@ -224,6 +275,7 @@ for P in $RANKS; do
   fi
   for name in $IMBS; do
     imb=$(spec "$name" "$step" "$P")
+    name=${name%%=*}
     for s in $SEEDS; do
       for ms in $MODES; do
         m=${ms%%+*}
@@ -231,13 +283,13 @@ for P in $RANKS; do
         extra=()
         [ "$m" != sync ] && read -ra extra <<<"$PARTIAL"
         [ "$ms" != "$m" ] && extra+=(--policy-opts "${ms#*+}")
-        run "$f" $MPIRUN -np "$P" "$B/bin/eager-train" "${common[@]}" "${ep[@]}" "${curve[@]}" "${TRAIN_EXTRA[@]}" --mode "$m" \
+        run "$f" "${wrap[@]}" $MPIRUN -np "$P" "$B/bin/eager-train" "${common[@]}" "${ep[@]}" "${curve[@]}" "${TRAIN_EXTRA[@]}" --mode "$m" \
           "${extra[@]}" --seed "$s" --imbalance "$imb" --threads "$th" --quiet --out "$f" || fails=$((fails + 1))
       done
       if [ $DDP = 1 ]; then
         f=$D/$name/ddp-s$s.json
-        run "$f" "$DDP_PY" trainer/ref/ddp_mirror.py --ranks "$P" "${common[@]}" "${ep[@]}" "${curve[@]}" --seed "$s" \
-          --imbalance "$imb" --threads "$th" --quiet --out "$f" || fails=$((fails + 1))
+        run "$f" "${wrap[@]}" "$DDP_PY" trainer/ref/ddp_mirror.py --ranks "$P" "${common[@]}" "${ep[@]}" "${curve[@]}" --seed "$s" \
+          --imbalance "$imb" "${ddp_idx[@]}" --threads "$th" --quiet --out "$f" || fails=$((fails + 1))
       fi
     done
   done
@@ -264,5 +316,15 @@ for P in $RANKS; do
   "$B/bin/pcoll-compare" "${tgt[@]}" --json "$C.json" --csv="$C.csv" "$D" >/dev/null 2>&1
   "$B/bin/pcoll-compare" "${tgt[@]}" "$D" >"$C.md" 2>&1 || fails=$((fails + 1))
   cat "$C.md"
+  # --targets: the tables at each given target, first crossing and held
+  for t in $TARGETS; do
+    [[ $t == *:* ]] && { [ "${t%%:*}" = "$P" ] || continue; t=${t#*:}; }
+    for h in "" -held; do
+      C=$OUT/compare-p$P-t$t$h
+      "$B/bin/pcoll-compare" --target "$t" ${h:+--hold} --json "$C.json" --csv="$C.csv" "$D" >/dev/null 2>&1
+      "$B/bin/pcoll-compare" --target "$t" ${h:+--hold} "$D" >"$C.md" 2>&1 || fails=$((fails + 1))
+      echo "ddp_race: P=$P: target $t${h:+, held}: $C.md"
+    done
+  done
 done
 [ $fails -eq 0 ] || { echo "ddp_race: $fails run(s) failed"; exit 1; }

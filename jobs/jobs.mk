@@ -20,3 +20,9 @@ $(B)/tests/jobs/gen_data: tests/jobs/gen_data.c $(B)/tests/data/testutil.o
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) $(filter %.c %.o,$^) -o $@ $(DATA_LDLIBS) $(LDLIBS)
 TEST_BINS += $(B)/tests/jobs/gen_data
+
+# pcoll-hog: the CPU / memory-bandwidth load jobs/interfere.sh runs beside chosen ranks
+$(B)/bin/pcoll-hog: jobs/hog.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) $< -o $@
+ALL_BINS += $(B)/bin/pcoll-hog

@@ -31,6 +31,10 @@
 #               (default 0; see pcoll_elastic); CKPT_EVERY (default 1) epochs between checkpoints;
 #               CKPT_STEPS (default none) also checkpoints every N steps of each rank within an
 #               epoch (--ckpt-every-steps), and a restart continues the epoch from there
+#   INTERFERE   a real noisy neighbour beside chosen ranks for a span of each launch: every
+#               pcoll_launch runs under jobs/interfere.sh "$INTERFERE" (its --help: e.g.
+#               'cpu:ranks=1,start=30,end=90', seconds from each run's start; on a cluster on the
+#               batch script's node); checked by pcoll_init (a bad SPEC: one line, exit 2)
 #   PCOLL_JOB_ID  job id used in the results folder when not under Slurm (jobs/local.sh sets
 #               local-<timestamp>); under Slurm it is $SLURM_JOB_ID
 # Exit status of pcoll_train: the first failing run's, after all modes were tried.
@@ -81,6 +85,10 @@ pcoll_init() {
       else echo "$PCOLL_SCRIPT: srun has no $PCOLL_SRUN_MPI plugin (for $MPI_NAME); using $MPIEXEC inside the allocation" >&2; fi
     fi
   fi
+  if [ -n "${INTERFERE:-}" ]; then
+    bash "$PCOLL_ROOT/jobs/interfere.sh" --ranks "$RANKS" --check "$INTERFERE" 2>&1 | sed 's/^interfere: /INTERFERE: /' >&2
+    [ "${PIPESTATUS[0]}" = 0 ] || pcoll_die "INTERFERE='$INTERFERE' refused (above)"
+  fi
   [ "$LAUNCHER" = srun ] || [ -n "$MPIEXEC" ] || pcoll_die "no launcher of $MPI_NAME found beside the wrapper that built $B: set MPIEXEC=/path/to/its/mpiexec and rebuild, or run under Slurm (srun)"
 }
 
@@ -100,7 +108,7 @@ pcoll_rundir() {  # create $RUN_DIR and its job.txt (after the checks, so a fail
     echo "launcher=$LAUNCHER"; echo "mpi=$MPI_NAME"; echo "mpiexec=$MPIEXEC"; echo "nodelist=${SLURM_JOB_NODELIST:-$(hostname -s)}"
     echo "nodes=$(pcoll_hosts)"; echo "ompi_btl=${OMPI_MCA_btl:-}"; echo "ompi_pml=${OMPI_MCA_pml:-}"
     echo "mode=${MODE:-}"; echo "imbalance=${IMBALANCE:-}"; echo "data=${DATA:-}"
-    echo "epochs=${EPOCHS:-}"; echo "tau=${TAU:-}"; echo "device=${DEVICE:-}"; echo "extra=${EXTRA:-}"; echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "epochs=${EPOCHS:-}"; echo "tau=${TAU:-}"; echo "device=${DEVICE:-}"; echo "extra=${EXTRA:-}"; echo "interfere=${INTERFERE:-}"; echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "git=$(git -C "$PCOLL_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
   } >"$RUN_DIR/job.txt"
   echo "$PCOLL_SCRIPT: job $JOB_ID, $RANKS ranks via $LAUNCHER, results in $RUN_DIR"
@@ -108,21 +116,23 @@ pcoll_rundir() {  # create $RUN_DIR and its job.txt (after the checks, so a fail
 
 pcoll_launch() {  # one dead rank ends the step at once (the others would wait for it: a rank dead
   # before MPI_Init, e.g. in Open MPI's wire-up, leaves the rest in MPI_Init for ever; mpirun
-  # ends the job itself)
+  # ends the job itself); under jobs/interfere.sh "$INTERFERE" when set
+  local -a wrap=()
+  [ -n "${INTERFERE:-}" ] && wrap=(bash "$PCOLL_ROOT/jobs/interfere.sh" --ranks "$RANKS" "$INTERFERE" --)
   if [ "$LAUNCHER" = srun ]; then
     local -a opts=(--kill-on-bad-exit=1)
     # after a node loss Slurm 22.05 can keep the dead step's CPUs on the nodes left marked busy
     # ('unable to update job's core use information due to job resizing'): a new step would wait
     # for them forever, so it may overlap them
     [ -n "${PCOLL_SLOTS:-}" ] && opts+=(--overlap)
-    srun --mpi="$PCOLL_SRUN_MPI" -n "$RANKS" "${opts[@]}" "$@"
+    "${wrap[@]}" srun --mpi="$PCOLL_SRUN_MPI" -n "$RANKS" "${opts[@]}" "$@"
   else
     # mpirun starts one daemon per node with srun, which would read the job's per-task GPU
     # request (SLURM_GPUS_PER_TASK, SLURM_TRES_PER_TASK) and bind each daemon, so every rank of
     # the node, to one GPU; without them the step gets all the job's GPUs of the node, and the
     # trainer gives local rank i GPU i (docs/DESIGN.md#gpu-choice)
     # shellcheck disable=SC2086  # MPIRUN: the launcher and its options
-    env -u SLURM_GPUS_PER_TASK -u SLURM_TRES_PER_TASK $MPIRUN -np "$RANKS" "$@"
+    "${wrap[@]}" env -u SLURM_GPUS_PER_TASK -u SLURM_TRES_PER_TASK $MPIRUN -np "$RANKS" "$@"
   fi
 }
 

@@ -8,12 +8,25 @@
 #   sweep_dry         jobs/sweep.sh --dry-run: the run sets of Figs. 9-13
 #   mpirun_gpus       pcoll_launch's mpirun fallback drops the per-task GPU request (SLURM_*_PER_TASK)
 #   syntax            bash -n on every script; #SBATCH defaults of each experiment
+#   race_dry          jobs/ddp_race.sh --dry-run: each named schedule's spec for eager-train and DDP,
+#                     NAME=SPEC, --epoch-mode, --interfere; bad names / values refused, named
+#   sched_race_dry    jobs/sched_race.sh --dry-run: the issue-56 measurement's runs
+#   race_ddp_delays   eager-train --epoch-mode global and ddp_mirror.py --imbalance-index global draw
+#                     the same delays of a schedule (per-rank injected totals; 77 without torch)
+#   interfere         jobs/interfere.sh on stand-in ranks: the hog runs in its span only, pinned to
+#                     the rank's cores (or cores=), gone when the job ends, dies, or the script is
+#                     killed (TERM, KILL); bad specs refused naming the field
+#   interfere_local   INTERFERE / local.sh --interfere on a real 2-rank run: the hog finds rank 1
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 B=${B:-build}; export B
 T=$(mktemp -d /tmp/pcoll-jobs.XXXXXX); trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
-unset RANKS MODE POLICY IMBALANCE DATA EPOCHS OUT EXTRA PCOLL_ROOT PCOLL_JOB_ID LAUNCHER SLURM_JOB_ID
+unset RANKS MODE POLICY IMBALANCE DATA EPOCHS OUT EXTRA PCOLL_ROOT PCOLL_JOB_ID LAUNCHER SLURM_JOB_ID INTERFERE
+# hogs P: the pcoll-hog processes started by the interfere.sh of pid P (they watch it)
+hogs() { pgrep -f "pcoll-hog (cpu|mem) --mb [0-9]+ --watch $1\$"; }
+# cpus PID: the CPUs PID may run on
+cpus() { sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "/proc/$1/status"; }
 
 case "${1:-}" in
 local_fmnist)
@@ -159,5 +172,163 @@ syntax)
   grep -q 'random:k=2,d=320' jobs/imagenet.sbatch && grep -q 'inherent:unit=' jobs/ucf101.sbatch || fail "paper imbalance defaults"
   if command -v shellcheck >/dev/null; then shellcheck -S warning -x -e SC1090,SC1091 jobs/*.sh jobs/*.sbatch tests/jobs/*.sh || fail shellcheck; fi
   echo "PASS";;
-*) echo "usage: $0 local_fmnist|local_allreduce|elastic_local|missing_data|sweep_dry|syntax" >&2; exit 2;;
+race_dry)
+  r() { bash jobs/ddp_race.sh --dry-run --ranks 4 --seeds 1 --modes sync "$@" 2>&1; }
+  out=$(r --epochs 6 --epoch-mode global --imbalances "strag_mid slow_half ln_wave x_1=none@0/linear:unit=5@3")
+  echo "$out"
+  want() {  # want NAME SPEC: the eager-train run and the DDP run of NAME get SPEC, global epochs
+    grep -q -- "eager-train .*--epoch-mode global --mode sync --seed 1 --imbalance $2 .*/p4/$1/sync-s1.json\$" <<<"$out" ||
+      fail "$1: no eager-train run with --epoch-mode global --imbalance $2"
+    grep -q -- "ddp_mirror.py .*--imbalance $2 --imbalance-index global .*/p4/$1/ddp-s1.json\$" <<<"$out" ||
+      fail "$1: no DDP run with --imbalance $2 --imbalance-index global"
+  }
+  want strag_mid 'none@0ep/random:k=1,d=2xSTEP_MS@2ep/none@4ep'
+  want slow_half 'none@0ep/slow:rank=3,factor=3@3ep'
+  want ln_wave 'lognormal:mean=1xSTEP_MS,std=0.3xSTEP_MS@0ep/lognormal:mean=1xSTEP_MS,std=0.6xSTEP_MS@2ep/lognormal:mean=1xSTEP_MS,std=0.3xSTEP_MS@4ep'
+  want x_1 'none@0/linear:unit=5@3'
+  # delays in ms, busy=1 in every phase, phase starts at fractions of --epochs, 8 ranks
+  out=$(r --epochs 2 --ranks 8 --imbalances "strag_mid slow_half ln_wave" --delay-x 150ms --ln-x 90ms --busy --no-ddp)
+  for w in 'none@0ep/random:k=1,d=150,busy=1@0.666667ep/none@1.33333ep' 'none@0ep/slow:rank=7,factor=3,busy=1@1ep' \
+    'lognormal:mean=90,std=27,busy=1@0ep/lognormal:mean=90,std=54,busy=1@0.666667ep/lognormal:mean=90,std=27,busy=1@1.33333ep'; do
+    grep -q -- "--imbalance $w " <<<"$out" || fail "--epochs 2 --ranks 8 --delay-x 150ms --ln-x 90ms --busy: no --imbalance $w"
+  done
+  out=$(r --epochs 2 --imbalances none --interfere 'cpu:ranks=3,start=1,end=2' --no-ddp)
+  grep -q '^bash jobs/interfere.sh --ranks 4 cpu:ranks=3,start=1,end=2 -- .*eager-train .*/none/sync-s1.json$' <<<"$out" || fail "--interfere: the race run is not under interfere.sh"
+  # refused, naming what: an unknown name, a schedule without --epochs, a bad NAME=, --epoch-mode, --targets, --interfere
+  bad() {  # bad WANT ARGS...: ddp_race.sh ARGS exits 2 with one line containing WANT
+    local o rc
+    o=$(r "${@:2}"); rc=$?
+    [ $rc = 2 ] && grep -qF -- "$1" <<<"$o" || fail "ddp_race.sh ${*:2}: exit $rc, '$o' (want exit 2 naming '$1')"
+    echo "refused: ${*:2}: $o"
+  }
+  bad "'strag_middle' is not" --epochs 6 --imbalances strag_middle
+  bad "the schedule 'ln_wave'" --imbalances ln_wave
+  bad "'a/b=none'" --epochs 6 --imbalances a/b=none
+  bad "--epoch-mode takes shard or global, not 'globl'" --epoch-mode globl
+  bad "--targets: '4:1.5'" --targets "0.8 4:1.5"
+  bad "rank 4 is not below the job's 4 ranks" --interfere cpu:ranks=4,start=0
+  echo "PASS";;
+sched_race_dry)
+  out=$(bash jobs/sched_race.sh --dry-run 2>&1) || { rc=$?; echo "$out"; fail "sched_race.sh --dry-run exit $rc"; }
+  for P in 4 8; do
+    for sch in strag_mid slow_half ln_wave; do
+      for s in 1 2 3; do
+        for m in sync solo majority adaptive; do
+          grep -q -- "-np $P .*--limit-train 30000 .*--milestones 4 --epochs 6 .*--epoch-mode global --mode $m .*results/runs/sched-race/p$P/$sch/$m-s$s.json\$" <<<"$out" ||
+            fail "no $m run of P=$P $sch seed $s with 6 global epochs of 30000 samples"
+        done
+        grep -q -- "ddp_mirror.py --ranks $P .*--imbalance-index global .*p$P/$sch/ddp-s$s.json\$" <<<"$out" || fail "no DDP run of P=$P $sch seed $s"
+      done
+    done
+  done
+  [ "$(grep -c 'eager-train' <<<"$out")" = $((2 * (1 + 3 * 3 * 4))) ] || fail "not 2 x (1 calibration + 3 schedules x 3 seeds x 4 modes) eager-train runs"
+  # --stationary adds the five regimes; --small is one P, one seed
+  [ "$(bash jobs/sched_race.sh --dry-run --stationary | grep -c eager-train)" = $((2 * (1 + 8 * 3 * 4))) ] || fail "--stationary: not 8 imbalances x 3 seeds x 4 modes per P (and the calibration)"
+  out=$(bash jobs/sched_race.sh --dry-run --small)
+  [ "$(grep -c 'eager-train' <<<"$out")" = $((1 + 3 * 4)) ] && ! grep -q -- '-np 8' <<<"$out" || fail "--small: not 4 ranks, 1 seed"
+  echo "PASS";;
+race_ddp_delays)
+  DDP_PY=${DDP_PY:-$B/venv/bin/python3}
+  "$DDP_PY" -c 'import torch' 2>/dev/null || { echo "SKIP: $DDP_PY has no torch (make ddp-venv)"; exit 77; }
+  . jobs/mpi.sh && pcoll_mpi_use "$B" || exit 2
+  # a schedule in epochs over 2 global epochs, delays slept (D = 100 ms): the per-rank injected
+  # totals of eager-train's sync run and DDP's agree within D / 2 when DDP draws at eager-train's
+  # index (a draw elsewhere moves D between the ranks; a sleep's overshoot is well under a ms).
+  # (Under the shard index the totals differ by more: 2026-12-06, eager-train [0.40, 1.29] s,
+  # DDP global [0.42, 1.28], shard [0.95, 0.83]: epoch 1's draws land elsewhere.)
+  imb='none@0ep/random:k=1,d=100@0.5ep/linear:unit=4@1.5ep'
+  a=(--experiment hyperplane --hp-features 64 --hp-samples 2048 --epochs 2 --seed 3 --imbalance "$imb" --threads 1 --quiet)
+  $MPIRUN -np 2 "$B/bin/eager-train" "${a[@]}" --mode sync --epoch-mode global --out "$T/e.json" || fail "eager-train failed"
+  "$DDP_PY" trainer/ref/ddp_mirror.py --ranks 2 "${a[@]}" --imbalance-index global --out "$T/d.json" || fail "ddp_mirror.py failed"
+  e=$(jq -c '[.ranks[].inject_s]' "$T/e.json") g=$(jq -c '[.ranks[].inject_s]' "$T/d.json")
+  echo "injected s per rank: eager-train $e, DDP with the global index $g"
+  jq -n --argjson a "$e" --argjson b "$g" '[range(0; 2) as $i | ($a[$i] - $b[$i]) | fabs] | max < 0.050' | grep -q true ||
+    fail "DDP with --imbalance-index global injects $g, eager-train --epoch-mode global $e (not within 50 ms a rank)"
+  echo "PASS";;
+interfere)
+  I=jobs/interfere.sh
+  c=$(( $(nproc) - 1 ))  # the stand-in rank's CPU: the last one (not the whole machine)
+  # a stand-in rank 1 (Open MPI's variable) bound to CPU c, 4 s; a cpu hog beside it from 1 to 2.5 s
+  bash $I 'cpu:ranks=1,start=1,end=2.5' -- env OMPI_COMM_WORLD_RANK=1 taskset -c $c sleep 4 2>"$T/i.log" &
+  ip=$!
+  t0=$(date +%s.%N) first="" last="" pin=""
+  while kill -0 $ip 2>/dev/null; do
+    h=$(hogs $ip)
+    if [ -n "$h" ]; then
+      t=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+      [ -n "$first" ] || first=$t
+      last=$t
+      pin=$(cpus "$h" 2>/dev/null || echo "$pin")
+    fi
+    sleep 0.05
+  done
+  wait $ip; rc=$?
+  cat "$T/i.log"
+  echo "hog seen from $first s to $last s on cpus $pin; interfere.sh exit $rc"
+  [ $rc = 0 ] || fail "interfere.sh exited $rc, not the command's 0"
+  [ -n "$first" ] || fail "no hog seen in the span 1-2.5 s"
+  awk -v f="$first" -v l="$last" 'BEGIN { exit !(f >= 0.9 && f <= 1.6 && l >= 2.0 && l <= 2.9) }' ||
+    fail "the hog ran from $first s to $last s, not in its span 1-2.5 s"
+  [ "$pin" = "$c" ] || fail "the hog ran on cpus '$pin', not the rank's $c"
+  # cores= pins there, with no rank; procs=2: two hogs; no end: until the command ends (1.5 s)
+  bash $I 'mem:cores=0,start=0.2,procs=2,mb=8' -- sleep 1.5 2>"$T/i.log" &
+  ip=$!
+  sleep 0.8
+  h=$(hogs $ip)
+  [ "$(wc -w <<<"$h")" = 2 ] || fail "cores=0,procs=2: $(wc -w <<<"$h") hogs, not 2"
+  for p in $h; do [ "$(cpus "$p")" = 0 ] || fail "cores=0: hog $p on cpus $(cpus "$p")"; done
+  wait $ip
+  sleep 0.1
+  [ -z "$(hogs $ip)" ] || fail "hogs $(hogs $ip) outlived the command's end"
+  # the job dies (its rank killed): interfere.sh ends with its status, the hog with it
+  bash $I 'cpu:ranks=0,start=0' -- env PMI_RANK=0 sleep 30 2>"$T/i.log" &
+  ip=$!
+  for _ in $(seq 50); do [ -n "$(hogs $ip)" ] && break; sleep 0.1; done
+  [ -n "$(hogs $ip)" ] || fail "PMI_RANK=0: no hog beside rank 0 within 5 s"
+  pkill -KILL -P $ip -x sleep
+  wait $ip; rc=$?
+  sleep 0.1
+  [ $rc = 137 ] || fail "the killed job's interfere.sh exited $rc, not 137"
+  [ -z "$(hogs $ip)" ] || fail "the hog outlived the killed job"
+  # interfere.sh killed: TERM ends the command and the hog at once; KILL: the hog sees it gone
+  for sig in TERM KILL; do
+    bash $I 'cpu:ranks=2,start=0' -- env PMIX_RANK=2 sleep 30 2>"$T/i.log" &
+    ip=$!
+    for _ in $(seq 50); do [ -n "$(hogs $ip)" ] && break; sleep 0.1; done
+    h=$(hogs $ip)
+    [ -n "$h" ] || fail "PMIX_RANK=2: no hog within 5 s"
+    kill -$sig $ip
+    wait $ip 2>/dev/null
+    sleep 0.3
+    [ -n "$(hogs $ip)" ] && fail "SIG$sig to interfere.sh: hog $h still running 0.3 s later"  # (a zombie has no command line)
+    [ $sig = TERM ] && pgrep -P $ip >/dev/null && fail "SIGTERM to interfere.sh: the command still runs"
+    pkill -KILL -f "^sleep 30\$" -P "$ip" 2>/dev/null
+    echo "SIG$sig to interfere.sh: hog $h gone"
+  done
+  # bad specs: exit 2, one line naming the field
+  for b in 'gpu:ranks=1,start=0|kind must be cpu or mem' 'cpu|no fields' 'cpu:ranks=1|needs start=' \
+    'cpu:start=1|needs ranks= or cores=' 'cpu:ranks=1,cores=0,start=0|ranks= and cores= together' \
+    'cpu:ranks=a,start=0|ranks= takes' 'cpu:ranks=1,start=-1|start= takes' 'cpu:ranks=1,start=5,end=2|end=2 is not after start=5' \
+    'cpu:ranks=1,start=0,procs=0|procs= takes' 'mem:ranks=1,start=0,mb=x|mb= takes' 'cpu:ranks=1,start=0,when=3|unknown field' \
+    'cpu:ranks=9,start=0|rank 9 is not below' 'cpu:cores=0,1,start=0|field' 'cpu:ranks=0,start=0;mem|no fields after mem'; do
+    o=$(bash $I --ranks 4 --check "${b%%|*}" 2>&1); rc=$?
+    [ $rc = 2 ] && [ "$(wc -l <<<"$o")" = 1 ] && grep -qF -- "${b#*|}" <<<"$o" || fail "spec '${b%%|*}': exit $rc, '$o' (want exit 2, one line with '${b#*|}')"
+    echo "refused: $o"
+  done
+  echo "PASS";;
+interfere_local)
+  # a real run: RANKS=2 hyperplane job with a CPU hog beside rank 1 for 0-60 s (the run ends first):
+  # the hog found rank 1 (an eager-train process) through the MPI's rank variable, and none is left
+  out=$(OUT=$T/runs RANKS=2 MODE=sync jobs/local.sh --interfere 'cpu:ranks=1,start=0,end=60' jobs/hyperplane.sbatch \
+        --hp-features 64 --hp-samples 1024 --epochs 2 --quiet 2>&1) || { rc=$?; echo "$out"; fail "local.sh --interfere exit $rc"; }
+  echo "$out"
+  grep -q '^interfere: [0-9.]* s: cpu hog [0-9]* on cpus [0-9,-]* beside rank 1 (pid [0-9]*)$' <<<"$out" || fail "no hog beside rank 1"
+  grep -q '^interfere=cpu:ranks=1,start=0,end=60$' "$T"/runs/hyperplane/local-*/job.txt || fail "job.txt has no interfere= line"
+  h=$(sed -n 's/^interfere: [0-9.]* s: cpu hog \([0-9]*\) .*/\1/p' <<<"$out")
+  [ -s "/proc/$h/cmdline" ] && fail "hog $h outlived the job"  # (a zombie has no command line)
+  # INTERFERE refused before anything runs
+  out=$(OUT=$T/bad RANKS=2 INTERFERE='cpu:ranks=2,start=0' jobs/local.sh jobs/hyperplane.sbatch 2>&1); rc=$?
+  [ $rc = 2 ] && grep -q "rank 2 is not below the job's 2 ranks" <<<"$out" && [ ! -e "$T/bad" ] || fail "a bad INTERFERE: exit $rc, '$out'"
+  echo "PASS";;
+*) echo "usage: $0 local_fmnist|local_allreduce|elastic_local|missing_data|sweep_dry|syntax|race_dry|sched_race_dry|race_ddp_delays|interfere|interfere_local" >&2; exit 2;;
 esac

@@ -14,8 +14,8 @@
 #      REF's points (epoch, batches, samples) and each point's test loss and top-1 on the first
 #      --curve-test test samples within the same rounding, and wall times that never decrease
 #      (skipped while eager-train has no --curve-every).
-# Also: every imbalance regime of ddp_race.sh (with delays in ms and busy=1) is an --imbalance spec
-# that eager-train's parser takes (the delay tables above cover each model on both sides).
+# Also: every imbalance regime and schedule of ddp_race.sh (with delays in ms and busy=1) is an
+# --imbalance spec that eager-train's parser and ddp_mirror.py's take (the delay tables above cover each model on both sides).
 # REF: default every trainer/ref/ddp_mirror_ref_*.json (committed, one per mirrored preset,
 # written by ddp_mirror.py --mirror-ref).
 # --live: first regenerates each REF with PyTorch ($DDP_PY, see ddp_venv.sh) into $B/ddp/, prints
@@ -132,11 +132,14 @@ fails=$((fails + $(grep -c '^FAIL' <<<"$report")))
 
 # race_regimes: 0 when eager-train's parser ($DL) takes the spec of every ddp_race.sh regime
 race_regimes() {
-  local names="none random1 random2 lognormal linear slow" specs s bad=0
+  local names="none random1 random2 lognormal linear slow strag_mid slow_half ln_wave" specs s bad=0
   specs=$(bash jobs/ddp_race.sh --dry-run --no-ddp --modes sync --ranks 4 --seeds 1 --imbalances "$names" \
-    --delay-x 150ms --ln-x 100ms --lin-x 30ms --busy | grep -o -- '--imbalance [^ ]*' | cut -d' ' -f2 | sort -u)
+    --delay-x 150ms --ln-x 100ms --lin-x 30ms --busy --epochs 6 | grep -o -- '--imbalance [^ ]*' | cut -d' ' -f2 | sort -u)
+  # (the schedules' phases are in epochs: resolved at 8 steps an epoch; the mirror's parser too)
   for s in $specs; do
-    "$DL" "$s" 1 4 1 10 64 >/dev/null || { echo "FAIL: ddp_race.sh's regime spec '$s' is refused by eager-train"; bad=1; }
+    "$DL" "$s" 1 4 1 10 64 8 >/dev/null || { echo "FAIL: ddp_race.sh's regime spec '$s' is refused by eager-train"; bad=1; }
+    python3 -c 'import sys; sys.path.insert(0, "trainer/ref"); import ddp_mirror as m; i = m.Imbalance(sys.argv[1]); i.resolve(8, 8)' "$s" ||
+      { echo "FAIL: ddp_race.sh's regime spec '$s' is refused by ddp_mirror.py"; bad=1; }
   done
   [ "$(wc -w <<<"$specs")" = "$(wc -w <<<"$names")" ] ||
     { echo "FAIL: ddp_race.sh --dry-run gave $(wc -w <<<"$specs") imbalance specs for the regimes $names: $specs"; bad=1; }

@@ -22,7 +22,9 @@ trainer/data/common.c, iter.c, collectives/sim/imbalance.c, trainer/main.c):
   threads    --threads per rank (0: cores / ranks, at least 1), as eager-train --threads
   imbalance  every trainer model (--imbalance, same syntax and the same delays for the same
              seed, step and rank: linear, random, lognormal, slow, inherent, with busy=1 the
-             delay is computed on the rank's thread instead of slept), injected where eager-train
+             delay is computed on the rank's thread instead of slept; the step indexed as
+             eager-train --epoch-mode shard indexes it, or with --imbalance-index global as
+             --epoch-mode global does), injected where eager-train
              injects it: after the backward pass, before the gradient exchange, in a DDP
              communication hook on the step's last bucket
   curve      --curve-every N: a snapshot (parameters, this rank's BN running statistics, epoch,
@@ -93,6 +95,11 @@ def parse(argv=None):
     a.add_argument("--nesterov", type=int, default=0)
     a.add_argument("--seed", type=int, default=1)
     a.add_argument("--imbalance", default="none", help="eager-train's --imbalance syntax (collectives/sim/imbalance.c)")
+    a.add_argument("--imbalance-index", choices=["shard", "global"], default="shard",
+                   help="which eager-train --epoch-mode's step index the delays are drawn at: shard (epoch E's "
+                        "step s at E x steps + s) or global (E x nbatches + s, nbatches = floor(N / batch), a "
+                        "schedule's epochs resolved at nbatches / P steps a rank), so that eager-train's sync "
+                        "run with that --epoch-mode draws the same delays; DDP's own steps are the shard's either way")
     a.add_argument("--limit-train", type=int, default=0)
     a.add_argument("--limit-test", type=int, default=0)
     a.add_argument("--hp-features", type=int, default=8192, help="hyperplane features")
@@ -465,6 +472,11 @@ def lr_at(args, ranks, e):
 # ------------------------------------------------------------------ one rank
 def worker(rank, args):
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    try:  # the process's name ddp-rank-R: how jobs/interfere.sh finds the rank (Linux PR_SET_NAME)
+        import ctypes
+        ctypes.CDLL(None).prctl(15, ("ddp-rank-%d" % rank).encode(), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
     import numpy as np
     import torch
     import torch.distributed as dist
@@ -514,8 +526,16 @@ def worker(rank, args):
         steps = args.max_steps
     if steps < 1:
         raise SystemExit("ddp_mirror: no full batch per rank: lower --batch or use more data")
-    try:  # the schedule's epochs to steps, once: epoch E's first step is E x steps (step["index"])
-        args.imb.resolve(steps, steps)
+    # the delays' step index (step["index"]): epoch E's step s at E x stride + s, stride eager-train's
+    # for --imbalance-index: shard steps per rank, global batches per epoch (trainer/epoch.c step())
+    stride, epoch_steps = steps, steps
+    if args.imbalance_index == "global":
+        stride = N // args.batch
+        if args.max_steps and stride > args.max_steps * P:
+            stride = args.max_steps * P
+        epoch_steps = stride / P
+    try:  # the schedule's epochs to steps, once: epoch E's first step is E x stride
+        args.imb.resolve(stride, epoch_steps)
     except ValueError as e:
         raise SystemExit("ddp_mirror: %s" % e)
     if rank == 0 and not args.quiet:
@@ -603,7 +623,7 @@ def worker(rank, args):
         shard = perms[epoch][rank:lim:P]
         loss_sum, correct, seen = 0.0, 0, 0
         for s in range(steps):
-            step["t0"], step["index"] = time.perf_counter(), epoch * steps + s
+            step["t0"], step["index"] = time.perf_counter(), epoch * stride + s
             x, y = train.batch(shard[s * args.batch:(s + 1) * args.batch])
             step["cost"] = float(len(y))
             lr = lr_at(args, P, epoch + s / steps)
@@ -675,7 +695,8 @@ def write_outputs(args, torch_version, threads, ntrain, ntest, epochs, curve, al
     res = {"schema": "ddp-run/1", "program": "pytorch-ddp", "experiment": args.experiment,
            "config": trainer_config(args, threads),
            "ddp": {"backend": "gloo", "torch": torch_version, "init": args.init,
-                   "broadcast_buffers": bool(args.broadcast_buffers), "injection": "comm hook, last bucket"},
+                   "broadcast_buffers": bool(args.broadcast_buffers), "injection": "comm hook, last bucket",
+                   "imbalance_index": args.imbalance_index},  # (not in config: DDP rows of either join one table)
            "environment": {"ranks": args.ranks, "date": datetime.datetime.now().astimezone().isoformat(),
                            "command": " ".join([sys.executable] + sys.argv), "host": os.uname().nodename},
            "epochs": epochs,
@@ -743,6 +764,8 @@ def mirror_args(args):
               "max-steps", "imbalance") + (("hp-features", "hp-samples") if args.experiment == "hyperplane" else ()) + (
                   ("curve-every", "curve-test") if args.curve_every else ()):
         a += ["--" + k, str(getattr(args, k.replace("-", "_")))]
+    if args.imbalance_index == "global":
+        a += ["--epoch-mode", "global"]
     return a
 
 
