@@ -33,13 +33,12 @@ static double now_s(void) {
 }
 
 /* 1 while the watched process exists (kill(pid, 0) fails with ESRCH once it is gone) */
-static int alive(pid_t pid) {
-    return pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH;
-}
+static int alive(pid_t pid) { return pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH; }
 
 int main(int argc, char **argv) {
     if (argc < 2 || (strcmp(argv[1], "cpu") && strcmp(argv[1], "mem"))) {
-        fprintf(stderr, "pcoll-hog: the first argument must be cpu or mem, not '%s'\n", argc > 1 ? argv[1] : "");
+        fprintf(stderr, "pcoll-hog: the first argument must be cpu or mem, not '%s'\n",
+                argc > 1 ? argv[1] : "");
         return 2;
     }
     const int mem = !strcmp(argv[1], "mem");
@@ -61,7 +60,8 @@ int main(int argc, char **argv) {
             }
             watch = (pid_t)p;
         } else {
-            fprintf(stderr, "pcoll-hog: unknown argument '%s' (usage: pcoll-hog cpu|mem [--mb N] [--watch PID])\n",
+            fprintf(stderr,
+                    "pcoll-hog: unknown argument '%s' (usage: pcoll-hog cpu|mem [--mb N] [--watch PID])\n",
                     argv[i]);
             return 2;
         }
@@ -89,7 +89,8 @@ int main(int argc, char **argv) {
     while (!stop) {
         if (mem) {
             /* one pass in 1 MiB pieces, checking the stop conditions between them */
-            for (size_t off = 0; off < n && !stop; off += (size_t)1 << 20) memcpy(b + off, a + off, (size_t)1 << 20);
+            for (size_t off = 0; off < n && !stop; off += (size_t)1 << 20)
+                memcpy(b + off, a + off, (size_t)1 << 20);
             char *t = a;
             a = b;
             b = t;

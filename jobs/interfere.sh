@@ -30,7 +30,7 @@
 # be killed with SIGKILL, by the hog itself (pcoll-hog --watch: it exits within 50 ms of this
 # script's end).
 # Each start and stop is a line on stderr: 'interfere: T s: cpu hog PID on cpus L beside rank R
-# (pid Q)' and 'interfere: T s: cpu hog PID stopped (span end)'.
+# (pid Q, NAME)' and 'interfere: T s: cpu hog PID stopped (span end)'.
 # Needs $B/bin/pcoll-hog (make build-all) and taskset (util-linux).
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -137,7 +137,7 @@ span() {
   for ((i = 0; i < procs; i++)); do
     taskset -c "$cpus" "$HOG" "$kind" --mb "$mb" --watch $MAIN &
     hogs+=($!)
-    echo "interfere: $(el) s: $kind hog $! on cpus $cpus beside $who${pid:+ (pid $pid)}" >&2
+    echo "interfere: $(el) s: $kind hog $! on cpus $cpus beside $who${pid:+ (pid $pid, $(cat "/proc/$pid/comm" 2>/dev/null))}" >&2
   done
   if [ -n "$end" ]; then
     sleep_to "$end"

@@ -318,11 +318,11 @@ interfere)
   echo "PASS";;
 interfere_local)
   # a real run: RANKS=2 hyperplane job with a CPU hog beside rank 1 for 0-60 s (the run ends first):
-  # the hog found rank 1 (an eager-train process) through the MPI's rank variable, and none is left
+  # the hog found rank 1 (an eager-train process) through the MPI's rank variable, and is gone after
   out=$(OUT=$T/runs RANKS=2 MODE=sync jobs/local.sh --interfere 'cpu:ranks=1,start=0,end=60' jobs/hyperplane.sbatch \
         --hp-features 64 --hp-samples 1024 --epochs 2 --quiet 2>&1) || { rc=$?; echo "$out"; fail "local.sh --interfere exit $rc"; }
   echo "$out"
-  grep -q '^interfere: [0-9.]* s: cpu hog [0-9]* on cpus [0-9,-]* beside rank 1 (pid [0-9]*)$' <<<"$out" || fail "no hog beside rank 1"
+  grep -q '^interfere: [0-9.]* s: cpu hog [0-9]* on cpus [0-9,-]* beside rank 1 (pid [0-9]*, eager-train)$' <<<"$out" || fail "no hog beside rank 1 (an eager-train)"
   grep -q '^interfere=cpu:ranks=1,start=0,end=60$' "$T"/runs/hyperplane/local-*/job.txt || fail "job.txt has no interfere= line"
   h=$(sed -n 's/^interfere: [0-9.]* s: cpu hog \([0-9]*\) .*/\1/p' <<<"$out")
   [ -s "/proc/$h/cmdline" ] && fail "hog $h outlived the job"  # (a zombie has no command line)
