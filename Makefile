@@ -102,8 +102,9 @@ deps-all:
 
 # make test: installs what is missing, builds, runs every tests/*.tests line; then the lines tagged
 # mpi2 again on a second tree built against the other MPI family (make deps installs MPICH beside
-# Open MPI: $(B)-mpich); ends 'N passed, N failed' counting both. Without SAN it also makes sure of
-# the PyTorch venv $(B)/venv (trainer/ref/ddp_venv.sh) that the Python tests run in.
+# Open MPI: $(B)-mpich); ends 'N passed, N failed' counting both, after the skips grouped by reason
+# (only lines tagged gpu may skip; any other skip counts as failed: tests/run.sh). Without SAN it
+# also makes sure of the PyTorch venv $(B)/venv (trainer/ref/ddp_venv.sh) the Python tests run in.
 test: deps
 	@if [ -z "$(SAN)" ]; then B=$(B) DDP_PY=$(DDP_PY) sh trainer/ref/ddp_venv.sh; fi
 	@$(MAKE) --no-print-directory build-all B=$(B) SAN=$(SAN) -j2

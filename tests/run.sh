@@ -4,14 +4,22 @@
 #   tags: comma list; 'nosan' = not run under SAN builds, 'tsan-skip'/'asan-skip' likewise;
 #   'mpi2' = also run in the second pass, against the build folder B2 of the other MPI family
 #   (make test builds it: MPICH beside Open MPI), named NAME@<family> (e.g. pcoll_sync_p2@mpich).
-#   A command that exits 77 is a skip; it should print one line saying why.
+#   'gpu' = the line depends on the machine's GPU or the CUDA toolchain (nvcc, cuDNN: make deps does
+#   not install them): it may skip, without them (or, for a no-GPU counterpart, with a GPU).
+#   A command that exits 77 is a skip; it prints one line saying why (its last line: the reason).
+#   Only a line tagged gpu may skip: any other line that exits 77 counts as FAILED (make test
+#   installs everything else a test needs), and so does a gpu line that exits 77 silently. Lines
+#   not run under SAN (nosan, SAN-skip tags) are skips too. At the end the skips are listed
+#   grouped by reason ("N skipped: <reason> (names)"; the reason is the skip line without
+#   'SKIP:' and without its parenthesis), before the last line.
 # Environment: B (build dir), B2 (second pass's build dir; none: no second pass), SAN
-# (asan|tsan|''), T (regex: run only matching names), V=1 (show logs).
+# (asan|tsan|''), T (regex: run only matching names), V=1 (show logs), FILES (the list files;
+# default tests/*.tests).
 # Commands see $B, $MPIRUN (the launcher of the MPI that built $B, with the options a shared node
 # needs: jobs/mpi.sh), $MPI_FAMILY (openmpi|mpich|other), $PCOLL_RANK_ENV, $LOGDIR.
 set -u
 cd "$(dirname "$0")/.."
-B=${B:-build}; B2=${B2:-}; SAN=${SAN:-}; T=${T:-}
+B=${B:-build}; B2=${B2:-}; SAN=${SAN:-}; T=${T:-}; FILES=${FILES:-tests/*.tests}
 export B SAN
 # shellcheck source=jobs/mpi.sh
 . jobs/mpi.sh
@@ -39,12 +47,22 @@ if [ "$SAN" = tsan ]; then
   export TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=1 report_signal_unsafe=0"
 fi
 pass=0; fail=0; skip=0; failed=()
+declare -A skipped_by=() # reason -> the names skipped for it
+reasons=()               # the reasons, in the order first seen
+
+# skipped NAME REASON: counts a skip under its reason
+skipped() {
+  skip=$((skip+1))
+  [ -n "${skipped_by[$2]+x}" ] || { reasons+=("$2"); skipped_by[$2]=""; }
+  skipped_by[$2]+="${skipped_by[$2]:+ }$1"
+}
 t0=$(date +%s)
 
 # run_pass SUFFIX TAG: every line (TAG empty) or the lines tagged TAG, named NAME$SUFFIX
 run_pass() {
   local sfx=$1 want=$2 f line name tmo tags cmd log s rc el why
-  for f in tests/*.tests; do
+  # shellcheck disable=SC2086 # FILES is a glob
+  for f in $FILES; do
     while IFS= read -r line || [ -n "$line" ]; do
       case "$line" in ''|'#'*) continue;; esac
       name=$(echo "$line" | cut -d'|' -f1 | xargs)$sfx
@@ -54,7 +72,7 @@ run_pass() {
       [ -n "$want" ] && [[ ",$tags," != *",$want,"* ]] && continue
       [ -n "$T" ] && ! [[ "$name" =~ $T ]] && continue
       if [ -n "$SAN" ] && [[ ",$tags," == *",nosan,"* || ",$tags," == *",$SAN-skip,"* ]]; then
-        echo "SKIP $name (not run under $SAN)"; skip=$((skip+1)); continue
+        echo "SKIP $name (not run under $SAN)"; skipped "$name" "not run under $SAN"; continue
       fi
       [ -n "$SAN" ] && tmo=$((tmo*4))
       log=$LOGDIR/$name.log
@@ -65,10 +83,17 @@ run_pass() {
       if [ $rc -eq 0 ]; then
         printf 'PASS %-40s %6.1f s\n' "$name" "$el"; pass=$((pass+1))
         [ "${V:-}" = 1 ] && sed 's/^/    /' "$log"
-      elif [ $rc -eq 77 ]; then
-        printf 'SKIP %-40s %s\n' "$name" "$(tail -1 "$log")"; skip=$((skip+1))
+      elif [ $rc -eq 77 ] && [[ ",$tags," == *",gpu,"* ]] && [ -s "$log" ]; then
+        printf 'SKIP %-40s %s\n' "$name" "$(tail -1 "$log")"
+        # the reason: the skip line without SKIP: (or NAME NOT RUN:) and without its parenthesis
+        why=$(tail -1 "$log" | sed -e 's/^SKIP:* *//' -e 's/^.* NOT RUN: *//' -e 's/ (.*$//')
+        skipped "$name" "${why:-no reason printed}"
       else
-        [ $rc -eq 124 ] && why="timed out after ${tmo}s" || why="exit $rc"
+        if [ $rc -eq 77 ]; then
+          why="skipped, but it is not tagged gpu: only GPU tests may skip"
+          [ -s "$log" ] || why="skipped without a line saying why"
+        elif [ $rc -eq 124 ]; then why="timed out after ${tmo}s"
+        else why="exit $rc"; fi
         printf 'FAIL %-40s %6.1f s (%s; log %s)\n' "$name" "$el" "$why" "$log"
         tail -15 "$log" | sed 's/^/    | /'
         fail=$((fail+1)); failed+=("$name")
@@ -93,5 +118,10 @@ if [ -n "$B2" ] && [ -z "$SAN" ]; then
 fi
 echo "tests took $(( $(date +%s) - t0 )) s${SAN:+ under $SAN}"
 [ $fail -gt 0 ] && echo "failed: ${failed[*]}"
+for why in "${reasons[@]}"; do
+  # shellcheck disable=SC2086 # the names, split to count them
+  set -- ${skipped_by[$why]}
+  echo "$# skipped: $why ($*)"
+done
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]

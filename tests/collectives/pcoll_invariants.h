@@ -11,6 +11,7 @@
  *   1 agreement     hash of every round's (index, rule, F_r, flags, step times, result bits)
  *                   equal on all ranks; each cost and step time (pcoll_set_cost) arrives with its deposit
  *   2 conservation  each (rank, step) deposit is in exactly one round; sum of results = deposits
+ *   (drain)         every rank applied the same number of rounds (checked: 1 and 2 never skip)
  *   3 trigger       F_r satisfies the round's rule (sync, quorum, majority initiator, wait set)
  *   4 staleness     with --tau, no rejection streak exceeds tau
  *   5 liveness      the run ends (the test runner's timeout catches a hang)
@@ -358,12 +359,20 @@ static int pinv_verify(pinv_t *t) {
     MPI_Allreduce(t->dep_sum, tot_dep, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     uint64_t maxapplied = 0;
     MPI_Allreduce(&applied, &maxapplied, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-    int complete = applied == maxapplied;
-    if (!t->cfg.div && complete)
+    /* after the drain (pcoll_wait returned PCOLL_DONE: every rank joined, all handed out) every
+     * rank has applied every round: the same number on all ranks, checked, so that conservation
+     * and agreement below hold over the whole run and are never skipped */
+    uint64_t *apl = malloc((size_t)P * 8);
+    MPI_Allgather(&applied, 1, MPI_UINT64_T, apl, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    for (int p = 0; p < P; p++)
+        CHECK(apl[p] == applied, "drain: rank %d applied %llu rounds, this rank %llu", p,
+              (unsigned long long)apl[p], (unsigned long long)applied);
+    if (!t->cfg.div) /* --div divides the results: their sum is not the deposits' */
         for (size_t k = 0; k < n; k++)
             CHECK(all_sum[k] == tot_dep[k], "conservation: element %zu: rounds sum %g, deposits %g", k,
                   all_sum[k], tot_dep[k]);
-    /* agreement and replica equality: compare on ranks that applied the same number of rounds */
+    /* agreement and replica equality with every rank (a rank that applied a different number of
+     * rounds has failed the drain check above and differs here too) */
     uint64_t mine[3] = {hash, hash_splitmix64(applied), 0};
     for (size_t k = 0; k < n; k++) {
         uint64_t b;
@@ -371,14 +380,11 @@ static int pinv_verify(pinv_t *t) {
         mine[2] = hash_fnv1a64_word(mine[2], b);
     }
     uint64_t *all = malloc((size_t)P * sizeof mine);
-    uint64_t *apl = malloc((size_t)P * 8);
     MPI_Allgather(mine, 3, MPI_UINT64_T, all, 3, MPI_UINT64_T, MPI_COMM_WORLD);
-    MPI_Allgather(&applied, 1, MPI_UINT64_T, apl, 1, MPI_UINT64_T, MPI_COMM_WORLD);
-    for (int p = 0; p < P; p++)
-        if (apl[p] == applied) {
-            CHECK(all[3 * p] == hash, "agreement: round hash differs from rank %d", p);
-            CHECK(all[3 * p + 2] == mine[2], "replicas differ from rank %d", p);
-        }
+    for (int p = 0; p < P; p++) {
+        CHECK(all[3 * p] == hash, "agreement: round hash differs from rank %d", p);
+        CHECK(all[3 * p + 2] == mine[2], "replicas differ from rank %d", p);
+    }
     if (!me) {
         printf("mode=%s P=%d steps=%d rounds=%llu (max over ranks) n=%zu tau=%d\n", t->mode, P, t->steps,
                (unsigned long long)maxapplied, n, t->tau);

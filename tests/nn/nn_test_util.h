@@ -28,24 +28,36 @@ static inline void nt_check(int ok, const char *what, double val, double tol) {
 static inline void nt_fill(nn_rng_t *r, float *p, size_t n, float lo, float hi) {
     for (size_t i = 0; i < n; i++) p[i] = nn_rng_uniform(r, lo, hi);
 }
-/* After a reference file's SGD steps: the worst relative error of the model's parameters
- * ("final.<name>" tensors, those present) and of its BN running statistics
- * ("buf.<bn>.running_mean/var", all required) against the reference. */
-static inline void nt_check_final_state(const nn_model_t *m, const nn_tfile_t *f, double tol_params,
-                                        double tol_bn) {
+/* Checks not judged: each printed as a "skip" line naming the check, its value and the reason;
+ * the mains report the count beside the failures. */
+static int nt_notjudged = 0;
+static inline void nt_skip(const char *what, double val, const char *why) {
+    nt_notjudged++;
+    printf("skip %-52s %.3e (not judged: %s)\n", what, val, why);
+}
+
+/* After a reference file's SGD steps: the worst relative error of the model's parameters against
+ * the "final.<name>" tensors (*nfin: how many the file has; 0: none, the caller says so) */
+static inline double nt_final_params_worst(const nn_model_t *m, const nn_tfile_t *f, int *nfin) {
     char what[160];
     double worst = 0, e;
-    int nfin = 0;
+    *nfin = 0;
     for (int t = 0; t < m->nptensors; t++) {
         snprintf(what, sizeof what, "final.%s", m->ptensors[t].name);
         const nn_tensor_t *g = nn_tfile_find(f, what);
         if (!g) continue;
-        nfin++;
+        (*nfin)++;
         e = nt_relerr(m->params + m->ptensors[t].off, g->data, g->n, 1e-6);
         if (e > worst) worst = e;
     }
-    if (nfin) nt_check(worst <= tol_params, "parameters after the steps (worst tensor)", worst, tol_params);
-    worst = 0;
+    return worst;
+}
+
+/* ... and of its BN running statistics ("buf.<bn>.running_mean/var", all required: a missing one
+ * is a FAIL line and a failure) */
+static inline double nt_final_bn_worst(const nn_model_t *m, const nn_tfile_t *f) {
+    char what[160];
+    double worst = 0, e;
     for (int i = 0; i < m->nbns; i++)
         for (int j = 0; j < 2; j++) {
             snprintf(what, sizeof what, "buf.%s.%s", m->bns[i].name, j ? "running_var" : "running_mean");
@@ -58,7 +70,7 @@ static inline void nt_check_final_state(const nn_model_t *m, const nn_tfile_t *f
             e = nt_relerr(m->bn_stats + m->bns[i].off + (j ? m->bns[i].c : 0), g->data, g->n, 1e-6);
             if (e > worst) worst = e;
         }
-    if (m->nbns) nt_check(worst <= tol_bn, "BN running mean/var after the steps (worst)", worst, tol_bn);
+    return worst;
 }
 
 /* A PyTorch reference-state file (trainer/ref/make_ref.py): the model description, input, labels or

@@ -484,18 +484,24 @@ static void test_direct_loops(int N, int C, int H, int W, int K, int k) {
     int pd = (k - 1) / 2;
     size_t P = (size_t)N * H * W, nx = (size_t)C * P, ny = (size_t)K * P, nw = (size_t)K * C * k * k;
     float *x = vec(nx, -1, 1), *w = vec(nw, -1, 1), *b = vec(K, -1, 1), *dy = vec(ny, -1, 1);
-    float *y = malloc(ny * sizeof(float)), *dx = vec(nx, -1, 1), *dw = vec(nw, -1, 1),
-          *db = calloc(K, sizeof(float));
-    float *dx0 = malloc(nx * sizeof(float)), *dw0 = malloc(nw * sizeof(float));
+    float *y = malloc(ny * sizeof(float)), *dx = vec(nx, -1, 1), *dw = vec(nw, -1, 1), *db = vec(K, -1, 1);
+    float *dx0 = malloc(nx * sizeof(float)), *dw0 = malloc(nw * sizeof(float)),
+          *db0 = malloc(K * sizeof(float));
     memcpy(dx0, dx, nx * sizeof(float)); /* backward accumulates: start from non-zero gradients */
     memcpy(dw0, dw, nw * sizeof(float));
+    memcpy(db0, db, K * sizeof(float));
     float *ws = malloc(nn_conv_ws_size(N, C, H, W, K, k, k, 1, pd) * sizeof(float));
     nn_conv_forward(y, ws, x, w, b, N, C, H, W, K, k, k, 1, pd);
     nn_conv_backward(dx, dw, db, ws, dy, x, w, N, C, H, W, K, k, k, 1, pd);
     float *ry = malloc(ny * sizeof(float)), *rdx = malloc(nx * sizeof(float)),
-          *rdw = malloc(nw * sizeof(float));
+          *rdw = malloc(nw * sizeof(float)), *rdb = malloc(K * sizeof(float));
     for (size_t i = 0; i < nx; i++) rdx[i] = dx0[i];
     for (size_t i = 0; i < nw; i++) rdw[i] = dw0[i];
+    for (int o = 0; o < K; o++) { /* the bias gradient: db0 + the sum of dy over the plane */
+        double acc = db0[o];
+        for (size_t q = 0; q < P; q++) acc += dy[(size_t)o * P + q];
+        rdb[o] = (float)acc;
+    }
     for (int o = 0; o < K; o++)
         for (int n = 0; n < N; n++)
             for (int oh = 0; oh < H; oh++)
@@ -516,11 +522,12 @@ static void test_direct_loops(int N, int C, int H, int W, int K, int k) {
                     ry[(size_t)o * P + q] = (float)acc;
                 }
     char what[128];
-    snprintf(what, sizeof what, "conv%dx%d N%d C%d %dx%d K%d vs loops: y, dx, dw", k, k, N, C, H, W, K);
+    snprintf(what, sizeof what, "conv%dx%d N%d C%d %dx%d K%d vs loops: y, dx, dw, db", k, k, N, C, H, W, K);
     double e = nt_relerr(y, ry, ny, 1e-6), e2 = nt_relerr(dx, rdx, nx, 1e-6),
-           e3 = nt_relerr(dw, rdw, nw, 1e-6);
+           e3 = nt_relerr(dw, rdw, nw, 1e-6), e4 = nt_relerr(db, rdb, K, 1e-6);
     if (e2 > e) e = e2;
     if (e3 > e) e = e3;
+    if (e4 > e) e = e4;
     nt_check(e <= 1e-5, what, e, 1e-5);
     free(x);
     free(w);
@@ -532,10 +539,12 @@ static void test_direct_loops(int N, int C, int H, int W, int K, int k) {
     free(db);
     free(dx0);
     free(dw0);
+    free(db0);
     free(ws);
     free(ry);
     free(rdx);
     free(rdw);
+    free(rdb);
 }
 
 /* The "set" backward variants (the input gradient written, not accumulated: the model's first
