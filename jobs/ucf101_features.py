@@ -321,7 +321,8 @@ def parse_args(argv):
                     '(or its ucfTrainTestlist/)')
     ap.add_argument('--out', help='data folder to write (DATA of jobs/ucf101.sbatch)')
     ap.add_argument('--splits', default='1,2,3', help='official splits whose lists are read and '
-                    'copied, and whose videos are extracted (default 1,2,3: all 13,320 videos)')
+                    'copied (default 1,2,3); the videos extracted are those the lists name (each '
+                    'official split names all 13,320)')
     ap.add_argument('--weights', default='imagenet', help='imagenet (default) | random | FILE (.pth)')
     ap.add_argument('--seed', type=int, default=1, help='seed of --weights random (default 1)')
     ap.add_argument('--size', type=int, default=299,

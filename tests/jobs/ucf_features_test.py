@@ -130,13 +130,14 @@ def one_error(r, name, what):
 
 def kill_in_long_video(vids, lists, out, sig):
     """Starts a run whose last video is the long one, sends sig once that video's .part has
-    features in it; returns (exit code, stderr)."""
-    part = feats(out, 'Basketball', 2) + '.part'
+    features in it (or, were the file written in place, the .ucff itself); returns (exit code,
+    stderr)."""
+    dst = feats(out, 'Basketball', 2)
     p = subprocess.Popen(EXTRACT + ['--videos', vids, '--lists', lists, '--out', out, '--weights',
                                     'random', '--size', '75', '--batch', '2'],
                          stderr=subprocess.PIPE, text=True)
     while p.poll() is None:
-        if os.path.exists(part) and os.path.getsize(part) > 16:
+        if any(os.path.exists(f) and os.path.getsize(f) > 16 for f in (dst + '.part', dst)):
             p.send_signal(sig)
             break
         time.sleep(0.005)
