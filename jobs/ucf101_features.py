@@ -171,7 +171,7 @@ def fetch_imagenet():
     except Exception as e:  # URLError, OSError, RuntimeError (hash): all mean "not available"
         import torch.hub
         raise Bad(f'cannot get the pretrained Inception-v3 weights {w.url} into {torch.hub.get_dir()}/'
-                  f'checkpoints: {e} (on a machine with internet run {sys.argv[0]} --fetch-weights with '
+                  f'checkpoints: {e} (on a machine with internet run jobs/ucf101_features.py --fetch-weights with '
                   f'the same TORCH_HOME, or pass the .pth file as --weights FILE)')
 
 
@@ -194,10 +194,17 @@ def build_model(args, device):
             desc = f'file {os.path.abspath(args.weights)}'
         m = torchvision.models.inception_v3(weights=None, aux_logits=True, transform_input=True,
                                             init_weights=False)
-        try:
-            m.load_state_dict(sd)
-        except Exception as e:
-            raise Bad(f'{args.weights}: not torchvision Inception-v3 weights: {str(e).splitlines()[0]}')
+        want = m.state_dict()
+        if not isinstance(sd, dict):
+            raise Bad(f'{args.weights}: not a state dict ({type(sd).__name__})')
+        missing, extra = sorted(set(want) - set(sd)), sorted(set(sd) - set(want))
+        shape = [k for k in want if k in sd and tuple(getattr(sd[k], 'shape', ())) != tuple(want[k].shape)]
+        if missing or extra or shape:
+            raise Bad(f'{args.weights}: not torchvision Inception-v3 weights: {len(missing)} tensors missing'
+                      f'{" (" + missing[0] + ", ...)" if missing else ""}, {len(extra)} unknown'
+                      f'{" (" + extra[0] + ", ...)" if extra else ""}, {len(shape)} of another shape'
+                      f'{" (" + shape[0] + ")" if shape else ""}')
+        m.load_state_dict(sd)
         m.aux_logits, m.AuxLogits = False, None
     m.fc = torch.nn.Identity()
     return m.eval().to(device), desc

@@ -48,8 +48,11 @@ FRAMES = {('ApplyEyeMakeup', 1): 2, ('ApplyEyeMakeup', 2): 3, ('Basketball', 1):
 KILL_S = 1.0  # the long video of the kill tests takes about this long at the speed run 2 measured
 
 
+T0 = time.time()
+
+
 def check(ok, what):
-    print(('ok   ' if ok else 'FAIL ') + what)
+    print(('ok   ' if ok else 'FAIL ') + f'{time.time() - T0:6.1f} s  ' + what)
     if not ok:
         FAILS.append(what)
     return ok
