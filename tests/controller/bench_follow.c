@@ -127,10 +127,10 @@ static void run_follow(const char *spec, const sched_scen_t *s, const double bes
         for (int l = 0; l < CTL_NLV; l++) top = fmax(top, best[ph][l]);
         /* settled at a level within 5% of the phase's best (the noise may not tell them apart) in
          * force: the level of the round and the choice */
-        const int lv = mode_level(rec->mode), good = !st.probing && st.choice == lv && best[ph][lv] >= 0.95 * top;
+        const int lv = mode_level(rec->mode),
+                  good = !st.probing && st.choice == lv && best[ph][lv] >= 0.95 * top;
         /* the first such round of the phase */
-        if (good && f->settle[ph] < 0)
-            f->settle[ph] = (double)(r - s->start[ph]);
+        if (good && f->settle[ph] < 0) f->settle[ph] = (double)(r - s->start[ph]);
     }
     for (int i = 0; i < s->nph; i++) {
         double top = 0;
@@ -206,7 +206,8 @@ int main(int argc, char **argv) {
                     sched_scen_t s = make_sched(kind, P, N, seed);
                     double best[MAXPH][CTL_NLV];
                     for (int i = 0; i < s.nph; i++)
-                        for (int l = 0; l < CTL_NLV; l++) best[i][l] = static_score(l, P, &s.c[i], seed, 3000);
+                        for (int l = 0; l < CTL_NLV; l++)
+                            best[i][l] = static_score(l, P, &s.c[i], seed, 3000);
                     follow_t f;
                     run_follow(specs[v], &s, (const double(*)[CTL_NLV])best, &f);
                     nph = s.nph;
@@ -224,15 +225,17 @@ int main(int argc, char **argv) {
                                    f.settle[i], f.lost[i], f.time[i]);
                 }
                 if (js)
-                    fprintf(js, "%s\n  {\"schedule\": \"%c\", \"P\": %d, \"policy\": \"%s\", \"alarms\": %d, \"changes\": [",
+                    fprintf(js,
+                            "%s\n  {\"schedule\": \"%c\", \"P\": %d, \"policy\": \"%s\", \"alarms\": %d, "
+                            "\"changes\": [",
                             first ? "" : ",", 'a' + kind, P, specs[v], alarms);
                 first = 0;
                 for (int i = 1; i < nph; i++) {
                     char d[32], st[32];
                     snprintf(d, sizeof d, "%.0f (%d/%d)", ndet[i] ? det[i] / ndet[i] : -1, ndet[i], seeds);
                     snprintf(st, sizeof st, "%.0f (%d/%d)", nset[i] ? set[i] / nset[i] : -1, nset[i], seeds);
-                    printf("%-40s %2d %-24s %-9d %18s %18s %14.1f %6.1f%% %6d\n", kname[kind], P, specs[v], i, d,
-                           st, lost[i], 100 * lost[i] / tm[i], i == 1 ? alarms : 0);
+                    printf("%-40s %2d %-24s %-9d %18s %18s %14.1f %6.1f%% %6d\n", kname[kind], P, specs[v], i,
+                           d, st, lost[i], 100 * lost[i] / tm[i], i == 1 ? alarms : 0);
                     if (js)
                         fprintf(js,
                                 "%s{\"change\": %d, \"detect_rounds\": %.1f, \"detected\": %d, "
@@ -246,7 +249,8 @@ int main(int argc, char **argv) {
     /* false alarms on stationary regimes: probes for a change that did not happen, in 12,000 rounds */
     printf("\nstationary regimes, %d seeds x 12,000 rounds: probes for a change (false alarms)\n", seeds);
     if (js) fprintf(js, "\n], \"stationary\": [");
-    const char *rname[5] = {"balanced", "3x slow rank", "random straggler", "log-normal 0.8", "log-normal 0.3"};
+    const char *rname[5] = {"balanced", "3x slow rank", "random straggler", "log-normal 0.8",
+                            "log-normal 0.3"};
     first = 1;
     for (int kind = 0; kind < 5; kind++)
         for (int P = 4; P <= 8; P += 4)
@@ -263,10 +267,12 @@ int main(int argc, char **argv) {
                     run_follow(specs[v], &s, (const double(*)[CTL_NLV])best, &f);
                     alarms += f.alarms, probes += f.probes;
                 }
-                printf("%-18s P=%d %-24s %3d false alarms, %3d probes of every level in all\n", rname[kind], P,
-                       specs[v], alarms, probes);
+                printf("%-18s P=%d %-24s %3d false alarms, %3d probes of every level in all\n", rname[kind],
+                       P, specs[v], alarms, probes);
                 if (js)
-                    fprintf(js, "%s\n  {\"regime\": \"%s\", \"P\": %d, \"policy\": \"%s\", \"alarms\": %d, \"probes\": %d}",
+                    fprintf(js,
+                            "%s\n  {\"regime\": \"%s\", \"P\": %d, \"policy\": \"%s\", \"alarms\": %d, "
+                            "\"probes\": %d}",
                             first ? "" : ",", rname[kind], P, specs[v], alarms, probes);
                 first = 0;
             }
