@@ -324,8 +324,9 @@ int main(int argc, char **argv) {
         printf("policy=%s tau=%d P=%d slow=%d x%.1f: %llu rounds; longest rejection streak per rank:", policy,
                tau, P, slow, (unit + extra) / unit, (unsigned long long)total);
         for (int p = 0; p < P; p++) printf(" %u", per[p]);
-        printf("; max %u; decision hash %016llx on all %d ranks; %llu mode switches\n", gmax,
-               (unsigned long long)hash, P, (unsigned long long)st.mode_switches);
+        printf("; max %u; decision hash %016llx on all %d ranks; %llu mode switches, %llu screened probes\n",
+               gmax, (unsigned long long)hash, P, (unsigned long long)st.mode_switches,
+               (unsigned long long)st.screens);
         for (size_t i = 0; i < nsw && i < 256; i++)
             if (i < 16 || follow)
                 printf("  switch at round %llu: %s\n", (unsigned long long)sw[i].effective, sw[i].reason);
