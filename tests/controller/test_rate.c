@@ -672,25 +672,35 @@ static void test_short(void) {
 
 /* The machine's speed drifts by +-12% over spans of about 3 measurements (alike ranks, and one
  * rank 4x slower): the rule must not read the drift as a change of the run's conditions. Every
- * probe beyond the doubling schedule is one the drift caused; at most one is allowed. */
+ * probe beyond the doubling schedule is one the drift caused; at most one is allowed. The same
+ * runs with change=steps are printed (-v), not checked: its step-time test reads this drift as a
+ * change 5 times with the straggler (docs/DESIGN.md#7-the-controller, "Change detection"). */
 static void test_drift(void) {
-    for (int c = 0; c < 2; c++) {
+    for (int c = 0; c < 4; c++) {
+        const char *spec = c < 2 ? "adaptive,rule=rate" : "adaptive,change=steps";
         scen_t s = alike(4, 1);
-        if (c) s.period[3] = 4;
+        if (c & 1) s.period[3] = 4;
         s.drift = 0.12;
-        s.drift_every = c ? 40 : 25;
+        s.drift_every = c & 1 ? 40 : 25;
         s.N = 12000;
         outcome_t o;
-        run_scen("adaptive,rule=rate", &s, 0, &o);
+        run_scen(spec, &s, 0, &o);
         int alarms = 0;
-        for (int i = 0; i < o.L.n; i++) alarms += !strncmp(o.L.d[i].reason, "rate changed", 12);
+        for (int i = 0; i < o.L.n; i++)
+            alarms += !strncmp(o.L.d[i].reason, "rate changed", 12) ||
+                      !strncmp(o.L.d[i].reason, "step times changed", 18);
         double sc3[CTL_NLV];
         int best = truth(&s, 0, sc3), m = main_level(&o);
         if (verbose)
-            printf("    drift %s: %d re-probes for a change, %llu choices, mostly %s (best %s)\n",
-                   c ? "straggler" : "alike", alarms, (unsigned long long)o.choices, lvname[m], lvname[best]);
-        CHECK(alarms <= 1, "drift %s: %d re-probes for a change that did not happen",
-              c ? "straggler" : "alike", alarms);
+            printf("    drift %s %s: %d re-probes for a change, %llu choices, mostly %s (best %s)\n", spec,
+                   c & 1 ? "straggler" : "alike", alarms, (unsigned long long)o.choices, lvname[m],
+                   lvname[best]);
+        if (c >= 2) { /* change=steps: measured, not checked (docs/DESIGN.md#7-the-controller) */
+            free(o.L.d);
+            continue;
+        }
+        CHECK(alarms <= 1, "drift %s %s: %d re-probes for a change that did not happen", spec,
+              c & 1 ? "straggler" : "alike", alarms);
         CHECK(sc3[m] >= 0.95 * sc3[best], "drift: mostly %s (true score %.3f), best %s (%.3f)", lvname[m],
               sc3[m], lvname[best], sc3[best]);
         free(o.L.d);
