@@ -71,6 +71,10 @@ typedef struct {
     ctl_staleness_t staleness; /* rule=rate: what a stale gradient is worth [CTL_STALE_LINEAR] */
     int screen; /* rule=rate: skip the probe of a partial level that the ranks' step times, replayed,
                    show cannot win (0 off, 1 on) [1] */
+    int change; /* rule=rate: what reads a change of the run's conditions while settled: 0 `score`,
+                   the chosen level's measurements against its pool; 1 `steps`, that and the ranks'
+                   log step times against theirs (docs/DESIGN.md#7-the-controller, "Change
+                   detection") [0] */
 } ctl_policy_cfg_t;
 
 /* Bits of ctl_decision_t.what */
@@ -142,6 +146,7 @@ void ctl_policy_default(ctl_policy_cfg_t *c);
 /* Resets *c to the defaults, then applies s = NAME[,key=value]..., NAME = adaptive | solo |
  * majority | sync | quorum:Q; keys (options.c's table): tau, tau_by (library|policy), lag, window,
  * probe (= sync_probe), probe_max, cost_n, staleness (linear|quadratic|bound), screen (on|off),
+ * change (score|steps),
  * start (adaptive: solo|majority|sync|quorum:Q, default sync), rule (rate only). Example:
  * "adaptive,tau=8,window=64". Returns CTL_OK or CTL_ERR_ARG with a message in err naming the bad
  * option or value. Runs ctl_policy_check. */

@@ -53,3 +53,10 @@ $(B)/tests/controller/test_rate: tests/controller/test_rate.c $(CTL_PURE)
 	$(CC) $(CFLAGS) $(MPI_CFLAGS) -MF $(B)/tests/controller/test_rate.d $< -o $@ $(LDFLAGS) $(CTL_PURE) $(LDLIBS)
 TEST_BINS += $(B)/tests/controller/test_rate
 controller: $(B)/tests/controller/test_rate
+
+# bench_follow: how the rate rule follows a change (detection delay, cost against an oracle, false
+# alarms) on test_rate's mock; prints a table and writes JSON (docs/DESIGN.md#the-rate-rule)
+$(B)/bench/ctl_follow: tests/controller/bench_follow.c $(CTL_PURE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(MPI_CFLAGS) -MF $(B)/bench/ctl_follow.d $< -o $@ $(LDFLAGS) $(CTL_PURE) $(LDLIBS)
+ALL_BINS += $(B)/bench/ctl_follow

@@ -44,6 +44,7 @@ static const polkey_t KEYS[] = {
     KI("cost_n", cost_n, 2, 1024, 32),
     KE("staleness", staleness, CTL_STALE_LINEAR, "quadratic", "linear", "bound"),
     KE("screen", screen, 1, "off", "on"),
+    KE("change", change, 0, "score", "steps"),
     {"start", 'r', offsetof(ctl_policy_cfg_t, base), 0, 0, 0, {0}},
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])

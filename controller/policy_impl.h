@@ -20,7 +20,27 @@ typedef struct {
     uint32_t *np;    /* [P] consecutive pairs counted in dd and ee */
     uint8_t *skip;   /* [P] 1: p's next deposit is skipped (its cycle began in another mode) */
     uint32_t rounds; /* rounds counted */
+    /* change=steps: the step times (pcoll_record_t.step, per gradient) of the deposits counted */
+    uint32_t *yn;              /* [P] step times counted */
+    double *y1, *y2, *y3, *y4; /* [P] sums of their logs and of the logs' 2nd, 3rd, 4th powers */
 } meas_t;
+
+/* change=steps (rate.c): the statistics of the log step times of the settled measurements since
+ * the level was chosen (the reference), and their spread between measurements. Statistic 0: the
+ * ranks' mean log step (their common location); 1: the log of the pooled variance of a rank's log
+ * steps (their spread); 2: each rank's mean log step less the common one (per rank, arrays). */
+typedef struct {
+    uint32_t k;               /* measurements in the reference */
+    double x[2], xx[2], w[2]; /* statistics 0 and 1: sums of the values, their squares and their
+                                 within-measurement variances */
+    double *rx, *rxx, *rw;    /* [P] the same of statistic 2 */
+    double bss[3];            /* sums of squares about their reference's mean of the references
+                                 dropped (statistic 2: over the ranks) ... */
+    uint32_t bdf[3];          /* ... and their degrees of freedom */
+    int32_t beyond;           /* the previous measurement's tests beyond the limits: bit 2 j (above)
+                                 or 2 j + 1 (below) for statistic j (0: inside; it is not in the
+                                 reference) */
+} steps_t;
 
 /* The carried state (ctl_state_t): everything a policy learned that the next handle (epoch) or
  * a resumed run needs to continue with the same decisions. Round numbers are global: round r of
@@ -75,6 +95,7 @@ struct ctl_state {
     uint32_t ovh_n;                     /* ... and the rounds summed (since the levels were last forgotten) */
     int32_t screened;                   /* bit l: level l's probe skipped in the current probe (the screen) */
     double pred[CTL_NLV];               /* the latest replayed score of each level (0: none) */
+    steps_t st;                         /* change=steps: the step times' reference (state version 8) */
 };
 
 struct ctl_policy {

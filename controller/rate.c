@@ -17,6 +17,7 @@ static void meas_clear(struct ctl_state *s) {
     for (int i = 0; i < s->P; i++) {
         s->m.n[i] = s->m.np[i] = 0;
         s->m.d[i] = s->m.d2[i] = s->m.l[i] = s->m.e[i] = s->m.e2[i] = s->m.dd[i] = s->m.ee[i] = 0;
+        s->m.yn[i] = 0, s->m.y1[i] = s->m.y2[i] = s->m.y3[i] = s->m.y4[i] = 0;
     }
     s->m.rounds = 0;
 }
@@ -67,6 +68,8 @@ void rate_init(struct ctl_state *s, const ctl_policy_cfg_t *c) {
     s->cv2_sum = 0;
     s->cv2_n = 0;
     s->beyond = 0;
+    memset(s->st.bss, 0, sizeof s->st.bss), memset(s->st.bdf, 0, sizeof s->st.bdf);
+    s->st.k = 0, s->st.beyond = 0;
     for (int i = 0; i < s->P; i++) s->gsince[i] = 0;
     s->grads = 0;
     s->phase = 1; /* a run starts with a probe of every level */
@@ -146,6 +149,12 @@ void rate_observe(ctl_policy_t *p, const pcoll_record_t *rec, int nactive) {
                 s->m.np[i] += rec->fresh[i];
             }
             s->m.x1[i] = x, s->m.w1[i] = w;
+            const float st = rec->step ? rec->step[i] : 0.0f;
+            if (p->c.change && st > 0 && isfinite(st)) { /* change=steps: its log step time */
+                const double y = log((double)st / rec->fresh[i]), y2 = y * y;
+                s->m.yn[i]++;
+                s->m.y1[i] += y, s->m.y2[i] += y2, s->m.y3[i] += y2 * y, s->m.y4[i] += y2 * y2;
+            }
         }
     }
     for (int i = 0; i < P; i++) s->gsince[i] = rec->fresh[i] ? 0 : s->gsince[i] + nf;
@@ -241,6 +250,118 @@ static double meas_se(const struct ctl_state *s, double x, double xse) {
     return xse > b ? xse : b;
 }
 
+/* ---------------------------------------------------------------- change=steps */
+
+/* Folds the reference of the step-time statistics (steps_t) into their spread between
+ * measurements (bss, bdf: the machine's, kept like cv2's) and empties it. */
+static void steps_drop(struct ctl_state *s) {
+    steps_t *t = &s->st;
+    if (t->k >= 2) {
+        for (int j = 0; j < 2; j++) t->bss[j] += t->xx[j] - t->x[j] * t->x[j] / t->k, t->bdf[j] += t->k - 1;
+        for (int i = 0; i < s->P; i++) t->bss[2] += t->rxx[i] - t->rx[i] * t->rx[i] / t->k;
+        t->bdf[2] += (t->k - 1) * (uint32_t)(s->P - 1);
+    }
+    t->k = 0, t->beyond = 0;
+}
+
+/* Variance between measurements of statistic j: the references dropped and the current one pooled
+ * (0: none yet), and its degrees of freedom in *df. */
+static double steps_between(const struct ctl_state *s, int j, uint32_t *df) {
+    const steps_t *t = &s->st;
+    double ss = t->bss[j];
+    uint32_t n = t->bdf[j];
+    if (t->k >= 2) {
+        if (j < 2)
+            ss += t->xx[j] - t->x[j] * t->x[j] / t->k, n += t->k - 1;
+        else {
+            for (int i = 0; i < s->P; i++) ss += t->rxx[i] - t->rx[i] * t->rx[i] / t->k;
+            n += (t->k - 1) * (uint32_t)(s->P - 1);
+        }
+    }
+    *df = n;
+    return n && ss > 0 ? ss / n : 0;
+}
+
+/* A variance below float32's resolution of a log step time (2^-24 relative: about 4e-15) is none:
+ * equal step times, read through rounding. */
+#define NOSPREAD 1e-12
+
+/* z of the difference d between a measurement (within variance wn) and the reference (mean within
+ * variance wr of its measurements), each at least the spread between measurements b: the limits of
+ * one measurement, not of the mean of the reference's k (as `outside` for the scores). */
+static double steps_z(double d, double wn, double wr, double b) {
+    const double v = (wn > b ? wn : b) + (wr > b ? wr : b);
+    return v > 0 ? d / sqrt(v) : d == 0 ? 0 : d > 0 ? INFINITY : -INFINITY;
+}
+
+/* The change test on the step times (change=steps), at the close of a measurement: every rank
+ * needs 2 step times in it. Statistics (steps_t): the ranks' mean log step (within variance
+ * sum_p v_p / n_p / P^2), the log of the pooled variance of a rank's log steps (within variance
+ * (m4 / V^2 - 1) / N from their pooled 4th central moment), and each rank's mean log step less the
+ * common one (within v_p / n_p), tested together as a chi-square of P - 1 degrees of freedom
+ * (Wilson-Hilferty's normal z). Each is beyond the limits when its z exceeds Z (Student's at the
+ * spread's degrees of freedom); two measurements in a row beyond on the same side of one statistic
+ * are a change (returns 1, the reference restarts with this measurement). A measurement beyond is
+ * kept out of the reference; one within is added. Only settled measurements count: a probe empties
+ * the reference (on shared cores the step times depend on the level). */
+static int steps_test(ctl_policy_t *p) {
+    struct ctl_state *s = &p->s;
+    steps_t *t = &s->st;
+    const meas_t *m = &s->m;
+    const int P = p->P;
+    if (!p->c.change) return 0;
+    if (s->phase) return steps_drop(s), 0;
+    for (int i = 0; i < P; i++)
+        if (m->yn[i] < 2) return steps_drop(s), 0; /* no step times to test (reported by no rank) */
+    double u = 0, wu = 0, ss = 0, m4 = 0, N = 0, df = 0;
+    for (int i = 0; i < P; i++) {
+        const double n = m->yn[i], mu = m->y1[i] / n, mu2 = mu * mu;
+        const double c2 = m->y2[i] / n - mu2,
+                     c4 = m->y4[i] / n - 4 * mu * m->y3[i] / n + 6 * mu2 * m->y2[i] / n - 3 * mu2 * mu2;
+        u += mu / P;
+        wu += (c2 > 0 ? c2 * n / (n - 1) : 0) / n / ((double)P * P);
+        ss += c2 > 0 ? c2 * n : 0, m4 += c4 > 0 ? c4 * n : 0, N += n, df += n - 1;
+    }
+    const double V = ss / df, L = V > NOSPREAD ? log(V) : log(NOSPREAD),
+                 wl = V > NOSPREAD ? (m4 / N / (V * V) - 1) / N : 0;
+    const double x[2] = {u, L}, w[2] = {wu, wl > 0 ? wl : 0};
+    int beyond = 0;
+    if (t->k >= 2) { /* a reference of one measurement could be the outlier */
+        uint32_t bdf;
+        for (int j = 0; j < 2; j++) {
+            const double b = steps_between(s, j, &bdf),
+                         z = steps_z(x[j] - t->x[j] / t->k, w[j], t->w[j] / t->k, b);
+            if (fabs(z) > zq(bdf)) beyond |= 1 << (2 * j + (z < 0));
+        }
+        if (P >= 2) {
+            const double b = steps_between(s, 2, &bdf);
+            double X = 0;
+            for (int i = 0; i < P; i++) {
+                const double n = m->yn[i], mu = m->y1[i] / n, c2 = m->y2[i] / n - mu * mu,
+                             z = steps_z(mu - u - t->rx[i] / t->k, c2 > 0 ? c2 / (n - 1) : 0, t->rw[i] / t->k,
+                                         b);
+                X += z * z;
+            }
+            const double k = P - 1, a = 2 / (9 * k), zc = (cbrt(X / k) - (1 - a)) / sqrt(a);
+            if (zc > zq(bdf)) beyond |= 1 << 4;
+        }
+    }
+    const int changed = (beyond & t->beyond) != 0;
+    if (changed) steps_drop(s);
+    if (beyond && !changed) return t->beyond = beyond, 0;
+    if (t->k == 0) /* a new reference */
+        memset(t->x, 0, sizeof t->x), memset(t->xx, 0, sizeof t->xx), memset(t->w, 0, sizeof t->w),
+            memset(t->rx, 0, (size_t)P * sizeof *t->rx), memset(t->rxx, 0, (size_t)P * sizeof *t->rxx),
+            memset(t->rw, 0, (size_t)P * sizeof *t->rw);
+    t->k++, t->beyond = 0;
+    for (int j = 0; j < 2; j++) t->x[j] += x[j], t->xx[j] += x[j] * x[j], t->w[j] += w[j];
+    for (int i = 0; i < P; i++) {
+        const double n = m->yn[i], mu = m->y1[i] / n, c2 = m->y2[i] / n - mu * mu, d = mu - u;
+        t->rx[i] += d, t->rxx[i] += d * d, t->rw[i] += c2 > 0 ? c2 / (n - 1) : 0;
+    }
+    return changed;
+}
+
 /* The measurement is complete once it holds `window` deposits (and, in partial levels, `window`
  * rounds: they take a random set of ranks, e.g. a drawn initiator, and the draws must average
  * out; a sync round takes every rank). A probe of a level whose score is already below the best
@@ -249,7 +370,7 @@ static double meas_se(const struct ctl_state *s, double x, double xse) {
  * Closing records the rate and lag and restarts the counts (no skip: the next deposits belong to
  * the same level). Returns 1 with the score, its standard error and the gradients counted (*ng),
  * 0 while still measuring. */
-static int meas_close(ctl_policy_t *p, uint64_t rg, double *score, double *se, uint64_t *ng) {
+static int meas_close(ctl_policy_t *p, uint64_t rg, double *score, double *se, uint64_t *ng, int *steps) {
     struct ctl_state *s = &p->s;
     const meas_t *m = &s->m;
     if (!meas_score(p, score, se)) return 0;
@@ -289,6 +410,7 @@ static int meas_close(ctl_policy_t *p, uint64_t rg, double *score, double *se, u
     s->rate[s->level] = R;
     s->lag[s->level] = lw / R;
     s->scored_at[s->level] = rg;
+    *steps = steps_test(p);
     meas_clear(s); /* x1, w1 stay: the next deposit follows them */
     return 1;
 }
@@ -456,17 +578,18 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
     const ctl_policy_cfg_t *c = &p->c;
     double x, xse;
     uint64_t ng;
-    if (!meas_close(p, rg, &x, &xse, &ng)) return;
+    int steps;
+    if (!meas_close(p, rg, &x, &xse, &ng, &steps)) return;
     char a[24], b[24], sc[160];
     const int l = s->level;
     if (!s->phase) {
         /* settled: two measurements in a row on one side beyond the pool's limits mean the run's
          * conditions changed: everything measured before is forgotten and every level probed */
         const double before = s->score[l], bse = rate_se(s, l);
-        const int side = outside(s, l, x, xse), changed = side && side == s->beyond;
+        const int side = outside(s, l, x, xse), scored = side && side == s->beyond, changed = scored || steps;
         s->beyond = changed ? 0 : side;
         if (changed) /* the previous measurement, beyond on this side too, goes with the pool */
-            for (int k = 0; k < CTL_NLV; k++) level_drop(s, k, k == l);
+            for (int k = 0; k < CTL_NLV; k++) level_drop(s, k, scored && k == l);
         pool_add(s, l, x, xse, ng);
         /* an unresolved choice kept for its higher point estimate: once its own measurements put
          * it below its rival's, that reason is gone and the contest is held now (an incumbent kept
@@ -481,7 +604,8 @@ void rate_evaluate(ctl_policy_t *p, uint64_t rg, verdict_t *v) {
             rate_probe_all(s);
         if (changed) s->incumbent = -1; /* what it was chosen on no longer holds */
         snprintf(v->why, sizeof v->why, "%s: %s score %.3g+-%.2g, pooled before %.3g+-%.2g; probe: %s -> %s",
-                 changed   ? "rate changed twice"
+                 scored    ? "rate changed twice"
+                 : steps   ? "step times changed twice"
                  : behind  ? "contest now, pooled below the rival"
                  : contest ? "contest due"
                            : "probe due",

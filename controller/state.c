@@ -11,9 +11,12 @@
 #include <string.h>
 
 #define STATE_MAGIC   "CTLSTATE"
-#define STATE_VERSION 7u
-#define V6            6u          /* version 7 with rule=thresholds' fields (legacy_t); still read */
-#define HEADER_BYTES  (8 + 4 * 4) /* magic, version, P, window, cost_n */
+#define STATE_VERSION 8u
+#define V7 \
+    7u                           /* version 8 without change=steps' fields (steps_t, the meas_t sums
+                                     of log step times); still read, those start empty */
+#define V6           6u          /* version 7 with rule=thresholds' fields (legacy_t); still read */
+#define HEADER_BYTES (8 + 4 * 4) /* magic, version, P, window, cost_n */
 
 /* The byte format numbers the levels light 0, majority 1, sync 2 (versions 6 and 7), the reverse of
  * CTL_LV_*. file_level maps a level number either way (its own inverse; values outside 0..2 stay). */
@@ -51,6 +54,18 @@ int state_alloc(struct ctl_state *s, int P, int window, int cost_n) {
     s->m.dd = calloc(P, sizeof(double));
     s->m.ee = calloc(P, sizeof(double));
     s->m.np = calloc(P, sizeof(uint32_t));
+    s->m.yn = calloc(P, sizeof(uint32_t));
+    s->m.y1 = calloc(P, sizeof(double));
+    s->m.y2 = calloc(P, sizeof(double));
+    s->m.y3 = calloc(P, sizeof(double));
+    s->m.y4 = calloc(P, sizeof(double));
+    s->st.rx = calloc(P, sizeof(double));
+    s->st.rxx = calloc(P, sizeof(double));
+    s->st.rw = calloc(P, sizeof(double));
+    if (!s->m.yn || !s->m.y1 || !s->m.y2 || !s->m.y3 || !s->m.y4 || !s->st.rx || !s->st.rxx || !s->st.rw) {
+        state_free(s);
+        return CTL_ERR_NOMEM;
+    }
     if (!s->w_max || !s->w_fresh || !s->w_active || !s->w_nmax || !s->w_nfresh || !s->w_nfree || !s->w_tau ||
         !s->ns || !s->cost || !s->cost_cnt || !s->cost_pos || !s->act || !s->gsince || !s->m.n || !s->m.d ||
         !s->m.d2 || !s->m.l || !s->m.e || !s->m.e2 || !s->m.skip || !s->m.x1 || !s->m.w1 || !s->m.dd ||
@@ -87,6 +102,14 @@ void state_free(struct ctl_state *s) {
     free(s->m.dd);
     free(s->m.ee);
     free(s->m.np);
+    free(s->m.yn);
+    free(s->m.y1);
+    free(s->m.y2);
+    free(s->m.y3);
+    free(s->m.y4);
+    free(s->st.rx);
+    free(s->st.rxx);
+    free(s->st.rw);
     memset(s, 0, sizeof *s);
 }
 
@@ -129,7 +152,7 @@ typedef struct {
     char t;
     char per_level; /* 1: indexed by level (CTL_NLV entries), reversed in the byte format */
 } fld_t;
-enum { MAXF = 80 };
+enum { MAXF = 100 };
 
 /* The fields of rule=thresholds that a version-6 state holds between base and w_len. */
 typedef struct {
@@ -137,9 +160,9 @@ typedef struct {
     uint64_t probe_at, lblock, lprobe_at;
 } legacy_t;
 
-/* The fields of s in the byte order of the current version, or of version 6 with lg (not NULL)
+/* The fields of s in the byte order of version ver (6, 7 or 8), of version 6 with lg (not NULL)
  * receiving its rule=thresholds fields. */
-static int fields_v(struct ctl_state *s, fld_t *f, legacy_t *lg) {
+static int fields_v(struct ctl_state *s, fld_t *f, legacy_t *lg, uint32_t ver) {
     int k = 0;
     const size_t P = (size_t)s->P, W = (size_t)s->window;
 #define ONE(x, t) f[k++] = (fld_t){&s->x, 1, t, 0}
@@ -217,6 +240,23 @@ static int fields_v(struct ctl_state *s, fld_t *f, legacy_t *lg) {
     ONE(ovh_n, '4');
     ONE(screened, '4');
     LVL(pred, 'd');
+    if (ver >= 8) {
+        ARR(m.yn, P, '4');
+        ARR(m.y1, P, 'd');
+        ARR(m.y2, P, 'd');
+        ARR(m.y3, P, 'd');
+        ARR(m.y4, P, 'd');
+        ONE(st.k, '4');
+        ARR(st.x, 2, 'd');
+        ARR(st.xx, 2, 'd');
+        ARR(st.w, 2, 'd');
+        ARR(st.rx, P, 'd');
+        ARR(st.rxx, P, 'd');
+        ARR(st.rw, P, 'd');
+        ARR(st.bss, 3, 'd');
+        ARR(st.bdf, 3, '4');
+        ONE(st.beyond, '4');
+    }
 #undef ONE
 #undef OLD
 #undef ARR
@@ -224,7 +264,7 @@ static int fields_v(struct ctl_state *s, fld_t *f, legacy_t *lg) {
     return k;
 }
 
-static int fields(struct ctl_state *s, fld_t *f) { return fields_v(s, f, NULL); }
+static int fields(struct ctl_state *s, fld_t *f) { return fields_v(s, f, NULL, STATE_VERSION); }
 
 static size_t kind_bytes(char t) { return t == '1' ? 1 : t == '4' || t == 'f' ? 4 : 8; }
 
@@ -252,9 +292,9 @@ static void file_levels(struct ctl_state *s) {
     }
 }
 
-static size_t payload_bytes(struct ctl_state *s, legacy_t *lg) {
+static size_t payload_bytes(struct ctl_state *s, legacy_t *lg, uint32_t ver) {
     fld_t f[MAXF];
-    int nf = fields_v(s, f, lg);
+    int nf = fields_v(s, f, lg, ver);
     size_t b = 0;
     for (int i = 0; i < nf; i++) b += f[i].n * kind_bytes(f[i].t);
     return b;
@@ -301,6 +341,7 @@ ctl_state_t *ctl_state_resize(const ctl_state_t *s, int P) {
     d->phase = 1; /* a probe of every level, without an incumbent (it was chosen on other ranks) */
     rate_probe_all(d);
     d->beyond = 0;
+    d->st.k = 0, d->st.beyond = 0; /* change=steps: the reference starts again (P-sized sums are zero) */
     return d;
 }
 
@@ -340,7 +381,7 @@ int ctl_state_save(const ctl_state_t *s, void *buf, size_t cap, size_t *len) {
     if (!s || !len) return CTL_ERR_ARG;
     struct ctl_state t = *s, *w = &t; /* shares s's per-rank arrays, read only here */
     file_levels(w);
-    size_t need = HEADER_BYTES + payload_bytes(w, NULL) + 8;
+    size_t need = HEADER_BYTES + payload_bytes(w, NULL, STATE_VERSION) + 8;
     *len = need;
     if (!buf) return CTL_OK;
     if (cap < need) return CTL_ERR_ARG;
@@ -446,8 +487,8 @@ int ctl_state_load(const void *buf, size_t len, ctl_state_t **out, char *err, si
     r += 8;
     uint32_t ver = (uint32_t)get(&r, 4), P = (uint32_t)get(&r, 4), W = (uint32_t)get(&r, 4),
              N = (uint32_t)get(&r, 4);
-    if (ver != STATE_VERSION && ver != V6)
-        return bad(err, n, "format version %u, this build reads versions %u and %u", ver, V6, STATE_VERSION);
+    if (ver != STATE_VERSION && ver != V7 && ver != V6)
+        return bad(err, n, "format version %u, this build reads versions %u to %u", ver, V6, STATE_VERSION);
     if (P < 1 || P > PCOLL_MAX_RANKS || W < 1 || W > 65536 || N < 2 || N > 1024)
         return bad(err, n, "shape P=%u, window=%u, cost_n=%u out of range", P, W, N);
     const uint8_t *tail = (const uint8_t *)buf + len - 8;
@@ -458,13 +499,13 @@ int ctl_state_load(const void *buf, size_t len, ctl_state_t **out, char *err, si
         return bad(err, n, "out of memory");
     }
     legacy_t lg, *lgp = ver == V6 ? &lg : NULL;
-    size_t need = HEADER_BYTES + payload_bytes(s, lgp) + 8;
+    size_t need = HEADER_BYTES + payload_bytes(s, lgp, ver) + 8;
     if (len != need) {
         ctl_state_free(s);
         return bad(err, n, "%zu bytes, expected %zu for P=%u, window=%u, cost_n=%u", len, need, P, W, N);
     }
     fld_t f[MAXF];
-    int nf = fields_v(s, f, lgp);
+    int nf = fields_v(s, f, lgp, ver);
     for (int i = 0; i < nf; i++) {
         size_t kb = kind_bytes(f[i].t);
         for (size_t j = 0; j < f[i].n; j++) {
