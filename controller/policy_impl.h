@@ -27,8 +27,9 @@ typedef struct {
 
 /* change=steps (rate.c): the statistics of the log step times of the settled measurements since
  * the level was chosen (the reference), and their spread between measurements. Statistic 0: the
- * ranks' mean log step (their common location); 1: the log of the pooled variance of a rank's log
- * steps (their spread); 2: each rank's mean log step less the common one (per rank, arrays). */
+ * ranks' mean log step (their common location; summed, not tested); 1: the log of the pooled
+ * variance of a rank's log steps (their spread); 2: each rank's mean log step less the common one
+ * (per rank, arrays). */
 typedef struct {
     uint32_t k;               /* measurements in the reference */
     double x[2], xx[2], w[2]; /* statistics 0 and 1: sums of the values, their squares and their

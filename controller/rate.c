@@ -129,6 +129,16 @@ void rate_observe(ctl_policy_t *p, const pcoll_record_t *rec, int nactive) {
         s->m.rounds++;
         for (int i = 0; i < P; i++) {
             if (!rec->fresh[i]) continue;
+            /* change=steps: its log step time, also where the cycle is skipped: the step in progress
+             * at a switch is more likely a long one (a long step spans more instants), and leaving
+             * it out made the first measurement after a switch read the spread low (under the random
+             * straggler at P = 8, log variance -3.0 against -2.2 later, a reference too low) */
+            const float st = rec->step ? rec->step[i] : 0.0f;
+            if (p->c.change && st > 0 && isfinite(st)) {
+                const double y = log((double)st / rec->fresh[i]), y2 = y * y;
+                s->m.yn[i]++;
+                s->m.y1[i] += y, s->m.y2[i] += y2, s->m.y3[i] += y2 * y, s->m.y4[i] += y2 * y2;
+            }
             if (s->m.skip[i]) {
                 s->m.skip[i] = 0;
                 continue;
@@ -149,12 +159,6 @@ void rate_observe(ctl_policy_t *p, const pcoll_record_t *rec, int nactive) {
                 s->m.np[i] += rec->fresh[i];
             }
             s->m.x1[i] = x, s->m.w1[i] = w;
-            const float st = rec->step ? rec->step[i] : 0.0f;
-            if (p->c.change && st > 0 && isfinite(st)) { /* change=steps: its log step time */
-                const double y = log((double)st / rec->fresh[i]), y2 = y * y;
-                s->m.yn[i]++;
-                s->m.y1[i] += y, s->m.y2[i] += y2, s->m.y3[i] += y2 * y, s->m.y4[i] += y2 * y2;
-            }
         }
     }
     for (int i = 0; i < P; i++) s->gsince[i] = rec->fresh[i] ? 0 : s->gsince[i] + nf;
@@ -295,15 +299,17 @@ static double steps_z(double d, double wn, double wr, double b) {
 }
 
 /* The change test on the step times (change=steps), at the close of a measurement: every rank
- * needs 2 step times in it. Statistics (steps_t): the ranks' mean log step (within variance
- * sum_p v_p / n_p / P^2), the log of the pooled variance of a rank's log steps (within variance
- * (m4 / V^2 - 1) / N from their pooled 4th central moment), and each rank's mean log step less the
- * common one (within v_p / n_p), tested together as a chi-square of P - 1 degrees of freedom
- * (Wilson-Hilferty's normal z). Each is beyond the limits when its z exceeds Z (Student's at the
- * spread's degrees of freedom); two measurements in a row beyond on the same side of one statistic
- * are a change (returns 1, the reference restarts with this measurement). A measurement beyond is
- * kept out of the reference; one within is added. Only settled measurements count: a probe empties
- * the reference (on shared cores the step times depend on the level). */
+ * needs 2 step times in it. Tested (steps_t): the spread, the log of the pooled variance V of a
+ * rank's log steps (within variance (m4 / V^2 - 1) / N from their pooled 4th central moment),
+ * compared in cube-root units; and each rank's mean log step less the common one (within
+ * v_p / n_p), tested together as a chi-square of P - 1 degrees of freedom (Wilson-Hilferty's
+ * normal z). Not tested: the common location (the ranks' mean log step, statistic 0, still summed):
+ * a factor on every rank's steps scales every level's score alike and cannot change the choice,
+ * and it is what the machine's drift moves. Each is beyond the limits when its z exceeds Z
+ * (Student's at the spread's degrees of freedom); two measurements in a row beyond on the same
+ * side of one statistic are a change (returns 1, the reference restarts with this measurement). A
+ * measurement beyond is kept out of the reference; one within is added. Only settled measurements
+ * count: a probe empties the reference (on shared cores the step times depend on the level). */
 static int steps_test(ctl_policy_t *p) {
     struct ctl_state *s = &p->s;
     steps_t *t = &s->st;
@@ -328,10 +334,12 @@ static int steps_test(ctl_policy_t *p) {
     int beyond = 0;
     if (t->k >= 2) { /* a reference of one measurement could be the outlier */
         uint32_t bdf;
-        for (int j = 0; j < 2; j++) {
-            const double b = steps_between(s, j, &bdf),
-                         z = steps_z(x[j] - t->x[j] / t->k, w[j], t->w[j] / t->k, b);
-            if (fabs(z) > zq(bdf)) beyond |= 1 << (2 * j + (z < 0));
+        { /* the spread, in cube-root units (Wilson-Hilferty): V^(1/3) is nearly normal where log V
+           * has a long low tail, which made two low measurements in a row 3x likelier than the
+           * limits say; z = 3 (e^(d/3) - 1) / sd, d the log ratio to the reference */
+            const double b = steps_between(s, 1, &bdf), d = x[1] - t->x[1] / t->k,
+                         z = d != 0 ? steps_z(d, w[1], t->w[1] / t->k, b) * 3 * expm1(d / 3) / d : 0;
+            if (fabs(z) > zq(bdf)) beyond |= 1 << (2 + (z < 0));
         }
         if (P >= 2) {
             const double b = steps_between(s, 2, &bdf);

@@ -672,9 +672,9 @@ static void test_short(void) {
 
 /* The machine's speed drifts by +-12% over spans of about 3 measurements (alike ranks, and one
  * rank 4x slower): the rule must not read the drift as a change of the run's conditions. Every
- * probe beyond the doubling schedule is one the drift caused; at most one is allowed. The same
- * runs with change=steps are printed (-v), not checked: its step-time test reads this drift as a
- * change 5 times with the straggler (docs/DESIGN.md#7-the-controller, "Change detection"). */
+ * probe beyond the doubling schedule is one the drift caused; at most one is allowed, with
+ * change=score and with change=steps (whose step-time test read this drift as a change 5 times
+ * with the straggler while it tested the ranks' common location, which all ranks' drift moves). */
 static void test_drift(void) {
     for (int c = 0; c < 4; c++) {
         const char *spec = c < 2 ? "adaptive,rule=rate" : "adaptive,change=steps";
@@ -695,10 +695,6 @@ static void test_drift(void) {
             printf("    drift %s %s: %d re-probes for a change, %llu choices, mostly %s (best %s)\n", spec,
                    c & 1 ? "straggler" : "alike", alarms, (unsigned long long)o.choices, lvname[m],
                    lvname[best]);
-        if (c >= 2) { /* change=steps: measured, not checked (docs/DESIGN.md#7-the-controller) */
-            free(o.L.d);
-            continue;
-        }
         CHECK(alarms <= 1, "drift %s %s: %d re-probes for a change that did not happen", spec,
               c & 1 ? "straggler" : "alike", alarms);
         CHECK(sc3[m] >= 0.95 * sc3[best], "drift: mostly %s (true score %.3f), best %s (%.3f)", lvname[m],
@@ -1074,6 +1070,102 @@ static void test_follow(void) {
     if (verbose) printf("    changes followed: %d of 16\n", detected);
 }
 
+/* change=steps follows a change of the step times' spread at an unchanged mean (issue 56's schedule
+ * c: log-normal steps, sigma 0.4 -> 0.8 -> 0.4, 2,000 rounds a phase, P = 4, 5 draws), which moves
+ * sync's score within the limits of one measurement, so the score test sees it only by the
+ * scheduled probe (462-1,980 rounds up, mostly not at all down). Bound from the rule's counts, as
+ * in `follow`: a measurement spans at most M = window + 2 P rounds (window deposits, or rounds in
+ * a partial level, and 2 step times of every rank), and a probe of every level must begin within
+ * 3 M + lag rounds of each change (the measurement in progress, then two beyond the limits).
+ * P = 8 is printed (-v), not checked: 4 step times per rank in a measurement, and 2 of 10
+ * changes waited 413 and 441 rounds (docs/DESIGN.md#7-the-controller, "Change detection").
+ * Under change=score 6 of the 10 checked changes miss it. */
+static void test_follow_spread(void) {
+    if (!linear_worth) return;
+    const uint64_t span = 2000;
+    for (int P = 4; P <= 8; P += 4)
+        for (uint64_t seed = 1; seed <= 5; seed++) {
+            ctl_policy_cfg_t cfg;
+            scen_t s = alike(P, 1);
+            s.seed = seed;
+            s.N = 3 * span;
+            s.lognormal = 0.4;
+            gen_t g;
+            ctl_policy_t *pol = scen_start("adaptive,change=steps", &s, &g, &cfg);
+            const uint64_t M = (uint64_t)cfg.window + 2 * (uint64_t)P, D = 3 * M + (uint64_t)cfg.lag;
+            uint64_t reprobe[3] = {0, 0, 0};
+            for (uint64_t r = 0; r < s.N; r++) {
+                const int ph = (int)(r / span);
+                if (r == span) g.lognormal = 0.8;
+                if (r == 2 * span) g.lognormal = 0.4;
+                ctl_decision_t d;
+                int dec;
+                scen_step(pol, &g, &d, &dec);
+                if (dec && (d.what & CTL_DEC_PROBE) && ph > 0 && !reprobe[ph] &&
+                    (strstr(d.reason, "changed twice") || !strncmp(d.reason, "probe due", 9)))
+                    reprobe[ph] = r;
+                if (dec && verbose > 1)
+                    printf("      P=%d seed %llu r=%llu %s\n", P, (unsigned long long)seed,
+                           (unsigned long long)r, d.reason);
+            }
+            for (int ph = 1; ph < 3; ph++) {
+                const long long at = reprobe[ph] ? (long long)(reprobe[ph] - ph * span) : -1;
+                if (verbose)
+                    printf(
+                        "    follow_spread P=%d seed %llu change %d (sigma %s): re-probe after %lld rounds "
+                        "(bound %llu%s)\n",
+                        P, (unsigned long long)seed, ph, ph == 1 ? "0.4 -> 0.8" : "0.8 -> 0.4", at,
+                        (unsigned long long)D, P == 4 ? "" : ", not checked");
+                if (P == 4)
+                    CHECK(reprobe[ph] && at <= (long long)D,
+                          "P=%d seed %llu change %d: no probe of every level within %llu rounds of the "
+                          "spread's change (%lld)",
+                          P, (unsigned long long)seed, ph, (unsigned long long)D, at);
+            }
+            ctl_policy_free(pol);
+            gen_free(&g);
+        }
+}
+
+/* False alarms of change=steps on stationary regimes (bench_follow's five: alike, a 3x slow rank,
+ * the random straggler, log-normal 0.8 and 0.3) at P = 4 and 8, 5 draws x 12,000 rounds each,
+ * beside change=score on the same draws: a cell may hold at most one probe for a change that did
+ * not happen, or as many as the score test's. Not checked: the random straggler at P = 8 (4
+ * against the score's 0: its spread is a count of rare delays, about 4 in a measurement, whose
+ * mean over a young reference can read 5x low; docs/DESIGN.md#7-the-controller). With the spread
+ * tested on the log scale (no cube root) log-normal 0.3 at P = 8 has 3. */
+static void test_steady(void) {
+    if (!linear_worth) return;
+    const char *rname[5] = {"alike", "3x slow rank", "random straggler", "log-normal 0.8", "log-normal 0.3"};
+    for (int kind = 0; kind < 5; kind++)
+        for (int P = 4; P <= 8; P += 4) {
+            int alarms[2] = {0, 0};
+            for (int c = 0; c < 2; c++)
+                for (uint64_t seed = 1; seed <= 5; seed++) {
+                    scen_t s = alike(P, 1);
+                    s.seed = seed;
+                    s.N = 12000;
+                    if (kind == 1) s.period[P - 1] = 3;
+                    if (kind == 2) s.rand_delay = 2;
+                    if (kind >= 3) s.lognormal = kind == 3 ? 0.8 : 0.3;
+                    outcome_t o;
+                    run_scen(c ? "adaptive,change=steps" : "adaptive", &s, 0, &o);
+                    for (int i = 0; i < o.L.n; i++)
+                        alarms[c] += strstr(o.L.d[i].reason, "changed twice") != NULL;
+                    free(o.L.d);
+                }
+            if (verbose)
+                printf("    steady %s P=%d: %d probes for a change with change=steps, %d with change=score\n",
+                       rname[kind], P, alarms[1], alarms[0]);
+            if (kind == 2 && P == 8) continue; /* open (above) */
+            CHECK(
+                alarms[1] <= 1 || alarms[1] <= alarms[0],
+                "steady %s P=%d: change=steps probed %d times for a change that did not happen (change=score "
+                "%d)",
+                rname[kind], P, alarms[1], alarms[0]);
+        }
+}
+
 int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "-vv"))
@@ -1103,6 +1195,8 @@ int main(int argc, char **argv) {
         {"contest", test_contest},
         {"screen_sync", test_screen_sync},
         {"follow", test_follow},
+        {"follow_spread", test_follow_spread},
+        {"steady", test_steady},
     };
     return run_tests(tests, sizeof tests / sizeof tests[0]);
 }
