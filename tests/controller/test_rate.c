@@ -984,6 +984,21 @@ static void test_screen_sync(void) {
     CHECK(screens >= 1, "no screen acted: the check saw nothing");
 }
 
+/* A follow schedule's scenario: alike ranks at P, the seed's draws, three phases of span rounds. */
+static scen_t follow_scen(int P, uint64_t seed, uint64_t span) {
+    scen_t s = alike(P, 1);
+    s.seed = seed;
+    s.N = 3 * span;
+    return s;
+}
+
+/* Whether decision d begins a probe of every level that follows a change: one for a change seen
+ * (either test) or one falling due. */
+static int follows(const ctl_decision_t *d) {
+    return (d->what & CTL_DEC_PROBE) &&
+           (strstr(d->reason, "changed twice") || !strncmp(d->reason, "probe due", 9));
+}
+
 /* The rule follows a change (issue 56): schedules of phases whose best level is clear by a wide
  * margin -- alike ranks, then one rank (drawn from the seed) k = 5 times slower, then alike again
  * (sync, then a partial level, then sync) -- at P = 4 and 8, 4 draws each, 2,000 rounds a phase.
@@ -1006,9 +1021,7 @@ static void test_follow(void) {
     for (int P = 4; P <= 8; P += 4)
         for (uint64_t seed = 1; seed <= 4; seed++) {
             ctl_policy_cfg_t cfg;
-            scen_t s = alike(P, 1);
-            s.seed = seed;
-            s.N = 3 * span;
+            scen_t s = follow_scen(P, seed, span);
             const int slow = (int)(hash_splitmix64(seed) % (uint64_t)P);
             double sc[3][CTL_NLV];
             int best[3];
@@ -1032,9 +1045,7 @@ static void test_follow(void) {
                 ctl_decision_t d;
                 int dec;
                 const pcoll_record_t *rec = scen_step(pol, &g, &d, &dec);
-                if (dec && (d.what & CTL_DEC_PROBE) && ph > 0 && !reprobe[ph] &&
-                    (!strncmp(d.reason, "rate changed", 12) || !strncmp(d.reason, "probe due", 9)))
-                    reprobe[ph] = r;
+                if (dec && ph > 0 && !reprobe[ph] && follows(&d)) reprobe[ph] = r;
                 if (dec && verbose > 1)
                     printf("      P=%d seed %llu r=%llu %s\n", P, (unsigned long long)seed,
                            (unsigned long long)r, d.reason);
@@ -1086,9 +1097,7 @@ static void test_follow_spread(void) {
     for (int P = 4; P <= 8; P += 4)
         for (uint64_t seed = 1; seed <= 5; seed++) {
             ctl_policy_cfg_t cfg;
-            scen_t s = alike(P, 1);
-            s.seed = seed;
-            s.N = 3 * span;
+            scen_t s = follow_scen(P, seed, span);
             s.lognormal = 0.4;
             gen_t g;
             ctl_policy_t *pol = scen_start("adaptive,change=steps", &s, &g, &cfg);
@@ -1101,9 +1110,7 @@ static void test_follow_spread(void) {
                 ctl_decision_t d;
                 int dec;
                 scen_step(pol, &g, &d, &dec);
-                if (dec && (d.what & CTL_DEC_PROBE) && ph > 0 && !reprobe[ph] &&
-                    (strstr(d.reason, "changed twice") || !strncmp(d.reason, "probe due", 9)))
-                    reprobe[ph] = r;
+                if (dec && ph > 0 && !reprobe[ph] && follows(&d)) reprobe[ph] = r;
                 if (dec && verbose > 1)
                     printf("      P=%d seed %llu r=%llu %s\n", P, (unsigned long long)seed,
                            (unsigned long long)r, d.reason);
