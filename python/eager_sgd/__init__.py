@@ -26,7 +26,7 @@ import time
 
 from . import _lib
 
-__all__ = ["init", "DistributedOptimizer", "EagerSGDError", "MODES"]
+__all__ = ["init", "DistributedOptimizer", "EagerSGDError", "MODES", "allreduce_sum", "hash_bytes"]
 MODES = "sync | solo | majority | quorum:Q | adaptive"
 
 
@@ -82,6 +82,18 @@ def hash_bytes(tensors, h=None):
         c = t.detach().to("cpu", torch.float32).contiguous()
         h = lib.eg_hash(h, ctypes.c_void_p(c.data_ptr()), c.numel() * 4)
     return h
+
+
+def allreduce_sum(t):
+    """The sum over the ranks of a CPU float64 tensor, in place (MPI_Allreduce through libeager.so):
+    for the script's own totals (evaluation counts). Collective. Returns t."""
+    import torch
+    if t.dtype != torch.float64 or t.device.type != "cpu" or not t.is_contiguous():
+        raise ValueError("eager_sgd.allreduce_sum: a contiguous CPU float64 tensor")
+    init()
+    if _lib.load().eg_allreduce_sum(ctypes.c_void_p(t.data_ptr()), t.numel(), 1):
+        _fatal("MPI_Allreduce failed")
+    return t
 
 
 class DistributedOptimizer:
