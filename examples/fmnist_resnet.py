@@ -45,7 +45,7 @@ def main():
     rest_p = [p for n, p in model.named_parameters() if not (args.wd_bn or (n.endswith("weight") and p.dim() > 1))]
     sgd = torch.optim.SGD([{"params": decay, "weight_decay": args.wd}, {"params": rest_p, "weight_decay": 0.0}],
                           lr=args.lr, momentum=args.momentum)
-    cfg = {k: v for k, v in vars(args).items() if isinstance(v, (str, int, float, bool)) or v is None}
+    cfg = ddp_mirror.trainer_config(args, args.threads)  # eager-train's option names, as the DDP run's
     opt = eager_sgd.DistributedOptimizer(sgd, model, mode=own.mode, tau=own.tau, seed=args.seed,
                                          experiment=args.experiment, model_name=ddp_mirror.model_desc(args),
                                          data_name=args.experiment, batch=args.batch, epochs=args.epochs,
@@ -94,9 +94,8 @@ def main():
             d = args.imb.delay_ms(args.seed, e * steps + s, rank, P, (time.perf_counter() - t0) * 1e3, float(len(y)))
             args.imb.wait(d, e * steps + s)
             opt.step()
-        test_loss, top1 = evaluate()
-        rec = opt.end_epoch(test_top1=top1, test_loss=test_loss, train_loss=loss_sum / steps,
-                            samples=steps * args.batch, lr=lr)
+        rec = opt.end_epoch(evaluate=evaluate, train_loss=loss_sum / steps, samples=steps * args.batch, lr=lr)
+        top1 = rec["test_top1"]
         if rank == 0:
             print("epoch %d: %.1f s, %d rounds, fresh %.3f, train loss %.4f, test top-1 %s, weights %s"
                   % (e + 1, rec["wall_s"], rec["rounds"], rec["fresh_fraction"], rec["train_loss"],

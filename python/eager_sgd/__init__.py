@@ -272,11 +272,15 @@ class DistributedOptimizer:
         self.lib.eg_counts(self.g, v, len(names))
         return dict(zip(names, list(v)))
 
-    def end_epoch(self, test_top1=None, test_loss=None, train_loss=None, train_top1=None, samples=0, lr=None):
+    def end_epoch(self, evaluate=None, test_top1=None, test_loss=None, train_loss=None, train_top1=None, samples=0,
+                  lr=None):
         """Collective: this rank joins (no more deposits this epoch), every remaining round is
         applied, the controller ends its epoch, BN statistics are averaged, and the replicas'
         weights are hashed and compared (a mismatch raises EagerSGDError on every rank naming the
-        ranks that differ from rank 0). Returns the epoch's record (a dict)."""
+        ranks that differ from rank 0); then evaluate() is called if given, returning (test_loss,
+        test_top1). Returns the epoch's record (a dict). Until a rank has called end_epoch, the
+        others' rounds may wait for it: a collective of the script's own (an evaluation's
+        allreduce, a barrier) belongs in evaluate or after end_epoch, never before it."""
         lib = self.lib
         if not self.open:
             if lib.eg_begin(self.g, self.epoch):
@@ -301,14 +305,17 @@ class DistributedOptimizer:
         out = _lib.buf()
         if lib.eg_same(h, ("the replicas' weights hash after epoch %d" % (self.epoch + 1)).encode(), out, len(out)):
             raise EagerSGDError(out.value.decode())
+        t_end = time.time()  # the epoch's training and BN average (its evaluation left out, as eager-train)
+        if evaluate is not None:
+            test_loss, test_top1 = evaluate()
         c = self.counts()
         tot = (ctypes.c_double * 2)(float(train_loss or 0.0), float(samples))
         lib.eg_allreduce_sum(tot, 2, 1)
         steps = (ctypes.c_double * 1)(float(self.rank_t["steps"]))
         lib.eg_allreduce_sum(steps, 1, 1)
         rounds = int(c["epoch_rounds"])
-        rec = {"epoch": self.epoch, "wall_s": time.time() - self.t_start,
-               "epoch_s": time.time() - (self.epochs[-1]["_t"] if self.epochs else self.t_start),
+        rec = {"epoch": self.epoch, "wall_s": t_end - self.t_start,
+               "epoch_s": t_end - (self.epochs[-1]["_t"] if self.epochs else self.t_start),
                "lr": float(lr if lr is not None else self.opt.param_groups[0]["lr"]),
                "train_loss": tot[0] / self.size, "train_top1": train_top1, "test_loss": test_loss,
                "test_top1": test_top1, "test_top5": None, "steps": int(steps[0]), "samples": int(tot[1]),
@@ -316,7 +323,7 @@ class DistributedOptimizer:
                "fresh_fraction": c["epoch_grads"] / (rounds * self.size) if rounds else 0.0,
                "mean_staleness": c["epoch_stale_sum"] / c["epoch_stale_n"] if c["epoch_stale_n"] else 0.0,
                "max_staleness": int(c["epoch_max_stale"]), "max_streak": int(c["epoch_max_streak"]),
-               "weights_hash": "%016x" % h, "_t": time.time()}
+               "weights_hash": "%016x" % h, "_t": t_end}
         self.epochs.append(rec)
         self.epoch += 1
         return {k: v for k, v in rec.items() if not k.startswith("_")}
@@ -367,6 +374,7 @@ class DistributedOptimizer:
         strag = max(range(P), key=lambda p: mine[4 * p])
         last = eps[-1] if eps else None
         n_st = c["stale_n"]
+        target = cfg.get("target-top1") or None  # a script's config may name one (eager-train's key)
         ver = _lib.buf(256)
         return {
             "schema": "eager-sgd-run/1", "experiment": self.meta["experiment"], "config": cfg,
@@ -382,8 +390,9 @@ class DistributedOptimizer:
             "curve": self.curve,
             "summary": {"wall_s": last["wall_s"] if last else 0.0, "epochs": len(eps),
                         "final_test_top1": last["test_top1"] if last else None, "final_test_top5": None,
-                        "final_train_loss": last["train_loss"] if last else 0.0, "target_top1": None,
-                        "time_to_target_s": None,
+                        "final_train_loss": last["train_loss"] if last else 0.0, "target_top1": target,
+                        "time_to_target_s": next((e["wall_s"] for e in eps if target is not None and
+                                                  e["test_top1"] is not None and e["test_top1"] >= target), None),
                         "fresh_fraction": c["grads"] / (c["rounds"] * P) if c["rounds"] else 0.0,
                         "mean_staleness": c["stale_sum"] / n_st if n_st else 0.0,
                         "max_staleness": int(c["max_stale"]), "max_streak": int(max(streak)),

@@ -7,6 +7,7 @@
 #   mismatch RANK           a replica made to differ on RANK (test aid): every rank names RANK
 #   lost RANK               RANK drops one round (test aid): the epoch's hash check names RANK
 #   kill                    rank 1 SIGKILLs itself: the job ends non-zero within 60 s
+#   job                     jobs/torch.sbatch via jobs/local.sh (examples/fmnist_resnet.py), run file valid
 # Exit 77 (skip) without the venv's torch or the library.
 set -u
 cd "$(dirname "$0")/../.."
@@ -43,6 +44,12 @@ case $1 in
       { cat "$out"; echo "run.sh: $1 on rank $2 went unnoticed"; exit 1; }
     all_ranks "the replicas' weights hash after epoch 1 differs across ranks" &&
       all_ranks "(ranks differing from rank 0: $2)" ;;
+  job)
+    [ -d /usr/share/datasets/fashion-mnist ] || { echo "skip: no Fashion-MNIST (apt-get install dataset-fashion-mnist)"; exit 77; }
+    MODE=majority EPOCHS=1 RANKS=4 THREADS=1 OUT=$PWD/$LOGDIR/py_job PCOLL_JOB_ID=t B=$B PY=$PY \
+      jobs/local.sh jobs/torch.sbatch --limit-train 1024 --limit-test 256 >"$out" 2>&1 || { cat "$out"; exit 1; }
+    grep '^epoch 1' "$out"
+    "$B/bin/pcoll-validate" results/schema/run.schema.json "$LOGDIR/py_job/torch/t/majority.json" ;;
   kill)
     t0=$(date +%s)
     run kill && { cat "$out"; echo "run.sh: the job survived a killed rank"; exit 1; }
