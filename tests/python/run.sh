@@ -11,7 +11,8 @@
 # Exit 77 (skip) without the venv's torch or the library.
 set -u
 cd "$(dirname "$0")/../.."
-PY=$B/venv/bin/python3
+# the venv: $B's, else that of the tree the second MPI family's tree ($B-mpich, $B-openmpi) sits beside
+for d in "$B" "${B%-mpich}" "${B%-openmpi}"; do PY=$d/venv/bin/python3; [ -x "$PY" ] && break; done
 [ -x "$PY" ] && "$PY" -c 'import torch' 2>/dev/null || { echo "skip: no PyTorch in $B/venv (make test makes it)"; exit 77; }
 [ -f "$B/libeager.so" ] || { echo "skip: no $B/libeager.so (not built under SAN)"; exit 77; }
 export EAGER_SGD_LIB=$PWD/$B/libeager.so OMP_NUM_THREADS=1 PYTHONWARNINGS=ignore
