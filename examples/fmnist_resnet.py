@@ -34,6 +34,8 @@ def main():
         ddp_mirror.parse(["--help"])
     rank, P = eager_sgd.init()
     args = ddp_mirror.parse(rest + ["--ranks", str(P)])
+    if not any(a == "--out" or a.startswith("--out=") for a in rest):  # not ddp_mirror's ddp-run.json
+        args.out = "torch-%s.json" % own.mode.split(",")[0].replace(":", "")
     import torch
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
