@@ -86,6 +86,17 @@ static int we_initialized;
 
 const char *eg_count_names(void) { return COUNT_NAMES; }
 const char *eg_error(eg_t *g) { return g ? g->err : ""; }
+
+/* g->err = "rank R: CALL: libpcoll's message" (the rank left out where the message names it first);
+ * returns -1. */
+static int pcoll_fail(eg_t *g, const char *call) {
+    const char *m = pcoll_last_error(g->h);
+    char own[16];
+    snprintf(own, sizeof own, "rank %d:", g->me);
+    if (!strncmp(m, own, strlen(own))) m += strlen(own) + (m[strlen(own)] == ' ');
+    snprintf(g->err, sizeof g->err, "rank %d: %s: %s", g->me, call, m);
+    return -1;
+}
 uint64_t eg_hash_init(void) { return HASH_FNV1A64_INIT; }
 /* h extended by the n bytes at p (common/hash.h's FNV-1a): the package's weights hash. */
 uint64_t eg_hash(uint64_t h, const void *p, size_t n) { return hash_fnv1a64(h, p, n); }
@@ -321,7 +332,7 @@ int eg_step(eg_t *g, const float *grad, double step_s, double dep_sum) {
     if (pcoll_set_cost(g->h, ctl_step_cost(&g->pol, step_s, now - g->t_dep), step_s) ||
         pcoll_deposit(g->h, grad, PCOLL_WAIT_NEXT) ||
         pcoll_wait(g->h, PCOLL_WAIT_CONSUMED, g->t_abort + 5, NULL))
-        return snprintf(g->err, sizeof g->err, "rank %d: %s", g->me, pcoll_last_error(g->h)), -1;
+        return pcoll_fail(g, "the step's round");
     g->t_dep = now;
     g->c[C_DEPOSITS] += 1;
     g->c[C_DEP_SUM] += dep_sum;
@@ -389,25 +400,21 @@ int eg_next(eg_t *g, const float **res, double *share, double *sum) {
         return 1;
     }
     if (rc == PCOLL_EMPTY) return 0;
-    snprintf(g->err, sizeof g->err, "rank %d: pcoll_next: %s", g->me, pcoll_last_error(g->h));
-    return -1;
+    return pcoll_fail(g, "pcoll_next");
 }
 
 /* The epoch's end: no more deposits from this rank. Then eg_drain until it returns 0, applying the
  * rounds eg_next hands out after each 1. */
 int eg_join(eg_t *g) {
     if (!g->h) return snprintf(g->err, sizeof g->err, "eg_join: no epoch open"), -1;
-    return pcoll_join(g->h)
-           ? snprintf(g->err, sizeof g->err, "rank %d: pcoll_join: %s", g->me, pcoll_last_error(g->h)),
-           -1 : 0;
+    return pcoll_join(g->h) ? pcoll_fail(g, "pcoll_join") : 0;
 }
 /* 1: rounds to apply (eg_next); 0: every rank has joined and every round was handed out; -1 error. */
 int eg_drain(eg_t *g) {
     int rc = pcoll_wait(g->h, PCOLL_WAIT_NEWER, g->t_abort + 5, NULL);
     if (rc == PCOLL_OK) return 1;
     if (rc == PCOLL_DONE) return 0;
-    snprintf(g->err, sizeof g->err, "rank %d: pcoll_wait (epoch end): %s", g->me, pcoll_last_error(g->h));
-    return -1;
+    return pcoll_fail(g, "pcoll_wait (epoch end)");
 }
 
 /* Collective, after eg_drain returned 0: the controller's end (its decisions checked equal on every

@@ -8,6 +8,7 @@
                  counted and summed by the C library), no streak above tau; writes DIR/py_run_MODE.json
   refuse         bad tau, models that differ, quorum > P, Adam, a bad mode: refused on every rank
   kill           rank 1 kills itself mid-training (the job must end non-zero in bounded time)
+  hang           rank 1 stops itself (SIGSTOP): libpcoll's liveness names it, the package aborts
 Tiny model and data; one intra-op thread per rank."""
 import os
 import signal
@@ -140,14 +141,14 @@ def refuse():
     fail("mode bogus was not refused")
 
 
-def kill():
+def kill(sig=signal.SIGKILL):
     rank, size = eager_sgd.init()
     m = model_of()
     opt = eager_sgd.DistributedOptimizer(torch.optim.SGD(m.parameters(), lr=0.1), m, mode="majority", tau=TAU,
                                          t_abort=20)
     for s in range(1000):
         if s == 5 and rank == 1:
-            os.kill(os.getpid(), signal.SIGKILL)
+            os.kill(os.getpid(), sig)
         x, y = batch(rank, 0, s)
         opt.zero_grad()
         torch.nn.functional.cross_entropy(m(x), y).backward()
@@ -158,4 +159,4 @@ def kill():
 if __name__ == "__main__":
     case = sys.argv[1]
     {"ddp": lambda: ddp(sys.argv[2]), "partial": lambda: partial(sys.argv[2], sys.argv[3]),
-     "refuse": refuse, "kill": kill}[case]()
+     "refuse": refuse, "kill": kill, "hang": lambda: kill(signal.SIGSTOP)}[case]()

@@ -7,6 +7,7 @@
 #   mismatch RANK           a replica made to differ on RANK (test aid): every rank names RANK
 #   lost RANK               RANK drops one round (test aid): the epoch's hash check names RANK
 #   kill                    rank 1 SIGKILLs itself: the job ends non-zero within 60 s
+#   hang                    rank 1 SIGSTOPs itself: the others name it and abort (t_abort 20 s) within 90 s
 #   job                     jobs/torch.sbatch via jobs/local.sh (examples/fmnist_resnet.py), run file valid
 # Exit 77 (skip) without the venv's torch or the library.
 set -u
@@ -51,6 +52,14 @@ case $1 in
       jobs/local.sh jobs/torch.sbatch --limit-train 1024 --limit-test 256 >"$out" 2>&1 || { cat "$out"; exit 1; }
     grep '^epoch 1' "$out"
     "$B/bin/pcoll-validate" results/schema/run.schema.json "$LOGDIR/py_job/torch/t/majority.json" ;;
+  hang)  # check.py's t_abort is 20 s: the stall watchdog's bound, then the abort
+    t0=$(date +%s)
+    run hang && { cat "$out"; echo "run.sh: the job survived a stopped rank"; exit 1; }
+    el=$(( $(date +%s) - t0 ))
+    grep -q 'SILENT (dead or hung, no heartbeat): rank 1\|eager_sgd: rank [0-9]*: .*rank 1' "$out" ||
+      { cat "$out"; echo "run.sh: no line names the stopped rank 1"; exit 1; }
+    [ "$el" -le 90 ] || { cat "$out"; echo "run.sh: the job took ${el}s to end after rank 1 stopped"; exit 1; }
+    echo "hang: the job ended non-zero ${el}s after start, rank 1 named silent" ;;
   kill)
     t0=$(date +%s)
     run kill && { cat "$out"; echo "run.sh: the job survived a killed rank"; exit 1; }
