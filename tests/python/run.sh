@@ -11,7 +11,7 @@
 #   job                     jobs/torch.sbatch via jobs/local.sh (examples/fmnist_resnet.py), run file valid
 # Exit 77 (skip) without the venv's torch or the library.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 2
 # the venv: $B's, else that of the tree the second MPI family's tree ($B-mpich, $B-openmpi) sits beside
 for d in "$B" "${B%-mpich}" "${B%-openmpi}"; do PY=$d/venv/bin/python3; [ -x "$PY" ] && break; done
 [ -x "$PY" ] && "$PY" -c 'import torch' 2>/dev/null || { echo "skip: no PyTorch in $B/venv (make test makes it)"; exit 77; }
