@@ -302,9 +302,10 @@ int eg_rank(eg_t *g) { return g->me; }
 int eg_size(eg_t *g) { return g->P; }
 const char *eg_data_path(eg_t *g) { return g->h ? pcoll_data_path(g->h) : ""; }
 
-/* Collective: the epoch's handle and controller. Returns 0, or -1 with the line in eg_error
- * (the same on every rank). */
-int eg_begin(eg_t *g, int epoch) {
+/* Collective: the epoch's handle and controller; since_s: how long ago this rank's step began
+ * (the first deposit's cycle time counts from there, as eager-train's from the epoch's start).
+ * Returns 0, or -1 with the line in eg_error (the same on every rank). */
+int eg_begin(eg_t *g, int epoch, double since_s) {
     if (g->h) return snprintf(g->err, sizeof g->err, "eg_begin: the epoch %d is still open", g->epoch), -1;
     int rc = pcoll_create(MPI_COMM_WORLD, g->n, g->mem, &g->pc, &g->h);
     char e[600];
@@ -318,7 +319,7 @@ int eg_begin(eg_t *g, int epoch) {
     if (ctl_start(g->h, &g->cc, &g->ctl))
         return snprintf(g->err, sizeof g->err, "ctl_start failed on rank %d", g->me), -1;
     g->epoch = epoch;
-    g->t_dep = MPI_Wtime();
+    g->t_dep = MPI_Wtime() - (since_s > 0 ? since_s : 0);
     for (int i = C_E_ROUNDS; i <= C_E_MAX_STREAK; i++) g->c[i] = 0;
     return 0;
 }

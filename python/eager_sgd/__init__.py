@@ -155,7 +155,7 @@ class DistributedOptimizer:
         if lib.eg_new(mode.encode(), int(tau), int(seed), self.n, 0, float(t_abort), out, len(out), ctypes.byref(g)):
             raise EagerSGDError(out.value.decode())
         self.g, self.tau, self.seed = g, tau, seed
-        self.epoch, self.open, self.t_last = 0, False, None
+        self.epoch, self.open, self.t_last = 0, False, time.time()  # t_last: where this rank's next step began
         self.t_start = time.time()
         self.date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         self.epochs, self.curve = [], []
@@ -192,7 +192,11 @@ class DistributedOptimizer:
         return self.opt.param_groups
 
     def state_dict(self):
+        """The wrapped SGD's state (momentum buffers); the controller's carried state is not in it."""
         return self.opt.state_dict()
+
+    def load_state_dict(self, state):
+        self.opt.load_state_dict(state)
 
     def step(self, closure=None):
         """Deposits this rank's gradients and applies every round completed meanwhile (a rank
@@ -200,9 +204,9 @@ class DistributedOptimizer:
         loss = closure() if closure is not None else None
         t0 = time.time()
         if not self.open:
-            if self.lib.eg_begin(self.g, self.epoch):
+            if self.lib.eg_begin(self.g, self.epoch, t0 - self.t_last):
                 raise EagerSGDError(self.lib.eg_error(self.g).decode())
-            self.open, self.t_last = True, t0
+            self.open = True
         with self.torch.no_grad():
             for p, v in zip(self.params, self.views):
                 if p.grad is None:
@@ -283,7 +287,7 @@ class DistributedOptimizer:
         allreduce, a barrier) belongs in evaluate or after end_epoch, never before it."""
         lib = self.lib
         if not self.open:
-            if lib.eg_begin(self.g, self.epoch):
+            if lib.eg_begin(self.g, self.epoch, 0.0):
                 raise EagerSGDError(lib.eg_error(self.g).decode())
         if lib.eg_join(self.g):
             _fatal(lib.eg_error(self.g).decode())
@@ -326,6 +330,7 @@ class DistributedOptimizer:
                "weights_hash": "%016x" % h, "_t": t_end}
         self.epochs.append(rec)
         self.epoch += 1
+        self.t_last = time.time()  # the next epoch's first step begins after the evaluation
         return {k: v for k, v in rec.items() if not k.startswith("_")}
 
     def report(self, test_top1, test_loss, batches, samples):

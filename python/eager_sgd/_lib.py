@@ -51,7 +51,7 @@ def load(cuda=False):
         "eg_abort": (None, [I]), "eg_mpi_version": (C, [C, SZ]), "eg_agree": (I, [I, C, C, SZ]),
         "eg_same": (I, [U64, C, C, SZ]), "eg_bcast": (I, [P, SZ, I]), "eg_allreduce_sum": (I, [P, SZ, I]),
         "eg_new": (I, [C, I, U64, SZ, I, D, C, SZ, ctypes.POINTER(P)]), "eg_policy": (C, [P, C, SZ]),
-        "eg_data_path": (C, [P]), "eg_begin": (I, [P, I]), "eg_step": (I, [P, P, D, D]),
+        "eg_data_path": (C, [P]), "eg_begin": (I, [P, I, D]), "eg_step": (I, [P, P, D, D]),
         "eg_next": (I, [P, ctypes.POINTER(ctypes.POINTER(ctypes.c_float)), DP, DP]), "eg_join": (I, [P]),
         "eg_drain": (I, [P]), "eg_finish": (I, [P]), "eg_counts": (I, [P, DP, I]), "eg_decision_hash": (U64, [P]),
         "eg_nrecords": (SZ, [P]), "eg_record": (I, [P, SZ, DP, C, SZ]), "eg_nswitches": (SZ, [P]),
