@@ -90,14 +90,15 @@ def main():
 
         def evaluate():  # after the join (end_epoch calls it): its allreduce cannot meet a round
             model.eval()
-            tot = torch.zeros(2, dtype=torch.float64)
+            tot = torch.zeros(3, dtype=torch.float64)
             with torch.no_grad():
                 for k in range(rank * 500, len(yt), P * 500):
                     out = model((xt[k:k + 500].float() / 255 - mean) / std)
                     tot[0] += (out.argmax(1) == yt[k:k + 500]).sum().item()
                     tot[1] += len(yt[k:k + 500])
+                    tot[2] += torch.nn.functional.cross_entropy(out, yt[k:k + 500], reduction="sum").item()
             eager_sgd.allreduce_sum(tot)
-            return None, tot[0].item() / tot[1].item()
+            return tot[2].item() / tot[1].item(), tot[0].item() / tot[1].item()
 
         rec = opt.end_epoch(evaluate=evaluate, train_loss=loss_sum / max(steps, 1), samples=steps * args.batch)
         if rank == 0:

@@ -51,7 +51,7 @@ def main():
     opt = eager_sgd.DistributedOptimizer(sgd, model, mode=own.mode, tau=own.tau, seed=args.seed,
                                          experiment=args.experiment, model_name=ddp_mirror.model_desc(args),
                                          data_name=args.experiment, batch=args.batch, epochs=args.epochs,
-                                         imbalance=args.imbalance, config=cfg)
+                                         imbalance=args.imbalance, config=cfg, curve_every=args.curve_every)
     lim = train.n // P * P
     steps = (lim // P) // args.batch
     if args.max_steps and steps > args.max_steps:
@@ -60,11 +60,12 @@ def main():
     loss_of = torch.nn.functional.cross_entropy if train.classify else torch.nn.functional.mse_loss
     perms = [torch.tensor(ddp_mirror.data_permutation(train.n, args.seed, e)[:lim]) for e in range(args.epochs)]
 
-    def evaluate():
+    def evaluate(n=None):
+        """The first n test samples (all: None), sharded over the ranks as ddp_mirror.py does."""
         model.eval()
         s = torch.zeros(3, dtype=torch.float64)
         with torch.no_grad():
-            idx = torch.arange(rank, test.n, P)
+            idx = torch.arange(rank, min(n or test.n, test.n), P)
             for k in range(0, len(idx), args.batch):
                 x, y = test.batch(idx[k:k + args.batch])
                 out = model(x)
@@ -96,7 +97,8 @@ def main():
             d = args.imb.delay_ms(args.seed, e * steps + s, rank, P, (time.perf_counter() - t0) * 1e3, float(len(y)))
             args.imb.wait(d, e * steps + s)
             opt.step()
-        rec = opt.end_epoch(evaluate=evaluate, train_loss=loss_sum / steps, samples=steps * args.batch, lr=lr)
+        rec = opt.end_epoch(evaluate=evaluate, train_loss=loss_sum / steps, samples=steps * args.batch, lr=lr,
+                            curve_evaluate=lambda: evaluate(args.curve_test))
         top1 = rec["test_top1"]
         if rank == 0:
             print("epoch %d: %.1f s, %d rounds, fresh %.3f, train loss %.4f, test top-1 %s, weights %s"

@@ -112,11 +112,18 @@ class DistributedOptimizer:
     start from rank 0's parameters and buffers. Collective: every rank constructs it with the same
     arguments; a bad mode, a model or arguments that differ across ranks, raise EagerSGDError on
     every rank with one line. CUDA models: the gradients are staged through host memory (the host
-    data path)."""
+    data path).
+
+    curve_every N: the accuracy curve (the run file's curve[], as eager-train --curve-every): a
+    snapshot of the parameters and buffers whenever the gradients applied over all ranks pass a
+    multiple of N (after a round: every replica holds the same weights there), each evaluated at
+    the epoch's end with end_epoch's evaluate (BN statistics averaged over the ranks first), outside
+    the run's clock; the experiment's metadata (experiment, model_name, data_name, batch, epochs,
+    imbalance, config: eager-train's option names) goes into the run file."""
 
     def __init__(self, optimizer, model, mode="adaptive", tau=2, seed=1, t_abort=60.0, broadcast=True,
                  experiment="pytorch", model_name=None, data_name="user", batch=1, epochs=0, imbalance="none",
-                 config=None):
+                 config=None, curve_every=0):
         import torch
         self.torch = torch
         self.rank, self.size = init()
@@ -163,6 +170,7 @@ class DistributedOptimizer:
         self.meta = {"experiment": experiment, "model": model_name or type(model).__name__, "data": data_name,
                      "batch": int(batch), "epochs": int(epochs), "imbalance": imbalance, "config": dict(config or {})}
         self.test_aid = os.environ.get("EAGER_SGD_TEST_BREAK", "")
+        self.curve_every, self._grads, self._snaps = int(curve_every), 0, []
 
     # ------------------------------------------------------------------ collectives on tensors
     def _bcast(self, tensors):
@@ -172,6 +180,35 @@ class DistributedOptimizer:
                 _fatal("rank %d: MPI_Bcast of the initial weights failed" % self.rank)
             with self.torch.no_grad():
                 t.copy_(c)
+
+    def _tensors(self):
+        """What a replica is: the parameters and the floating buffers (BN statistics), in order."""
+        return list(self.model.parameters()) + [b for b in self.model.buffers() if b.is_floating_point()]
+
+    def _rank_max(self, x):
+        v = (ctypes.c_double * self.size)()
+        v[self.rank] = x
+        self.lib.eg_allreduce_sum(v, self.size, 1)
+        return max(v)
+
+    def _curve(self, evaluate):
+        """The epoch's snapshots evaluated (collective: every rank holds the same ones); returns the
+        seconds it took (the slowest rank's), which the run's clock leaves out."""
+        t0 = time.time()
+        here = [t.detach().clone() for t in self._tensors()]
+        for epoch, batches, wall, state in self._snaps:
+            with self.torch.no_grad():
+                for t, v in zip(self._tensors(), state):
+                    t.copy_(v)
+            self._average_buffers()
+            loss, top1 = evaluate()
+            self.curve.append({"epoch": epoch, "batches": batches, "samples": batches * self.meta["batch"],
+                               "wall_s": self._rank_max(wall), "test_top1": top1, "test_loss": float(loss)})
+        with self.torch.no_grad():
+            for t, v in zip(self._tensors(), here):
+                t.copy_(v)
+        self._snaps = []
+        return self._rank_max(time.time() - t0)
 
     def _average_buffers(self):
         """BN running statistics averaged over the ranks at each epoch end, as eager-train does."""
@@ -265,6 +302,10 @@ class DistributedOptimizer:
             for grp, (lr, mu, wd) in zip(self.opt.param_groups, saved):
                 grp["lr"], grp["momentum"], grp["weight_decay"] = lr, mu, wd
                 del grp["_eager_gs"]
+            before, self._grads = self._grads, self._grads + int(round(share.value * self.size))
+            if self.curve_every and self._grads // self.curve_every > before // self.curve_every:
+                self._snaps.append((self.epoch + 1, self._grads, time.time() - self.t_start,
+                                    [t.detach().clone() for t in self._tensors()]))
 
     # ------------------------------------------------------------------ epochs and records
     def counts(self):
@@ -277,12 +318,13 @@ class DistributedOptimizer:
         return dict(zip(names, list(v)))
 
     def end_epoch(self, evaluate=None, test_top1=None, test_loss=None, train_loss=None, train_top1=None, samples=0,
-                  lr=None):
+                  lr=None, curve_evaluate=None):
         """Collective: this rank joins (no more deposits this epoch), every remaining round is
         applied, the controller ends its epoch, BN statistics are averaged, and the replicas'
         weights are hashed and compared (a mismatch raises EagerSGDError on every rank naming the
         ranks that differ from rank 0); then evaluate() is called if given, returning (test_loss,
-        test_top1). Returns the epoch's record (a dict). Until a rank has called end_epoch, the
+        test_top1); curve_evaluate (default: evaluate) evaluates the curve's snapshots (curve_every),
+        its test_loss a number. Returns the epoch's record (a dict). Until a rank has called end_epoch, the
         others' rounds may wait for it: a collective of the script's own (an evaluation's
         allreduce, a barrier) belongs in evaluate or after end_epoch, never before it."""
         lib = self.lib
@@ -305,11 +347,13 @@ class DistributedOptimizer:
         if self.test_aid == "perturb:%d" % self.rank:  # test aid: this rank's replica differs
             with self.torch.no_grad():
                 self.params[0].view(-1)[0] += 1.0
-        h = hash_bytes(list(self.model.parameters()) + [b for b in self.model.buffers() if b.is_floating_point()])
+        h = hash_bytes(self._tensors())
         out = _lib.buf()
         if lib.eg_same(h, ("the replicas' weights hash after epoch %d" % (self.epoch + 1)).encode(), out, len(out)):
             raise EagerSGDError(out.value.decode())
         t_end = time.time()  # the epoch's training and BN average (its evaluation left out, as eager-train)
+        ce = curve_evaluate or evaluate
+        spent = self._curve(ce) if self._snaps and ce is not None else 0.0
         if evaluate is not None:
             test_loss, test_top1 = evaluate()
         c = self.counts()
@@ -327,9 +371,10 @@ class DistributedOptimizer:
                "fresh_fraction": c["epoch_grads"] / (rounds * self.size) if rounds else 0.0,
                "mean_staleness": c["epoch_stale_sum"] / c["epoch_stale_n"] if c["epoch_stale_n"] else 0.0,
                "max_staleness": int(c["epoch_max_stale"]), "max_streak": int(c["epoch_max_streak"]),
-               "weights_hash": "%016x" % h, "_t": t_end}
+               "weights_hash": "%016x" % h, "_t": t_end + spent}
         self.epochs.append(rec)
         self.epoch += 1
+        self.t_start += spent  # the curve's evaluations are outside every later wall time
         self.t_last = time.time()  # the next epoch's first step begins after the evaluation
         return {k: v for k, v in rec.items() if not k.startswith("_")}
 

@@ -89,7 +89,7 @@ def partial1(mode, out):
     opt = eager_sgd.DistributedOptimizer(torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4),
                                          m, mode=mode, tau=TAU, seed=3, experiment="pytest", model_name="mlp",
                                          data_name="random", batch=8, epochs=EPOCHS,
-                                         imbalance="random:k=1,d=30")
+                                         imbalance="random:k=1,d=30", curve_every=10)
     for e in range(EPOCHS):
         for s in range(STEPS):
             x, y = batch(rank, e, s)
@@ -99,10 +99,12 @@ def partial1(mode, out):
             if (7 * s + 3 * e) % size == rank:  # one straggler per step, as imbalance random:k=1
                 time.sleep(0.03)
             opt.step()
-        opt.end_epoch(train_loss=loss.item(), samples=8 * STEPS, test_top1=0.5, test_loss=1.0)
-        opt.report(0.5, 1.0, (e + 1) * STEPS * size, (e + 1) * STEPS * size * 8)
+        opt.end_epoch(evaluate=lambda: (1.0, 0.5), train_loss=loss.item(), samples=8 * STEPS)
     rec = opt.close(out)
     c = opt.counts()
+    got = [p["batches"] for p in rec["curve"]]  # a snapshot after the round that passes k x 10 (rounds <= P)
+    if len(got) != c["grads"] // 10 or any(not 10 * k <= b < 10 * k + size for k, b in enumerate(got, 1)):
+        fail("curve points at %s gradients applied, one just past every 10 wanted" % got)
     lib = eager_sgd._lib.load()
     import ctypes
     v = (ctypes.c_double * 3)(c["deposits"], c["deposited_sum"], c["grads"])
