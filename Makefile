@@ -92,6 +92,7 @@ include collectives/collectives.mk
 -include results/results.mk
 -include trainer/ref/ddp.mk
 -include jobs/jobs.mk
+-include python/python.mk
 
 build-all: $(ALL_BINS) $(TEST_BINS)
 

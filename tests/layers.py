@@ -27,6 +27,7 @@ ALLOWED = {  # folder -> the folders its sources may include (besides its own)
                 'collectives/sim', 'common'],
     'trainer/ref': ['trainer/nn', 'collectives/sim', 'common'],
     'results': ['common'],
+    'python/csrc': ['collectives', 'controller', 'trainer/nn', 'common'],
 }
 CIRCLE_FOLDERS = ['trainer', 'controller', 'collectives']
 SRC = re.compile(r'\.(c|h|cu|cuh)$')

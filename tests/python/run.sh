@@ -1,0 +1,70 @@
+#!/bin/bash
+# run.sh CASE: one check of the PyTorch package (tests/python/check.py) under $MPIRUN with 4 ranks,
+# in $B/venv's python with $B/libeager.so (tests/python.tests; tests/run.sh sets B, MPIRUN, LOGDIR).
+#   ddp | partial M/M/..    check.py passes (partial: each mode's run file valid against run.schema.json)
+#   refuse                  each refusal's line on every rank; the last, uncaught, ends the job
+#                           non-zero with one line per rank and no traceback
+#   mismatch RANK           a replica made to differ on RANK (test aid): every rank names RANK
+#   lost RANK               RANK drops one round (test aid): the epoch's hash check names RANK
+#   kill                    rank 1 SIGKILLs itself: the job ends non-zero within 60 s
+#   hang                    rank 1 SIGSTOPs itself: the others name it and abort (t_abort 20 s) within 90 s
+#   job                     jobs/torch.sbatch via jobs/local.sh (examples/fmnist_resnet.py), run file valid
+# Exit 77 (skip) without the venv's torch or the library.
+set -u
+cd "$(dirname "$0")/../.." || exit 2
+# the venv: $B's, else that of the tree the second MPI family's tree ($B-mpich, $B-openmpi) sits beside
+for d in "$B" "${B%-mpich}" "${B%-openmpi}"; do PY=$d/venv/bin/python3; [ -x "$PY" ] && break; done
+[ -x "$PY" ] && "$PY" -c 'import torch' 2>/dev/null || { echo "skip: no PyTorch in $B/venv (make test makes it)"; exit 77; }
+[ -f "$B/libeager.so" ] || { echo "skip: no $B/libeager.so (not built under SAN)"; exit 77; }
+export EAGER_SGD_LIB=$PWD/$B/libeager.so OMP_NUM_THREADS=1 PYTHONWARNINGS=ignore
+out=$LOGDIR/py_$1_$(echo "${2:-}" | tr /: __).out
+run() { $MPIRUN -np 4 "$PY" tests/python/check.py "$@" >"$out" 2>&1; }
+# every one of the 4 ranks printed the line $1 (fixed string) once, and the job failed
+all_ranks() {
+  local n; n=$(grep -oF -- "$1" "$out" | wc -l)  # occurrences: two ranks' lines may share one line of the log
+  [ "$n" = 4 ] || { cat "$out"; echo "run.sh: '$1' on $n of 4 ranks"; exit 1; }
+  ! grep -q Traceback "$out" || { cat "$out"; echo "run.sh: a traceback instead of one line"; exit 1; }
+}
+case $1 in
+  ddp) d=$(cd "$LOGDIR" && pwd); rm -f "$d/rendezvous"; run ddp "$d" || { cat "$out"; exit 1; }; tail -1 "$out" ;;
+  partial)
+    run partial "$2" "$LOGDIR" || { cat "$out"; exit 1; }
+    grep '^partial' "$out"
+    for m in ${2//\// }; do "$B/bin/pcoll-validate" results/schema/run.schema.json "$LOGDIR/py_run_${m/:/_}.json" || exit 1; done ;;
+  refuse)
+    run refuse && { cat "$out"; echo "run.sh: refuse: the job succeeded"; exit 1; }
+    all_ranks "refused tau: tau -1: must be >= 0 (0: no bound) (on every rank)"
+    all_ranks "refused model: the model (its parameters' names and shapes) differs across ranks: rank 0 has"
+    all_ranks "(ranks differing from rank 0: 2)"
+    all_ranks "refused quorum: mode 'quorum:5': quorum 5 is more than the 4 ranks of this run (1..4) (on every rank)"
+    all_ranks "refused adam: the optimizer is Adam: eager_sgd wraps torch.optim.SGD (on every rank)"
+    all_ranks "eager_sgd: mode 'bogus': unknown policy 'bogus'"
+    echo "refuse: 5 refusals, each on all 4 ranks; the uncaught one ended the job non-zero" ;;
+  mismatch|lost)
+    aid=perturb; [ "$1" = lost ] && aid=skip-round
+    EAGER_SGD_TEST_BREAK=$aid:$2 run partial majority "$LOGDIR/py_broken.json" &&
+      { cat "$out"; echo "run.sh: $1 on rank $2 went unnoticed"; exit 1; }
+    all_ranks "the replicas' weights hash after epoch 1 differs across ranks" &&
+      all_ranks "(ranks differing from rank 0: $2)" ;;
+  job)
+    [ -d /usr/share/datasets/fashion-mnist ] || { echo "skip: no Fashion-MNIST (apt-get install dataset-fashion-mnist)"; exit 77; }
+    MODE=majority EPOCHS=1 RANKS=4 THREADS=1 OUT=$PWD/$LOGDIR/py_job PCOLL_JOB_ID=t B=$B PY=$PY \
+      jobs/local.sh jobs/torch.sbatch --limit-train 1024 --limit-test 256 >"$out" 2>&1 || { cat "$out"; exit 1; }
+    grep '^epoch 1' "$out"
+    "$B/bin/pcoll-validate" results/schema/run.schema.json "$LOGDIR/py_job/torch/t/majority.json" ;;
+  hang)  # check.py's t_abort is 20 s: the stall watchdog's bound, then the abort
+    t0=$(date +%s)
+    run hang && { cat "$out"; echo "run.sh: the job survived a stopped rank"; exit 1; }
+    el=$(( $(date +%s) - t0 ))
+    grep -q 'SILENT (dead or hung, no heartbeat): rank 1\|eager_sgd: rank [0-9]*: .*rank 1' "$out" ||
+      { cat "$out"; echo "run.sh: no line names the stopped rank 1"; exit 1; }
+    [ "$el" -le 90 ] || { cat "$out"; echo "run.sh: the job took ${el}s to end after rank 1 stopped"; exit 1; }
+    echo "hang: the job ended non-zero ${el}s after start, rank 1 named silent" ;;
+  kill)
+    t0=$(date +%s)
+    run kill && { cat "$out"; echo "run.sh: the job survived a killed rank"; exit 1; }
+    el=$(( $(date +%s) - t0 ))
+    [ "$el" -le 60 ] || { cat "$out"; echo "run.sh: the job took ${el}s to end after rank 1 died"; exit 1; }
+    echo "kill: the job ended non-zero ${el}s after start (rank 1 killed at its step 5)" ;;
+  *) echo "run.sh: unknown case $1"; exit 2 ;;
+esac
