@@ -17,9 +17,7 @@ Exit 0 pass, 1 fail (one line per failed check), 77 skip (no torch/torchvision/a
 import contextlib
 import importlib.util
 import io
-import math
 import os
-import re
 import shutil
 import signal
 import struct
@@ -45,7 +43,7 @@ except ImportError as e:
 
 CLASSES = ['ApplyEyeMakeup', 'Basketball']
 FRAMES = {('ApplyEyeMakeup', 1): 2, ('ApplyEyeMakeup', 2): 3, ('Basketball', 1): 4, ('Basketball', 2): 5}
-KILL_S = 1.0  # the long video of the kill tests takes about this long at the speed run 2 measured
+LONG_T = 200  # frames of the long video of the kill tests
 
 
 T0 = time.time()
@@ -189,10 +187,9 @@ def main():
         check(all((os.stat(p).st_ino, os.stat(p).st_mtime_ns) == v for p, v in st.items()),
               'a rerun leaves the finished files untouched')
 
-        m = re.search(r'1 extracted \((\d+) frames, ([\d.]+) s', r.stderr)
-        fps = int(m.group(1)) / max(float(m.group(2)), 1e-3) if m else 0
-        long_t = min(max(24, math.ceil(fps * KILL_S)), 5000)
-        print(f'run 2: {fps:.1f} frames/s: the long video has {long_t} frames')
+        # The kill tests signal once the long video's .part holds features (not after a time), so
+        # a fixed length does at any speed: 200 frames are 100 batches of 2 after the first.
+        long_t = LONG_T
 
         # 3. other settings refused; the default size is the paper's 299
         r = run(vids, lists, out, size=None)
