@@ -8,7 +8,7 @@ TRAIN_SRCS := trainer/main.c trainer/setup.c trainer/datasplit.c trainer/epoch.c
               trainer/curve.c trainer/gradstats.c trainer/runlog.c trainer/end.c trainer/run.c trainer/output.c trainer/crash.c trainer/watchdog.c \
               trainer/backend.c trainer/backend_host.c trainer/backend_cpu.c \
               $(if $(TRAIN_CUDA),trainer/backend_cuda.c,) \
-              trainer/config.c trainer/metrics.c trainer/checkpoint.c trainer/dealer.c trainer/warmup_plan.c
+              trainer/config.c trainer/metrics.c trainer/checkpoint.c trainer/dealer.c trainer/warmup_plan.c trainer/warmup.c
 TRAIN_OBJS := $(patsubst %.c,$(B)/%.o,$(TRAIN_SRCS)) $(B)/collectives/sim/imbalance.o
 TRAIN_BIN  := $(B)/bin/eager-train
 ALL_BINS   += $(TRAIN_BIN)
