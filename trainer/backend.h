@@ -60,6 +60,15 @@ typedef struct {
     int (*save)(backend_t *b, const char *dir, const ckpt_meta_t *meta, char *path, size_t plen, char *err,
                 size_t n);
     int (*load)(backend_t *b, const char *dir, ckpt_meta_t *meta, char *err, size_t n);
+    /* The warm-up, once before the run's first collective (docs/DESIGN.md#warm-up): runs batch[i],
+     * i < nb, as the run will (training[i]: a training step, else an evaluation forward), so that
+     * the backend's one-time work (cuda: cuDNN's algorithm searches, workspace sizing, the CUDA
+     * graph's capture) is done; parameters, momentum and BN statistics are left as they were
+     * (cuda: BN statistics restored, the rest not written). *fingerprint: what it chose (cuda:
+     * the convolution algorithms at the training batch size), equal on ranks that chose alike.
+     * NULL: nothing to warm up (cpu). */
+    int (*warmup)(backend_t *b, const nn_batch_t *batch, const int *training, int nb, uint64_t *fingerprint,
+                  char *err, size_t n);
     /* Adds the backend's own fields to the run's JSON object (rank 0, at the run's end); NULL:
      * none. */
     void (*add_json)(backend_t *b, struct json_t *run);

@@ -84,4 +84,5 @@ const backend_ops_t backend_cpu = {
     .from_host = cpu_copy,
     .save = cpu_save,
     .load = cpu_load,
+    .warmup = NULL, /* nothing is chosen or sized at a first step: no warm-up */
 };

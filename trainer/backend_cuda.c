@@ -24,6 +24,7 @@ typedef struct {
     nn_cuda_model_t *g;
     rank_gpu_t *gpus; /* rank 0: every rank's, by rank (the run JSON) */
     int P;
+    int warm_n; /* the warm-up's training batch size (0: none ran) */
 } cuda_backend_t;
 
 static nn_cuda_model_t *gpu(const backend_t *b) { return ((const cuda_backend_t *)b)->g; }
@@ -114,6 +115,16 @@ static int cuda_train_step(backend_t *b, const nn_batch_t *batch, long step, cha
     return fail(b, nn_cuda_sync(gpu(b)), "cuda", err, n);
 }
 
+/* nn_cuda_warmup; the fingerprint: the convolution algorithms at the training batch size (the
+ * last shape, warmup_plan.h) */
+static int cuda_warmup(backend_t *b, const nn_batch_t *batch, const int *training, int nb, uint64_t *fp,
+                       char *err, size_t n) {
+    if (fail(b, nn_cuda_warmup(gpu(b), batch, training, nb), "warm-up (cuda)", err, n)) return -1;
+    ((cuda_backend_t *)b)->warm_n = nb ? batch[nb - 1].n : 0;
+    *fp = nn_cuda_algo_hash(gpu(b), ((cuda_backend_t *)b)->warm_n);
+    return 0;
+}
+
 static const float *cuda_grads(backend_t *b) { return nn_cuda_grads(gpu(b)); }
 static double cuda_loss(const backend_t *b) { return nn_cuda_loss(gpu(b)); }
 static int cuda_top1(const backend_t *b) { return nn_cuda_top1(gpu(b)); }
@@ -183,6 +194,14 @@ static void cuda_add_json(backend_t *b, json_t *run) {
         json_object_set_new(env, "gpus", a);
     else
         json_decref(a);
+    json_t *w = json_object_get(run, "warmup"); /* rank 0's searches and growths, late ones apart */
+    nn_cuda_warm_stats_t ws;
+    nn_cuda_warm_stats(gpu(b), cb->warm_n, &ws);
+    if (w)
+        json_object_update_new(w, json_pack("{s:I, s:I, s:I, s:I, s:I}", "searches", (json_int_t)ws.searches,
+                                            "late_searches", (json_int_t)ws.late_searches, "grows",
+                                            (json_int_t)ws.grows, "late_grows", (json_int_t)ws.late_grows,
+                                            "workspace_bytes", (json_int_t)ws.ws_bytes));
 }
 
 const backend_ops_t backend_cuda = {
@@ -190,6 +209,7 @@ const backend_ops_t backend_cuda = {
     .mem = PCOLL_MEM_DEVICE,
     .open = cuda_open,
     .close = cuda_close,
+    .warmup = cuda_warmup,
     .train_step = cuda_train_step,
     .grads = cuda_grads,
     .loss = cuda_loss,

@@ -35,6 +35,7 @@ int main(int argc, char **argv) {
     run_resume(&r);
     run_set_rounds(&r);
     runlog_open(&r, argc, argv);
+    run_warmup(&r); /* the backend's one-time work (cuDNN searches, graph capture), before any round */
 
     r.t_start = run_now() - r.wall0;
     for (int epoch = r.epoch0; epoch < r.cfg.epochs; epoch++) {

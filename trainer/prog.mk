@@ -8,7 +8,7 @@ TRAIN_SRCS := trainer/main.c trainer/setup.c trainer/datasplit.c trainer/epoch.c
               trainer/curve.c trainer/gradstats.c trainer/runlog.c trainer/end.c trainer/run.c trainer/output.c trainer/crash.c trainer/watchdog.c \
               trainer/backend.c trainer/backend_host.c trainer/backend_cpu.c \
               $(if $(TRAIN_CUDA),trainer/backend_cuda.c,) \
-              trainer/config.c trainer/metrics.c trainer/checkpoint.c trainer/dealer.c
+              trainer/config.c trainer/metrics.c trainer/checkpoint.c trainer/dealer.c trainer/warmup_plan.c trainer/warmup.c
 TRAIN_OBJS := $(patsubst %.c,$(B)/%.o,$(TRAIN_SRCS)) $(B)/collectives/sim/imbalance.o
 TRAIN_BIN  := $(B)/bin/eager-train
 ALL_BINS   += $(TRAIN_BIN)
@@ -34,6 +34,11 @@ $(B)/tests/trainer/test_dealer: tests/trainer/test_dealer.c $(B)/trainer/dealer.
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
 TEST_BINS += $(B)/tests/trainer/test_dealer
+
+$(B)/tests/trainer/test_warmup_plan: tests/trainer/test_warmup_plan.c $(B)/trainer/warmup_plan.o
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
+TEST_BINS += $(B)/tests/trainer/test_warmup_plan
 
 $(B)/tests/trainer/test_output: tests/trainer/test_output.c $(B)/trainer/output.o
 	@mkdir -p $(dir $@)

@@ -94,6 +94,7 @@ typedef struct run {
     int P, me;                   /* world size and this rank */
     int local_rank, local_ranks; /* on this host */
     const char *data_path;       /* libpcoll's data path of the latest handle (pcoll_data_path) */
+    struct json_t *warm_json;    /* rank 0: the run JSON's "warmup" (run_warmup), until written */
     int threads;                 /* compute threads of this rank */
     data_set_t *train, *test;
     nn_model_t *model; /* host model: the CPU backend trains it, others mirror it */

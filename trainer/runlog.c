@@ -470,6 +470,7 @@ int runlog_finish(run_t *r, const char *exit_reason, int collective) {
         set(l->root, "summary", summary_json(r, wall, strag, exit_reason));
         if (r->data_path)
             set(json_object_get(l->root, "environment"), "data_path", json_string(r->data_path));
+        if (r->warm_json) set(l->root, "warmup", r->warm_json), r->warm_json = NULL;
         if (r->be && r->be->ops->add_json) r->be->ops->add_json(r->be, l->root);
         failed = write_result(r, exit_reason);
         if (!failed && !exit_reason && !r->cfg.quiet) {

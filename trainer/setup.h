@@ -19,5 +19,11 @@ void run_set_optimiser(run_t *r); /* SGD and the lr schedule */
 void run_open_backend(run_t *r);  /* --device */
 void run_resume(run_t *r);        /* --resume: model, epoch and wall time from the checkpoint */
 void run_set_rounds(run_t *r);    /* controller, libpcoll and imbalance configuration */
+/* Collective, once before the first pcoll_create (warmup.c, docs/DESIGN.md#warm-up): the
+ * backend's warm-up on every shape the run will run, in the watchdog's phase "warm-up" bounded by
+ * the controller's first-deposit bound (max(t_first, --t-abort)), then every rank agrees it
+ * succeeded (a failure ends every rank, the failing one naming why). Rank 0 keeps the run JSON's
+ * "warmup" (each rank's seconds and fingerprint, the shapes) in r->warm_json. */
+void run_warmup(run_t *r);
 
 #endif

@@ -53,6 +53,7 @@ struct watch {
     int k, in, depth, rounds;
     char name[NAME_LEN];
     double t_phase; /* when phase k was entered (or left) */
+    double until;   /* phase k's deadline (watch_enter_until), 0: --t-abort's rules */
     /* this thread */
     double tick;                /* its last wake-up */
     double frozen_s, frozen_at; /* its last absence longer than --t-warn, and when it ended */
@@ -180,21 +181,30 @@ static void judge_peers(struct watch *w, double t) {
                      w->name, *w->name ? "'" : "");
     double worst;
     int nsus = suspects(w, t, s + k, sizeof s - k, &worst);
-    int lagging = w->in && t - w->t_phase > w->t_warn;
-    if (!nsus || (!lagging && worst == 0)) { /* nobody silent; nobody late for long */
+    /* a phase with a deadline: peers late into it are waited for up to the deadline (warned about
+     * after the same share of it as --t-warn is of --t-abort), and this rank ends the job itself
+     * once it has been in the phase that long, whoever it waits for */
+    const double bound = w->in && w->until > 0 ? w->until : w->t_abort;
+    const double warn = w->in && w->until > 0 ? w->t_warn * w->until / w->t_abort : w->t_warn;
+    const int over = w->in && w->until > 0 && t - w->t_phase > w->until;
+    int lagging = w->in && t - w->t_phase > warn;
+    if (!over && (!nsus || (!lagging && worst == 0))) { /* nobody silent; nobody late for long */
         w->next_warn = 0;
         return;
     }
-    if (worst > w->t_abort || (w->in && t - w->t_phase > w->t_abort)) {
+    if (over || worst > w->t_abort || (w->in && t - w->t_phase > bound)) {
         size_t m = strlen(s);
-        snprintf(s + m, sizeof s - m, "; aborting the job (--t-abort %g s)", w->t_abort);
+        if (w->in && w->until > 0)
+            snprintf(s + m, sizeof s - m, "; aborting the job (the phase's deadline %g s)", w->until);
+        else
+            snprintf(s + m, sizeof s - m, "; aborting the job (--t-abort %g s)", w->t_abort);
         w->aborting = 1;
         int log_free = w->in && !w->log_owned;
         pthread_mutex_unlock(&w->mu);
         abort_job(w, s, log_free);
     }
     if (t < w->next_warn) return;
-    w->next_warn = t + w->t_warn;
+    w->next_warn = t + warn;
     fprintf(stderr, "%s\n", s);
     fflush(stderr);
 }
@@ -322,16 +332,19 @@ static void test_pause(struct watch *w, const char *phase) {
     while (nanosleep(&ts, &ts)) continue;
 }
 
-void watch_enter(run_t *r, const char *phase) {
+void watch_enter_until(run_t *r, const char *phase, double deadline) {
     struct watch *w = r->watch;
     if (!w) return;
     if (w->depth++) return; /* inside a phase already: it goes on */
     test_pause(w, phase);
     pthread_mutex_lock(&w->mu);
     w->k++, w->in = 1, w->t_phase = now_s(), w->next_warn = 0;
+    w->until = deadline > 0 ? deadline : 0;
     snprintf(w->name, NAME_LEN, "%s", phase);
     pthread_mutex_unlock(&w->mu);
 }
+
+void watch_enter(run_t *r, const char *phase) { watch_enter_until(r, phase, 0); }
 
 void watch_leave(run_t *r) {
     struct watch *w = r->watch;

@@ -18,6 +18,12 @@ void watch_bounds(run_t *r, double t_warn, double t_abort); /* --t-warn, --t-abo
 /* This rank now waits in the collective(s) named phase, until watch_leave. Nested calls belong to
  * the outer phase. watch_leave never returns once the watchdog is ending the job. */
 void watch_enter(run_t *r, const char *phase);
+/* watch_enter for a phase that holds local work as long as its own (the warm-up's cuDNN searches
+ * and graph capture), bounded by deadline seconds (> 0) instead of --t-abort: a live peer that
+ * has not reached the phase is waited for up to deadline, and this rank ends the job once it has
+ * been in the phase for deadline, whatever it waits for (the bound on work that never ends while
+ * every rank is in the same phase, where no peer would judge). <= 0: watch_enter. */
+void watch_enter_until(run_t *r, const char *phase, double deadline);
 void watch_leave(run_t *r);
 /* on = 1: in the training rounds, where libpcoll and the controller judge the peers. */
 void watch_rounds(run_t *r, int on);

@@ -11,15 +11,7 @@
 #include <string.h>
 
 static int fails;
-#define CHECK(c, ...)                                                            \
-    do {                                                                         \
-        if (!(c)) {                                                              \
-            fails++;                                                             \
-            fprintf(stderr, "CHECK failed %s:%d: %s: ", __FILE__, __LINE__, #c); \
-            fprintf(stderr, __VA_ARGS__);                                        \
-            fputc('\n', stderr);                                                 \
-        }                                                                        \
-    } while (0)
+#include "tests/trainer/check.h"
 
 static uint64_t rng = 88172645463325252ull;
 static double u01(void) {

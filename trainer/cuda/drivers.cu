@@ -112,7 +112,7 @@ int run_backward(nn_cuda_model_t *m) {
             if (l->need_din)
                 acc = dslot_ow(m, l->in, &din);
             else { /* BN on the raw input: cuDNN still writes dx; send it to the workspace */
-                TRY(grow_ws(m, cnt * sizeof(float)));
+                TRY(grow_ws(m, cnt * sizeof(float), l->name));
                 din = (float *)m->ws;
             }
             DNN(cudnnBatchNormalizationBackward(m->dnn, CUDNN_BATCHNORM_SPATIAL, &ONE, acc ? &ONE : &ZERO,

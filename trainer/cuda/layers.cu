@@ -27,25 +27,42 @@ int dslot_ow(nn_cuda_model_t *m, int s, float **p) {
     return acc;
 }
 
-/* Grows the shared cuDNN workspace to at least need bytes (12.5% headroom).  A reallocation
- * bumps ws_gen: a graph captured before it holds the freed block and must not replay
- * (nn_cuda_graph_replayable; step.cu drops it before the next step). */
-int grow_ws(nn_cuda_model_t *m, size_t need) {
-    if (need <= m->ws_size) return NN_OK;
+/* Stream-ordered growth (docs/DESIGN.md#warm-up): the old block is freed on m->st after the work
+ * queued before that uses it, the new one allocated on m->st for the work queued after; unlike
+ * cudaFree, neither waits for the whole device (an NCCL reduction of libpcoll's engine in flight
+ * on another stream).  The warm-up sizes every buffer for the run's shapes, so a growth after it
+ * is a shape the warm-up did not foresee: said on stderr, counted (nn_cuda_warm_stats). */
+int grow_async(nn_cuda_model_t *m, void **p, size_t *size, size_t need, const char *who, const char *what) {
+    if (need <= *size) return NN_OK;
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     CK(cudaStreamIsCapturing(m->st, &cs));
     if (cs != cudaStreamCaptureStatusNone) {
-        seterr(m, "internal: workspace growth to %zu bytes during graph capture", need);
+        seterr(m, "internal: %s: %s growth to %zu bytes during graph capture", who, what, need);
         return NN_CUDA_ERR;
     }
-    CK(cudaStreamSynchronize(m->st));
-    if (m->ws) CK(cudaFree(m->ws));
-    m->ws = NULL;
-    m->ws_size = 0;
+    m->grows++;
+    if (m->warmed) {
+        m->late_grows++;
+        fprintf(stderr,
+                "nn_cuda: %s: %s grows from %zu to %zu bytes after the warm-up (a shape it did not run; "
+                "stream-ordered, no device-wide wait)\n",
+                who, what, *size, need);
+    }
+    if (*p) CK(cudaFreeAsync(*p, m->st));
+    *p = NULL;
+    *size = 0;
+    CK(cudaMallocAsync(p, need, m->st));
+    *size = need;
+    return NN_OK;
+}
+
+/* Grows the shared cuDNN workspace to at least need bytes (12.5% headroom).  A reallocation
+ * bumps ws_gen: a graph captured before it holds the freed block and must not replay
+ * (nn_cuda_graph_replayable; step.cu drops it before the next step). */
+int grow_ws(nn_cuda_model_t *m, size_t need, const char *who) {
+    if (need <= m->ws_size) return NN_OK;
+    TRY(grow_async(m, &m->ws, &m->ws_size, need + (need >> 3), who, "cuDNN workspace"));
     m->ws_gen++;
-    size_t sz = need + (need >> 3);
-    CK(cudaMalloc(&m->ws, sz));
-    m->ws_size = sz;
     return NN_OK;
 }
 
@@ -102,6 +119,8 @@ static int may_search(nn_cuda_model_t *m, const nn_layer_t *l) {
         return NN_CUDA_ERR;
     }
     CK(cudaStreamSynchronize(m->st));
+    m->searches++;
+    if (m->warmed) m->late_searches++;
     DNN(cudnnSetConvolutionMathType(m->gl[l - m->layers].cd, conv_math(m)));
     return NN_OK;
 }
@@ -151,7 +170,7 @@ static const char *const KIND_NAME[] = {"forward", "backward-data", "backward-fi
         algo_out = perf[k_].algo;                                                                         \
         math_out = run_math(m, perf[k_].mathType);                                                        \
         ws_out = w_;                                                                                      \
-        TRY(grow_ws(m, ws_out));                                                                          \
+        TRY(grow_ws(m, ws_out, l->name));                                                                 \
     } while (0)
 
 int conv_fwd(nn_cuda_model_t *m, int li) {

@@ -27,19 +27,12 @@ static int rnn_data_descs(nn_cuda_model_t *m, nn_layer_t *l, rnn_t *r, int N, in
     return NN_OK;
 }
 
-static int rnn_reserve(nn_cuda_model_t *m, rnn_t *r) {
+/* workspace and reserve for the current data descriptors (stream-ordered growth, layers.cu) */
+static int rnn_reserve(nn_cuda_model_t *m, const nn_layer_t *l, rnn_t *r) {
     size_t wsz = 0, rsz = 0;
     DNN(cudnnGetRNNTempSpaceSizes(m->dnn, r->desc, CUDNN_FWD_MODE_TRAINING, r->xd, &wsz, &rsz));
-    TRY(grow_ws(m, wsz));
-    if (rsz > r->reserve_size) {
-        CK(cudaStreamSynchronize(m->st));
-        if (r->reserve) CK(cudaFree(r->reserve));
-        r->reserve = NULL;
-        r->reserve_size = 0;
-        CK(cudaMalloc(&r->reserve, rsz));
-        r->reserve_size = rsz;
-    }
-    return NN_OK;
+    TRY(grow_ws(m, wsz, l->name));
+    return grow_async(m, &r->reserve, &r->reserve_size, rsz, l->name, "LSTM reserve");
 }
 
 int rnn_setup(nn_cuda_model_t *m, int li) {
@@ -118,7 +111,7 @@ int rnn_setup(nn_cuda_model_t *m, int li) {
     int rc = rnn_data_descs(m, l, r, MB, T, lens);
     free(lens);
     TRY(rc);
-    return rnn_reserve(m, r);
+    return rnn_reserve(m, l, r);
 }
 
 /* parameter buffer <-> cuDNN weight space when they are not the same memory */
@@ -153,7 +146,7 @@ int lstm_fwd(nn_cuda_model_t *m, int li) {
     nn_layer_t *l = &m->layers[li];
     rnn_t *r = m->gl[li].rnn;
     TRY(rnn_data_descs(m, l, r, m->N, m->T, m->lens_h));
-    TRY(rnn_reserve(m, r));
+    TRY(rnn_reserve(m, l, r));
     CK(cudaMemcpyAsync(r->dlens, m->lens_h, sizeof(int32_t) * m->N, cudaMemcpyHostToDevice, m->st));
     if (!r->alias) TRY(rnn_gather(m, l, r));
     DNN(cudnnRNNForward(m->dnn, r->desc, CUDNN_FWD_MODE_TRAINING, r->dlens, r->xd, ACT(m, l->in), r->yd, r->y,

@@ -154,6 +154,35 @@ typedef struct {
 } nn_cuda_graph_stats_t;
 void nn_cuda_graph_stats(const nn_cuda_model_t *m, nn_cuda_graph_stats_t *s);
 
+/* The warm-up (docs/DESIGN.md#warm-up), once before the run's first collective: runs batch[i],
+ * i < nb, as the run will run that shape: training[i] != 0: nn_cuda_step_graph twice in training
+ * mode (the eager step with the cuDNN algorithm searches and workspace growth, then the capture
+ * and first replay of the graph; models that run eagerly: two eager steps); 0: one nn_cuda_forward
+ * in evaluation mode. Put the evaluation shapes first and the training shape last, so that the
+ * graph is captured after the workspace reached its largest size (trainer/warmup_plan.h). On
+ * return the BN statistics are those before the call (copied aside on the device and back), as
+ * is the training mode; parameters and momentum are not written by these calls; the gradient,
+ * loss and top-k are the last batch's (the next step overwrites them); no random state is used
+ * (dropout descriptors have probability 0). From then on an algorithm search or a buffer growth is
+ * "late" (nn_cuda_warm_stats; a growth says so on stderr, naming the layer and the sizes).
+ * Returns 0, or an error code with the message in nn_cuda_error (the statistics restored where the
+ * device still allowed it). */
+int nn_cuda_warmup(nn_cuda_model_t *m, const nn_batch_t *batch, const int *training, int nb);
+
+typedef struct {
+    uint64_t algo_hash; /* nn_cuda_algo_hash at the warm-up's training batch size */
+    long searches;      /* convolution algorithm searches (a layer's forward, or its backward pair) */
+    long late_searches; /* ... after the warm-up */
+    long grows;         /* workspace / LSTM reserve reallocations (stream-ordered) */
+    long late_grows;    /* ... after the warm-up */
+    size_t ws_bytes;    /* the cuDNN workspace now */
+} nn_cuda_warm_stats_t;
+void nn_cuda_warm_stats(const nn_cuda_model_t *m, int batch, nn_cuda_warm_stats_t *s);
+/* FNV-1a 64 over every convolution layer's chosen algorithms and math types (forward, backward
+ * data, backward filter; -1 where not chosen) at batch size N: equal on two ranks iff they run
+ * the same algorithms at N. */
+uint64_t nn_cuda_algo_hash(const nn_cuda_model_t *m, int N);
+
 double nn_cuda_loss(const nn_cuda_model_t *m);
 int nn_cuda_top1(const nn_cuda_model_t *m);
 int nn_cuda_top5(const nn_cuda_model_t *m);

@@ -120,10 +120,12 @@ struct nn_cuda_model {
     double loss;
     int top1, top5;
     unsigned long long ws_gen; /* +1 per workspace reallocation (a captured graph holds the old one) */
-    cudaEvent_t sgd_ev;        /* nn_cuda_sgd_step_grad: its kernel has read the caller's buffer */
-    int debug;                 /* NN_CUDA_DEBUG=1: wait for every kernel (asynchronous faults by name) */
-    const char *cur_layer;     /* layer being run (debug messages), NULL between passes */
-    int sticky;                /* a failure of a void call (nn_cuda_zero_grad), returned by the next call */
+    int warmed;                /* nn_cuda_warmup has run: a search or growth from now on is late */
+    long searches, late_searches, grows, late_grows; /* nn_cuda_warm_stats */
+    cudaEvent_t sgd_ev;    /* nn_cuda_sgd_step_grad: its kernel has read the caller's buffer */
+    int debug;             /* NN_CUDA_DEBUG=1: wait for every kernel (asynchronous faults by name) */
+    const char *cur_layer; /* layer being run (debug messages), NULL between passes */
+    int sticky;            /* a failure of a void call (nn_cuda_zero_grad), returned by the next call */
     /* graph */
     cudaGraph_t graph;
     cudaGraphExec_t gexec;
@@ -211,7 +213,13 @@ __global__ void k_first_bad(unsigned long long *bad, const float *g, size_t n);
 __global__ void k_fill(float *p, float v, size_t n);
 
 /* ---- layers.cu: workspace, descriptors, algorithms, convolution, fully connected ---- */
-int grow_ws(nn_cuda_model_t *m, size_t need);        /* drops a captured graph when it reallocates */
+/* the shared cuDNN workspace to >= need bytes for `who` (a layer's name), stream-ordered; a
+ * reallocation makes a captured graph stale (ws_gen) */
+int grow_ws(nn_cuda_model_t *m, size_t need, const char *who);
+/* *p (*size bytes) to >= need bytes, stream-ordered (cudaFreeAsync + cudaMallocAsync on m->st: no
+ * device-wide synchronisation); after the warm-up one line on stderr names who, what and the
+ * sizes (what: "cuDNN workspace", "LSTM reserve") */
+int grow_async(nn_cuda_model_t *m, void **p, size_t *size, size_t need, const char *who, const char *what);
 int set_descs(nn_cuda_model_t *m, int li, int N);    /* descriptors of layer li for batch N */
 int dslot_acc(nn_cuda_model_t *m, int s, float **p); /* d(slot) for an accumulating writer */
 int dslot_ow(nn_cuda_model_t *m, int s, float **p);  /* d(slot) for an overwriting writer: acc? */

@@ -299,7 +299,7 @@ static int build(nn_cuda_model_t *m, const nn_model_t *c) {
     TRY(rc);
     /* parameters, momentum, BN statistics from the CPU model */
     TRY(nn_cuda_copy_params_from_host(m, c));
-    TRY(grow_ws(m, (size_t)16 << 20));
+    TRY(grow_ws(m, (size_t)16 << 20, "set-up"));
     /* per-layer descriptors */
     for (int li = 0; li < m->nlayers; li++) {
         nn_layer_t *l = &m->layers[li];

@@ -1,5 +1,6 @@
 // step.cu: the training step of the CUDA backend (eager, or captured once into a CUDA graph and
 // replayed), SGD, the finite check.  See nn_cuda.h for the contracts.
+#include "common/hash.h"
 #include "trainer/cuda/nn_cuda_impl.h"
 
 namespace nncu {
@@ -151,6 +152,70 @@ int nn_cuda_step_graph(nn_cuda_model_t *m, const nn_batch_t *b) {
     CK(cudaGraphLaunch(m->gexec, m->st));
     gs->graph_steps++;
     return finish_results(m);
+}
+
+/* BN statistics: saved aside on the device before the batches, written back after (see nn_cuda.h) */
+int nn_cuda_warmup(nn_cuda_model_t *m, const nn_batch_t *batch, const int *training, int nb) {
+    TRY(take_sticky(m));
+    const int was = m->training;
+    const size_t bytes = m->nbn * sizeof(float);
+    float *saved = NULL;
+    if (bytes) {
+        CK(cudaMalloc(&saved, bytes));
+        cudaError_t e = cudaMemcpyAsync(saved, m->bn_stats, bytes, cudaMemcpyDeviceToDevice, m->st);
+        if (e != cudaSuccess) {
+            cudaFree(saved);
+            seterr(m, "warm-up: saving the BN statistics: %s", cudaGetErrorString(e));
+            return NN_CUDA_ERR;
+        }
+    }
+    int rc = NN_OK;
+    for (int i = 0; i < nb && !rc; i++) {
+        m->training = training[i] ? 1 : 0;
+        rc = training[i] ? nn_cuda_step_graph(m, &batch[i]) : nn_cuda_forward(m, &batch[i]);
+        if (!rc && training[i]) rc = nn_cuda_step_graph(m, &batch[i]);
+    }
+    m->training = was;
+    if (saved) {
+        cudaError_t e = cudaMemcpyAsync(m->bn_stats, saved, bytes, cudaMemcpyDeviceToDevice, m->st);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(m->st);
+        cudaFree(saved); /* the stream has passed the copy: no kernel uses it */
+        if (e != cudaSuccess && !rc) {
+            seterr(m, "warm-up: restoring the BN statistics: %s", cudaGetErrorString(e));
+            rc = NN_CUDA_ERR;
+        }
+    }
+    if (!rc) CK(cudaStreamSynchronize(m->st));
+    m->warmed = !rc;
+    return rc;
+}
+
+uint64_t nn_cuda_algo_hash(const nn_cuda_model_t *m, int N) {
+    uint64_t h = HASH_FNV1A64_INIT;
+    for (int li = 0; li < m->nlayers; li++) {
+        if (m->layers[li].type != L_CONV) continue;
+        const gl_t *g = &m->gl[li];
+        for (int i = 0; i < g->nalgo; i++) {
+            const algo_t *a = &g->algo[i];
+            if (a->N != N) continue;
+            const int v[7] = {li,
+                              a->have_f ? (int)a->f : -1,
+                              a->have_f ? (int)a->fm : -1,
+                              a->have_d ? (int)a->d : -1,
+                              a->have_d ? (int)a->dm : -1,
+                              a->have_w ? (int)a->w : -1,
+                              a->have_w ? (int)a->wm : -1};
+            h = hash_fnv1a64(h, v, sizeof v);
+        }
+    }
+    return h;
+}
+
+void nn_cuda_warm_stats(const nn_cuda_model_t *m, int batch, nn_cuda_warm_stats_t *s) {
+    s->algo_hash = nn_cuda_algo_hash(m, batch);
+    s->searches = m->searches, s->late_searches = m->late_searches;
+    s->grows = m->grows, s->late_grows = m->late_grows;
+    s->ws_bytes = m->ws_size;
 }
 
 int nn_cuda_sgd_step_grad(nn_cuda_model_t *m, const float *dev_grad, const nn_sgd_t *o) {
