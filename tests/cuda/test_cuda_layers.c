@@ -191,7 +191,7 @@ static void rd(FILE *f, void *p, size_t n, const char *file) {
 }
 typedef struct {
     uint64_t nparams, nbn, nout, nsample, state[SR_STEPS], batch[SR_STEPS];
-    int32_t N, nt, draw[SR_STEPS];
+    int32_t N, nt, nrelu, draw[SR_STEPS];
 } sr_head_t;
 
 static void rec_io(FILE *f, int write, const char *file, sr_step_t *s, const sr_head_t *h) {
@@ -207,11 +207,30 @@ static void rec_io(FILE *f, int write, const char *file, sr_step_t *s, const sr_
     IO(s->p, sizeof(float) * h->nsample);
     IO(s->mom, sizeof(float) * h->nsample);
     IO(s->na, (size_t)h->nt);
+    IO(s->nz, sizeof(int32_t) * 2 * (size_t)h->nrelu);
 #undef IO
 }
 
-/* --make-ref: the CPU half of every model (redraw: 0 keeps the first draw, to show the margin check
- * failing) */
+/* the near-zero ReLU pre-activations of a draw, per layer (training / eval forward), on one line:
+ * what a flipped unit can have moved when a check of a ReLU model fails */
+static void sr_print_nz(const nn_model_t *m, int N, const int32_t *nz, int draw, int ndraws) {
+    int nr = sr_relu_count(m), j = 0;
+    long tot = 0;
+    double *rel = malloc(sizeof(double) * (size_t)m->nlayers);
+    sr_relu_margins(m, rel);
+    for (int i = 0; i < 2 * nr; i++) tot += nz[i];
+    printf("     draw %d (fewest of %d): %ld ReLU pre-activations within the fp32 margin of zero%s", draw,
+           ndraws, tot, tot ? " (layer: training/eval, margin x max|x|):" : "");
+    for (int li = 0; li < m->nlayers; li++) {
+        if (!sr_is_relu(&m->layers[li])) continue;
+        if (nz[j] || nz[nr + j]) printf(" %s %d/%d (%.1e)", m->layers[li].name, nz[j], nz[nr + j], rel[li]);
+        j++;
+    }
+    printf("\n");
+    free(rel);
+}
+
+/* --make-ref: the CPU half of every model (redraw: 0 tries draw 0 only; a near tie there fails) */
 static void make_ref(FILE *f, const sr_model_t *d, int redraw) {
     char err[512], what[256];
     nn_model_t *c = mk(d->desc, d->N, err, sizeof err);
@@ -225,32 +244,59 @@ static void make_ref(FILE *f, const sr_model_t *d, int redraw) {
                    .nout = c->nout,
                    .nsample = sr_sample_count(c),
                    .N = d->N,
-                   .nt = c->nptensors};
+                   .nt = c->nptensors,
+                   .nrelu = sr_relu_count(c)};
     sr_step_t *st = calloc(SR_STEPS, sizeof *st);
     nn_sgd_t o = sgd_of(d);
     for (int s = 0; s < SR_STEPS; s++) {
         sr_step_alloc(&st[s], c, d->N);
         sr_batch_t bt;
-        long bad = 0;
-        int draw = 0;
-        for (;; draw++) {
-            sr_batch(&bt, c, d->desc, d->N, d->T, s, draw);
-            h.state[s] = sr_state(c, s);
+        int nr = h.nrelu, ndraws = !redraw ? 1 : nr ? SR_RELU_DRAWS : SR_DRAWS, draw = -1, ties = 0;
+        long fewest = -1;
+        int32_t *nz = calloc(2 * (size_t)nr + 1, sizeof(int32_t));
+        /* the draw: no near tie of the logits (redraw, never widened); among those, the fewest
+         * ReLU pre-activations within the fp32 margin (a draw with none ends the search) */
+        for (int k = 0; k < ndraws && fewest != 0; k++) {
+            int te = 0, tt = 0;
+            sr_batch(&bt, c, d->desc, d->N, d->T, s, k);
+            sr_state(c, s);
             nn_set_training(c, 0);
             nnCheck(nn_forward(c, &bt.b), c->err, "CPU eval forward");
-            bad = sr_margin(c, d->N, what, sizeof what);
-            nn_output(c, st[s].eval);
+            long bad = sr_margin(c, d->N, nz + nr, &te, what, sizeof what);
             nn_set_training(c, 1);
-            nn_zero_grad(c);
             nnCheck(nn_forward(c, &bt.b), c->err, "CPU forward");
-            if (!bad) bad = sr_margin(c, d->N, what, sizeof what);
-            if (!bad || !redraw || draw + 1 >= SR_DRAWS) break;
+            bad += sr_margin(c, d->N, nz, &tt, te ? NULL : what, sizeof what);
+            ties = te + tt;
+            if (nr && redraw)
+                printf("     step %d draw %2d: %ld near zero%s\n", s, k, bad, ties ? ", a near tie" : "");
+            if (!ties && (fewest < 0 || bad < fewest)) {
+                fewest = bad;
+                draw = k;
+                memcpy(st[s].nz, nz, sizeof(int32_t) * 2 * (size_t)nr);
+            }
             sr_batch_free(&bt);
         }
+        free(nz);
         char w[400];
-        snprintf(w, sizeof w, "step %d: batch draw %d clear of the margin%s%s", s, draw, bad ? ": " : "",
-                 bad ? what : "");
-        nt_check(bad == 0, w, (double)bad, 0);
+        if (draw >= 0)
+            snprintf(w, sizeof w, "step %d: draw %d of %d, no near tie of the logits (within %.0e)", s, draw,
+                     ndraws, SR_TIE_K);
+        else
+            snprintf(w, sizeof w,
+                     "step %d: none of %d draws without a near tie of the logits (within %.0e): %s", s,
+                     ndraws, SR_TIE_K, what);
+        nt_check(draw >= 0, w, (double)(draw < 0), 0);
+        if (draw < 0) draw = 0;
+        if (nr) sr_print_nz(c, d->N, st[s].nz, draw, ndraws);
+        /* the kept draw again: its eval output, then the training forward the step continues */
+        sr_batch(&bt, c, d->desc, d->N, d->T, s, draw);
+        h.state[s] = sr_state(c, s);
+        nn_set_training(c, 0);
+        nnCheck(nn_forward(c, &bt.b), c->err, "CPU eval forward");
+        nn_output(c, st[s].eval);
+        nn_set_training(c, 1);
+        nn_zero_grad(c);
+        nnCheck(nn_forward(c, &bt.b), c->err, "CPU forward");
         h.draw[s] = draw;
         h.batch[s] = bt.hash;
         nn_output(c, st[s].out);
@@ -349,7 +395,8 @@ static void compare_model(FILE *f, const char *file, const sr_model_t *d, sr_dev
     sr_head_t h;
     rd(f, &h, sizeof h, file);
     if (h.nparams != c->nparams || h.nbn != c->nbn_stats || h.nout != (uint64_t)c->nout ||
-        h.nsample != sr_sample_count(c) || h.N != d->N || h.nt != c->nptensors) {
+        h.nsample != sr_sample_count(c) || h.N != d->N || h.nt != c->nptensors ||
+        h.nrelu != sr_relu_count(c)) {
         printf("FAIL %s: %s: shapes differ from this binary's model (rebuild it: make build-all)\n", file,
                d->desc);
         exit(1);
@@ -376,6 +423,7 @@ static void compare_model(FILE *f, const char *file, const sr_model_t *d, sr_dev
         dev_step(dv, &bt.b, &o, &got, grads);
         size_t ny = (size_t)d->N * c->nout;
         printf("  step %d\n", s);
+        if (h.nrelu) sr_print_nz(c, d->N, ref.nz, h.draw[s], SR_RELU_DRAWS);
         nt_check(nt_relerr(got.out, ref.out, ny, 1e-6) <= d->tol, "output",
                  nt_relerr(got.out, ref.out, ny, 1e-6), d->tol);
         double el = fabs((double)got.loss - ref.loss) / fmax(fabs(ref.loss), 1e-6);
@@ -533,11 +581,13 @@ static const sr_model_t *find_model(const char *desc) {
  *   --make-ref [--no-redraw] FILE [model]
  *                                     the CPU half (no GPU) of every model (whose description
  *                                     contains model); --no-redraw keeps every first draw
- *   --self-check FILE [--perturb X] [--no-na-list]
+ *   --self-check FILE [--perturb X] [--no-na-list] [model]
  *                                     the device half with a second CPU model in the GPU's place
  *                                     (must pass; with --perturb X the largest tensor's gradient
  *                                     times 1 + X, or with the n/a lists ignored, must fail)
- *   FILE [model]                      the GPU half (exit 77 without a GPU) */
+ *   FILE [model]                      the GPU half (exit 77 without a GPU)
+ * Without model, FILE must hold every model of the list; with it, the models whose description
+ * contains it are compared and the others read past. */
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(
@@ -605,6 +655,11 @@ int main(int argc, char **argv) {
     rd(f, &n, sizeof n, file);
     if (mg != magic || n < 1 || n > NMODELS) {
         printf("FAIL %s: not this binary's reference file (rebuild it: make build-all)\n", file);
+        return 1;
+    }
+    if (!only && n != NMODELS) {
+        printf("FAIL %s: holds %d of the %d models (made for some only? rebuild it: make build-all)\n", file,
+               n, NMODELS);
         return 1;
     }
     for (int i = 0; i < n; i++) {
