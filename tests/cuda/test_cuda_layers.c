@@ -72,12 +72,20 @@ typedef struct {
     nn_cuda_model_t *g; /* GPU, or NULL */
     nn_model_t *c;      /* CPU stand-in */
     double perturb;     /* CPU stand-in: the largest tensor's gradient times (1 + perturb) */
+    int nudge;          /* CPU stand-in: every parameter times (1 +- 2^-24), random signs (what
+                         * another summation order does, to measure what flips cost) */
     nn_model_t *after;  /* host copy of the state after the step */
 } sr_dev_t;
 
 static int dev_load(sr_dev_t *d, const nn_model_t *st) {
     if (d->g) return nn_cuda_copy_params_from_host(d->g, st);
     memcpy(d->c->params, st->params, sizeof(float) * st->nparams);
+    if (d->nudge) {
+        nn_rng_t r;
+        nn_rng_seed(&r, 0x6e75646765ull);
+        for (size_t i = 0; i < st->nparams; i++)
+            d->c->params[i] *= (nn_rng_u64(&r) & 1) ? 1.f + 0x1p-24f : 1.f - 0x1p-24f;
+    }
     memcpy(d->c->mom, st->mom, sizeof(float) * st->nparams);
     memcpy(d->c->bn_stats, st->bn_stats, sizeof(float) * st->nbn_stats);
     return 0;
@@ -581,22 +589,24 @@ static const sr_model_t *find_model(const char *desc) {
  *   --make-ref [--no-redraw] FILE [model]
  *                                     the CPU half (no GPU) of every model (whose description
  *                                     contains model); --no-redraw keeps every first draw
- *   --self-check FILE [--perturb X] [--no-na-list] [model]
+ *   --self-check FILE [--perturb X] [--nudge] [--no-na-list] [model]
  *                                     the device half with a second CPU model in the GPU's place
  *                                     (must pass; with --perturb X the largest tensor's gradient
- *                                     times 1 + X, or with the n/a lists ignored, must fail)
+ *                                     times 1 + X, or with the n/a lists ignored, must fail;
+ *                                     --nudge: every parameter of the stand-in moved by one
+ *                                     rounding, to measure what fp32-level differences cost)
  *   FILE [model]                      the GPU half (exit 77 without a GPU)
  * Without model, FILE must hold every model of the list; with it, the models whose description
  * contains it are compared and the others read past. */
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(
-            stderr,
-            "usage: %s [--make-ref [--no-redraw] | --self-check [--perturb X] [--no-na-list]] FILE [model]\n",
-            argv[0]);
+        fprintf(stderr,
+                "usage: %s [--make-ref [--no-redraw] | --self-check [--perturb X] [--nudge] [--no-na-list]] "
+                "FILE [model]\n",
+                argv[0]);
         return 2;
     }
-    int make = 0, self = 0, redraw = 1, use_list = 1;
+    int make = 0, self = 0, redraw = 1, use_list = 1, nudge = 0;
     double perturb = 0;
     int a = 1;
     for (; a < argc && !strncmp(argv[a], "--", 2); a++) {
@@ -608,6 +618,8 @@ int main(int argc, char **argv) {
             redraw = 0;
         else if (!strcmp(argv[a], "--no-na-list"))
             use_list = 0;
+        else if (!strcmp(argv[a], "--nudge"))
+            nudge = 1;
         else if (!strcmp(argv[a], "--perturb") && a + 1 < argc)
             perturb = atof(argv[++a]);
         else {
@@ -697,7 +709,7 @@ int main(int argc, char **argv) {
         }
         printf("== %s, batch %d%s (%s)\n", d->desc, d->N, d->nesterov ? ", nesterov" : "",
                self ? "CPU in the GPU's place" : "GPU");
-        sr_dev_t dv = {.perturb = perturb};
+        sr_dev_t dv = {.perturb = perturb, .nudge = nudge};
         dv.after = mk(d->desc, 1, err, sizeof err);
         if (self)
             dv.c = mk(d->desc, d->N, err, sizeof err);
