@@ -54,6 +54,18 @@ $(NN_CUDA_LIB): $(NN_CUDA_OBJS)
 $(NN_CUDA_TESTS): $(B)/tests/cuda/%: tests/cuda/%.c tests/cuda/cuda_test_util.h $(NN_CUDA_LIB) $(NN_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(NN_CUDA_CFLAGS) $< -o $@ $(LDFLAGS) $(NN_CUDA_LIB) $(NN_LIB) $(NN_CUDA_LDLIBS) $(NN_LDLIBS) $(LDLIBS)
+# the CPU half of cuda_layers (tests/cuda/step_ref.h: per model and step the kept batch draw and the
+# CPU's results), made here and carried to the GPU host in the build folder (about 6 MB, 1-2 min of
+# one core); NO_STEP_REF=1 leaves it out (make test's second MPI tree, which runs no GPU test)
+ifneq ($(NO_STEP_REF),1)
+CUDA_STEP_REF := $(B)/gpu-data/cuda_step.ref
+TEST_BINS     += $(CUDA_STEP_REF)
+$(CUDA_STEP_REF): $(B)/tests/cuda/test_cuda_layers
+	@mkdir -p $(dir $@)
+	@echo "test_cuda_layers --make-ref $@ (log: $(B)/cuda_step_ref.log)"
+	@$< --make-ref $@ > $(B)/cuda_step_ref.log 2>&1 || { grep -E '^FAIL' $(B)/cuda_step_ref.log | head -5; \
+	  echo "$@: not made (log: $(B)/cuda_step_ref.log)"; exit 1; }
+endif
 # the reference checks, shared with the CPU test (tests/nn/test_nn_ref.c)
 $(B)/tests/cuda/test_cuda_ref: tests/nn/nn_ref_check.h
 
