@@ -440,7 +440,8 @@ class DistributedOptimizer:
                            "decision_hash": "%016x" % lib.eg_decision_hash(self.g), "switches": sws},
             "papi": {"available": False, "reason": "not measured by the PyTorch package", "per_rank": []},
             "curve": self.curve,
-            "summary": {"wall_s": last["wall_s"] if last else 0.0, "epochs": len(eps),
+            # the run's wall time to here, the last evaluation included (as eager-train's and DDP's)
+            "summary": {"wall_s": time.time() - self.t_start if last else 0.0, "epochs": len(eps),
                         "final_test_top1": last["test_top1"] if last else None, "final_test_top5": None,
                         "final_train_loss": last["train_loss"] if last else 0.0, "target_top1": target,
                         "time_to_target_s": next((e["wall_s"] for e in eps if target is not None and
