@@ -412,7 +412,6 @@ class DistributedOptimizer:
             lib.eg_switch(self.g, i, sv, fr, to, len(fr), why, len(why))
             sws.append({"epoch": int(sv[0]), "round": int(sv[1]), "effective": int(sv[2]), "from": fr.value.decode(),
                         "to": to.value.decode(), "reason": why.value.decode()})
-        pol = _lib.buf(256)
         eps = [{k: v for k, v in e.items() if not k.startswith("_")} for e in self.epochs]
         base = self.mode.split(",")[0]
         cfg = dict(self.meta["config"])
@@ -436,7 +435,8 @@ class DistributedOptimizer:
                             "slurm_nodelist": os.environ.get("SLURM_JOB_NODELIST"), "date": self.date,
                             "command": " ".join([sys.executable] + sys.argv)},
             "epochs": eps, "rounds": {"aggregation": 64, "records": recs}, "ranks": ranks,
-            "controller": {"policy": lib.eg_policy(self.g, pol, 256).decode() if base == "adaptive" else "none",
+            # the policy as given (eager-train's --mode[,--policy-opts]): pcoll-compare names the row by it
+            "controller": {"policy": self.mode if base == "adaptive" else "none",
                            "decision_hash": "%016x" % lib.eg_decision_hash(self.g), "switches": sws},
             "papi": {"available": False, "reason": "not measured by the PyTorch package", "per_rank": []},
             "curve": self.curve,
