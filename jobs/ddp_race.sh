@@ -3,6 +3,14 @@
 # on the same preset, weights, data order and stragglers, for each rank count, seed and imbalance.
 #
 #   bash jobs/ddp_race.sh [options]       (make bench-ddp runs it on a small setting)
+#     --eager train|torch  the eager side: eager-train (train, the default), or torch:
+#                          examples/fmnist_resnet.py (python/eager_sgd over $B/libeager.so, in
+#                          $DDP_PY) under the same launcher, --mode M and the options DDP gets, into
+#                          DIR/pP/<imbalance>/torch-<mode>-s<seed>.json: PyTorch's kernels on both
+#                          sides (jobs/torch_race.sh runs issue 55's race with it). Its step time
+#                          comes from a balanced torch sync run (DIR/pP/step_ms.torch); --train-opts
+#                          and --epoch-mode global are eager-train's and refused; --partial-opts
+#                          are the script's (e.g. "--tau 4"); MODE+OPTS is --mode MODE,OPTS
 #     --ranks "4 8"        rank counts P
 #     --seeds "1 2 3"      seeds (initial weights, data order, injected delays)
 #     --imbalances "none random1 random2 lognormal"   any of (eager-train --imbalance model):
@@ -71,8 +79,12 @@
 # Per P, DIR/compare-pP.{md,json,csv} is pcoll-compare's table with the target set to DDP's mean
 # final top-1 over the seeds in DIR/pP (one run per seed with a final top-1, the one without
 # imbalance where there is one: DDP's steps do not depend on the delays): "to target vs DDP" is then
-# how much sooner a mode reaches the accuracy DDP ends with.
-# Needs $B/bin/eager-train, $B/bin/pcoll-compare, jq or python3 (a machine without a registry may
+# how much sooner a mode reaches the accuracy DDP ends with; DIR/compare-pP-held.* the same, held
+# (pcoll-compare --hold: from the first point after which the run stays at or above the target).
+# DIR/overhead-pP.txt: the eager side's sync against DDP without imbalance, the per-step time (the
+# epochs' epoch_s over one rank's steps) per seed, and the means, sample stds and sync/DDP ratio
+# paired by seed (--eager torch: the overhead of eager_sgd's exchange over DDP's own allreduce).
+# Needs $B/bin/eager-train (--eager torch: $B/libeager.so), $B/bin/pcoll-compare, jq or python3 (a machine without a registry may
 # lack jq), and for DDP $DDP_PY with torch (ddp_venv.sh).
 set -u
 cd "$(dirname "$0")/.." || exit 2
@@ -84,7 +96,7 @@ pcoll_mpi_use "$B" || exit 2
 RANKS="4 8"; SEEDS="1 2 3"; IMBS="none random1 random2 lognormal"; MODES="sync adaptive majority"
 DELAY_X=2; LN_X=1; LN_STD_X=""; LIN_X=0.5; SLOW=2; BUSY=""; DDP=1; PARTIAL=""; TRAIN_OPTS=""; BOTH_OPTS=""; EXP=fmnist
 EPOCHS=""; CAL_EPOCHS=""; BATCH=""; LT=0; LTE=0; THREADS=0; CURVE=auto; CURVE_TEST=2000; OUT=results/runs/ddp-race; DRY=0
-EMODE=""; TARGETS=""; INTERFERE=""
+EMODE=""; TARGETS=""; INTERFERE=""; EAGER=train
 die() { echo "ddp_race: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -98,6 +110,7 @@ while [ $# -gt 0 ]; do
   --slow-factor) SLOW=$2; shift ;;
   --busy) BUSY=",busy=1" ;;
   --modes) MODES=$2; shift ;;
+  --eager) EAGER=$2; shift ;;
   --no-ddp) DDP=0 ;;
   --partial-opts) PARTIAL=$2; shift ;;
   --train-opts) TRAIN_OPTS=$2; shift ;;
@@ -153,24 +166,37 @@ for i in $IMBS; do
 done
 [ -z "$EPOCHS" ] || [[ $EPOCHS =~ ^[1-9][0-9]*$ ]] || die "--epochs takes a number of epochs >= 1, not '$EPOCHS'"
 case $EMODE in '' | shard | global) ;; *) die "--epoch-mode takes shard or global, not '$EMODE'" ;; esac
+case $EAGER in train | torch) ;; *) die "--eager takes train (eager-train) or torch (examples/fmnist_resnet.py), not '$EAGER'" ;; esac
+if [ "$EAGER" = torch ]; then
+  [ -z "$TRAIN_OPTS" ] || die "--eager torch: --train-opts are eager-train's flags (the script's go in --partial-opts or --both-opts)"
+  [ "$EMODE" != global ] || die "--eager torch: examples/fmnist_resnet.py draws its delays by shard steps; --epoch-mode global is eager-train's"
+fi
 for t in $TARGETS; do
   [[ $t =~ ^([1-9][0-9]*:)?(0(\.[0-9]+)?|1(\.0+)?)$ ]] || die "--targets: '$t' is not a top-1 in 0..1 or P:TOP1"
 done
 [[ $RANKS =~ ^[[:space:]]*[1-9][0-9]*([[:space:]]+[1-9][0-9]*)*[[:space:]]*$ ]] || die "--ranks takes rank counts >= 1, not '$RANKS'"
 if [ -n "$INTERFERE" ]; then for P in $RANKS; do bash jobs/interfere.sh --ranks "$P" --check "$INTERFERE" || exit 2; done; fi
-# the two figures read from run files: the balanced step time (ms) and a run's final top-1 (empty
-# where it has none)
+# the figures read from run files: the balanced step time (ms), a run's final top-1 (empty where it
+# has none), and a run's per-step time (ms: its epochs' epoch_s, training and BN average without the
+# evaluations, over the steps of one rank; eager-train, eager_sgd and ddp_mirror.py alike)
 if command -v jq >/dev/null; then
   step_ms() { jq '[.ranks[] | .compute_s / .steps] | add / length * 1000' "$1"; }
   top1() { jq '.summary.final_test_top1 | numbers' "$1"; }
+  per_step() { jq '([.epochs[].epoch_s] | add) * 1000 / (([.epochs[].steps] | add) / .environment.ranks)' "$1"; }
 elif command -v python3 >/dev/null; then
   step_ms() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["ranks"]; print(sum(x["compute_s"]/x["steps"] for x in r)/len(r)*1000)' "$1"; }
+  per_step() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); e=r["epochs"]
+print(sum(x["epoch_s"] for x in e)*1000/(sum(x["steps"] for x in e)/r["environment"]["ranks"]))' "$1"; }
   top1() { python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))["summary"].get("final_test_top1")
 if isinstance(v,(int,float)) and not isinstance(v,bool): print(v)' "$1"; }
 else die "needs jq or python3 to read the run files (make deps installs jq)"; fi
 if [ $DRY = 0 ]; then
-  [ -x "$B/bin/eager-train" ] && [ -x "$B/bin/pcoll-compare" ] || die "build first: make build-all"
-  if ! "$B/bin/eager-train" --help 2>&1 | grep -q -- --curve-every; then
+  [ -x "$B/bin/pcoll-compare" ] || die "build first: make build-all"
+  if [ "$EAGER" = torch ]; then
+    [ -f "$B/libeager.so" ] || die "--eager torch: $B/libeager.so missing: make build-all B=$B"
+    "$DDP_PY" -c 'import torch' 2>/dev/null || die "--eager torch: $DDP_PY has no torch: make ddp-venv"
+  elif [ ! -x "$B/bin/eager-train" ]; then die "build first: make build-all"
+  elif ! "$B/bin/eager-train" --help 2>&1 | grep -q -- --curve-every; then
     [ "$CURVE" = auto ] || [ "$CURVE" = 0 ] || die "$B/bin/eager-train has no --curve-every: --curve-every 0"
     [ "$CURVE" = auto ] && echo "ddp_race: $B/bin/eager-train has no --curve-every: no accuracy curve"
     CURVE=0
@@ -234,6 +260,27 @@ spec() {
   *=*) echo "${1#*=}" ;;
   esac
 }
+# overhead P DIR: the eager side's sync against DDP without imbalance, per-step time paired by seed
+# (DIR/none/PREsync-sS.json and DIR/none/ddp-sS.json of each seed that has both): per seed, and the
+# mean and sample std over the seeds of each and of their ratio
+overhead() {
+  local s a b rows="" who="eager-train sync"
+  [ "$EAGER" = torch ] && who="eager_sgd sync (PyTorch)"
+  for s in $SEEDS; do
+    [ -s "$2/none/${pre}sync-s$s.json" ] && [ -s "$2/none/ddp-s$s.json" ] || continue
+    a=$(per_step "$2/none/${pre}sync-s$s.json") b=$(per_step "$2/none/ddp-s$s.json")
+    [ -n "$a" ] && [ -n "$b" ] && rows+="$s $b $a"$'\n'
+  done
+  [ -n "$rows" ] || { echo "ddp_race: P=$1: no seed with both none/${pre}sync and none/ddp runs: no overhead figure"; return 0; }
+  echo "ddp_race: P=$1: overhead without imbalance, $who against DDP (gloo), per-step time in ms (epochs' epoch_s over one rank's steps):"
+  printf '%s' "$rows" | awk -v who="$who" '
+    function sd(x, m,   i, q) { if (n < 2) return "-"; for (i = 1; i <= n; i++) q += (x[i] - m) ^ 2; return sprintf("%.3g", sqrt(q / (n - 1))) }
+    { n++; d[n] = $2; e[n] = $3; r[n] = $3 / $2; sd_ += $2; se += $3; sr += $3 / $2
+      printf "  seed %s: DDP %.2f, %s %.2f, ratio %.4f\n", $1, $2, who, $3, $3 / $2 }
+    END { md = sd_ / n; me = se / n; mr = sr / n
+      printf "  mean over %d seed(s): DDP %.2f (sd %s), %s %.2f (sd %s), ratio %.4f (sd %s): %+.1f%%\n",
+        n, md, sd(d, md), who, me, sd(e, me), mr, sd(r, mr), 100 * (mr - 1) }'
+}
 # at NUM DEN: the epoch NUM/DEN x EPOCHS as a phase start (Xep); times2 X: 2 X, in X's unit
 at() { awk -v e="$EPOCHS" -v n="$1" -v d="$2" 'BEGIN { printf "%.6gep", e * n / d }'; }
 times2() { awk -v m="${1%ms}" -v u="${1##*[0-9.]}" 'BEGIN { printf "%.10g%s", 2 * m, u }'; }
@@ -241,6 +288,9 @@ times2() { awk -v m="${1%ms}" -v u="${1##*[0-9.]}" 'BEGIN { printf "%.10g%s", 2 
 # every race run (not the calibration) under jobs/interfere.sh; DDP's delay index as eager-train's
 wrap=() ddp_idx=()
 [ -n "$EMODE" ] && ddp_idx=(--imbalance-index "$EMODE")
+# the eager side's run files are PRE<mode>-sS.json, its step time DIR/pP/step_ms$SUF
+pre="" suf=""
+[ "$EAGER" = torch ] && pre=torch- suf=.torch
 fails=0
 first_seed=${SEEDS%% *}
 for P in $RANKS; do
@@ -248,6 +298,10 @@ for P in $RANKS; do
   [ "$th" = 0 ] && th=$(( $(nproc) / P )) && [ "$th" -lt 1 ] && th=1
   D=$OUT/p$P
   [ -n "$INTERFERE" ] && wrap=(bash jobs/interfere.sh --ranks "$P" "$INTERFERE" --)
+  # the eager side's command up to its options
+  read -ra eager <<<"$MPIRUN"
+  if [ "$EAGER" = torch ]; then eager+=(-np "$P" env "EAGER_SGD_LIB=$PWD/$B/libeager.so" "$DDP_PY" examples/fmnist_resnet.py)
+  else eager+=(-np "$P" "$B/bin/eager-train"); fi
   ce=$(curve_every "$P")
   curve=()
   [ "$ce" -gt 0 ] && curve=(--curve-every "$ce" --curve-test "$ctest")
@@ -255,16 +309,16 @@ for P in $RANKS; do
   # the step time the delays are scaled to: measured once per DIR/pP by the balanced sync run of
   # the first seed and kept in DIR/pP/step_ms, so that later calls into the same folder (one seed
   # per call, e.g. one Slurm job each) inject the same delays
-  stepf=$D/step_ms
+  stepf=$D/step_ms$suf
   if [ $DRY = 0 ] && [ -s "$stepf" ]; then
     read -r step src <"$stepf"
     case $step in '' | *[!0-9.]*) die "$stepf: '$step' is not a step time in ms (delete the file to measure again)" ;; esac
     echo "ddp_race: P=$P: step time $step ms from $stepf (measured by $src; delete it to measure again)"
   else
-    rel=none/sync-s$first_seed.json
-    [ -n "$CAL_EPOCHS" ] && rel=../p$P-cal/sync-s$first_seed.json
+    rel=none/${pre}sync-s$first_seed.json
+    [ -n "$CAL_EPOCHS" ] && rel=../p$P-cal/${pre}sync-s$first_seed.json
     cal=$D/$rel
-    run "$cal" $MPIRUN -np "$P" "$B/bin/eager-train" "${common[@]}" "${cal_ep[@]}" "${curve[@]}" "${TRAIN_EXTRA[@]}" \
+    run "$cal" "${eager[@]}" "${common[@]}" "${cal_ep[@]}" "${curve[@]}" "${TRAIN_EXTRA[@]}" \
       --mode sync --seed "$first_seed" --imbalance none --threads "$th" --quiet --out "$cal" || { fails=$((fails + 1)); continue; }
     if [ $DRY = 1 ]; then step=STEP_MS
     else
@@ -278,12 +332,14 @@ for P in $RANKS; do
     name=${name%%=*}
     for s in $SEEDS; do
       for ms in $MODES; do
-        m=${ms%%+*}
-        f=$D/$name/${ms//[+=,]/_}-s$s.json
+        m=${ms%%+*} marg=${ms%%+*}
+        f=$D/$name/$pre${ms//[+=,]/_}-s$s.json
         extra=()
         [ "$m" != sync ] && read -ra extra <<<"$PARTIAL"
-        [ "$ms" != "$m" ] && extra+=(--policy-opts "${ms#*+}")
-        run "$f" "${wrap[@]}" $MPIRUN -np "$P" "$B/bin/eager-train" "${common[@]}" "${ep[@]}" "${curve[@]}" "${TRAIN_EXTRA[@]}" --mode "$m" \
+        if [ "$ms" != "$m" ]; then
+          if [ "$EAGER" = torch ]; then marg=$m,${ms#*+}; else extra+=(--policy-opts "${ms#*+}"); fi
+        fi
+        run "$f" "${wrap[@]}" "${eager[@]}" "${common[@]}" "${ep[@]}" "${curve[@]}" "${TRAIN_EXTRA[@]}" --mode "$marg" \
           "${extra[@]}" --seed "$s" --imbalance "$imb" --threads "$th" --quiet --out "$f" || fails=$((fails + 1))
       done
       if [ $DDP = 1 ]; then
@@ -312,10 +368,16 @@ for P in $RANKS; do
     tgt=(--target "$t")
     echo "ddp_race: P=$P: target top-1 = DDP's mean final top-1, $t, over seed(s)$seen(${ddpf[*]#"$D"/})"
   fi
-  C=$OUT/compare-p$P
-  "$B/bin/pcoll-compare" "${tgt[@]}" --json "$C.json" --csv="$C.csv" "$D" >/dev/null 2>&1
-  "$B/bin/pcoll-compare" "${tgt[@]}" "$D" >"$C.md" 2>&1 || fails=$((fails + 1))
-  cat "$C.md"
+  # at DDP's final top-1: first crossing (compare-pP) and held (compare-pP-held, --hold: the first
+  # point from which the run stays at or above it)
+  for h in "" -held; do
+    C=$OUT/compare-p$P$h
+    "$B/bin/pcoll-compare" "${tgt[@]}" ${h:+--hold} --json "$C.json" --csv="$C.csv" "$D" >/dev/null 2>&1
+    "$B/bin/pcoll-compare" "${tgt[@]}" ${h:+--hold} "$D" >"$C.md" 2>&1 || fails=$((fails + 1))
+    echo "ddp_race: P=$P: ${h:+held, }$C.md"
+    cat "$C.md"
+  done
+  overhead "$P" "$D" | tee "$OUT/overhead-p$P.txt"
   # --targets: the tables at each given target, first crossing and held
   for t in $TARGETS; do
     [[ $t == *:* ]] && { [ "${t%%:*}" = "$P" ] || continue; t=${t#*:}; }

@@ -164,6 +164,7 @@ class DistributedOptimizer:
         self.g, self.tau, self.seed = g, tau, seed
         self.epoch, self.open, self.t_last = 0, False, time.time()  # t_last: where this rank's next step began
         self.t_start = time.time()
+        self._t_epoch = self.t_start  # where the current epoch began (after the previous one's evaluation)
         self.date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         self.epochs, self.curve = [], []
         self.rank_t = {"compute_s": 0.0, "wait_s": 0.0, "apply_s": 0.0, "steps": 0}
@@ -363,7 +364,7 @@ class DistributedOptimizer:
         lib.eg_allreduce_sum(steps, 1, 1)
         rounds = int(c["epoch_rounds"])
         rec = {"epoch": self.epoch, "wall_s": t_end - self.t_start,
-               "epoch_s": t_end - (self.epochs[-1]["_t"] if self.epochs else self.t_start),
+               "epoch_s": t_end - self._t_epoch,
                "lr": float(lr if lr is not None else self.opt.param_groups[0]["lr"]),
                "train_loss": tot[0] / self.size, "train_top1": train_top1, "test_loss": test_loss,
                "test_top1": test_top1, "test_top5": None, "steps": int(steps[0]), "samples": int(tot[1]),
@@ -371,11 +372,12 @@ class DistributedOptimizer:
                "fresh_fraction": c["epoch_grads"] / (rounds * self.size) if rounds else 0.0,
                "mean_staleness": c["epoch_stale_sum"] / c["epoch_stale_n"] if c["epoch_stale_n"] else 0.0,
                "max_staleness": int(c["epoch_max_stale"]), "max_streak": int(c["epoch_max_streak"]),
-               "weights_hash": "%016x" % h, "_t": t_end + spent}
+               "weights_hash": "%016x" % h}
         self.epochs.append(rec)
         self.epoch += 1
         self.t_start += spent  # the curve's evaluations are outside every later wall time
         self.t_last = time.time()  # the next epoch's first step begins after the evaluation
+        self._t_epoch = self.t_last  # epoch_s: the epoch's training and BN average only, as eager-train's and DDP's
         return {k: v for k, v in rec.items() if not k.startswith("_")}
 
     def report(self, test_top1, test_loss, batches, samples):
@@ -410,7 +412,6 @@ class DistributedOptimizer:
             lib.eg_switch(self.g, i, sv, fr, to, len(fr), why, len(why))
             sws.append({"epoch": int(sv[0]), "round": int(sv[1]), "effective": int(sv[2]), "from": fr.value.decode(),
                         "to": to.value.decode(), "reason": why.value.decode()})
-        pol = _lib.buf(256)
         eps = [{k: v for k, v in e.items() if not k.startswith("_")} for e in self.epochs]
         base = self.mode.split(",")[0]
         cfg = dict(self.meta["config"])
@@ -434,11 +435,13 @@ class DistributedOptimizer:
                             "slurm_nodelist": os.environ.get("SLURM_JOB_NODELIST"), "date": self.date,
                             "command": " ".join([sys.executable] + sys.argv)},
             "epochs": eps, "rounds": {"aggregation": 64, "records": recs}, "ranks": ranks,
-            "controller": {"policy": lib.eg_policy(self.g, pol, 256).decode() if base == "adaptive" else "none",
+            # the policy as given (eager-train's --mode[,--policy-opts]): pcoll-compare names the row by it
+            "controller": {"policy": self.mode if base == "adaptive" else "none",
                            "decision_hash": "%016x" % lib.eg_decision_hash(self.g), "switches": sws},
             "papi": {"available": False, "reason": "not measured by the PyTorch package", "per_rank": []},
             "curve": self.curve,
-            "summary": {"wall_s": last["wall_s"] if last else 0.0, "epochs": len(eps),
+            # the run's wall time to here, the last evaluation included (as eager-train's and DDP's)
+            "summary": {"wall_s": time.time() - self.t_start if last else 0.0, "epochs": len(eps),
                         "final_test_top1": last["test_top1"] if last else None, "final_test_top5": None,
                         "final_train_loss": last["train_loss"] if last else 0.0, "target_top1": target,
                         "time_to_target_s": next((e["wall_s"] for e in eps if target is not None and

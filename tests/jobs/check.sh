@@ -11,6 +11,9 @@
 #   race_dry          jobs/ddp_race.sh --dry-run: each named schedule's spec for eager-train and DDP,
 #                     NAME=SPEC, --epoch-mode, --interfere; bad names / values refused, named
 #   sched_race_dry    jobs/sched_race.sh --dry-run: the issue-56 measurement's runs
+#   torch_race_dry    jobs/torch_race.sh (ddp_race.sh --eager torch) --dry-run: issue 55's runs,
+#                     fmnist_resnet.py and DDP with the same options and delays; a reduced setting;
+#                     refusals; on made-up run files, the tables and the sync/DDP overhead figures
 #   race_ddp_delays   eager-train --epoch-mode global and ddp_mirror.py --imbalance-index global draw
 #                     the same delays of a schedule (per-rank injected totals; 77 without torch)
 #   interfere         jobs/interfere.sh on stand-in ranks: the hog runs in its span only, pinned to
@@ -227,6 +230,77 @@ sched_race_dry)
   out=$(bash jobs/sched_race.sh --dry-run --small)
   [ "$(grep -c 'eager-train' <<<"$out")" = $((1 + 3 * 4)) ] && ! grep -q -- '-np 8' <<<"$out" || fail "--small: not 4 ranks, 1 seed"
   echo "PASS";;
+torch_race_dry)
+  out=$(bash jobs/torch_race.sh --dry-run 2>&1) || { rc=$?; echo "$out"; fail "torch_race.sh --dry-run exit $rc"; }
+  # every eager_sgd run has a DDP run of the same P, imbalance and seed with the same options but
+  # --mode (the launcher and the library before the script; DDP's --ranks P before its options)
+  lib="env EAGER_SGD_LIB=$PWD/$B/libeager.so $B/venv/bin/python3 examples/fmnist_resnet.py"
+  n=0
+  while read -r line; do
+    [[ $line =~ ^(.*)\ -np\ ([0-9]+)\ "$lib"\ (.*)\ --mode\ ([a-z]+)\ (.*/p[48]/([a-z0-9]+)/)torch-[a-z]+-s([0-9])\.json$ ]] ||
+      fail "not an eager_sgd run under the launcher with the library: $line"
+    P=${BASH_REMATCH[2]} opts="${BASH_REMATCH[3]} ${BASH_REMATCH[5]}ddp-s${BASH_REMATCH[7]}.json"
+    grep -qxF -- "$B/venv/bin/python3 trainer/ref/ddp_mirror.py --ranks $P $opts" <<<"$out" ||
+      fail "no DDP run with the options of: $line (want: ddp_mirror.py --ranks $P $opts)"
+    n=$((n + 1))
+  done < <(grep fmnist_resnet.py <<<"$out")
+  # 2 P x (a calibration + 4 imbalances x 3 seeds x 3 modes); 2 x 4 x 3 DDP runs
+  [ $n = $((2 * (1 + 4 * 3 * 3))) ] && [ "$(grep -c ddp_mirror.py <<<"$out")" = 24 ] || fail "$n eager_sgd runs (want 74) and $(grep -c ddp_mirror.py <<<"$out") DDP runs (want 24)"
+  for P in 4 8; do
+    for s in 1 2 3; do
+      for m in sync adaptive majority; do
+        for w in none:none random1:random:k=1,d=2xSTEP_MS random2:random:k=2,d=2xSTEP_MS \
+          lognormal:lognormal:mean=1xSTEP_MS,std=0.6xSTEP_MS; do
+          grep -q -- "-np $P $lib --experiment fmnist --limit-train 0 --limit-test 0 --curve-every 93 --curve-test 2000 --mode $m --seed $s --imbalance ${w#*:} --threads [0-9]* --quiet --out results/runs/torch-race/p$P/${w%%:*}/torch-$m-s$s.json\$" <<<"$out" ||
+            fail "no $m run of P=$P ${w%%:*} seed $s with the preset's epochs and samples"
+        done
+      done
+    done
+  done
+  grep -q "step time .* kept in results/runs/torch-race/p8/step_ms.torch" <<<"$out" || fail "the torch step time is not kept in p8/step_ms.torch"
+  # a reduced setting: the options after torch_race.sh's defaults win
+  out=$(bash jobs/torch_race.sh --dry-run --ranks 4 --seeds 2 --imbalances "none random1" --epochs 2 --limit-train 8192 --both-opts "--milestones 1")
+  [ "$(grep -c -- '-np 4 .*fmnist_resnet.py --experiment fmnist --limit-train 8192 --limit-test 0 --milestones 1 --epochs 2 .*--seed 2 ' <<<"$out")" = 7 ] &&
+    [ "$(grep -c -- 'ddp_mirror.py --ranks 4 --experiment fmnist --limit-train 8192 --limit-test 0 --milestones 1 --epochs 2 .*--seed 2 ' <<<"$out")" = 2 ] &&
+    ! grep -q -- '-np 8\|--ranks 8\|seed [13] ' <<<"$out" || { echo "$out"; fail "reduced setting: not 7 eager_sgd and 2 DDP runs of P=4, seed 2, 2 epochs of 8192"; }
+  bad() {  # bad WANT ARGS...: ddp_race.sh ARGS exits 2 with one line containing WANT
+    local o rc
+    o=$(bash jobs/ddp_race.sh --dry-run "${@:2}" 2>&1); rc=$?
+    [ $rc = 2 ] && [ "$(wc -l <<<"$o")" = 1 ] && grep -qF -- "$1" <<<"$o" || fail "ddp_race.sh ${*:2}: exit $rc, '$o' (want exit 2, one line naming '$1')"
+    echo "refused: ${*:2}: $o"
+  }
+  bad "--eager takes train (eager-train) or torch" --eager tf
+  bad "--eager torch: --train-opts" --eager torch --train-opts "--late go"
+  bad "--eager torch: examples/fmnist_resnet.py draws its delays by shard steps" --eager torch --epoch-mode global
+  # the tables and the overhead on made-up runs (every run present: nothing is launched; DDP_PY is
+  # only asked to import torch): seed 1 sync 110 ms a step, DDP 100, seed 2 both 120 (epoch_s over
+  # steps / ranks: 2 epochs of 0.55 s and 20 steps over 4 ranks = 110 ms): ratios 1.1 and 1.0, paired
+  # by seed (the ratio of the means would be 115 / 110 = 1.045)
+  if [ -f "$B/libeager.so" ]; then
+    d=$T/tr/p4
+    mk() {  # mk FILE SCHEMA MODE SEED EPOCH_S TOP1
+      mkdir -p "$(dirname "$1")"
+      jq -n --arg sc "$2" --arg m "$3" --argjson s "$4" --argjson es "$5" --argjson t "$6" '{schema: $sc, program: (if $m == "ddp" then "pytorch-ddp" else null end),
+        experiment: "fmnist", config: {experiment: "fmnist", mode: $m, seed: $s, ranks: 4, imbalance: "none", epochs: 2, batch: 64},
+        environment: {ranks: 4}, epochs: [range(2) | {epoch: ., wall_s: ((. + 1) * $es), epoch_s: $es, steps: 20, test_top1: $t}],
+        ranks: [range(4) | {rank: ., steps: 10, compute_s: 0.5}], summary: {wall_s: (2 * $es), final_test_top1: $t}} | del(.program | nulls)' >"$1"
+    }
+    for s in 1 2; do
+      mk "$d/none/torch-sync-s$s.json" eager-sgd-run/1 sync $s "$(awk -v s=$s 'BEGIN { print 0.5 + 0.05 * s }')" 0.8
+      mk "$d/none/ddp-s$s.json" ddp-run/1 ddp $s "$(awk -v s=$s 'BEGIN { print 0.4 + 0.1 * s }')" 0.8
+    done
+    echo "50 none/torch-sync-s1.json" >"$d/step_ms.torch"
+    out=$(DDP_PY=true bash jobs/ddp_race.sh --eager torch --ranks 4 --seeds "1 2" --imbalances none --modes sync --epochs 2 --out "$T/tr" 2>&1) ||
+      { rc=$?; echo "$out"; fail "ddp_race.sh --eager torch on made-up runs: exit $rc"; }
+    echo "$out"
+    grep -q "have $d/none/torch-sync-s2.json" <<<"$out" && ! grep -q 'fmnist_resnet.py' <<<"$out" || fail "a run was launched though every file was there"
+    for f in compare-p4.md compare-p4-held.md overhead-p4.txt; do [ -s "$T/tr/$f" ] || fail "no $f"; done
+    grep -q '^  seed 1: DDP 100.00, eager_sgd sync (PyTorch) 110.00, ratio 1.1000$' "$T/tr/overhead-p4.txt" &&
+      grep -q '^  seed 2: DDP 120.00, eager_sgd sync (PyTorch) 120.00, ratio 1.0000$' "$T/tr/overhead-p4.txt" &&
+      grep -q '^  mean over 2 seed(s): DDP 110.00 (sd 14.1), eager_sgd sync (PyTorch) 115.00 (sd 7.07), ratio 1.0500 (sd 0.0707): +5.0%$' "$T/tr/overhead-p4.txt" ||
+      fail "overhead-p4.txt: not 110 and 120 ms against 100 and 120, ratio 1.05 (sd 0.0707) paired by seed"
+  else echo "no $B/libeager.so: the made-up runs' tables not checked"; fi
+  echo "PASS";;
 race_ddp_delays)
   DDP_PY=${DDP_PY:-$B/venv/bin/python3}
   "$DDP_PY" -c 'import torch' 2>/dev/null || { echo "SKIP: $DDP_PY has no torch (make ddp-venv)"; exit 77; }
@@ -330,5 +404,5 @@ interfere_local)
   out=$(OUT=$T/bad RANKS=2 INTERFERE='cpu:ranks=2,start=0' jobs/local.sh jobs/hyperplane.sbatch 2>&1); rc=$?
   [ $rc = 2 ] && grep -q "rank 2 is not below the job's 2 ranks" <<<"$out" && [ ! -e "$T/bad" ] || fail "a bad INTERFERE: exit $rc, '$out'"
   echo "PASS";;
-*) echo "usage: $0 local_fmnist|local_allreduce|elastic_local|missing_data|sweep_dry|syntax|race_dry|sched_race_dry|race_ddp_delays|interfere|interfere_local" >&2; exit 2;;
+*) echo "usage: $0 local_fmnist|local_allreduce|elastic_local|missing_data|sweep_dry|syntax|race_dry|sched_race_dry|torch_race_dry|race_ddp_delays|interfere|interfere_local" >&2; exit 2;;
 esac

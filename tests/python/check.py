@@ -5,7 +5,8 @@
                  tolerance (the same model, data and SGD on both sides)
   partial M/M.. DIR  runs with a random straggler per step: replicas bitwise equal at each epoch end
                  (end_epoch's hash check), every gradient conserved (sum applied = sum deposited,
-                 counted and summed by the C library), no streak above tau; writes DIR/py_run_MODE.json
+                 counted and summed by the C library), no streak above tau, epoch_s without the
+                 previous epoch's evaluation, the run's wall_s with the last; writes DIR/py_run_MODE.json
   refuse         bad tau, models that differ, quorum > P, Adam, a bad mode: refused on every rank
   kill           rank 1 kills itself mid-training (the job must end non-zero in bounded time)
   hang           rank 1 stops itself (SIGSTOP): libpcoll's liveness names it, the package aborts
@@ -99,8 +100,20 @@ def partial1(mode, out):
             if (7 * s + 3 * e) % size == rank:  # one straggler per step, as imbalance random:k=1
                 time.sleep(0.03)
             opt.step()
-        opt.end_epoch(evaluate=lambda: (1.0, 0.5), train_loss=loss.item(), samples=8 * STEPS)
+        # an evaluation takes 0.2 s: epoch 2's epoch_s must leave epoch 1's out (its wall_s keeps it),
+        # the run's wall time must hold the last one (as eager-train's and DDP's)
+        opt.end_epoch(evaluate=lambda: (time.sleep(0.2), (1.0, 0.5))[1],
+                      curve_evaluate=lambda: (1.0, 0.5), train_loss=loss.item(), samples=8 * STEPS)
     rec = opt.close(out)
+    ep = rec["epochs"]
+    if ep[1]["epoch_s"] > ep[1]["wall_s"] - ep[0]["wall_s"] - 0.1:
+        fail("epoch 2's epoch_s %.3f s holds epoch 1's 0.2 s evaluation (wall_s %.3f -> %.3f)"
+             % (ep[1]["epoch_s"], ep[0]["wall_s"], ep[1]["wall_s"]))
+    if mode.startswith("adaptive") and rec["controller"]["policy"] != mode:  # as eager-train's: the row's name
+        fail("controller.policy '%s', not the mode as given '%s'" % (rec["controller"]["policy"], mode))
+    if rec["summary"]["wall_s"] < ep[-1]["wall_s"] + 0.15:
+        fail("the run's wall_s %.3f s lacks the last epoch's 0.2 s evaluation (its wall_s %.3f)"
+             % (rec["summary"]["wall_s"], ep[-1]["wall_s"]))
     c = opt.counts()
     got = [p["batches"] for p in rec["curve"]]  # a snapshot after the round that passes k x 10 (rounds <= P)
     if len(got) != c["grads"] // 10 or any(not 10 * k <= b < 10 * k + size for k, b in enumerate(got, 1)):
