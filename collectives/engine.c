@@ -262,7 +262,7 @@ static int ring_slot(struct pcoll *h, uint64_t r, ring_slot_t **out) {
 static int start_round(struct pcoll *h, round_t *c) {
     uint64_t r = c->r;
     uint32_t stale = 0;
-    float cost = 0, step = 0;
+    float cost = 0, step = 0, loss = 0, samples = 0;
     int fresh_cnt = 0;
     c->t_dep = 0;
     pthread_mutex_lock(&h->mu);
@@ -282,7 +282,9 @@ static int start_round(struct pcoll *h, round_t *c) {
         stale = s > META_MAX ? META_MAX : (uint32_t)s;
         cost = h->dep_cost;
         step = h->dep_step;
-        h->dep_cost = h->dep_step = 0;
+        loss = h->dep_loss;
+        samples = h->dep_smp;
+        h->dep_cost = h->dep_step = h->dep_loss = h->dep_smp = 0;
         if (h->lent) { /* the caller's buffer: dep[dep_cur] stays free for the next deposit */
             h->lent = NULL;
             h->lent_rounds++;
@@ -302,14 +304,14 @@ static int start_round(struct pcoll *h, round_t *c) {
     pthread_mutex_unlock(&h->mu);
 
     c->recv = c->slot && !c->failed ? c->slot->buf : h->scratch;
-    const float mine[META] = {(float)fresh_cnt, (float)flags, (float)stale, cost, step};
+    const float mine[META] = {(float)fresh_cnt, (float)flags, (float)stale, cost, step, loss, samples};
     int rc = h->dp->start(h, c, send_slot, mine);
     if (rc < 0) return rc;
     c->stage = rc ? ST_PUBLISH : ST_REDUCE;
     return 1;
 }
 
-/* Stage ST_PUBLISH: decode F_r, flags, staleness, step times from the reduced metadata c->rm;
+/* Stage ST_PUBLISH: decode F_r, flags, staleness, step times, losses from the reduced metadata c->rm;
  * update streaks and the active set; divide; store the record; wake the application. */
 static int publish_round(struct pcoll *h, round_t *c) {
     int P = h->P;
@@ -337,6 +339,9 @@ static int publish_round(struct pcoll *h, round_t *c) {
         rec->staleness[p] = f ? st : 0;
         rec->cost[p] = f ? rm[META * p + 3] : 0.0f;
         rec->step[p] = f ? rm[META * p + 4] : 0.0f;
+        const float ns = f ? rm[META * p + 6] : 0.0f;
+        rec->samples[p] = ns;
+        rec->loss[p] = ns > 0 ? rm[META * p + 5] / ns : 0.0f;
         if (f) {
             nfresh++;
             ndep += f;

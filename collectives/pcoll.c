@@ -1,6 +1,7 @@
 /* pcoll.c -- libpcoll application side: deposit, wait, next, rules, records, stats, join,
  * finalize, error strings. Handles are made in create.c, rounds run in engine.c. */
 #include "collectives/pcoll_impl.h"
+#include <math.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -79,14 +80,18 @@ static int deposit(pcoll_t *h, const float *g, float *lend, int flags) {
         if (h->pending < 255) h->pending++;
         h->dep_cost += h->next_cost;
         h->dep_step += h->next_step;
+        h->dep_loss += h->next_loss;
+        h->dep_smp += h->next_smp;
     } else {
         h->pending = 1;
         h->dep_cost = h->next_cost;
         h->dep_step = h->next_step;
+        h->dep_loss = h->next_loss;
+        h->dep_smp = h->next_smp;
         h->t_dep = pcoll_now();
         h->applied_at_dep = h->handed;
     }
-    h->next_cost = h->next_step = 0;
+    h->next_cost = h->next_step = h->next_loss = h->next_smp = 0;
     h->dep_seq++;
     h->t_last_dep = pcoll_now();
     h->events++;
@@ -118,6 +123,26 @@ int pcoll_set_cost(pcoll_t *h, double cost, double step) {
         rc = PCOLL_ERR_ARG;
     } else
         h->next_cost = (float)cost, h->next_step = (float)step;
+    leave_locked(h);
+    pthread_mutex_unlock(&h->mu);
+    return rc;
+}
+
+int pcoll_set_loss(pcoll_t *h, double loss, double samples) {
+    if (!h) return PCOLL_ERR_ARG;
+    if (!enter(h)) return PCOLL_ERR_STATE;
+    pthread_mutex_lock(&h->mu);
+    int rc = PCOLL_OK;
+    if (!(samples >= 0 && samples <= PCOLL_LOSS_SAMPLES_MAX)) {
+        pcoll_call_error(h, "rank %d: pcoll_set_loss: %g samples is out of range (0 .. %d)", h->me, samples,
+                         PCOLL_LOSS_SAMPLES_MAX);
+        rc = PCOLL_ERR_ARG;
+    } else if (!(fabs(loss) <= PCOLL_LOSS_MAX)) {
+        pcoll_call_error(h, "rank %d: pcoll_set_loss: loss %g is not finite or beyond +-%g", h->me, loss,
+                         PCOLL_LOSS_MAX);
+        rc = PCOLL_ERR_ARG;
+    } else
+        h->next_loss = samples > 0 ? (float)(loss * samples) : 0.0f, h->next_smp = (float)samples;
     leave_locked(h);
     pthread_mutex_unlock(&h->mu);
     return rc;

@@ -166,6 +166,12 @@ typedef struct {
     float *step;           /* [P] step time (s) reported with it, likewise (may be NULL) */
     double t_start, t_end; /* local: MPI_Wtime when this rank entered / completed it */
     double t_deposit;      /* local: when this rank deposited what it contributed (0 if none) */
+    float *loss;           /* [P] training loss p reported with the deposit it contributed here
+                                (pcoll_set_loss): the mean over its samples, merged deposits
+                                weighted by theirs (0: not fresh, or no samples reported). Agreed
+                                like cost. May be NULL in records a caller built. */
+    float *samples;        /* [P] the samples that loss is over (sum over merged deposits; 0: none
+                                reported) */
 } pcoll_record_t;
 
 typedef struct {
@@ -242,6 +248,19 @@ size_t pcoll_lend_len(const pcoll_t *h); /* n + the round's metadata floats (0 i
  * for a round). Deposits merged with PCOLL_ACCUMULATE add both. Not calling it reports 0
  * (unknown). Both finite, >= 0. */
 int pcoll_set_cost(pcoll_t *h, double cost, double step);
+
+/* The training loss of the next deposit, travelling like pcoll_set_cost's times, so every rank
+ * reads it in the record of the round that consumes it (rec->loss[p], rec->samples[p]): e.g. for a
+ * controller to measure how fast the loss falls under each rule. loss: the mean loss over the
+ * `samples` samples the deposit's gradient was computed from; samples: 0 .. 2^24 (0: no loss
+ * reported, the default; samples need not be integers: weights). Deposits merged with
+ * PCOLL_ACCUMULATE add both loss x samples and samples (the record holds the merged mean). Refused
+ * (PCOLL_ERR_ARG, the message naming this rank): a loss that is NaN, infinite or beyond
+ * +-PCOLL_LOSS_MAX (it travels as a float times the samples), samples out of range or NaN; the
+ * next deposit then carries what was set before, or nothing. */
+#define PCOLL_LOSS_SAMPLES_MAX 16777216
+#define PCOLL_LOSS_MAX         1e28 /* x 2^24 samples x 255 merged deposits stays a float */
+int pcoll_set_loss(pcoll_t *h, double loss, double samples);
 
 /* PCOLL_WAIT_CONSUMED: until the round that consumed the last deposit has completed.
  * PCOLL_WAIT_NEWER: until some completed round has not been handed out by pcoll_next yet

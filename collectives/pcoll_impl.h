@@ -29,9 +29,10 @@
  * each written by its owner only (every other rank adds +0.0f), so the sum carries it exactly:
  * integers < 2^24 in [0..2], and the float [3] bit for bit. */
 #define META \
-    5                      /* [0] deposits merged (0 = not fresh), [1] flags, [2] staleness,
+    7                      /* [0] deposits merged (0 = not fresh), [1] flags, [2] staleness,
                                 [3] cost and [4] step time (s) reported with the deposit
-                                (pcoll_set_cost) */
+                                (pcoll_set_cost), [5] its loss times its samples and [6] its
+                                samples (pcoll_set_loss) */
 #define META_MAX 16777215u /* 2^24 - 1: larger staleness saturates */
 
 enum { TAG_READY = 1, TAG_ACT = 2, TAG_COUNT = 4 }; /* payload: uint64_t round, value */
@@ -144,6 +145,8 @@ struct pcoll {
     double t_dep;               /* when the oldest pending deposit was made */
     float next_cost, next_step; /* pcoll_set_cost: go with the next deposit */
     float dep_cost, dep_step;   /* cost and step time of the pending deposit (sums over merged ones) */
+    float next_loss, next_smp;  /* pcoll_set_loss: loss x samples, samples of the next deposit */
+    float dep_loss, dep_smp;    /* ... of the pending deposit (sums over merged ones) */
     uint64_t applied_at_dep;    /* rounds handed out when the oldest pending deposit was made */
     uint64_t dep_seq;           /* deposits made */
     uint64_t consumed_seq;      /* deposits consumed by started rounds */

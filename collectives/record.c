@@ -14,8 +14,10 @@ int pcoll_record_init(pcoll_record_t *rec, int P) {
     rec->streak = calloc((size_t)P, 4);
     rec->cost = calloc((size_t)P, sizeof *rec->cost);
     rec->step = calloc((size_t)P, sizeof *rec->step);
+    rec->loss = calloc((size_t)P, sizeof *rec->loss);
+    rec->samples = calloc((size_t)P, sizeof *rec->samples);
     if (!rec->fresh || !rec->waited || !rec->flags || !rec->staleness || !rec->streak || !rec->cost ||
-        !rec->step) {
+        !rec->step || !rec->loss || !rec->samples) {
         pcoll_record_free(rec);
         return PCOLL_ERR_NOMEM;
     }
@@ -30,9 +32,11 @@ void pcoll_record_free(pcoll_record_t *rec) {
     free(rec->streak);
     free(rec->cost);
     free(rec->step);
+    free(rec->loss);
+    free(rec->samples);
     rec->fresh = rec->waited = rec->flags = NULL;
     rec->staleness = rec->streak = NULL;
-    rec->cost = rec->step = NULL;
+    rec->cost = rec->step = rec->loss = rec->samples = NULL;
     rec->P = 0;
 }
 
@@ -49,7 +53,7 @@ static void copy_or_zero(float *d, const float *s, int P) {
 void pcoll_record_copy(pcoll_record_t *d, const pcoll_record_t *s) {
     uint8_t *f = d->fresh, *w = d->waited, *fl = d->flags;
     uint32_t *st = d->staleness, *sk = d->streak;
-    float *c = d->cost, *sp = d->step;
+    float *c = d->cost, *sp = d->step, *lo = d->loss, *sa = d->samples;
     int P = s->P;
     *d = *s;
     d->fresh = f;
@@ -59,6 +63,8 @@ void pcoll_record_copy(pcoll_record_t *d, const pcoll_record_t *s) {
     d->streak = sk;
     d->cost = c;
     d->step = sp;
+    d->loss = lo;
+    d->samples = sa;
     memcpy(f, s->fresh, (size_t)P);
     memcpy(w, s->waited, (size_t)P);
     memcpy(fl, s->flags, (size_t)P);
@@ -66,4 +72,6 @@ void pcoll_record_copy(pcoll_record_t *d, const pcoll_record_t *s) {
     memcpy(sk, s->streak, (size_t)P * 4);
     copy_or_zero(c, s->cost, P);
     copy_or_zero(sp, s->step, P);
+    copy_or_zero(lo, s->loss, P);
+    copy_or_zero(sa, s->samples, P);
 }

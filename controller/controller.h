@@ -75,6 +75,13 @@ typedef struct {
                    the chosen level's measurements against its pool; 1 `steps`, that and the ranks'
                    log step times against theirs (docs/DESIGN.md#7-the-controller, "Change
                    detection") [0] */
+    int worth;  /* rule=rate: what a level's gradients are worth: 0 `assumed`, the staleness key's
+                   model of a stale gradient against a fresh one; 1 `measured`, the fall of the
+                   training loss the ranks report with their deposits (pcoll_set_loss) per second:
+                   the score is the slope of the log loss against the gradients applied times the
+                   gradients per second (staleness and the screen then unused; without losses the
+                   rule cannot score and keeps the start level; docs/DESIGN.md#the-worth-of-a-gradient)
+                   [0] */
 } ctl_policy_cfg_t;
 
 /* Bits of ctl_decision_t.what */
@@ -146,7 +153,7 @@ void ctl_policy_default(ctl_policy_cfg_t *c);
 /* Resets *c to the defaults, then applies s = NAME[,key=value]..., NAME = adaptive | solo |
  * majority | sync | quorum:Q; keys (options.c's table): tau, tau_by (library|policy), lag, window,
  * probe (= sync_probe), probe_max, cost_n, staleness (linear|quadratic|bound), screen (on|off),
- * change (score|steps),
+ * change (score|steps), worth (assumed|measured),
  * start (adaptive: solo|majority|sync|quorum:Q, default sync), rule (rate only). Example:
  * "adaptive,tau=8,window=64". Returns CTL_OK or CTL_ERR_ARG with a message in err naming the bad
  * option or value. Runs ctl_policy_check. */

@@ -45,6 +45,7 @@ static const polkey_t KEYS[] = {
     KE("staleness", staleness, CTL_STALE_LINEAR, "quadratic", "linear", "bound"),
     KE("screen", screen, 1, "off", "on"),
     KE("change", change, 0, "score", "steps"),
+    KE("worth", worth, 0, "assumed", "measured"),
     {"start", 'r', offsetof(ctl_policy_cfg_t, base), 0, 0, 0, {0}},
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])

@@ -23,6 +23,11 @@ typedef struct {
     /* change=steps: the step times (pcoll_record_t.step, per gradient) of the deposits counted */
     uint32_t *yn;              /* [P] step times counted */
     double *y1, *y2, *y3, *y4; /* [P] sums of their logs and of the logs' 2nd, 3rd, 4th powers */
+    /* worth=measured: the training losses (pcoll_record_t.loss) of the deposits counted, every
+     * rank's together, as a regression of log loss y on x, the sync steps' worth of gradients
+     * applied before the round that took it, less x0 (the first one's) */
+    uint32_t ln;                       /* losses counted */
+    double lx0, lx, ly, lxx, lxy, lyy; /* x0; sums of x, y, x^2, x y, y^2 (state version 9) */
 } meas_t;
 
 /* change=steps (rate.c): the statistics of the log step times of the settled measurements since

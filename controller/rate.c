@@ -20,6 +20,7 @@ static void meas_clear(struct ctl_state *s) {
         s->m.yn[i] = 0, s->m.y1[i] = s->m.y2[i] = s->m.y3[i] = s->m.y4[i] = 0;
     }
     s->m.rounds = 0;
+    s->m.ln = 0, s->m.lx0 = s->m.lx = s->m.ly = s->m.lxx = s->m.lxy = s->m.lyy = 0;
 }
 
 /* Restarts the measurement: nothing counted, and every rank's next deposit is skipped (its cycle
@@ -106,6 +107,25 @@ static double sync_round_overhead(const struct ctl_state *s) {
     return s->ovh_sum > 0 ? s->ovh_sum / s->ovh_n : 0;
 }
 
+/* worth=measured: counts the losses the fresh ranks of round rec reported (pcoll_set_loss: a
+ * positive, finite loss over some samples) into the measurement's regression of log loss on x, the
+ * sync steps' worth of gradients applied before the round (every rank's weights then hold them,
+ * give or take the lag of its gradient: a shift about constant within a measurement, which moves
+ * the intercept, not the slope). The log: the loss falls by a factor per step more nearly alike
+ * over a run than by an amount (docs/DESIGN.md#the-worth-of-a-gradient). */
+static void loss_observe(ctl_policy_t *p, const pcoll_record_t *rec, double x) {
+    meas_t *m = &p->s.m;
+    if (!p->c.worth || !rec->loss || !rec->samples) return;
+    for (int i = 0; i < p->P; i++) {
+        const double l = rec->loss[i];
+        if (!rec->fresh[i] || !(rec->samples[i] > 0) || !(l > 0) || !isfinite(l)) continue;
+        if (m->ln == 0) m->lx0 = x;
+        const double u = x - m->lx0, y = log(l);
+        m->ln++;
+        m->lx += u, m->ly += y, m->lxx += u * u, m->lxy += u * y, m->lyy += y * y;
+    }
+}
+
 /* Counts round rec into the measurement of the level in force. The cycle time a rank reports with
  * a deposit (pcoll_set_cost: the wall time since its previous deposit) is what the rule pays per
  * gradient in this level: compute, injected delay, waiting for the round, applying rounds. The
@@ -125,6 +145,7 @@ void rate_observe(ctl_policy_t *p, const pcoll_record_t *rec, int nactive) {
     for (int i = 0; i < P; i++) nf += rec->fresh[i];
     s->grads += nf;
     if (s->base + rec->round >= s->mode_from) {
+        loss_observe(p, rec, (double)(s->grads - nf) / P);
         sync_overhead(s, rec);
         s->m.rounds++;
         for (int i = 0; i < P; i++) {
@@ -146,7 +167,7 @@ void rate_observe(ctl_policy_t *p, const pcoll_record_t *rec, int nactive) {
             float v = rec->cost ? rec->cost[i] : 0.0f;
             if (!(v > 0) || !isfinite(v)) continue;
             double x = (double)v / rec->fresh[i], lag = (double)s->gsince[i] / P,
-                   w = gradient_worth(p->c.staleness, lag);
+                   w = gradient_worth(p->c.worth ? CTL_STALE_BOUND : p->c.staleness, lag);
             s->m.n[i] += rec->fresh[i];
             s->m.d[i] += v;
             s->m.d2[i] += rec->fresh[i] * x * x;
@@ -181,6 +202,25 @@ static double mean_var(double n, double g0, uint32_t np, double xx, double mu) {
     return (v > g0 / n ? v : g0 / n) / n;
 }
 
+/* worth=measured: turns the measurement's gradient rate R +- se (worth 1 each) into the fall of
+ * the training loss per second it delivers: with b +- se_b the least-squares slope of the log
+ * losses counted against the sync steps' worth of gradients applied (its error from the residual
+ * spread about the line), the score is -b R / P (log-loss units per second), its error the two
+ * relative ones combined. 0 while fewer than 3 losses or no spread of x (no score: the measurement
+ * goes on, so a run whose ranks report no losses keeps its start level). */
+static int loss_score(const meas_t *m, int P, double *score, double *se) {
+    const double n = m->ln;
+    if (m->ln < 3) return 0;
+    const double sxx = m->lxx - m->lx * m->lx / n, sxy = m->lxy - m->lx * m->ly / n,
+                 syy = m->lyy - m->ly * m->ly / n;
+    if (!(sxx > 1e-12 * (m->lxx > 0 ? m->lxx : 1))) return 0;
+    const double b = sxy / sxx, res = (syy - b * sxy) / (n - 2), se_b = sqrt((res > 0 ? res : 0) / sxx);
+    const double R = *score / P, eR = *se / P;
+    *score = -b * R;
+    *se = sqrt(se_b * R * se_b * R + b * eR * b * eR);
+    return 1;
+}
+
 /* Score of the measurement so far (0 until every rank has 2 deposits in it). With r_p = n_p / d_p
  * (rank p's deposits per second of its own wall time) and w_p the mean worth of its gradients:
  *   rate  R = sum_p r_p                gradients per second
@@ -205,7 +245,7 @@ static int meas_score(const ctl_policy_t *p, double *score, double *se) {
     }
     *score = S;
     *se = sync ? err : sqrt(err);
-    return 1;
+    return p->c.worth ? loss_score(m, p->P, score, se) : 1;
 }
 
 /* Relative sum of squares of the measurements in level l's pool, about their mean. */
@@ -398,7 +438,7 @@ static int meas_close(ctl_policy_t *p, uint64_t rg, double *score, double *se, u
          * relative error: at the run's start no partial level is measured yet to end against. The
          * replay reads partial levels low on shared cores, so this errs toward measuring sync
          * longer. */
-        if (s->level == CTL_LV_SYNC && p->c.screen && s->ovh_n >= 2) {
+        if (s->level == CTL_LV_SYNC && p->c.screen && !p->c.worth && s->ovh_n >= 2) {
             const double rel = meas_se(s, *score, *se) / *score, o = sync_round_overhead(s);
             for (int l = 0; l < CTL_NLV && !full; l++) {
                 if (l == CTL_LV_SYNC) continue;
@@ -544,7 +584,8 @@ static int top_score(const struct ctl_state *s) {
  * order_queue has just replayed it (< 0: not yet). Returns 1 (reason in why) if skipped. */
 static int screen(ctl_policy_t *p, int to, double xr, char *why, size_t n) {
     struct ctl_state *s = &p->s;
-    if (to == CTL_LV_SYNC || s->ovh_n < 2 || s->pool_k[CTL_LV_SYNC] == 0 || !(s->score[CTL_LV_SYNC] > 0))
+    if (to == CTL_LV_SYNC || s->ovh_n < 2 || s->pool_k[CTL_LV_SYNC] == 0 || !(s->score[CTL_LV_SYNC] > 0) ||
+        p->c.worth) /* worth=measured: the replay knows the step times, not the losses */
         return 0;
     const double x = xr >= 0 ? xr : rate_predict(p, to, sync_round_overhead(s));
     s->pred[to] = x;               /* reported also with screen=off */
@@ -570,7 +611,7 @@ static int screen(ctl_policy_t *p, int to, double xr, char *why, size_t n) {
 static void order_queue(ctl_policy_t *p, double x[CTL_NLV]) {
     struct ctl_state *s = &p->s;
     for (int l = 0; l < CTL_NLV; l++) x[l] = -1;
-    if (!p->c.screen || s->ovh_n < 2) return;
+    if (!p->c.screen || p->c.worth || s->ovh_n < 2) return;
     const double o = sync_round_overhead(s);
     for (int k = 0; k < s->nqueue; k++)
         if (s->queue[k] != CTL_LV_SYNC) x[s->queue[k]] = rate_predict(p, s->queue[k], o);

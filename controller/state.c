@@ -11,7 +11,8 @@
 #include <string.h>
 
 #define STATE_MAGIC   "CTLSTATE"
-#define STATE_VERSION 8u
+#define STATE_VERSION 9u
+#define V8            8u /* version 9 without worth=measured's loss sums (meas_t ln..lyy); still read */
 #define V7 \
     7u                           /* version 8 without change=steps' fields (steps_t, the meas_t sums
                                      of log step times); still read, those start empty */
@@ -160,7 +161,7 @@ typedef struct {
     uint64_t probe_at, lblock, lprobe_at;
 } legacy_t;
 
-/* The fields of s in the byte order of version ver (6, 7 or 8), of version 6 with lg (not NULL)
+/* The fields of s in the byte order of version ver (6, 7, 8 or 9), of version 6 with lg (not NULL)
  * receiving its rule=thresholds fields. */
 static int fields_v(struct ctl_state *s, fld_t *f, legacy_t *lg, uint32_t ver) {
     int k = 0;
@@ -256,6 +257,15 @@ static int fields_v(struct ctl_state *s, fld_t *f, legacy_t *lg, uint32_t ver) {
         ARR(st.bss, 3, 'd');
         ARR(st.bdf, 3, '4');
         ONE(st.beyond, '4');
+    }
+    if (ver >= 9) {
+        ONE(m.ln, '4');
+        ONE(m.lx0, 'd');
+        ONE(m.lx, 'd');
+        ONE(m.ly, 'd');
+        ONE(m.lxx, 'd');
+        ONE(m.lxy, 'd');
+        ONE(m.lyy, 'd');
     }
 #undef ONE
 #undef OLD
@@ -458,11 +468,16 @@ static int validate(const struct ctl_state *s, char *err, size_t n) {
     if (s->cost_seen < 0 || s->cost_seen > 1) return bad(err, n, "cost_seen %d is not 0 or 1", s->cost_seen);
     for (int l = 0; l < CTL_NLV; l++)
         if (!isfinite(s->score[l]) || !isfinite(s->rate[l]) || !isfinite(s->lag[l]) ||
-            !isfinite(s->pool_w[l]) || s->score[l] < 0 || s->rate[l] < 0 || s->lag[l] < 0 ||
-            s->pool_w[l] < 0 || !(s->se_in[l] >= 0) || !isfinite(s->se_in[l]) || !(s->last_x[l] >= 0) ||
-            !isfinite(s->last_x[l]) || !(s->pool_sx[l] >= 0) || !isfinite(s->pool_sx[l]) ||
-            !(s->pool_sxx[l] >= 0) || !isfinite(s->pool_sxx[l]))
-            return bad(err, n, "score of level %d is negative or not finite", l);
+            !isfinite(s->pool_w[l]) || s->rate[l] < 0 || s->lag[l] < 0 || s->pool_w[l] < 0 ||
+            !(s->se_in[l] >= 0) || !isfinite(s->se_in[l]) || !isfinite(s->last_x[l]) ||
+            !isfinite(s->pool_sx[l]) || !(s->pool_sxx[l] >= 0) || !isfinite(s->pool_sxx[l]))
+            return bad(err, n, "score of level %d is not finite, or its rate, lag or pool negative", l);
+    { /* worth=measured's loss sums (scores may be negative there: a loss that rose) */
+        const double lm[6] = {s->m.lx0, s->m.lx, s->m.ly, s->m.lxx, s->m.lxy, s->m.lyy};
+        for (int k = 0; k < 6; k++)
+            if (!isfinite(lm[k]) || ((k == 3 || k == 5) && lm[k] < 0))
+                return bad(err, n, "measured losses' sum %d is not finite or a square is negative", k);
+    }
     if (!(s->cv2_sum >= 0) || !isfinite(s->cv2_sum) || s->beyond < -1 || s->beyond > 1 || s->contest < 0)
         return bad(err, n, "between-measurement spread %g / side %d / contest %d out of range", s->cv2_sum,
                    s->beyond, s->contest);
@@ -487,7 +502,7 @@ int ctl_state_load(const void *buf, size_t len, ctl_state_t **out, char *err, si
     r += 8;
     uint32_t ver = (uint32_t)get(&r, 4), P = (uint32_t)get(&r, 4), W = (uint32_t)get(&r, 4),
              N = (uint32_t)get(&r, 4);
-    if (ver != STATE_VERSION && ver != V7 && ver != V6)
+    if (ver != STATE_VERSION && ver != V8 && ver != V7 && ver != V6)
         return bad(err, n, "format version %u, this build reads versions %u to %u", ver, V6, STATE_VERSION);
     if (P < 1 || P > PCOLL_MAX_RANKS || W < 1 || W > 65536 || N < 2 || N > 1024)
         return bad(err, n, "shape P=%u, window=%u, cost_n=%u out of range", P, W, N);

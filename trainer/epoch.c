@@ -168,7 +168,8 @@ static int step(run_t *r, int epoch, long s, epoch_t *e, epoch_io_t *x) {
     else
         sleep_ms(d);
     double t2 = run_now();
-    e->loss_sum += be->ops->loss(be);
+    const double loss = be->ops->loss(be);
+    e->loss_sum += loss;
     e->loss_n++;
     e->correct += be->ops->top1(be);
     e->seen += b->n;
@@ -176,6 +177,10 @@ static int step(run_t *r, int epoch, long s, epoch_t *e, epoch_io_t *x) {
      * the deposit: the controller measures from them what each mode costs (ctl_step_cost) */
     if (pcoll_set_cost(x->h, ctl_step_cost(&x->cc->policy, t2 - t0, t2 - e->t_dep), t2 - t0))
         run_die(r, "pcoll_set_cost", pcoll_last_error(x->h));
+    /* and the batch's training loss (worth=measured scores a level by how fast it falls); a loss
+     * that is not finite is not reported (samples 0) */
+    if (pcoll_set_loss(x->h, isfinite(loss) ? loss : 0, isfinite(loss) ? b->n : 0))
+        run_die(r, "pcoll_set_loss", pcoll_last_error(x->h));
     e->t_dep = t2;
     /* the wait follows at once: this thread drives the round, the engine is not woken (--late go:
      * it is, since the wait may return at once while the next round needs this deposit) */

@@ -9,14 +9,17 @@
  * deposit an integer-valued gradient that encodes (rank, step), wait, apply every completed round
  * to a double-precision replica. At the end (after finalize flushed everything) it checks:
  *   1 agreement     hash of every round's (index, rule, F_r, flags, step times, result bits)
- *                   equal on all ranks; each cost and step time (pcoll_set_cost) arrives with its deposit
+ *                   equal on all ranks; each cost and step time (pcoll_set_cost) and loss (pcoll_set_loss)
+ *                   arrives with its deposit
  *   2 conservation  each (rank, step) deposit is in exactly one round; sum of results = deposits
  *   (drain)         every rank applied the same number of rounds (checked: 1 and 2 never skip)
  *   3 trigger       F_r satisfies the round's rule (sync, quorum, majority initiator, wait set)
  *   4 staleness     with --tau, no rejection streak exceeds tau
  *   5 liveness      the run ends (the test runner's timeout catches a hang)
  *   6 replicas      the replicas (weights) are bitwise equal on all ranks
- * and, once after pcoll_create, that a negative or a NaN step time is refused. The per-round part
+ * and, once after pcoll_create, that a negative or a NaN step time is refused, and a NaN or
+ * infinite loss or bad samples (pcoll_set_loss), naming the rank; each loss and its samples arrive
+ * with the deposit likewise (odd ranks report none: 0). The per-round part
  * of 1-4 is rcheck_round (round_check.h). --mode mixed posts a static schedule of rule changes
  * (cfg.horizon = 1, then the horizon released for every round); --mode dynamic a controller-like
  * thread (dyn_ctl). --mismatch FIELD instead checks that pcoll_create fails on every rank with a
@@ -215,6 +218,15 @@ static void pinv_start(pinv_t *t) {
           "a negative cost is refused, naming the call: %s", pcoll_last_error(h));
     CHECK(pcoll_set_cost(h, 0, NAN) == PCOLL_ERR_ARG && strstr(pcoll_last_error(h), "step time"),
           "a NaN step time is refused, naming it: %s", pcoll_last_error(h));
+    char rk[32];
+    snprintf(rk, sizeof rk, "rank %d", me);
+    const double bad[][2] = {{NAN, 1}, {INFINITY, 1}, {1, -1}, {1, NAN}, {1, PCOLL_LOSS_SAMPLES_MAX + 1.0}};
+    for (int k = 0; k < 5; k++) {
+        const int rc = pcoll_set_loss(h, bad[k][0], bad[k][1]);
+        const char *m = pcoll_last_error(h);
+        CHECK(rc == PCOLL_ERR_ARG && strstr(m, "pcoll_set_loss") && strstr(m, rk),
+              "loss %g over %g samples is refused, naming the call and %s: %s", bad[k][0], bad[k][1], rk, m);
+    }
     if (t->mixed) { /* a static schedule of rule changes, the same on every rank */
         static int w[1];
         w[0] = P - 1;
@@ -301,6 +313,7 @@ static void pinv_run(pinv_t *t, const pinv_io_t *io) {
                 break;
             }
             pcollCheck(pcoll_set_cost(h, cost_of(me, s), step_of(me, s)));
+            if (loss_reported(me)) pcollCheck(pcoll_set_loss(h, loss_of(me, s), samples_of(me)));
             if (t_back > 0 && (MPI_Wtime() - t_back) * 1e6 > t->cfg.spin_us + d) pinv_late_absences++;
             int rc = pcoll_deposit(h, buf, (t->newer ? PCOLL_ACCUMULATE : 0) | io->deposit_flags);
             if (rc) {

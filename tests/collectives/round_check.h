@@ -53,6 +53,12 @@ static void make_grad(float *g, size_t n, int p, int s) {
  * sums of a few of them (merged deposits): (4096 (p+1) + s + 1) / 1024 */
 static float cost_of(int p, int s) { return (float)(4096 * (p + 1) + s + 1) / 1024.0f; }
 static float step_of(int p, int s) { return cost_of(p, s) / 2.0f; } /* exact: another power of 2 */
+/* training loss and samples reported with that deposit (pcoll_set_loss): odd ranks report none;
+ * an even rank p reports (s + 1) / 8 + p over p + 1 samples, so a merged deposit's record reads
+ * (p + 1) (tags / 8 + k p) / (k (p + 1)) for k deposits whose tags s + 1 sum to `tags` */
+static int loss_reported(int p) { return p % 2 == 0; }
+static float loss_of(int p, int s) { return (float)(s + 1) / 8.0f + (float)p; }
+static float samples_of(int p) { return (float)(p + 1); }
 
 typedef struct {
     pcoll_t *h;
@@ -146,6 +152,10 @@ static inline void rcheck_round(rcheck_t *c, uint64_t r, const float *res, const
         c->hash = hash_fnv1a64_word(c->hash, b);
         memcpy(&b, &rec->step[p], 4);
         c->hash = hash_fnv1a64_word(c->hash, b);
+        memcpy(&b, &rec->loss[p], 4);
+        c->hash = hash_fnv1a64_word(c->hash, b);
+        memcpy(&b, &rec->samples[p], 4);
+        c->hash = hash_fnv1a64_word(c->hash, b);
     }
     for (size_t k = 0; k < c->n; k++) {
         uint32_t b;
@@ -175,6 +185,12 @@ static inline void rcheck_round(rcheck_t *c, uint64_t r, const float *res, const
                    (unsigned long long)r, p, rec->cost[p], want);
             RCHECK(c, rec->step[p] == want / 2, "round %llu: rank %d's step time %.9g, deposited %.9g",
                    (unsigned long long)r, p, rec->step[p], want / 2);
+            /* and its loss, the merged deposits' mean weighted by their samples */
+            const float k = rec->fresh[p], ns = loss_reported(p) ? k * samples_of(p) : 0.0f,
+                        lw = ns > 0 ? samples_of(p) * (res[p] / 8.0f + k * (float)p) / ns : 0.0f;
+            RCHECK(c, rec->samples[p] == ns && rec->loss[p] == lw,
+                   "round %llu: rank %d's loss %.9g over %g samples, deposited %.9g over %g",
+                   (unsigned long long)r, p, rec->loss[p], rec->samples[p], lw, ns);
         }
         RCHECK(c, res[P] == (float)nd, "round %llu: count %g != deposits %d", (unsigned long long)r, res[P],
                nd);

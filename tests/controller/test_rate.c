@@ -1173,6 +1173,77 @@ static void test_steady(void) {
         }
 }
 
+/* worth=measured on the mock: the ranks report a training loss whose log falls by A per fresh
+ * gradient of lag 0 and by A x `stale` per stale one (lag > 0), plus noise of sd 0.01 (the
+ * mock's batches). Linear skew at P = 4 (periods 1..4): partial rounds deliver 1.6-2x sync's
+ * gradients per second, so a level's worth decides: with stale = 1 a stale gradient is worth a
+ * fresh one and a partial level should run; with stale = 0.05 it is nearly worthless and sync
+ * should (stale < 0: no losses reported). Returns the share of the simulated time after the first
+ * 1,000 rounds spent in sync. */
+static double worth_sync_share(const char *spec, double stale, uint64_t seed) {
+    scen_t sc = alike(4, 1);
+    set_regime(&sc, R_SKEW);
+    sc.seed = seed;
+    sc.N = 5000;
+    gen_t g;
+    ctl_policy_t *pol = scen_start(spec, &sc, &g, NULL);
+    float loss[MAXP], samples[MAXP];
+    if (stale >= 0) g.rec.loss = loss, g.rec.samples = samples; /* stale < 0: no losses reported */
+    const double A = 1e-3;
+    double ll = 0, t_prev = 0, t_sync = 0, t_all = 0;
+    uint32_t gsince[MAXP] = {0};
+    for (uint64_t r = 0; r < sc.N; r++) {
+        /* the losses the next round's deposits carry: computed on the weights before it */
+        for (int p = 0; p < sc.P; p++) {
+            const double u1 = u01(seed, r, 7000 + p), u2 = u01(seed, r, 8000 + p),
+                         z = sqrt(-2 * log(u1 > 0 ? u1 : 1e-300)) * cos(6.283185307179586 * u2);
+            loss[p] = (float)exp(ll + 0.01 * z);
+            samples[p] = 32;
+        }
+        ctl_decision_t d;
+        int k;
+        const pcoll_record_t *rec = scen_step(pol, &g, &d, &k);
+        uint32_t nf = 0;
+        for (int p = 0; p < sc.P; p++) nf += rec->fresh[p];
+        for (int p = 0; p < sc.P; p++) {
+            if (rec->fresh[p]) ll -= A * (gsince[p] ? stale : 1);
+            gsince[p] = rec->fresh[p] ? 0 : gsince[p] + nf;
+        }
+        if (r >= 1000) {
+            t_all += rec->t_end - t_prev;
+            if (rec->mode == PCOLL_SYNC) t_sync += rec->t_end - t_prev;
+        }
+        t_prev = rec->t_end;
+    }
+    g.rec.loss = g.rec.samples = NULL;
+    ctl_policy_free(pol);
+    gen_free(&g);
+    return t_all > 0 ? t_sync / t_all : 0;
+}
+
+/* worth=measured follows what the losses say a stale gradient is worth, where worth=assumed
+ * (1/(1+lag)) runs a partial level either way: stale gradients worth a fresh one -> mostly
+ * partial; nearly worthless -> mostly sync (3 seeds each). The second fails under worth=assumed
+ * (checked: it runs sync 0-2% of the time there), and the measured rule without the losses keeps
+ * its start level (sync) throughout. */
+static void test_worth(void) {
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        const double free_ = worth_sync_share("adaptive,worth=measured", 1, seed),
+                     dear = worth_sync_share("adaptive,worth=measured", 0.05, seed),
+                     assumed = worth_sync_share("adaptive", 0.05, seed);
+        if (verbose)
+            printf("  worth seed %llu: sync share, stale worth 1: %.2f; 0.05: %.2f (assumed: %.2f)\n",
+                   (unsigned long long)seed, free_, dear, assumed);
+        CHECK(free_ < 0.2, "seed %llu: stale gradients worth fresh ones, yet sync %.2f of the time",
+              (unsigned long long)seed, free_);
+        CHECK(dear > 0.8, "seed %llu: stale gradients worth 0.05, yet sync only %.2f of the time",
+              (unsigned long long)seed, dear);
+        const double none = worth_sync_share("adaptive,worth=measured", -1, seed);
+        CHECK(none == 1, "seed %llu: no losses reported, yet out of sync %.2f of the time",
+              (unsigned long long)seed, 1 - none);
+    }
+}
+
 int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "-vv"))
@@ -1204,6 +1275,7 @@ int main(int argc, char **argv) {
         {"follow", test_follow},
         {"follow_spread", test_follow_spread},
         {"steady", test_steady},
+        {"worth", test_worth},
     };
     return run_tests(tests, sizeof tests / sizeof tests[0]);
 }

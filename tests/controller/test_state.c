@@ -252,12 +252,26 @@ static void reseal(uint8_t *b, size_t n) {
     for (int i = 0; i < 8; i++) b[n - 8 + i] = (uint8_t)(h >> (8 * i));
 }
 
-/* The version-7 bytes of a version-8 state of P ranks (a, n bytes): without change=steps' fields,
- * which version 8 appends (the log step sums of the measurement, n and 4 sums per rank; the
- * reference: k, 3 x 2 doubles, 3 arrays of P doubles, 3 doubles, 3 counts, beyond). *n7: the
- * length. Free the result. */
+/* Bytes version 9 appends: worth=measured's loss sums of the measurement (a count, 6 doubles). */
+#define V9_TAIL (4 + 6 * 8)
+
+/* The version-8 bytes of a version-9 state (a, n bytes): without the loss sums. *n8: the length.
+ * Free the result. */
+static uint8_t *as_v8(const uint8_t *a, size_t n, size_t *n8) {
+    uint8_t *b = malloc(n - V9_TAIL);
+    memcpy(b, a, n - V9_TAIL - 8);
+    b[8] = 8;
+    *n8 = n - V9_TAIL;
+    reseal(b, *n8);
+    return b;
+}
+
+/* The version-7 bytes of a version-9 state of P ranks (a, n bytes): without the loss sums and
+ * change=steps' fields, which version 8 appends (the log step sums of the measurement, n and 4
+ * sums per rank; the reference: k, 3 x 2 doubles, 3 arrays of P doubles, 3 doubles, 3 counts,
+ * beyond). *n7: the length. Free the result. */
 static uint8_t *as_v7(const uint8_t *a, size_t n, int P, size_t *n7) {
-    const size_t tail = (size_t)P * (4 + 4 * 8) + 4 + 6 * 8 + (size_t)P * 3 * 8 + 3 * 8 + 3 * 4 + 4;
+    const size_t tail = (size_t)P * (4 + 4 * 8) + 4 + 6 * 8 + (size_t)P * 3 * 8 + 3 * 8 + 3 * 4 + 4 + V9_TAIL;
     uint8_t *b = malloc(n - tail);
     memcpy(b, a, n - tail - 8);
     b[8] = 7;
@@ -296,7 +310,8 @@ static ctl_state_t *rich_state(int P, ctl_policy_cfg_t *cfg) { return state_afte
  * settled, levels in the queue, the rival) save to bytes whose checksums were pinned at i54e-start
  * (before the levels were renumbered in memory; the byte format keeps light 0, majority 1, sync 2);
  * since version 8 (change=steps' fields appended) its version-7 part is what is pinned, and a
- * version-7 state loads and saves again as the state it was (change=score leaves those fields 0). */
+ * version-7 state loads and saves again as the state it was (change=score leaves those fields 0);
+ * so does a version-8 one (version 9 appends worth=measured's loss sums, 0 under worth=assumed). */
 static void test_bytes(void) {
     const uint64_t rounds[5] = {40, 150, 400, 777, 2000};
     const uint64_t want[5] = {0xc45de890bec8f559ULL, 0xa3e9e82760e0e417ULL, 0x4e232c8d25537f2bULL,
@@ -318,6 +333,14 @@ static void test_bytes(void) {
         CHECK(ctl_state_load(b, n7, &l, err, sizeof err) == CTL_OK, "version 7: %s", err);
         if (l) ctl_state_save(l, c, n, &m);
         CHECK(l && m == n && !memcmp(a, c, n), "version 7 read back differs from the state it was");
+        ctl_state_free(l);
+        free(b);
+        /* version 8 likewise (worth=assumed leaves the loss sums 0) */
+        size_t n8 = 0;
+        b = as_v8(a, n, &n8), l = NULL, m = 0;
+        CHECK(ctl_state_load(b, n8, &l, err, sizeof err) == CTL_OK, "version 8: %s", err);
+        if (l) ctl_state_save(l, c, n, &m);
+        CHECK(l && m == n && !memcmp(a, c, n), "version 8 read back differs from the state it was");
         ctl_state_free(l);
         free(b), free(c);
         CHECK(sum == want[k],
