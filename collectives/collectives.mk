@@ -85,7 +85,7 @@ $(B)/collectives/cuda/dp_nccl.o: collectives/dp_nccl.c
 
 $(B)/collectives/cuda/pcoll_nccl.o: collectives/pcoll_nccl.cu collectives/pcoll_dev.h collectives/pcoll.h
 	@mkdir -p $(dir $@)
-	$(NVCC) $(PCOLL_NVCC_FLAGS) -c $< -o $@
+	$(NVCC) $(PCOLL_NVCC_FLAGS) -MMD -MP -c $< -o $@
 
 $(LIBPCOLL_CUDA): $(PCOLL_CUDA_OBJ)
 	@mkdir -p $(dir $@)

@@ -45,7 +45,7 @@ TEST_BINS += $(NN_CUDA_TESTS)
 $(B)/trainer/cuda/%.o: trainer/cuda/%.cu trainer/cuda/nn_cuda_impl.h trainer/cuda/nn_cuda.h trainer/cuda/replay_algo.h \
                        trainer/nn/nn.h trainer/nn/nn_impl.h
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
+	$(NVCC) $(NVCC_FLAGS) -MMD -MP -c $< -o $@
 
 $(NN_CUDA_LIB): $(NN_CUDA_OBJS)
 	@mkdir -p $(dir $@)
