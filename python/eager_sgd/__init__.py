@@ -168,6 +168,7 @@ class DistributedOptimizer:
         self.date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         self.epochs, self.curve = [], []
         self.rank_t = {"compute_s": 0.0, "wait_s": 0.0, "apply_s": 0.0, "steps": 0}
+        self._steps0 = 0  # this rank's steps before the current epoch (epochs[].steps is the epoch's)
         self.meta = {"experiment": experiment, "model": model_name or type(model).__name__, "data": data_name,
                      "batch": int(batch), "epochs": int(epochs), "imbalance": imbalance, "config": dict(config or {})}
         self.test_aid = os.environ.get("EAGER_SGD_TEST_BREAK", "")
@@ -360,7 +361,7 @@ class DistributedOptimizer:
         c = self.counts()
         tot = (ctypes.c_double * 2)(float(train_loss or 0.0), float(samples))
         lib.eg_allreduce_sum(tot, 2, 1)
-        steps = (ctypes.c_double * 1)(float(self.rank_t["steps"]))
+        steps = (ctypes.c_double * 1)(float(self.rank_t["steps"] - self._steps0))
         lib.eg_allreduce_sum(steps, 1, 1)
         rounds = int(c["epoch_rounds"])
         rec = {"epoch": self.epoch, "wall_s": t_end - self.t_start,
@@ -378,6 +379,7 @@ class DistributedOptimizer:
         self.t_start += spent  # the curve's evaluations are outside every later wall time
         self.t_last = time.time()  # the next epoch's first step begins after the evaluation
         self._t_epoch = self.t_last  # epoch_s: the epoch's training and BN average only, as eager-train's and DDP's
+        self._steps0 = self.rank_t["steps"]
         return {k: v for k, v in rec.items() if not k.startswith("_")}
 
     def report(self, test_top1, test_loss, batches, samples):

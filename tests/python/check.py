@@ -109,6 +109,8 @@ def partial1(mode, out):
     if ep[1]["epoch_s"] > ep[1]["wall_s"] - ep[0]["wall_s"] - 0.1:
         fail("epoch 2's epoch_s %.3f s holds epoch 1's 0.2 s evaluation (wall_s %.3f -> %.3f)"
              % (ep[1]["epoch_s"], ep[0]["wall_s"], ep[1]["wall_s"]))
+    if [e["steps"] for e in ep] != [STEPS * size] * EPOCHS:  # the epoch's steps, all ranks (as DDP's)
+        fail("epochs[].steps %s, not %d per epoch" % ([e["steps"] for e in ep], STEPS * size))
     if mode.startswith("adaptive") and rec["controller"]["policy"] != mode:  # as eager-train's: the row's name
         fail("controller.policy '%s', not the mode as given '%s'" % (rec["controller"]["policy"], mode))
     if rec["summary"]["wall_s"] < ep[-1]["wall_s"] + 0.15:
