@@ -294,6 +294,21 @@ int pcoll_record_init(pcoll_record_t *rec, int P);
 void pcoll_record_free(pcoll_record_t *rec);
 int pcoll_record_get(pcoll_t *h, uint64_t round, pcoll_record_t *rec, double timeout_s);
 
+/* A summary of consecutive round records (a run file's rounds.records[] entry): the first and
+ * last round, how many were added, the last one's mode, and sums, minimum and maxima of their
+ * fresh counts, latencies (ms), staleness of the fresh contributions and streaks. Reset before the
+ * first pcoll_agg_add; pure, no handle. */
+typedef struct {
+    uint64_t from, to;
+    int n, min_fresh;
+    pcoll_mode_t mode;
+    double fresh_sum, lat_sum, stale_sum;
+    long stale_n;
+    uint32_t max_streak, max_stale;
+} pcoll_agg_t;
+void pcoll_agg_reset(pcoll_agg_t *a);
+void pcoll_agg_add(pcoll_agg_t *a, const pcoll_record_t *r);
+
 int pcoll_stats(pcoll_t *h, pcoll_stats_t *st);
 
 /* Liveness of the peers, for a stall watchdog (like Horovod's stall inspector). The library's

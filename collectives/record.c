@@ -75,3 +75,26 @@ void pcoll_record_copy(pcoll_record_t *d, const pcoll_record_t *s) {
     copy_or_zero(lo, s->loss, P);
     copy_or_zero(sa, s->samples, P);
 }
+
+void pcoll_agg_reset(pcoll_agg_t *a) {
+    memset(a, 0, sizeof *a);
+    a->min_fresh = 1 << 30;
+}
+
+void pcoll_agg_add(pcoll_agg_t *a, const pcoll_record_t *r) {
+    if (!a->n) a->from = r->round;
+    a->to = r->round;
+    a->n++;
+    a->mode = r->mode;
+    a->fresh_sum += r->nfresh;
+    if (r->nfresh < a->min_fresh) a->min_fresh = r->nfresh;
+    a->lat_sum += (r->t_end - r->t_start) * 1e3;
+    for (int p = 0; p < r->P; p++) {
+        if (r->streak[p] > a->max_streak) a->max_streak = r->streak[p];
+        if (r->fresh[p]) {
+            a->stale_sum += r->staleness[p];
+            a->stale_n++;
+            if (r->staleness[p] > a->max_stale) a->max_stale = r->staleness[p];
+        }
+    }
+}

@@ -226,30 +226,18 @@ json_t *metrics_papi(int available) {
 
 void ragg_reset(ragg_t *a) {
     memset(a, 0, sizeof *a);
-    a->min_fresh = 1 << 30;
+    pcoll_agg_reset(&a->r);
 }
 
 void ragg_add(ragg_t *a, const pcoll_record_t *r, double lr, double wd) {
-    if (!a->n) a->from = r->round, a->lr_first = lr;
+    if (!a->r.n) a->lr_first = lr;
     a->lr_last = lr;
     a->wd_sum += wd;
-    a->to = r->round;
-    a->n++;
-    a->mode = r->mode;
-    a->fresh_sum += r->nfresh;
-    if (r->nfresh < a->min_fresh) a->min_fresh = r->nfresh;
-    a->lat_sum += (r->t_end - r->t_start) * 1e3;
-    for (int p = 0; p < r->P; p++) {
-        if (r->streak[p] > a->max_streak) a->max_streak = r->streak[p];
-        if (r->fresh[p]) {
-            a->stale_sum += r->staleness[p];
-            a->stale_n++;
-            if (r->staleness[p] > a->max_stale) a->max_stale = r->staleness[p];
-        }
-    }
+    pcoll_agg_add(&a->r, r);
 }
 
-json_t *ragg_json(const ragg_t *a, int epoch) {
+json_t *ragg_json(const ragg_t *g, int epoch) {
+    const pcoll_agg_t *a = &g->r;
     json_t *o = json_object();
     json_object_set_new(o, "epoch", json_integer(epoch));
     json_object_set_new(o, "from", json_integer((json_int_t)a->from));
@@ -257,9 +245,9 @@ json_t *ragg_json(const ragg_t *a, int epoch) {
     json_object_set_new(o, "mode", json_string(pcoll_mode_name(a->mode)));
     json_object_set_new(o, "mean_fresh", json_real(a->n ? a->fresh_sum / a->n : 0));
     json_object_set_new(o, "min_fresh", json_integer(a->n ? a->min_fresh : 0));
-    json_object_set_new(o, "lr_first", json_real(a->lr_first));
-    json_object_set_new(o, "lr_last", json_real(a->lr_last));
-    json_object_set_new(o, "wd_sum", json_real(a->wd_sum));
+    json_object_set_new(o, "lr_first", json_real(g->lr_first));
+    json_object_set_new(o, "lr_last", json_real(g->lr_last));
+    json_object_set_new(o, "wd_sum", json_real(g->wd_sum));
     json_object_set_new(o, "mean_latency_ms", json_real(a->n ? a->lat_sum / a->n : 0));
     json_object_set_new(o, "max_streak", json_integer(a->max_streak));
     json_object_set_new(o, "max_staleness", json_integer(a->max_stale));

@@ -21,14 +21,11 @@ json_t *metrics_cuda_graph(nn_cuda_model_t *G);
  * failure leaves PATH as it was. Returns 0, or -1 with a message naming the file. */
 int metrics_write(json_t *root, const char *path, char *err, size_t n);
 
-/* Aggregate of consecutive round records (rank 0 keeps one per --round-agg rounds). */
+/* Aggregate of consecutive round records (rank 0 keeps one per --round-agg rounds): libpcoll's
+ * summary plus the learning rate and weight decay the rounds were applied with. */
 typedef struct {
-    uint64_t from, to;
-    int n, min_fresh;
-    pcoll_mode_t mode;
-    double fresh_sum, lat_sum, stale_sum, lr_first, lr_last, wd_sum;
-    long stale_n;
-    uint32_t max_streak, max_stale;
+    pcoll_agg_t r;
+    double lr_first, lr_last, wd_sum;
 } ragg_t;
 void ragg_reset(ragg_t *a);
 void ragg_add(ragg_t *a, const pcoll_record_t *r, double lr, double wd);

@@ -135,12 +135,12 @@ void runlog_round(run_t *r, const pcoll_record_t *rec, double lr, double wd, int
     runlog_t *l = r->log;
     if (r->me) return;
     ragg_add(&l->agg, rec, lr, wd);
-    if (l->agg.n >= r->cfg.round_agg) runlog_rounds_flush(r, epoch);
+    if (l->agg.r.n >= r->cfg.round_agg) runlog_rounds_flush(r, epoch);
 }
 
 void runlog_rounds_flush(run_t *r, int epoch) {
     runlog_t *l = r->log;
-    if (r->me || !l->agg.n) return;
+    if (r->me || !l->agg.r.n) return;
     json_array_append_new(l->rounds, ragg_json(&l->agg, epoch));
     ragg_reset(&l->agg);
 }

@@ -25,13 +25,10 @@
 
 enum { EG_AGG_MAX = 64 }; /* rounds per aggregated record at most (the run file's rounds.aggregation) */
 
-typedef struct { /* one record of the run file's rounds.records[] */
+typedef struct { /* one record of the run file's rounds.records[]: libpcoll's summary, its epoch and mode */
     int epoch;
-    uint64_t from, to;
     char mode[24];
-    double fresh_sum, lat_sum, stale_sum, stale_n;
-    int min_fresh;
-    uint32_t max_streak, max_stale;
+    pcoll_agg_t r;
 } eg_agg_t;
 
 typedef struct eg {
@@ -340,11 +337,11 @@ int eg_step(eg_t *g, const float *grad, double step_s, double dep_sum) {
     return 0;
 }
 
-static void aggregate(eg_t *g, uint64_t round, const pcoll_record_t *rec) {
+static void aggregate(eg_t *g, const pcoll_record_t *rec) {
     char m[24];
     pcoll_format_mode(rec->mode, rec->quorum, m, sizeof m);
     eg_agg_t *a = g->nagg ? &g->agg[g->nagg - 1] : NULL;
-    if (!a || a->epoch != g->epoch || strcmp(a->mode, m) || a->to - a->from + 1 >= EG_AGG_MAX) {
+    if (!a || a->epoch != g->epoch || strcmp(a->mode, m) || a->r.to - a->r.from + 1 >= EG_AGG_MAX) {
         if (g->nagg == g->capagg) {
             size_t cap = g->capagg ? 2 * g->capagg : 64;
             eg_agg_t *na = realloc(g->agg, cap * sizeof *na);
@@ -352,19 +349,11 @@ static void aggregate(eg_t *g, uint64_t round, const pcoll_record_t *rec) {
             g->agg = na, g->capagg = cap;
         }
         a = &g->agg[g->nagg++];
-        *a = (eg_agg_t){.epoch = g->epoch, .from = round, .to = round, .min_fresh = rec->nfresh};
+        a->epoch = g->epoch;
         snprintf(a->mode, sizeof a->mode, "%s", m);
+        pcoll_agg_reset(&a->r);
     }
-    a->to = round;
-    a->fresh_sum += rec->nfresh;
-    if (rec->nfresh < a->min_fresh) a->min_fresh = rec->nfresh;
-    a->lat_sum += (rec->t_end - rec->t_start) * 1e3;
-    for (int p = 0; p < rec->P; p++) {
-        if (rec->streak[p] > a->max_streak) a->max_streak = rec->streak[p];
-        if (!rec->fresh[p]) continue;
-        a->stale_n++, a->stale_sum += rec->staleness[p];
-        if (rec->staleness[p] > a->max_stale) a->max_stale = rec->staleness[p];
-    }
+    pcoll_agg_add(&a->r, rec);
 }
 
 /* The next completed round not yet applied, in round order (rounds that only carried joins are
@@ -397,7 +386,7 @@ int eg_next(eg_t *g, const float **res, double *share, double *sum) {
         *sum = s * g->P;
         g->c[C_APP_SUM] += *sum;
         *share = (double)ng / g->P;
-        aggregate(g, round, r);
+        aggregate(g, r);
         return 1;
     }
     if (rc == PCOLL_EMPTY) return 0;
@@ -473,13 +462,13 @@ uint64_t eg_decision_hash(eg_t *g) { return g->dhash; }
 size_t eg_nrecords(eg_t *g) { return g->nagg; }
 int eg_record(eg_t *g, size_t i, double v[9], char *mode, size_t n) {
     if (i >= g->nagg) return -1;
-    const eg_agg_t *a = &g->agg[i];
+    const pcoll_agg_t *a = &g->agg[i].r;
     double k = (double)(a->to - a->from + 1);
-    v[0] = a->epoch, v[1] = (double)a->from, v[2] = (double)a->to, v[3] = a->fresh_sum / k,
+    v[0] = g->agg[i].epoch, v[1] = (double)a->from, v[2] = (double)a->to, v[3] = a->fresh_sum / k,
     v[4] = a->min_fresh;
     v[5] = a->lat_sum / k, v[6] = a->max_streak, v[7] = a->max_stale,
-    v[8] = a->stale_n ? a->stale_sum / a->stale_n : 0;
-    snprintf(mode, n, "%s", a->mode);
+    v[8] = a->stale_n ? a->stale_sum / (double)a->stale_n : 0;
+    snprintf(mode, n, "%s", g->agg[i].mode);
     return 0;
 }
 
