@@ -25,25 +25,16 @@ $(TRAIN_BIN): $(TRAIN_OBJS) $(if $(TRAIN_CUDA),$(NN_CUDA_LIB),) $(NN_LIB) $(DATA
 	$(CC) $(LDFLAGS) $(filter-out %.mk,$^) -o $@ $(MPI_LIBS) $(NN_LDLIBS) $(DATA_LDLIBS) -ljansson \
 	  $(if $(TRAIN_CUDA),$(NN_CUDA_LDLIBS) $(PCOLL_CUDA_LDLIBS),) $(LDLIBS)
 
-$(B)/tests/trainer/test_imbalance: tests/trainer/test_imbalance.c $(B)/collectives/sim/imbalance.o
+# Unit tests of one trainer object each: the test's source and the objects it tests.
+TRAINER_UNITS := test_imbalance test_dealer test_warmup_plan test_output
+$(B)/tests/trainer/test_imbalance: $(B)/collectives/sim/imbalance.o
+$(B)/tests/trainer/test_dealer: $(B)/trainer/dealer.o
+$(B)/tests/trainer/test_warmup_plan: $(B)/trainer/warmup_plan.o
+$(B)/tests/trainer/test_output: $(B)/trainer/output.o
+$(TRAINER_UNITS:%=$(B)/tests/trainer/%): $(B)/tests/trainer/%: tests/trainer/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
-TEST_BINS += $(B)/tests/trainer/test_imbalance
-
-$(B)/tests/trainer/test_dealer: tests/trainer/test_dealer.c $(B)/trainer/dealer.o
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
-TEST_BINS += $(B)/tests/trainer/test_dealer
-
-$(B)/tests/trainer/test_warmup_plan: tests/trainer/test_warmup_plan.c $(B)/trainer/warmup_plan.o
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
-TEST_BINS += $(B)/tests/trainer/test_warmup_plan
-
-$(B)/tests/trainer/test_output: tests/trainer/test_output.c $(B)/trainer/output.o
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(filter %.c %.o,$^) -o $@ $(LDFLAGS) $(LDLIBS)
-TEST_BINS += $(B)/tests/trainer/test_output
+TEST_BINS += $(TRAINER_UNITS:%=$(B)/tests/trainer/%)
 
 # tests/trainer/ckpt_damage.sh: damages a checkpoint on purpose (flip a bit, set a value, re-sign)
 $(B)/tests/trainer/ckpt_edit: tests/trainer/ckpt_edit.c
