@@ -62,7 +62,7 @@ void run_fail_launcher(const run_t *r) {
             "eager-train: rank %d: mpirun --enable-recovery ignores exit statuses: ending the job through "
             "its launcher (pid %d) so that it exits non-zero\n",
             r->me, (int)pid);
-    fflush(stderr);
+    output_drain(2.0); /* the launcher forwards what this rank printed before it is ended */
     kill(pid, SIGTERM);
 }
 

@@ -152,7 +152,8 @@ _Noreturn void run_abort(run_t *r, int code);
 void run_unreceived(run_t *r, MPI_Comm comm, const char *name);
 /* Open MPI only: under `mpirun --enable-recovery` (Open MPI sets OMPI_MCA_orte_enable_recovery
  * in the ranks' environment) the launcher ignores the ranks' exit statuses: a failing rank ends
- * the job through its launcher daemon (SIGTERM), which then exits non-zero. Elsewhere (Open MPI's
+ * the job through its launcher daemon (SIGTERM), which then exits non-zero; the launcher is
+ * first given up to 2 s to read what this rank printed (output_drain). Elsewhere (Open MPI's
  * mpirun without it, MPICH's hydra, srun) the launcher ends the job at the first non-zero exit or
  * MPI_Abort and reports it: it does nothing. */
 void run_fail_launcher(const run_t *r);
