@@ -21,7 +21,7 @@
  * every rank ends with the same bits (as MPI_Iallreduce does; the bits may differ from
  * MPI_Iallreduce's, whose order is its own). Why: libnbc's MPI_Iallreduce of a few hundred bytes
  * costs 2x the blocking MPI_Allreduce (a schedule built per call, progressed by MPI_Test); this
- * costs what the blocking call does (docs/EXPERIMENTS.md). */
+ * costs what the blocking call does (collectives/README.md). */
 #include "collectives/pcoll_impl.h"
 
 enum { RD_TAG = 11 };

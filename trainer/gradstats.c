@@ -6,7 +6,7 @@
  * s = 1..4 rounds before (over the run, across epochs). Results of different rounds hold gradients of
  * different batches, so the inner products estimate how the expected gradient changes from round
  * to round, without the batches' noise: what a gradient computed s rounds ago is still worth
- * (docs/EXPERIMENTS.md, six epochs). Every replica applies the same results, so rank 0's lines are
+ * (docs/DESIGN.md, section 6, gradient statistics). Every replica applies the same results, so rank 0's lines are
  * every rank's. Host results only. */
 #include "trainer/gradstats.h"
 #include "trainer/end.h"
