@@ -464,7 +464,11 @@ compare_versus)
   contains "$TMP/out" '| adaptive | 1.19 ± 0.06 [2 of 3] +3.0 SE vs majority |'
   # default targets: sync's mean final top-1 (85%) less 4 and 1 points; two targets, two pairs of columns
   rc 0 "$C" --versus adaptive "$TMP/vs"
-  has "$TMP/out" "targets: 81.00% and 84.00% (sync's mean final top-1, 85.00% over 3 run(s), less 4 and 1 points)"
+  has "$TMP/out" "targets: 81.00% and 84.00% (sync's mean final top-1, 85.00% over 3 seed(s), less 4 and 1 points)"
+  # one sync run per seed: seed 2's run again under no imbalance (86%) leaves the mean at 85%
+  jq '.config.imbalance = "none"' "$TMP/vs/sync-2.json" >"$TMP/sync-2-none.json"
+  rc 0 "$C" --versus adaptive "$TMP/vs" "$TMP/sync-2-none.json"
+  has "$TMP/out" "targets: 81.00% and 84.00% (sync's mean final top-1, 85.00% over 3 seed(s), less 4 and 1 points)"
   contains "$TMP/out" '| imbalance | mode/policy | n | top-1 (%) | to 81.00%: first (s) | held (s) | to 84.00%: first (s) | held (s) |'
   rc 0 "$C" --versus adaptive --target 0.8 --target 0.84 "$TMP/vs"
   has "$TMP/out" 'targets: 80.00% and 84.00% (--target)'
