@@ -17,19 +17,9 @@
 EXP_NAME=allreduce EXP_ARGS=("$@")
 # shellcheck source=experiments/lib.sh
 . "$(dirname "$0")/lib.sh"
-P=8 RUNS=3 OUT="" TABLE=0
-while [ $# -gt 0 ]; do
-  case $1 in
-  --ranks) [ $# -ge 2 ] || exp_die "--ranks needs a value"; P=$2; shift ;;
-  --runs) [ $# -ge 2 ] || exp_die "--runs needs a value"; RUNS=$2; shift ;;
-  --out) [ $# -ge 2 ] || exp_die "--out needs a value"; OUT=$2; shift ;;
-  --table) TABLE=1 ;;
-  --dry-run) DRY=1 ;;
-  -h | --help) exp_help ;;
-  *) exp_die "unknown option $1 (see --help)" ;;
-  esac
-  shift
-done
+OPT_ranks=8 OPT_runs=3 OPT_out=""
+exp_opts "ranks runs out" "$@"
+P=$OPT_ranks RUNS=$OPT_runs OUT=$OPT_out
 [[ $P =~ ^[1-9][0-9]*$ ]] || exp_die "--ranks takes a rank count >= 1, not '$P'"
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || exp_die "--runs takes a number >= 1, not '$RUNS'"
 OUT=${OUT:-results/runs/allreduce-p$P}

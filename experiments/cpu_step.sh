@@ -14,18 +14,9 @@
 EXP_NAME=cpu_step EXP_ARGS=("$@")
 # shellcheck source=experiments/lib.sh
 . "$(dirname "$0")/lib.sh"
-PAIRS=3 OUT=results/runs/cpu-step TABLE=0
-while [ $# -gt 0 ]; do
-  case $1 in
-  --pairs) [ $# -ge 2 ] || exp_die "--pairs needs a value"; PAIRS=$2; shift ;;
-  --out) [ $# -ge 2 ] || exp_die "--out needs a value"; OUT=$2; shift ;;
-  --table) TABLE=1 ;;
-  --dry-run) DRY=1 ;;
-  -h | --help) exp_help ;;
-  *) exp_die "unknown option $1 (see --help)" ;;
-  esac
-  shift
-done
+OPT_pairs=3 OPT_out=results/runs/cpu-step
+exp_opts "pairs out" "$@"
+PAIRS=$OPT_pairs OUT=$OPT_out
 [[ $PAIRS =~ ^[1-9][0-9]*$ ]] || exp_die "--pairs takes a number >= 1, not '$PAIRS'"
 cmd=(env "NN_BENCH_PAIRS=$PAIRS" make bench-cpu "B=$B")
 rc=0

@@ -15,29 +15,15 @@
 EXP_NAME=ddp EXP_ARGS=("$@")
 # shellcheck source=experiments/lib.sh
 . "$(dirname "$0")/lib.sh"
-P=4 SEEDS="1 2 3" OUT="" TABLE=0
-while [ $# -gt 0 ]; do
-  case $1 in
-  --ranks) [ $# -ge 2 ] || exp_die "--ranks needs a value"; P=$2; shift ;;
-  --seeds) [ $# -ge 2 ] || exp_die "--seeds needs a value"; SEEDS=$2; shift ;;
-  --out) [ $# -ge 2 ] || exp_die "--out needs a value"; OUT=$2; shift ;;
-  --table) TABLE=1 ;;
-  --dry-run) DRY=1 ;;
-  -h | --help) exp_help ;;
-  *) exp_die "unknown option $1 (see --help)" ;;
-  esac
-  shift
-done
+OPT_ranks=4 OPT_seeds="1 2 3" OPT_out=""
+exp_opts "ranks seeds out" "$@"
+P=$OPT_ranks SEEDS=$OPT_seeds OUT=$OPT_out
 [[ $P =~ ^[1-9][0-9]*$ ]] || exp_die "--ranks takes one rank count >= 1, not '$P'"
 OUT=${OUT:-results/runs/ddp-p$P}
 race=(bash jobs/ddp_race.sh --epochs 2 --limit-train 12000 --curve-test 2000 --epoch-mode global
   --both-opts "--milestones 1" --seeds "$SEEDS" --ranks "$P" --modes "sync majority adaptive"
   --imbalances "none random1 random2 lognormal" --out "$OUT")
 rc=0
-if [ $TABLE = 0 ]; then
-  exp_meta "$OUT" "$(exp_cmd "${race[@]}")"
-  exp_run "${race[@]}" || rc=$?
-  exp_meta_end "$OUT" $rc
-fi
+exp_go "$OUT" "${race[@]}" || rc=$?
 exp_race_tables "$OUT" "$P" || rc=1
 exit $rc

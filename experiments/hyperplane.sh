@@ -16,27 +16,14 @@
 EXP_NAME=hyperplane EXP_ARGS=("$@")
 # shellcheck source=experiments/lib.sh
 . "$(dirname "$0")/lib.sh"
-SEEDS="1 2 3" OUT=results/runs/hyperplane-p8 TABLE=0
-while [ $# -gt 0 ]; do
-  case $1 in
-  --seeds) [ $# -ge 2 ] || exp_die "--seeds needs a value"; SEEDS=$2; shift ;;
-  --out) [ $# -ge 2 ] || exp_die "--out needs a value"; OUT=$2; shift ;;
-  --table) TABLE=1 ;;
-  --dry-run) DRY=1 ;;
-  -h | --help) exp_help ;;
-  *) exp_die "unknown option $1 (see --help)" ;;
-  esac
-  shift
-done
+OPT_seeds="1 2 3" OPT_out=results/runs/hyperplane-p8
+exp_opts "seeds out" "$@"
+SEEDS=$OPT_seeds OUT=$OPT_out
 race=(bash jobs/ddp_race.sh --experiment hyperplane --epochs 3 --no-ddp --ranks 8 --seeds "$SEEDS"
   --modes "sync solo majority adaptive"
   --imbalances "d200=random:k=1,d=200 d300=random:k=1,d=300 d400=random:k=1,d=400" --out "$OUT")
 rc=0
-if [ $TABLE = 0 ]; then
-  exp_meta "$OUT" "$(exp_cmd "${race[@]}")"
-  exp_run "${race[@]}" || rc=$?
-  exp_meta_end "$OUT" $rc
-fi
+exp_go "$OUT" "${race[@]}" || rc=$?
 [ "$DRY" = 1 ] || [ -d "$OUT/p8" ] || exp_die "no runs in $OUT/p8"
 exp_table "$OUT/table.md" "$B/bin/pcoll-compare" --plot "$OUT/figures" "$OUT/p8" || rc=1
 exit $rc

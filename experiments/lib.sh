@@ -65,3 +65,37 @@ exp_race_tables() {
   done
   return $rc
 }
+# exp_opts "NAME ..." ARG...: parses the script's arguments: --NAME VALUE for each NAME listed (into
+# OPT_NAME, whose default the caller sets before), --table (TABLE=1), --dry-run (DRY=1), --help;
+# anything else is refused with one line
+TABLE=0
+exp_opts() {
+  local names=" $1 " n
+  shift
+  while [ $# -gt 0 ]; do
+    case $1 in
+    --table) TABLE=1 ;;
+    --dry-run) DRY=1 ;;
+    -h | --help) exp_help ;;
+    --*)
+      n=${1#--}
+      [[ $names == *" $n "* ]] || exp_die "unknown option $1 (see --help)"
+      [ $# -ge 2 ] || exp_die "$1 needs a value"
+      printf -v "OPT_$n" '%s' "$2"
+      shift ;;
+    *) exp_die "unknown option $1 (see --help)" ;;
+    esac
+    shift
+  done
+}
+# exp_go DIR CMD...: unless --table, records CMD in DIR/meta.txt, runs it (--dry-run: prints it) and
+# records its end; returns its status
+exp_go() {
+  local d=$1 rc=0
+  shift
+  [ "$TABLE" = 1 ] && return 0
+  exp_meta "$d" "$(exp_cmd "$@")"
+  exp_run "$@" || rc=$?
+  exp_meta_end "$d" $rc
+  return $rc
+}

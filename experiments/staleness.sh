@@ -16,18 +16,9 @@
 EXP_NAME=staleness EXP_ARGS=("$@")
 # shellcheck source=experiments/lib.sh
 . "$(dirname "$0")/lib.sh"
-RUNS=3 OUT=results/runs/staleness-p8 TABLE=0
-while [ $# -gt 0 ]; do
-  case $1 in
-  --runs) [ $# -ge 2 ] || exp_die "--runs needs a value"; RUNS=$2; shift ;;
-  --out) [ $# -ge 2 ] || exp_die "--out needs a value"; OUT=$2; shift ;;
-  --table) TABLE=1 ;;
-  --dry-run) DRY=1 ;;
-  -h | --help) exp_help ;;
-  *) exp_die "unknown option $1 (see --help)" ;;
-  esac
-  shift
-done
+OPT_runs=3 OPT_out=results/runs/staleness-p8
+exp_opts "runs out" "$@"
+RUNS=$OPT_runs OUT=$OPT_out
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || exp_die "--runs takes a number >= 1, not '$RUNS'"
 prog=$B/tests/controller/test_ctl_mpi
 ctl() { echo bash jobs/mpi.sh run "$B" 8 "$prog" --policy solo --tau "$1" --slow 0 --factor 16 --rounds 1000; }

@@ -15,26 +15,13 @@
 EXP_NAME=torch EXP_ARGS=("$@")
 # shellcheck source=experiments/lib.sh
 . "$(dirname "$0")/lib.sh"
-SEEDS="" OUT=results/runs/torch-race-p4 TABLE=0
-while [ $# -gt 0 ]; do
-  case $1 in
-  --seeds) [ $# -ge 2 ] || exp_die "--seeds needs a value"; SEEDS=$2; shift ;;
-  --out) [ $# -ge 2 ] || exp_die "--out needs a value"; OUT=$2; shift ;;
-  --table) TABLE=1 ;;
-  --dry-run) DRY=1 ;;
-  -h | --help) exp_help ;;
-  *) exp_die "unknown option $1 (see --help)" ;;
-  esac
-  shift
-done
+OPT_seeds="" OPT_out=results/runs/torch-race-p4
+exp_opts "seeds out" "$@"
+SEEDS=$OPT_seeds OUT=$OPT_out
 race=(bash jobs/torch_race.sh --ranks 4 --epochs 2 --limit-train 8192 --both-opts "--milestones 1")
 [ -n "$SEEDS" ] && race+=(--seeds "$SEEDS")
 race+=(--out "$OUT")
 rc=0
-if [ $TABLE = 0 ]; then
-  exp_meta "$OUT" "$(exp_cmd "${race[@]}")"
-  exp_run "${race[@]}" || rc=$?
-  exp_meta_end "$OUT" $rc
-fi
+exp_go "$OUT" "${race[@]}" || rc=$?
 exp_race_tables "$OUT" 4 || rc=1
 exit $rc

@@ -186,13 +186,15 @@ experiments_dry)
     err=$(bash experiments/$e.sh --no-such-option 2>&1); st=$?
     [ $st = 2 ] && [ "$err" = "experiments/$e.sh: unknown option --no-such-option (see --help)" ] ||
       fail "$e: unknown option: exit $st, '$err'"
-    bash experiments/$e.sh --help | grep -q "bash experiments/$e.sh" || fail "$e --help does not show its usage"
+    out=$(bash experiments/$e.sh --help)
+    grep -q "bash experiments/$e.sh" <<<"$out" || fail "$e --help does not show its usage"
   done
   want() { # SCRIPT ARGS... -- LINE: the script's --dry-run prints LINE exactly
     local a=() l
     while [ "$1" != -- ]; do a+=("$1"); shift; done
     l=$2
-    bash "${a[@]}" --dry-run | grep -qxF -- "$l" || { fail "${a[*]} --dry-run: no line '$l'"; bash "${a[@]}" --dry-run; }
+    out=$(bash "${a[@]}" --dry-run) # not piped into grep -q: under pipefail its early exit fails the writer
+    grep -qxF -- "$l" <<<"$out" || { echo "$out"; fail "${a[*]} --dry-run: no line '$l'"; }
   }
   want experiments/regimes.sh --ranks 4 -- 'bash jobs/ddp_race.sh --epochs 3 --limit-train 8000 --curve-test 2000 --epoch-mode global --both-opts "--milestones 2" --no-ddp --seeds "1 2 3" --ranks 4 --modes "sync solo majority adaptive" --imbalances "none linear lognormal slow random1" --out results/runs/regimes-p4'
   want experiments/regimes.sh --ranks 8 -- 'bash jobs/ddp_race.sh --epochs 3 --limit-train 8000 --curve-test 2000 --epoch-mode global --both-opts "--milestones 2" --no-ddp --seeds "1 2 3" --ranks 8 --modes "sync solo majority adaptive" --imbalances "none linear lognormal slow random1" --out results/runs/regimes-p8'
