@@ -11,29 +11,38 @@
 #include "results/compare.h"
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: pcoll-compare [options] RUN.json|DIR ...\n"
-            "  Compares eager-sgd-run/1 run files (folders are searched recursively for *.json; other JSON\n"
-            "  files are skipped with a note). One table per experiment+data+model+ranks+epochs+batch; one\n"
-            "  row per mode/policy + imbalance; repeats (same setting and mode) give mean ± std, n=.\n"
-            "  Allreduce benchmark files (build/bench/collectives.json) give a latency table and Fig. 9.\n"
-            "  PyTorch DDP runs (ddp-run/1, trainer/ref/ddp_mirror.py) join their setting's table as\n"
-            "  pytorch-ddp rows, with \"time vs DDP\" and \"to target vs DDP\" columns.\n"
-            "options:\n"
-            "  --target T      target test top-1 for time to target (0..1, or percent if > 1);\n"
-            "                  default: each run's summary.target_top1\n"
-            "  --hold          time to target: the first point from which a run stays at or above the\n"
-            "                  target to its end (default: the first point that reaches it)\n"
-            "  --csv           print CSV instead of Markdown (notes go to stderr); --csv=FILE writes it\n"
-            "  --json FILE     also write the tables as JSON\n"
-            "  --plot DIR      write figures to DIR: per table SLUG_loss / SLUG_top1 (or SLUG_testloss)\n"
-            "                  .png and .svg vs wall time, bench_*.png/svg; plus the .dat/.gp files\n"
-            "                  (gnuplot from $PCOLL_GNUPLOT or PATH; without it only .dat/.gp)\n"
-            "  --ignore K,K    config keys whose differences do not split rows (default also: seed,\n"
-            "                  target-top1, output / log / checkpoint / data paths, the watchdog)\n"
-            "  --assume K=V,K=V  runs whose config lacks key K count as K=V (files written before\n"
-            "                  an option existed, e.g. --assume final-sync=0)\n"
-            "  -h, --help\n");
+    fprintf(
+        f, "usage: pcoll-compare [options] RUN.json|DIR ...\n"
+           "  Compares eager-sgd-run/1 run files (folders are searched recursively for *.json; other JSON\n"
+           "  files are skipped with a note). One table per experiment+data+model+ranks+epochs+batch; one\n"
+           "  row per mode/policy + imbalance; repeats (same setting and mode) give mean ± std, n=.\n"
+           "  Allreduce benchmark files (build/bench/collectives.json) give a latency table and Fig. 9.\n"
+           "  PyTorch DDP runs (ddp-run/1, trainer/ref/ddp_mirror.py) join their setting's table as\n"
+           "  pytorch-ddp rows, with \"time vs DDP\" and \"to target vs DDP\" columns.\n"
+           "options:\n"
+           "  --target T      target test top-1 for time to target (0..1, or percent if > 1);\n"
+           "                  default: each run's summary.target_top1\n"
+           "  --hold          time to target: the first point from which a run stays at or above the\n"
+           "                  target to its end (default: the first point that reaches it)\n"
+           "  --versus adaptive  instead of the usual tables, per table and imbalance: every row's time to\n"
+           "                  each target, first crossing and held (mean ± std over the runs that reach it,\n"
+           "                  k/n reached), its final top-1; and adaptive against the best static mode (the\n"
+           "                  static mode whose runs all reach the target soonest on average): adaptive's\n"
+           "                  time over its, per seed, mean ± standard error [pairs] and (mean - 1) / SE;\n"
+           "                  each adaptive run's rounds in sync/majority/solo. Targets: every --target\n"
+           "                  given (up to 8), else the mean final top-1 of the table's sync runs (one\n"
+           "                  per seed) less 4 and 1 points. Not with --hold or --csv (--csv=FILE,\n"
+           "                  --json, --plot: the usual outputs)\n"
+           "  --csv           print CSV instead of Markdown (notes go to stderr); --csv=FILE writes it\n"
+           "  --json FILE     also write the tables as JSON\n"
+           "  --plot DIR      write figures to DIR: per table SLUG_loss / SLUG_top1 (or SLUG_testloss)\n"
+           "                  .png and .svg vs wall time, bench_*.png/svg; plus the .dat/.gp files\n"
+           "                  (gnuplot from $PCOLL_GNUPLOT or PATH; without it only .dat/.gp)\n"
+           "  --ignore K,K    config keys whose differences do not split rows (default also: seed,\n"
+           "                  target-top1, output / log / checkpoint / data paths, the watchdog)\n"
+           "  --assume K=V,K=V  runs whose config lacks key K count as K=V (files written before\n"
+           "                  an option existed, e.g. --assume final-sync=0)\n"
+           "  -h, --help\n");
 }
 
 typedef struct {
@@ -72,7 +81,19 @@ static int parse_args(int argc, char **argv, compare_t *c, outputs_t *o) {
                 fprintf(stderr, "pcoll-compare: bad --target %s\n", val);
                 return 2;
             }
-            c->target = t > 1 ? t / 100 : t;
+            if (c->nvtarget == (int)(sizeof c->vtarget / sizeof c->vtarget[0])) {
+                fprintf(stderr, "pcoll-compare: more than %d --target\n", c->nvtarget);
+                return 2;
+            }
+            c->target = c->vtarget[c->nvtarget++] = t > 1 ? t / 100 : t;
+        } else if (OPTV("--versus")) {
+            if (strcmp(val, "adaptive")) {
+                fprintf(stderr,
+                        "pcoll-compare: --versus %s: only adaptive is compared against the static modes\n",
+                        val);
+                return 2;
+            }
+            c->versus = val;
         } else if (OPTV("--ignore")) {
             char *l = astrdup(val), *save = NULL;
             for (char *t = strtok_r(l, ",", &save); t; t = strtok_r(NULL, ",", &save)) pl_push(&c->ignore, t);
@@ -92,6 +113,17 @@ static int parse_args(int argc, char **argv, compare_t *c, outputs_t *o) {
         } else
             pl_push(&o->paths, (void *)a);
 #undef OPTV
+    }
+    if (c->nvtarget > 1 && !c->versus) {
+        fprintf(stderr, "pcoll-compare: --target given %d times (more than one: only with --versus)\n",
+                c->nvtarget);
+        return 2;
+    }
+    if (c->versus && (c->hold || (o->csv && !o->csv_out))) {
+        fprintf(stderr,
+                "pcoll-compare: --versus prints its own table, first crossing and held: not with %s\n",
+                c->hold ? "--hold" : "--csv (--csv=FILE writes the usual CSV)");
+        return 2;
     }
     if (!o->paths.n) {
         usage(stderr);
@@ -158,7 +190,10 @@ int main(int argc, char **argv) {
         rc = 1;
     } else {
         cmp_group(&c);
-        if (o.csv)
+        if (c.versus) {
+            print_versus(&c, stdout);
+            if (o.csv) rc = csv_output(&c, o.csv_out);
+        } else if (o.csv)
             rc = csv_output(&c, o.csv_out);
         else
             print_markdown(&c, stdout);

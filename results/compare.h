@@ -9,6 +9,7 @@
  *   compare_print.c   the Markdown tables
  *   compare_export.c  CSV and JSON
  *   compare_plot.c    figures (gnuplot)
+ *   compare_versus.c  --versus MODE: one mode against the best static mode, paired by seed
  *   compare_base.c    arena, strings, lists, JSON helpers */
 #ifndef RESULTS_COMPARE_H
 #define RESULTS_COMPARE_H
@@ -109,7 +110,10 @@ typedef struct {
 
 /* one comparison: the options, what was read, and the tables built from it */
 typedef struct {
-    double target; /* --target (0..1), NAN if not given */
+    double target;      /* --target (0..1), NAN if not given */
+    const char *versus; /* --versus MODE: that mode against the best static mode (compare_versus.c) */
+    double vtarget[8];  /* with --versus: the --target values given, in order */
+    int nvtarget;
     int hold;      /* --hold: time to target is the first point from which a run stays at or above it */
     plist ignore;  /* --ignore: char* config keys that do not split rows */
     plist assume;  /* --assume: char* "key=value", the value of key in runs whose config lacks it */
@@ -131,6 +135,22 @@ char *vs_list(const plist *vals);
 int cmp_load_file(compare_t *c, const char *path, plist *seen, int explicit);
 int cmp_load_dir(compare_t *c, const char *dir, plist *seen);
 
+/* compare_load.c: the wall time at which r's test top-1 reaches target (with hold: the first point
+ * from which it stays at or above target to the run's end): a point of its accuracy curve
+ * (--curve-every) where the curve reaches it, else an epoch end; NAN if neither does or target is
+ * NAN. *samples (if not NULL): the training samples applied through that point (NAN if none);
+ * *from_curve (if not NULL): 1 if the time is a curve point. */
+double time_to_target(const run_t *r, double target, int hold, double *samples, int *from_curve);
+
+/* An adaptive run's level rounds summed over its epochs[].controller objects (run.schema.json) */
+typedef struct {
+    const char *names[3]; /* the levels, in the run file's order */
+    double rounds[3], all, switches, probes;
+    const char *chosen; /* the level chosen at the end, NULL if none */
+} ctl_levels_t;
+int controller_levels(const json_t *epochs, ctl_levels_t *l); /* 0, or -1 if the run has none */
+double level_share(const ctl_levels_t *l, const char *level); /* 0..1; NAN: no such level */
+
 /* compare_keys.c */
 extern const char *const cmp_group_keys[]; /* config keys that make a table: data, model, ... */
 int key_eq(const char *a, const char *b);  /* '-' and '_' alike */
@@ -151,7 +171,8 @@ void ddp_baselines(group_t *g);              /* dbase and the "vs DDP" ratios of
 int paired_deltas(compare_t *c, group_t *g); /* pdtop1, psamp of every row; the pairs found */
 
 /* compare_print.c */
-const char *group_title(const group_t *g);
+const char *group_setting(const group_t *g); /* "EXPERIMENT: model=M data=D ranks=P epochs=E batch=B" */
+const char *group_title(const group_t *g);   /* the setting and the target */
 void print_markdown(const compare_t *c, FILE *o);
 
 /* compare_export.c: one flat CSV table; the tables as pcoll-compare/1 JSON (0, or -1 named) */
@@ -161,5 +182,9 @@ int write_json(const compare_t *c, const char *out);
 /* compare_plot.c: per-table training curves and Fig. 9 latency panels under dir (gnuplot);
  * 0 on success, -1 if a file could not be written or a figure was not produced */
 int do_plots(const compare_t *c, const char *dir);
+
+/* compare_versus.c: per table, each mode's time to two targets (first crossing and held) and the
+ * --versus mode against the best static mode, paired by seed (results/README.md) */
+void print_versus(const compare_t *c, FILE *o);
 
 #endif

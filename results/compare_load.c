@@ -85,33 +85,54 @@ static void read_waits(run_t *r, const json_t *ranks) {
     }
 }
 
-/* An adaptive run's epochs[].controller objects (run.schema.json), summed into one note: the share
- * of the rounds each level ran, the switches and probes, the level chosen at the end. Nothing for
- * runs without them. */
-static void controller_note(compare_t *c, const char *path, const json_t *epochs) {
-    double rounds[3] = {0, 0, 0}, all = 0, sw = 0, pr = 0;
-    const char *names[3] = {NULL, NULL, NULL}, *chosen = NULL;
+double time_to_target(const run_t *r, double target, int hold, double *samples, int *from_curve) {
+    const json_t *curve = json_object_get(r->root, "curve"), *ep = json_object_get(r->root, "epochs");
+    long at = reach_index(curve, target, hold);
+    double t = point_num(curve, at, "wall_s");
+    int on_curve = !isnan(t);
+    if (!on_curve) at = reach_index(ep, target, hold), t = point_num(ep, at, "wall_s");
+    if (samples)
+        *samples = samples_through(on_curve ? curve : ep, at, on_curve); /* through the same record */
+    if (from_curve) *from_curve = on_curve;
+    return t;
+}
+
+int controller_levels(const json_t *epochs, ctl_levels_t *l) {
+    *l = (ctl_levels_t){0};
     size_t i;
     const json_t *e;
     json_array_foreach(epochs, i, e) {
         const json_t *ctl = json_object_get(e, "controller"), *lv = json_object_get(ctl, "levels");
         if (!json_is_object(ctl) || json_array_size(lv) != 3) continue;
-        sw += jnum(ctl, "switches");
-        pr += jnum(ctl, "probes");
-        chosen = jstr(ctl, "chosen") ? jstr(ctl, "chosen") : chosen;
+        l->switches += jnum(ctl, "switches");
+        l->probes += jnum(ctl, "probes");
+        l->chosen = jstr(ctl, "chosen") ? jstr(ctl, "chosen") : l->chosen;
         for (int k = 0; k < 3; k++) {
-            const json_t *l = json_array_get(lv, (size_t)k);
-            names[k] = jstr(l, "level");
-            rounds[k] += jnum(l, "rounds");
+            const json_t *x = json_array_get(lv, (size_t)k);
+            l->names[k] = jstr(x, "level");
+            l->rounds[k] += jnum(x, "rounds");
         }
     }
-    for (int k = 0; k < 3; k++) all += rounds[k];
-    if (!(all > 0) || !names[0] || !names[1] || !names[2]) return;
+    for (int k = 0; k < 3; k++) l->all += l->rounds[k];
+    return l->all > 0 && l->names[0] && l->names[1] && l->names[2] ? 0 : -1;
+}
+
+double level_share(const ctl_levels_t *l, const char *level) {
+    for (int k = 0; k < 3; k++)
+        if (l->names[k] && !strcmp(l->names[k], level)) return l->rounds[k] / l->all;
+    return NAN;
+}
+
+/* An adaptive run's level rounds (controller_levels) as one note: the share of the rounds each level
+ * ran, the switches and probes, the level chosen at the end. Nothing for runs without them. */
+static void controller_note(compare_t *c, const char *path, const json_t *epochs) {
+    ctl_levels_t l;
+    if (controller_levels(epochs, &l) < 0) return;
     cmp_note(c,
              "%s: controller rounds %s %.0f%%, %s %.0f%%, %s %.0f%%; %.0f switches (%.0f probes); chosen at "
              "the end: %s",
-             path, names[0], 100 * rounds[0] / all, names[1], 100 * rounds[1] / all, names[2],
-             100 * rounds[2] / all, sw, pr, chosen ? chosen : "none yet");
+             path, l.names[0], 100 * l.rounds[0] / l.all, l.names[1], 100 * l.rounds[1] / l.all, l.names[2],
+             100 * l.rounds[2] / l.all, l.switches, l.probes, l.chosen ? l.chosen : "none yet");
 }
 
 static void add_run(compare_t *c, const char *path, json_t *root, int ddp) {
@@ -145,12 +166,7 @@ static void add_run(compare_t *c, const char *path, json_t *root, int ddp) {
     r->target = !isnan(c->target) ? c->target : jnum(sum, "target_top1");
     /* the accuracy curve (--curve-every) where the run has one and it reaches the target: its
      * points are not tied to epoch ends; else the first epoch end that reaches it */
-    const json_t *curve = json_object_get(root, "curve");
-    long at = reach_index(curve, r->target, c->hold);
-    r->ttt = point_num(curve, at, "wall_s");
-    r->ttt_curve = !isnan(r->ttt);
-    if (!r->ttt_curve) at = reach_index(ep, r->target, c->hold), r->ttt = point_num(ep, at, "wall_s");
-    r->sttt = samples_through(r->ttt_curve ? curve : ep, at, r->ttt_curve); /* through the same record */
+    r->ttt = time_to_target(r, r->target, c->hold, &r->sttt, &r->ttt_curve);
     /* held on a curve evaluated on a test subset, yet the whole test set ends below the target:
      * the held time flatters the run */
     if (c->hold && r->ttt_curve && r->top1 < r->target)
@@ -184,7 +200,7 @@ static void add_run(compare_t *c, const char *path, json_t *root, int ddp) {
             c,
             "%s lacks config, epochs or summary; check it with pcoll-validate results/schema/%s.schema.json",
             path, ddp ? "ddp" : "run");
-    if (!ddp) controller_note(c, path, ep);
+    if (!ddp && !c->versus) controller_note(c, path, ep); /* --versus shows them in its table */
     if (r->exit && strcmp(r->exit, "ok"))
         cmp_note(c, "%s ended with exit \"%s\" (its numbers cover what it finished)", path, r->exit);
     pl_push(&c->runs, r);

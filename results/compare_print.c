@@ -71,10 +71,14 @@ static char *fmt_wait(const row_t *row) {
 
 static char *fmt_num(double x, const char *f) { return isnan(x) ? "-" : aprintf(f, x); }
 
+const char *group_setting(const group_t *g) {
+    return aprintf("%s: model=%s data=%s ranks=%s epochs=%s batch=%s", g->experiment, g->model, g->data,
+                   g->ranks_s, g->epochs_s, g->batch_s);
+}
+
 const char *group_title(const group_t *g) {
     sbuf b = {0};
-    sb_printf(&b, "%s: model=%s data=%s ranks=%s epochs=%s batch=%s", g->experiment, g->model, g->data,
-              g->ranks_s, g->epochs_s, g->batch_s);
+    sb_printf(&b, "%s", group_setting(g));
     if (g->classif) {
         if (!isnan(g->target))
             sb_printf(&b, ", target top-1 %.2f%%", 100 * g->target);

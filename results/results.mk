@@ -10,7 +10,7 @@ $(B)/bin/pcoll-validate: $(B)/results/validate.o $(B)/results/jschema.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ -ljansson $(LDLIBS)
 
-PCOLL_COMPARE_OBJS := $(patsubst %,$(B)/results/compare%.o,_base _load _keys _group _stats _print _export _plot) \
+PCOLL_COMPARE_OBJS := $(patsubst %,$(B)/results/compare%.o,_base _load _keys _group _stats _print _export _plot _versus) \
                       $(B)/results/compare.o
 $(B)/bin/pcoll-compare: $(PCOLL_COMPARE_OBJS)
 	@mkdir -p $(dir $@)

@@ -19,6 +19,7 @@
 #   interfere         jobs/interfere.sh on stand-in ranks: the hog runs in its span only, pinned to
 #                     the rank's cores (or cores=), gone when the job ends, dies, or the script is
 #                     killed (TERM, KILL); bad specs refused naming the field
+#   experiments_dry   experiments/<claim>.sh: --dry-run, unknown options, the claims' commands, --table
 #   interfere_local   INTERFERE / local.sh --interfere on a real 2-rank run: the hog finds rank 1
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
@@ -163,7 +164,7 @@ mpirun_gpus)
   grep -q '^SLURM_GPUS_PER_TASK\|^SLURM_TRES_PER_TASK' <<<"$out" && fail "mpirun inherits the per-task GPU binding"
   echo "ok: mpirun's daemons get the node's GPUs" ;;
 syntax)
-  for f in jobs/*.sh jobs/*.sbatch tests/jobs/*.sh; do bash -n "$f" || fail "$f: syntax"; done
+  for f in jobs/*.sh jobs/*.sbatch tests/jobs/*.sh experiments/*.sh; do bash -n "$f" || fail "$f: syntax"; done
   chk() { grep -q "^#SBATCH $2\$" "jobs/$1.sbatch" || fail "jobs/$1.sbatch: no '#SBATCH $2'"; }
   chk allreduce --ntasks=32; chk hyperplane --ntasks=8; chk imagenet --ntasks=64; chk imagenet --gpus-per-task=1
   chk cifar10 --ntasks=8; chk cifar10 --gpus-per-task=1; chk ucf101 --ntasks=8; chk ucf101 --gpus-per-task=1
@@ -173,7 +174,58 @@ syntax)
   [ -n "$want" ] || fail "trainer/config.c: no fmnist preset line found"
   grep -q "trainer's fmnist preset, $want epochs" jobs/fmnist.sbatch || fail "jobs/fmnist.sbatch does not document the trainer's $want fmnist epochs"
   grep -q 'random:k=2,d=320' jobs/imagenet.sbatch && grep -q 'inherent:unit=' jobs/ucf101.sbatch || fail "paper imbalance defaults"
-  if command -v shellcheck >/dev/null; then shellcheck -S warning -x -e SC1090,SC1091 jobs/*.sh jobs/*.sbatch tests/jobs/*.sh || fail shellcheck; fi
+  if command -v shellcheck >/dev/null; then shellcheck -S warning -x -e SC1090,SC1091 jobs/*.sh jobs/*.sbatch tests/jobs/*.sh experiments/*.sh || fail shellcheck; fi
+  echo "PASS";;
+experiments_dry)
+  # experiments/<claim>.sh: each --dry-run prints its commands and exits 0, an unknown option is
+  # refused with one line (exit 2); regimes and ddp print exactly the commands of the claims
+  # (docs/EXPERIMENTS.md); regimes.sh --table prints the regime table of a small crafted folder
+  for e in regimes ddp torch allreduce hyperplane staleness cpu_step; do
+    out=$(bash experiments/$e.sh --dry-run 2>&1) || fail "$e --dry-run: exit $?: $out"
+    [ -n "$out" ] || fail "$e --dry-run printed nothing"
+    err=$(bash experiments/$e.sh --no-such-option 2>&1); st=$?
+    [ $st = 2 ] && [ "$err" = "experiments/$e.sh: unknown option --no-such-option (see --help)" ] ||
+      fail "$e: unknown option: exit $st, '$err'"
+    out=$(bash experiments/$e.sh --help)
+    grep -q "bash experiments/$e.sh" <<<"$out" || fail "$e --help does not show its usage"
+  done
+  want() { # SCRIPT ARGS... -- LINE: the script's --dry-run prints LINE exactly
+    local a=() l
+    while [ "$1" != -- ]; do a+=("$1"); shift; done
+    l=$2
+    out=$(bash "${a[@]}" --dry-run) # not piped into grep -q: under pipefail its early exit fails the writer
+    grep -qxF -- "$l" <<<"$out" || { echo "$out"; fail "${a[*]} --dry-run: no line '$l'"; }
+  }
+  want experiments/regimes.sh --ranks 4 -- 'bash jobs/ddp_race.sh --epochs 3 --limit-train 8000 --curve-test 2000 --epoch-mode global --both-opts "--milestones 2" --no-ddp --seeds "1 2 3" --ranks 4 --modes "sync solo majority adaptive" --imbalances "none linear lognormal slow random1" --out results/runs/regimes-p4'
+  want experiments/regimes.sh --ranks 8 -- 'bash jobs/ddp_race.sh --epochs 3 --limit-train 8000 --curve-test 2000 --epoch-mode global --both-opts "--milestones 2" --no-ddp --seeds "1 2 3" --ranks 8 --modes "sync solo majority adaptive" --imbalances "none linear lognormal slow random1" --out results/runs/regimes-p8'
+  want experiments/regimes.sh -- "$B/bin/pcoll-compare --versus adaptive results/runs/regimes-p4/p4"
+  want experiments/ddp.sh --ranks 4 -- 'bash jobs/ddp_race.sh --epochs 2 --limit-train 12000 --curve-test 2000 --epoch-mode global --both-opts "--milestones 1" --seeds "1 2 3" --ranks 4 --modes "sync majority adaptive" --imbalances "none random1 random2 lognormal" --out results/runs/ddp-p4'
+  want experiments/torch.sh -- 'bash jobs/torch_race.sh --ranks 4 --epochs 2 --limit-train 8192 --both-opts "--milestones 1" --out results/runs/torch-race-p4'
+  # the commands the drivers would run are accepted by them (their own --dry-run)
+  bash jobs/ddp_race.sh --dry-run --epochs 3 --limit-train 8000 --curve-test 2000 --epoch-mode global --both-opts "--milestones 2" \
+    --no-ddp --seeds "1 2 3" --ranks 4 --modes "sync solo majority adaptive" --imbalances "none linear lognormal slow random1" \
+    --out "$T/r" >"$T/race.txt" 2>&1 || { fail "ddp_race.sh refuses regimes' options"; cat "$T/race.txt"; }
+  [ "$(grep -c 'eager-train' "$T/race.txt")" = 61 ] || fail "regimes: $(grep -c eager-train "$T/race.txt") eager-train runs, want 1 + 5 x 3 x 4"
+  # --table on a crafted folder: two seeds of sync, solo, adaptive under one imbalance
+  if [ -x "$B/bin/pcoll-compare" ] && command -v jq >/dev/null; then
+    R=tests/results/runs
+    mkdir -p "$T/reg/p4/linear"
+    for s in 1 2; do
+      for m in sync solo adaptive; do
+        jq --argjson s $s '.config.seed = $s | .epochs[-1].test_top1 += ($s / 100) | .summary.final_test_top1 = .epochs[-1].test_top1' \
+          $R/fmnist_$m.json >"$T/reg/p4/linear/$m-s$s.json"
+      done
+    done
+    out=$(bash experiments/regimes.sh --table --out "$T/reg" 2>&1) || fail "regimes.sh --table: exit $?: $out"
+    grep -q '^### fmnist: .*: adaptive against the best static mode$' <<<"$out" || fail "regimes.sh --table: no regime table: $out"
+    grep -q '^| linear:unit=20 | adaptive/streak | .* vs ' <<<"$out" || fail "regimes.sh --table: no adaptive row: $out"
+    [ -s "$T/reg/table.md" ] || fail "regimes.sh --table: no DIR/table.md"
+    [ ! -e "$T/reg/meta.txt" ] || fail "regimes.sh --table wrote meta.txt (it runs nothing)"
+    err=$(bash experiments/regimes.sh --table --out "$T/none" 2>&1) && fail "regimes.sh --table on no runs: exit 0"
+    [ "$err" = "experiments/regimes.sh: no runs in $T/none/p4" ] || fail "regimes.sh --table on no runs: '$err'"
+  else
+    echo "(no $B/bin/pcoll-compare or jq: --table not checked)"
+  fi
   echo "PASS";;
 race_dry)
   r() { bash jobs/ddp_race.sh --dry-run --ranks 4 --seeds 1 --modes sync "$@" 2>&1; }
@@ -404,5 +456,5 @@ interfere_local)
   out=$(OUT=$T/bad RANKS=2 INTERFERE='cpu:ranks=2,start=0' jobs/local.sh jobs/hyperplane.sbatch 2>&1); rc=$?
   [ $rc = 2 ] && grep -q "rank 2 is not below the job's 2 ranks" <<<"$out" && [ ! -e "$T/bad" ] || fail "a bad INTERFERE: exit $rc, '$out'"
   echo "PASS";;
-*) echo "usage: $0 local_fmnist|local_allreduce|elastic_local|missing_data|sweep_dry|syntax|race_dry|sched_race_dry|torch_race_dry|race_ddp_delays|interfere|interfere_local" >&2; exit 2;;
+*) echo "usage: $0 local_fmnist|local_allreduce|elastic_local|missing_data|sweep_dry|syntax|experiments_dry|race_dry|sched_race_dry|torch_race_dry|race_ddp_delays|interfere|interfere_local" >&2; exit 2;;
 esac

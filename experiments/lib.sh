@@ -1,0 +1,101 @@
+#!/bin/bash
+# experiments/lib.sh: sourced by experiments/<claim>.sh (not run). What every claim's script shares:
+#   exp_die MSG          one line "experiments/NAME.sh: MSG" on stderr, exit 2
+#   exp_help             prints the calling script's header comment (its --help), exit 0
+#   exp_cmd ARG...       the command as one line, an argument with a space (or empty) in double
+#                        quotes: the spelling docs/EXPERIMENTS.md and --dry-run use
+#   exp_run ARG...       with --dry-run (DRY=1) prints exp_cmd ARG...; else runs it, returns its status
+#   exp_meta DIR LINE... appends to DIR/meta.txt a block: the script's own command line, each LINE
+#                        (the commands it runs), commit (git describe), machine (lscpu's model name,
+#                        cores), start date (UTC); exp_meta_end DIR STATUS adds the end date and status
+#   exp_table FILE CMD...  runs CMD, its output to FILE and to stdout (the table printed at the end)
+# Callers set EXP_NAME before sourcing and EXP_ARGS (their own arguments, for meta.txt).
+set -u
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
+B=${B:-build}
+DRY=0
+exp_die() { echo "experiments/$EXP_NAME.sh: $*" >&2; exit 2; }
+exp_help() { sed -n '2,/^[^#]/p' "experiments/$EXP_NAME.sh" | sed '$d; s/^# \{0,1\}//'; exit 0; }
+exp_cmd() {
+  local a out=""
+  for a in "$@"; do
+    if [ -z "$a" ] || [[ $a == *[[:space:]]* ]]; then out+=" \"$a\""; else out+=" $a"; fi
+  done
+  echo "${out# }"
+}
+exp_run() {
+  if [ "$DRY" = 1 ]; then exp_cmd "$@"; return 0; fi
+  echo "experiments/$EXP_NAME.sh: $(date -u +%H:%M:%S) $(exp_cmd "$@")"
+  "$@"
+}
+exp_meta() {
+  local d=$1; shift
+  [ "$DRY" = 1 ] && return 0
+  mkdir -p "$d"
+  {
+    echo "== $(exp_cmd bash "experiments/$EXP_NAME.sh" "${EXP_ARGS[@]}")"
+    local l
+    for l in "$@"; do echo "runs: $l"; done
+    echo "commit: $(git describe --always --dirty --tags 2>/dev/null || echo unknown)"
+    echo "machine: $(lscpu 2>/dev/null | sed -n 's/^Model name:[[:space:]]*//p' | head -1), $(nproc) cores, $(hostname)"
+    echo "start: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  } >>"$d/meta.txt"
+}
+exp_meta_end() {
+  [ "$DRY" = 1 ] && return 0
+  echo "end: $(date -u +%Y-%m-%dT%H:%M:%SZ), exit $2" >>"$1/meta.txt"
+}
+exp_table() {
+  local f=$1; shift
+  if [ "$DRY" = 1 ]; then exp_cmd "$@"; return 0; fi
+  mkdir -p "$(dirname "$f")"
+  "$@" >"$f" 2>&1
+  local rc=$?
+  cat "$f"
+  echo "experiments/$EXP_NAME.sh: the table above is in $f"
+  return $rc
+}
+# exp_race_tables DIR P: the tables jobs/ddp_race.sh wrote for P ranks (time to DDP's mean final
+# top-1, first crossing and held; the per-step overhead against DDP), printed again at the end
+exp_race_tables() {
+  if [ "$DRY" = 1 ]; then echo "cat $1/compare-p$2.md $1/compare-p$2-held.md $1/overhead-p$2.txt"; return 0; fi
+  local f rc=0
+  for f in "$1/compare-p$2.md" "$1/compare-p$2-held.md" "$1/overhead-p$2.txt"; do
+    if [ -s "$f" ]; then echo "== $f"; cat "$f"; else echo "experiments/$EXP_NAME.sh: no $f"; rc=1; fi
+  done
+  return $rc
+}
+# exp_opts "NAME ..." ARG...: parses the script's arguments: --NAME VALUE for each NAME listed (into
+# OPT_NAME, whose default the caller sets before), --table (TABLE=1), --dry-run (DRY=1), --help;
+# anything else is refused with one line
+TABLE=0
+exp_opts() {
+  local names=" $1 " n
+  shift
+  while [ $# -gt 0 ]; do
+    case $1 in
+    --table) TABLE=1 ;;
+    --dry-run) DRY=1 ;;
+    -h | --help) exp_help ;;
+    --*)
+      n=${1#--}
+      [[ $names == *" $n "* ]] || exp_die "unknown option $1 (see --help)"
+      [ $# -ge 2 ] || exp_die "$1 needs a value"
+      printf -v "OPT_$n" '%s' "$2"
+      shift ;;
+    *) exp_die "unknown option $1 (see --help)" ;;
+    esac
+    shift
+  done
+}
+# exp_go DIR CMD...: unless --table, records CMD in DIR/meta.txt, runs it (--dry-run: prints it) and
+# records its end; returns its status
+exp_go() {
+  local d=$1 rc=0
+  shift
+  [ "$TABLE" = 1 ] && return 0
+  exp_meta "$d" "$(exp_cmd "$@")"
+  exp_run "$@" || rc=$?
+  exp_meta_end "$d" $rc
+  return $rc
+}
