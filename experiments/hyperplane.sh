@@ -9,7 +9,7 @@
 # Runs: bash jobs/ddp_race.sh --experiment hyperplane --epochs 3 --no-ddp --ranks 8 --seeds "1 2 3"
 # --modes "sync solo majority adaptive" --imbalances "d200=random:k=1,d=200 d300=random:k=1,d=300
 # d400=random:k=1,d=400" --out results/runs/hyperplane-p8
-# (was jobs/experiments.sh hyperplane: one seed, tau 4). Prints pcoll-compare's table of DIR/p8
+# Prints pcoll-compare's table of DIR/p8
 # (regression: train and test loss, mean ± std over seeds, speedup against sync of the same delay),
 # kept in DIR/table.md; figures in DIR/figures (loss against wall time). DIR/meta.txt: command,
 # commit, machine, dates.

@@ -1,7 +1,7 @@
 # jobs/: Slurm job scripts (one per experiment of the paper), jobs/lib.sh (shared), jobs/local.sh
 # (the same scripts without Slurm), jobs/sweep.sh (all runs of one figure), jobs/minicluster.sh
 # (throw-away Slurm cluster: one node, or several in network namespaces), and the experiment drivers
-# without Slurm (demo.sh, experiments.sh, ddp_race.sh, bench_*.sh, plot*.sh; their make targets are
+# without Slurm (demo.sh, ddp_race.sh, bench_*.sh, plot*.sh; their make targets are
 # in the fragments of what they measure). See jobs/README.md.
 #   make slurm-test   install Slurm + munge if missing (root), then every jobs_slurm* line of
 #                     tests/jobs.tests: a one-node cluster (Fig. 9 benchmark, tiny fmnist runs, a

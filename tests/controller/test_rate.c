@@ -9,7 +9,7 @@
  * 1/(1+lag) for staleness=linear, the default, 1/(1+lag^2) with -w quadratic, which also gives
  * the adaptive policies staleness=quadratic), i.e. the quantity the rule estimates in probes.
  * The truth is thus the rule's own model of a stale gradient: these tests check that the rule
- * finds what it aims at, not which worth training has (docs/EXPERIMENTS.md measures that). The
+ * finds what it aims at, not which worth training has (docs/DESIGN.md#7-the-controller). The
  * adaptive run must spend most of its time in a rule whose true score is within 5% of the best
  * one (the rule is allowed to keep the less stale of two rules the noise cannot tell apart),
  * switch rarely, and never depend on P, the scale of the step times or the noise beyond that.
