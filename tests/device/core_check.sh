@@ -34,7 +34,8 @@
 # CORE_CHECK_BUDGET=580 (P = 4 first: a time-out keeps its runs). The race's files are also
 # packed into $OUT/race.tgz (a device tool may return only a few files).
 # CORE_CHECK_QUICK=1: a short version that checks the steps themselves on any machine (fewer
-# iterations, 2,048 samples, one epoch, one seed; tests/device/core_check_quick.sh).
+# iterations, the skew sweep's ends only (unit/R 0.25 and 4), one A/B pair of the wake-up, 2,048
+# samples, one epoch, one seed; tests/device/core_check_quick.sh).
 # Everything goes under $OUT (default ./core-check-out): this log, each step's log, the
 # benchmark's JSON, the race's run files and its pcoll-compare table. Ends with a summary table.
 # Exit: 0 when every step passed, 1 otherwise.
@@ -105,8 +106,8 @@ PY
 }
 
 skew() {
-  local x u R iters=(--iters 32)
-  [ "$QUICK" = 1 ] && iters=(--iters 8)
+  local x u R iters=(--iters 32) xs="0.25 0.5 1 2 4"
+  [ "$QUICK" = 1 ] && iters=(--iters 8) xs="0.25 4"
   $MPIRUN -np 8 "$B/bench/bench_collectives" --unit-ms 0 --sizes 4194304 --only sync "${iters[@]}" \
     --json "$OUT/skew_r.json" > /dev/null || return $?
   R=$(python3 -c 'import json, sys
@@ -114,7 +115,7 @@ print([r for r in json.load(open(sys.argv[1]))["results"] if r["skew"] == "none"
     "$OUT/skew_r.json" 2> /dev/null) || R=""
   if [ -n "$R" ]; then echo "R = $R ms (sync, 4 MiB, no skew)"; else
     R=1; echo "no python3 to read R: units of the default benchmark's 1 ms instead"; fi
-  for x in 0.25 0.5 1 2 4; do
+  for x in $xs; do
     u=$(awk -v x="$x" -v r="$R" 'BEGIN { printf "%.3f", x * r }')
     $MPIRUN -np 8 "$B/bench/bench_collectives" --unit-ms "$u" --sizes 4194304 --only sync,solo \
       "${iters[@]}" --json "$OUT/skew_x$x.json" > /dev/null || return $?
@@ -132,9 +133,9 @@ reduce() {
 # the engine's wake-up after a partial round: with libpcoll's default (skipped when the
 # application comes back within spin_us) and with --wake-always, alternated, 8 B only
 wake_ab() {
-  local i v f iters=()
-  [ "$QUICK" = 1 ] && iters=(--iters 20)
-  for i in 1 2; do
+  local i v f iters=() runs="1 2"
+  [ "$QUICK" = 1 ] && iters=(--iters 20) runs=1
+  for i in $runs; do
     for v in default always; do
       f=$OUT/wake_$v-$i.json
       $MPIRUN -np 8 "$B/bench/bench_collectives" --unit-ms 1 --reps 3 --sizes 8 --only mpi_allreduce,sync,solo \

@@ -50,23 +50,29 @@ step() {
     return 0
   fi
   echo; echo "==== [$name] limit ${limit}s, at t=$(elapsed)s: $*"
-  local t0 log=$OUT/$name.log rc timed_out=0
+  local t0 log=$OUT/$name.log rc timed_out=0 mark=$OUT/.$name.timed-out
   t0=$(date +%s)
+  rm -f "$mark"
   setsid bash -c '"$@"' "$name" "$@" > "$log" 2>&1 < /dev/null &
   local pid=$!
-  while kill -0 "$pid" 2>/dev/null; do
-    if (($(date +%s) - t0 >= limit)); then
-      timed_out=1
-      echo "==== [$name] TIME-OUT after ${limit}s: killing its session"
-      kill_session "$pid" TERM
-      sleep 3
-      kill_session "$pid" KILL
-      break
-    fi
-    sleep 1
-  done
+  # the limit: a watchdog that, unless ended first, marks the time-out and kills the session (the
+  # step's end is waited for, not polled: the row comes as soon as the step ends)
+  (
+    trap 'kill "$s" 2> /dev/null; exit 0' TERM
+    sleep "$limit" & s=$!
+    wait "$s"
+    : > "$mark"
+    echo "==== [$name] TIME-OUT after ${limit}s: killing its session"
+    kill_session "$pid" TERM
+    sleep 3
+    kill_session "$pid" KILL
+  ) &
+  local wd=$!
   wait "$pid" 2>/dev/null; rc=$?
+  [ -e "$mark" ] && wait "$wd"  # the time-out: its KILL sent
+  kill "$wd" 2>/dev/null; wait "$wd" 2>/dev/null
   kill_session "$pid" KILL  # anything that outlived the step's leader
+  [ -e "$mark" ] && timed_out=1 && rm -f "$mark"
   ((timed_out)) && rc=124
   tail -40 "$log"
   local verdict=PASS note=${STEP_NOTE:-}

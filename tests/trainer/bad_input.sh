@@ -21,39 +21,43 @@ expect() {
   grep -q -- "$pat" "$TMP/out" || { cat "$TMP/out"; fail "no message matching '$pat' for: ${*:2}"; }
   echo "ok: ${*:2} -> $(grep -m1 -- "$pat" "$TMP/out") [rank exits: ${exits% }; mpirun $rc]"
 }
-expect "unknown option --no-such-flag" 2 --no-such-flag 3
-expect "out of range" 2 --epochs 0
-expect "needs a number" 2 --lr abc
-expect "mode 'fast'" 2 --mode fast
-expect "imbalance 'linear'" 2 --imbalance linear
-expect "resume needs --ckpt-dir" 2 --resume
-expect "ckpt-every-steps needs --ckpt-dir" 2 --ckpt-every-steps 4
-expect "--momentum-per 'step' must be sample or round" 2 --momentum-per step
-expect "--wd-per round needs --momentum-per round" 2 --momentum-per sample --wd-per round
-expect "--late 'soon' must be wait or go" 2 --late soon
-expect "--late go with --ckpt-every-steps" 2 --late go --ckpt-dir "$TMP/ck" --ckpt-every-steps 4
+# ex PATTERN NP ARGS...: expect, as a case beside the others (common.sh case_bg: each refusal waits
+# about a second and a half for mpirun's kill sequence, Open MPI's, after the first rank's exit)
+n=0
+ex() { n=$((n + 1)); case_bg "c$n" expect "$@"; }
+ex "unknown option --no-such-flag" 2 --no-such-flag 3
+ex "out of range" 2 --epochs 0
+ex "needs a number" 2 --lr abc
+ex "mode 'fast'" 2 --mode fast
+ex "imbalance 'linear'" 2 --imbalance linear
+ex "resume needs --ckpt-dir" 2 --resume
+ex "ckpt-every-steps needs --ckpt-dir" 2 --ckpt-every-steps 4
+ex "--momentum-per 'step' must be sample or round" 2 --momentum-per step
+ex "--wd-per round needs --momentum-per round" 2 --momentum-per sample --wd-per round
+ex "--late 'soon' must be wait or go" 2 --late soon
+ex "--late go with --ckpt-every-steps" 2 --late go --ckpt-dir "$TMP/ck" --ckpt-every-steps 4
 printf 'epochs = 1\nbogus = 3\n' > "$TMP/bad.cfg"
-expect "bad.cfg:2: unknown option 'bogus'" 2 --config "$TMP/bad.cfg"
-expect "$TMP/nope" 3 --data-path "$TMP/nope"
-expect "--out $TMP/nodir/x.json: its folder $TMP/nodir does not exist" 2 --out "$TMP/nodir/x.json"
+ex "bad.cfg:2: unknown option 'bogus'" 2 --config "$TMP/bad.cfg"
+ex "$TMP/nope" 3 --data-path "$TMP/nope"
+ex "--out $TMP/nodir/x.json: its folder $TMP/nodir does not exist" 2 --out "$TMP/nodir/x.json"
 # values that look like numbers to a loose parser: every item must be one
-expect "--milestones '.': item 1 '.' is not an epoch" 2 --milestones .
-expect "--milestones '30,,60': item 2 '' is not an epoch" 2 --milestones 30,,60
-expect "--milestones '30,60,': ends with ','" 2 --milestones 30,60,
-expect "--imbalance 'linear:unit=nan': needs unit=" 2 --imbalance linear:unit=nan
-expect "--imbalance 'random:k=1,d=inf': needs d=" 2 --imbalance random:k=1,d=inf
-expect "--imbalance 'lognormal:mean=475,std=inf': needs std=" 2 --imbalance lognormal:mean=475,std=inf
+ex "--milestones '.': item 1 '.' is not an epoch" 2 --milestones .
+ex "--milestones '30,,60': item 2 '' is not an epoch" 2 --milestones 30,,60
+ex "--milestones '30,60,': ends with ','" 2 --milestones 30,60,
+ex "--imbalance 'linear:unit=nan': needs unit=" 2 --imbalance linear:unit=nan
+ex "--imbalance 'random:k=1,d=inf': needs d=" 2 --imbalance random:k=1,d=inf
+ex "--imbalance 'lognormal:mean=475,std=inf': needs std=" 2 --imbalance lognormal:mean=475,std=inf
 # options that need the number of ranks
-expect "--imbalance 'slow:rank=7,factor=2': rank 7 does not exist in this run of 2 ranks" 2 \
+ex "--imbalance 'slow:rank=7,factor=2': rank 7 does not exist in this run of 2 ranks" 2 \
   --imbalance slow:rank=7,factor=2
-expect "--mode 'quorum:9': quorum 9 is more than the 2 ranks of this run" 2 --mode quorum:9
+ex "--mode 'quorum:9': quorum 9 is more than the 2 ranks of this run" 2 --mode quorum:9
 # a folder as --config (fopen succeeds on it, reading fails)
 mkdir -p "$TMP/cfgdir"
-expect "--config $TMP/cfgdir: is a directory" 2 --config "$TMP/cfgdir"
+ex "--config $TMP/cfgdir: is a directory" 2 --config "$TMP/cfgdir"
 # UCF101's classInd.txt with index 3 on line 2: the message names the index line 2 needs
 mkdir -p "$TMP/ucf"
 printf '1 ApplyEyeMakeup\r\n3 Archery\r\n' > "$TMP/ucf/classInd.txt"
-expect "classInd.txt: line 2 (byte offset 18): expected \"2 ClassName\", got \"3 Archery\"" 2 \
+ex "classInd.txt: line 2 (byte offset 18): expected \"2 ClassName\", got \"3 Archery\"" 2 \
   --experiment ucf101 --data-path "$TMP/ucf"
 # a truncated IDX file: the message names the file
 mkdir -p "$TMP/fm"
@@ -61,14 +65,18 @@ for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte 
   zcat /usr/share/datasets/fashion-mnist/$f.gz > "$TMP/fm/$f"
 done
 head -c 100000 "$TMP/fm/train-images-idx3-ubyte" > "$TMP/fm/x" && mv "$TMP/fm/x" "$TMP/fm/train-images-idx3-ubyte"
-expect "train-images-idx3-ubyte" 2 --data-path "$TMP/fm"
+ex "train-images-idx3-ubyte" 2 --data-path "$TMP/fm"
 # a model whose input does not fit the data: both shapes named
-expect "expects input" 2 --model "resnet-cifar n=1 classes=10"
+ex "expects input" 2 --model "resnet-cifar n=1 classes=10"
 # a config-file value that a flag overrides: rank 0 says which won (once), and the flag's value is used
 printf 'epochs = 5\nlr = 0.05\n' > "$TMP/ov.cfg"
-run 2 --config "$TMP/ov.cfg" --epochs 1 --max-steps 2 --out "$TMP/ov.json" || { cat "$TMP/out"; fail "override run"; }
-msg="--epochs 1 from the command line wins over epochs = 5 at $TMP/ov.cfg:1"
-[ "$(grep -c -- "$msg" "$TMP/out")" = 1 ] || { cat "$TMP/out"; fail "no single line: $msg"; }
-jq -e '.config.epochs == 1 and .config.lr == 0.05' "$TMP/ov.json" > /dev/null || fail "config file + flag: wrong values"
-echo "ok: --config (epochs = 5) --epochs 1 -> $(grep -- "$msg" "$TMP/out") [exit 0]"
+override() {
+  run 2 --config "$1" --epochs 1 --max-steps 2 --out "$TMP/ov.json" || { cat "$TMP/out"; fail "override run"; }
+  msg="--epochs 1 from the command line wins over epochs = 5 at $1:1"
+  [ "$(grep -c -- "$msg" "$TMP/out")" = 1 ] || { cat "$TMP/out"; fail "no single line: $msg"; }
+  jq -e '.config.epochs == 1 and .config.lr == 0.05' "$TMP/ov.json" > /dev/null || fail "config file + flag: wrong values"
+  echo "ok: --config (epochs = 5) --epochs 1 -> $(grep -- "$msg" "$TMP/out") [exit 0]"
+}
+case_bg override override "$TMP/ov.cfg"
+cases_wait
 echo "all bad-input cases refused cleanly"

@@ -22,3 +22,32 @@ paused_pid() {
   done
   echo "$p"
 }
+# Cases that share no files and mostly wait (a failing mpirun's kill sequence, a watchdog's
+# t_abort) run side by side. case_bg NAME CMD...: runs CMD (its arguments expanded here) in a
+# background subshell whose TMP is its own folder $TMP/NAME (so run's $TMP/out is the case's own),
+# its output kept; at most $CASE_JOBS (default 4) at a time. cases_wait: waits for them all, prints
+# each case's output in the order started, and fails naming the first case that failed. Each case
+# keeps its own limits (run's timeout 240, the hang checks), as when run one after another.
+CASE_JOBS=${CASE_JOBS:-4}
+CASES=()
+case_bg() {
+  local name=$1
+  shift
+  while [ "$(jobs -rp | wc -l)" -ge "$CASE_JOBS" ]; do wait -n; done
+  mkdir -p "$TMP/$name"
+  (
+    TMP=$TMP/$name
+    "$@"
+    echo $? > "$TMP.rc"
+  ) > "$TMP/$name.case" 2>&1 &
+  CASES+=("$name")
+}
+cases_wait() {
+  local c
+  wait
+  for c in "${CASES[@]}"; do
+    cat "$TMP/$c.case"
+    [ "$(cat "$TMP/$c.rc" 2>/dev/null)" = 0 ] || fail "case $c (its output above)"
+  done
+  CASES=()
+}

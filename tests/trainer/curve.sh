@@ -52,13 +52,18 @@ echo "--curve-every 2: the epoch ended $gap s after its last snapshot; epoch_s $
 awk -v g="$gap" -v e="$es" 'BEGIN { exit !(g >= 0 && g < e / 4) }' \
   || fail "the curve's evaluation counts in the run's wall time: the epoch ended $gap s after its last snapshot (epoch_s $es)"
 
-# (b) partial modes under skew (the default 2048 training samples: 64 batches)
-for mode in solo majority; do
+# (b) partial modes under skew (the default 2048 training samples: 64 batches), and (c) bad values,
+# as cases side by side (common.sh case_bg: their own folders; each refusal waits for mpirun's kill
+# sequence after the first rank's exit)
+partial() {
+  local mode=$1
   run 2 --mode $mode --epochs 1 --imbalance linear:unit=10 --curve-every 16 --curve-test 512 \
     --out "$TMP/$mode.json" || { cat "$TMP/out"; fail "$mode with --curve-every"; }
   points "$TMP/$mode.json" 16
   echo "$mode: $(jq '.curve | length' "$TMP/$mode.json") points, top-1 $(jq -c '[.curve[].test_top1]' "$TMP/$mode.json")"
-done
+}
+case_bg solo partial solo
+case_bg majority partial majority
 
 # (c) bad values: refused with a message naming the option, every rank non-zero, nothing trained
 refused() {
@@ -67,10 +72,13 @@ refused() {
   grep -q -- "$want" "$TMP/out" || { cat "$TMP/out"; fail "$*: no message naming $want"; }
   echo "refused: $* -> $(grep -m1 -- "$want" "$TMP/out")"
 }
-refused --curve-every --curve-every -1
-refused --curve-every --curve-every 1.5
-refused --curve-test --curve-every 8 --curve-test 0
-refused --curve-test --curve-every 8 --curve-test 513 # the test set: --limit-test 512
+n=0
+r() { n=$((n + 1)); case_bg "bad$n" refused "$@"; }
+r --curve-every --curve-every -1
+r --curve-every --curve-every 1.5
+r --curve-test --curve-every 8 --curve-test 0
+r --curve-test --curve-every 8 --curve-test 513 # the test set: --limit-test 512
 # the snapshots' memory bound: an epoch of 60000 one-sample batches, a snapshot each
-refused --curve-every --limit-train 60000 --batch 1 --curve-every 1 --curve-test 512
+r --curve-every --limit-train 60000 --batch 1 --curve-every 1 --curve-test 512
+cases_wait
 echo "ok"

@@ -40,8 +40,8 @@ failed_all() { # every rank that reported exited non-zero, and mpirun did
 }
 
 # (1) SIGKILL in evaluation, under mpirun and mpirun --enable-recovery
-want kill && for extra in "" $RECOVERY; do
-  n=kill${extra:+-recovery}
+case_kill() {
+  local extra=$1 n=kill${1:+-recovery}
   start $n 1:evaluation:60 "$extra" --epochs 1 --t-warn $WARN --t-abort $ABORT
   kill -9 "$pid"; t0=$(date +%s.%N)
   finish $n
@@ -52,11 +52,11 @@ want kill && for extra in "" $RECOVERY; do
     grep -Eq "eager-train: rank [02]: waiting in 'evaluation'.*silent.*: rank 1 .*aborting" "$TMP/$n.log" ||
       fail "$n: no abort line naming rank 1 as silent in evaluation"
   fi
-done
+}
 
 # (2) SIGSTOP in evaluation: a warning after t_warn, then the abort, both naming rank 1
-want stop && for extra in "" $RECOVERY; do
-  n=stop${extra:+-recovery}
+case_stop() {
+  local extra=$1 n=stop${1:+-recovery}
   start $n 1:evaluation:60 "$extra" --epochs 1 --t-warn $WARN --t-abort $ABORT
   kill -STOP "$pid"; t0=$(date +%s.%N)
   finish $n
@@ -65,31 +65,43 @@ want stop && for extra in "" $RECOVERY; do
     "$TMP/$n.log" || fail "$n: no warning naming rank 1"
   grep -Eq "eager-train: rank [02]: waiting in 'evaluation'.*: rank 1 .*aborting" "$TMP/$n.log" ||
     fail "$n: no abort line naming rank 1"
-done
+}
 
 # (3) SIGSTOP then SIGCONT before t_abort: the others warn, the woken rank names itself, no rank
 #     blames another, the run finishes
-n=stop-cont ABORT=30
-want $n && {
-start $n 1:evaluation:8 "" --epochs 1 --t-warn $WARN --t-abort $ABORT
-kill -STOP "$pid"; t0=$(date +%s.%N); sleep 4; kill -CONT "$pid"
-finish $n
-[ $rc -eq 0 ] || { cat "$TMP/$n.log"; fail "$n: the run failed"; }
-grep -q "eager-train: rank 1: this rank was not running for .* it is the rank that went silent" "$TMP/$n.log" ||
-  fail "$n: the woken rank did not say it was the silent one"
-grep -Eq "eager-train: rank [02]: .*silent.*: rank 1 " "$TMP/$n.log" || fail "$n: nobody warned about rank 1"
-! grep -Eq "eager-train: rank 1: .*(silent \(no|aborting)" "$TMP/$n.log" || fail "$n: rank 1 blamed another rank"
+case_stop_cont() {
+  local n=stop-cont ABORT=30
+  start $n 1:evaluation:8 "" --epochs 1 --t-warn $WARN --t-abort $ABORT
+  kill -STOP "$pid"; t0=$(date +%s.%N); sleep 4; kill -CONT "$pid"
+  finish $n
+  [ $rc -eq 0 ] || { cat "$TMP/$n.log"; fail "$n: the run failed"; }
+  grep -q "eager-train: rank 1: this rank was not running for .* it is the rank that went silent" "$TMP/$n.log" ||
+    fail "$n: the woken rank did not say it was the silent one"
+  grep -Eq "eager-train: rank [02]: .*silent.*: rank 1 " "$TMP/$n.log" || fail "$n: nobody warned about rank 1"
+  ! grep -Eq "eager-train: rank 1: .*(silent \(no|aborting)" "$TMP/$n.log" || fail "$n: rank 1 blamed another rank"
 }
 
 # (4) a rank alive but held before the second epoch's pcoll_create (between epochs) for longer
 #     than t_abort: the others name it and end the job
-n=hold ABORT=6
-want $n && {
-start $n 1:pcoll_create:60:2 "" --epochs 2 --t-warn $WARN --t-abort $ABORT
-t0=$(date +%s.%N)
-finish $n
-failed_all $n
-grep -Eq "eager-train: rank [02]: waiting in 'pcoll_create'.*alive but not in it yet: rank 1 .*aborting" \
-  "$TMP/$n.log" || fail "$n: no abort line naming rank 1 as not arrived"
+case_hold() {
+  local n=hold
+  start $n 1:pcoll_create:60:2 "" --epochs 2 --t-warn $WARN --t-abort $ABORT
+  t0=$(date +%s.%N)
+  finish $n
+  failed_all $n
+  grep -Eq "eager-train: rank [02]: waiting in 'pcoll_create'.*alive but not in it yet: rank 1 .*aborting" \
+    "$TMP/$n.log" || fail "$n: no abort line naming rank 1 as not arrived"
 }
+
+# The cases run side by side (common.sh case_bg), each its own job and files: most of each is
+# waiting for t_abort or the launcher. Three at a time (9 ranks on the machine's cores), the
+# longest first.
+CASE_JOBS=3
+want stop && [ -n "$RECOVERY" ] && case_bg stop-recovery case_stop "$RECOVERY"
+want hold && case_bg hold case_hold
+want stop && case_bg stop case_stop ""
+want kill && [ -n "$RECOVERY" ] && case_bg kill-recovery case_kill "$RECOVERY"
+want stop-cont && case_bg stop-cont case_stop_cont
+want kill && case_bg kill case_kill ""
+cases_wait
 echo "ok (${FAULTS:-all}): every fault named and the job ended non-zero; the woken rank named itself"

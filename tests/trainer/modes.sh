@@ -63,7 +63,9 @@ awk -v a="$want" -v b="$w" 'BEGIN { exit !(b > 1.5 * a) }' || fail "--wd-per rou
 # --momentum-per sample (default): a round of every rank is a whole step, so sync ends with the
 # weights of --momentum-per round (PyTorch's step per round) while no round is partial (1,920
 # samples: 60 batches of 32, rounds of all 3 ranks); solo's partial rounds step by their share and
-# decay by wd x |F|/P per round, as --wd-per sample says.
+# decay by wd x |F|/P per round, as --wd-per sample says: that is the global solo run above
+# (g_solo.json, --momentum-per sample being the default), whose decay the --wd-per sample loop
+# checks, so no second run of the same configuration here.
 for m in round sample; do
   run $NP --mode sync --epochs 1 --limit-train 1920 --momentum-per $m --out "$TMP/ms_$m.json" ||
     { cat "$TMP/out"; fail "sync --momentum-per $m"; }
@@ -71,12 +73,9 @@ done
 jq -e "[.rounds.records[] | .min_fresh] | min == $NP" "$TMP/ms_round.json" > /dev/null || fail "sync had a partial round"
 h1=$(jq -r '.epochs[0].weights_hash' "$TMP/ms_round.json") h2=$(jq -r '.epochs[0].weights_hash' "$TMP/ms_sample.json")
 [ "$h1" = "$h2" ] || fail "--momentum-per sample changed sync's weights ($h2; round: $h1)"
-run $NP --mode solo --epochs 1 --epoch-mode global --imbalance slow:rank=$((NP - 1)),factor=4 --tau 4 \
-  --momentum-per sample --out "$TMP/g_solo_ms.json" || { cat "$TMP/out"; fail "solo --momentum-per sample"; }
-w=$(wd_total "$TMP/g_solo_ms.json")
-echo "--momentum-per sample: sync's weights as with round ($h1); solo decayed $w in epoch 1 (want $want)"
-awk -v a="$want" -v b="$w" 'BEGIN { exit !(a > 0 && (a - b) * (a - b) < 1e-12 * a * a) }' \
-  || fail "--momentum-per sample: solo decayed $w in an epoch, expected $want"
+jq -e '.config["momentum-per"] == "sample"' "$TMP/g_solo.json" >/dev/null \
+  || fail "g_solo.json: not run with --momentum-per sample, which its decay check above stands for here"
+echo "--momentum-per sample: sync's weights as with round ($h1); solo's decay: the global solo run's"
 # --initial-sync 1 --final-sync 1: the first and last epochs run synchronously whatever --mode says
 # (every round all fresh, no switch logged in them), the epoch between keeps the partial mode.
 # The policy starts that epoch in solo (start=solo: its first measurement, of solo, takes at least a
