@@ -32,4 +32,7 @@ fi
 if [ "$DRY" = 1 ]; then echo "(table of $OUT/bench.log)"; exit 0; fi
 [ -s "$OUT/bench.log" ] || exp_die "no $OUT/bench.log"
 exp_table "$OUT/table.md" sed -n '/^bench-cpu:/p; /^model /,/^wrote /p' "$OUT/bench.log" || rc=1
+# the claim is a comparison: without PyTorch's times there is none
+! grep -q "^PyTorch not installed" "$OUT/bench.log" ||
+  exp_die "PyTorch was not found (jobs/bench_cpu.sh: TORCH_PY, default $B/venv/bin/python3; make test makes that venv): no ratio measured"
 exit $rc

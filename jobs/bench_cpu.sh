@@ -7,12 +7,15 @@
 # Ours and PyTorch alternate NN_BENCH_PAIRS (3) times per model; the ratio is the median of the
 # pairs' ratios, with their range.
 # NN_BENCH_MODELS selects models; NN_BENCH_THREADS (2); NN_BENCH_NO_TORCH=1 skips PyTorch.
+# PyTorch: TORCH_PY (default BUILD_DIR/venv/bin/python3, the venv make test makes, else python3).
 # NN_BENCH_PROFILE=1: instead, our step profile per kind of work (nn_bench_cpu --profile), the
 # tables on stdout and BUILD_DIR/bench/cpu_profile.json.
 # Where OpenBLAS does not know the CPU model and falls back to its generic SSE3 kernels,
 # OPENBLAS_CORETYPE is set (unless already set) to the core matching the CPU's vector extensions
 # (nn_blas_coretype_hint), as PyTorch's own kernels detect them.
 B=${1:-build}
+PY=${TORCH_PY:-python3}
+[ -n "${TORCH_PY:-}" ] || [ ! -x "$B/venv/bin/python3" ] || PY=$B/venv/bin/python3
 T=${NN_BENCH_THREADS:-2}
 IT=${NN_BENCH_ITERS:-5}
 PAIRS=${NN_BENCH_PAIRS:-3}
@@ -33,8 +36,8 @@ if [ -n "${NN_BENCH_PROFILE:-}" ]; then
   echo "wrote $B/bench/cpu_profile.json"
   exit 0
 fi
-if [ -z "${NN_BENCH_NO_TORCH:-}" ] && python3 -c 'import torch' 2>/dev/null; then
-  tv=$(python3 -c 'import torch; print(torch.__version__)')
+if [ -z "${NN_BENCH_NO_TORCH:-}" ] && "$PY" -c 'import torch' 2>/dev/null; then
+  tv=$("$PY" -c 'import torch; print(torch.__version__)')
 else
   tv=""
 fi
@@ -50,7 +53,7 @@ for m in $MODELS; do
     ours="$ours$o
 "
     if [ -n "$tv" ]; then
-      t=$(python3 trainer/ref/bench_torch.py "$T" "$IT" "$m") || t=""
+      t=$("$PY" trainer/ref/bench_torch.py "$T" "$IT" "$m") || t=""
       echo "  pair $k torch: $t"
       theirs="$theirs$t
 "
