@@ -173,6 +173,11 @@ int paired_deltas(compare_t *c, group_t *g); /* pdtop1, psamp of every row; the 
 /* compare_print.c */
 const char *group_setting(const group_t *g); /* "EXPERIMENT: model=M data=D ranks=P epochs=E batch=B" */
 const char *group_title(const group_t *g);   /* the setting and the target */
+/* s as text in printf format f, values times scale: "-" (no values), "f" (one), "f ± f" (mean ± std) */
+char *fmt_stat(stat_t s, const char *f, double scale);
+/* a time to target over a row of n runs, s over those that reached it: "-" (none), fmt_stat's "%.1f",
+ * and " (k/n reached)" when not all did */
+char *fmt_reached(stat_t s, int n);
 void print_markdown(const compare_t *c, FILE *o);
 
 /* compare_export.c: one flat CSV table; the tables as pcoll-compare/1 JSON (0, or -1 named) */

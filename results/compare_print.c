@@ -4,7 +4,7 @@
 #include "results/compare.h"
 #include <string.h>
 
-static char *fmt_stat(stat_t s, const char *f, double scale) {
+char *fmt_stat(stat_t s, const char *f, double scale) {
     if (!s.n) return "-";
     char fm[64];
     if (s.n == 1) return aprintf(f, s.mean * scale);
@@ -31,11 +31,10 @@ static char *fmt_paired(const row_t *row, stat_t s, const char *f) {
     return aprintf(fm, s.mean, s.std / sqrt(s.n), s.n);
 }
 
-static char *fmt_ttt(const row_t *row) {
-    if (!row->ttt.n) return "-";
-    char *v = fmt_stat(row->ttt, "%.1f", 1);
-    if (row->ttt.n < row->runs.n) return aprintf("%s (%d/%d reached)", v, row->ttt.n, row->runs.n);
-    return v;
+char *fmt_reached(stat_t s, int n) {
+    if (!s.n) return "-";
+    char *v = fmt_stat(s, "%.1f", 1);
+    return s.n < n ? aprintf("%s (%d/%d reached)", v, s.n, n) : v;
 }
 
 static char *fmt_wait(const row_t *row) {
@@ -111,7 +110,7 @@ static void row_cells(const group_t *g, const row_t *row, const char **c, cols_t
         COL(!g->ttt_curve              ? "to target (s)"
             : g->ttt_curve == g->ttt_n ? "to target (curve, s)"
                                        : "to target (curve/epoch, s)",
-            fmt_ttt(row));
+            fmt_reached(row->ttt, row->runs.n));
         COL("top-1 (%)", fmt_stat(row->top1, "%.2f", 100));
         COL("top-5 (%)", fmt_stat(row->top5, "%.2f", 100));
         COL("Δtop-1 (pts)", fmt_num(row->dtop1, "%+.2f"));

@@ -55,11 +55,9 @@ static stat_t row_time(const row_t *row, double t, int hold) {
     return stat_of(x, row->runs.n);
 }
 
-/* "x ± s", with "(k/n reached)" when not every run reached the target; "- (0/n reached)" */
+/* fmt_reached's text; "- (0/n reached)" when no run reached the target */
 static char *fmt_time(const row_t *row, stat_t s) {
-    if (!s.n) return aprintf("- (0/%d reached)", row->runs.n);
-    char *v = s.n > 1 ? aprintf("%.1f ± %.1f", s.mean, s.std) : aprintf("%.1f", s.mean);
-    return s.n < row->runs.n ? aprintf("%s (%d/%d reached)", v, s.n, row->runs.n) : v;
+    return s.n ? fmt_reached(s, row->runs.n) : aprintf("- (0/%d reached)", row->runs.n);
 }
 
 /* The best static row of imbalance imb for target t: the fewest runs that never reach it, then the
@@ -142,9 +140,7 @@ static char *fmt_top1(const compare_t *c, const group_t *g, const row_t *v) {
             (!best || row->top1.mean > best->top1.mean))
             best = row;
     }
-    char *a = v->top1.n > 1 ? aprintf("%.2f ± %.2f", 100 * v->top1.mean, 100 * v->top1.std)
-              : v->top1.n   ? aprintf("%.2f", 100 * v->top1.mean)
-                            : "-";
+    char *a = fmt_stat(v->top1, "%.2f", 100);
     return best ? aprintf("%s; %s %.2f", a, best->label, 100 * best->top1.mean) : a;
 }
 
@@ -172,9 +168,7 @@ static void print_table(const compare_t *c, const group_t *g, FILE *o) {
     for (int j = 0; j < g->rows.n; j++) {
         const row_t *row = g->rows.v[j];
         fprintf(o, "| %s | %s | %d | %s |", row->imbalance, row->label, row->runs.n,
-                row->top1.n > 1 ? aprintf("%.2f ± %.2f", 100 * row->top1.mean, 100 * row->top1.std)
-                : row->top1.n   ? aprintf("%.2f", 100 * row->top1.mean)
-                                : "-");
+                fmt_stat(row->top1, "%.2f", 100));
         for (int i = 0; i < nt; i++)
             for (int h = 0; h < 2; h++) fprintf(o, " %s |", fmt_time(row, row_time(row, t[i], h)));
         fprintf(o, "\n");
