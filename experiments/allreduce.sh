@@ -19,9 +19,8 @@ EXP_NAME=allreduce EXP_ARGS=("$@")
 . "$(dirname "$0")/lib.sh"
 OPT_ranks=8 OPT_runs=3 OPT_out=""
 exp_opts "ranks runs out" "$@"
+exp_count ranks runs
 P=$OPT_ranks RUNS=$OPT_runs OUT=$OPT_out
-[[ $P =~ ^[1-9][0-9]*$ ]] || exp_die "--ranks takes a rank count >= 1, not '$P'"
-[[ $RUNS =~ ^[1-9][0-9]*$ ]] || exp_die "--runs takes a number >= 1, not '$RUNS'"
 OUT=${OUT:-results/runs/allreduce-p$P}
 bench() { echo bash jobs/mpi.sh run "$B" "$P" "$B/bench/bench_collectives" --unit-ms 1 --reps 5 --sizes 8,4194304 --json "$OUT/run-$1.json"; }
 rc=0

@@ -88,6 +88,14 @@ exp_opts() {
     shift
   done
 }
+# exp_count NAME...: each --NAME's value (OPT_NAME) a whole number >= 1, else refused with one line
+exp_count() {
+  local n ref
+  for n in "$@"; do
+    ref=OPT_$n
+    [[ ${!ref} =~ ^[1-9][0-9]*$ ]] || exp_die "--$n takes a whole number >= 1, not '${!ref}'"
+  done
+}
 # exp_go DIR CMD...: unless --table, records CMD in DIR/meta.txt, runs it (--dry-run: prints it) and
 # records its end; returns its status
 exp_go() {

@@ -22,8 +22,8 @@ EXP_NAME=regimes EXP_ARGS=("$@")
 . "$(dirname "$0")/lib.sh"
 OPT_ranks=4 OPT_seeds="1 2 3" OPT_out=""
 exp_opts "ranks seeds out" "$@"
+exp_count ranks
 P=$OPT_ranks SEEDS=$OPT_seeds OUT=$OPT_out
-[[ $P =~ ^[1-9][0-9]*$ ]] || exp_die "--ranks takes one rank count >= 1, not '$P'"
 OUT=${OUT:-results/runs/regimes-p$P}
 race=(bash jobs/ddp_race.sh --epochs 3 --limit-train 8000 --curve-test 2000 --epoch-mode global
   --both-opts "--milestones 2" --no-ddp --seeds "$SEEDS" --ranks "$P" --modes "sync solo majority adaptive"

@@ -18,8 +18,8 @@ EXP_NAME=staleness EXP_ARGS=("$@")
 . "$(dirname "$0")/lib.sh"
 OPT_runs=3 OPT_out=results/runs/staleness-p8
 exp_opts "runs out" "$@"
+exp_count runs
 RUNS=$OPT_runs OUT=$OPT_out
-[[ $RUNS =~ ^[1-9][0-9]*$ ]] || exp_die "--runs takes a number >= 1, not '$RUNS'"
 prog=$B/tests/controller/test_ctl_mpi
 ctl() { echo bash jobs/mpi.sh run "$B" 8 "$prog" --policy solo --tau "$1" --slow 0 --factor 16 --rounds 1000; }
 rc=0
