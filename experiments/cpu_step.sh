@@ -16,8 +16,8 @@ EXP_NAME=cpu_step EXP_ARGS=("$@")
 . "$(dirname "$0")/lib.sh"
 OPT_pairs=3 OPT_out=results/runs/cpu-step
 exp_opts "pairs out" "$@"
+exp_count pairs
 PAIRS=$OPT_pairs OUT=$OPT_out
-[[ $PAIRS =~ ^[1-9][0-9]*$ ]] || exp_die "--pairs takes a number >= 1, not '$PAIRS'"
 cmd=(env "NN_BENCH_PAIRS=$PAIRS" make bench-cpu "B=$B")
 rc=0
 if [ $TABLE = 0 ]; then
@@ -34,5 +34,5 @@ if [ "$DRY" = 1 ]; then echo "(table of $OUT/bench.log)"; exit 0; fi
 exp_table "$OUT/table.md" sed -n '/^bench-cpu:/p; /^model /,/^wrote /p' "$OUT/bench.log" || rc=1
 # the claim is a comparison: without PyTorch's times there is none
 ! grep -q "^PyTorch not installed" "$OUT/bench.log" ||
-  exp_die "PyTorch was not found (jobs/bench_cpu.sh: TORCH_PY, default $B/venv/bin/python3; make test makes that venv): no ratio measured"
+  exp_die "PyTorch was not found (jobs/bench_cpu.sh: DDP_PY, default $B/venv/bin/python3; make test makes that venv): no ratio measured"
 exit $rc

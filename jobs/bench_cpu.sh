@@ -7,15 +7,16 @@
 # Ours and PyTorch alternate NN_BENCH_PAIRS (3) times per model; the ratio is the median of the
 # pairs' ratios, with their range.
 # NN_BENCH_MODELS selects models; NN_BENCH_THREADS (2); NN_BENCH_NO_TORCH=1 skips PyTorch.
-# PyTorch: TORCH_PY (default BUILD_DIR/venv/bin/python3, the venv make test makes, else python3).
+# PyTorch: DDP_PY, as for the DDP race (default BUILD_DIR/venv/bin/python3, the venv make test
+# makes; python3 where that venv is absent).
 # NN_BENCH_PROFILE=1: instead, our step profile per kind of work (nn_bench_cpu --profile), the
 # tables on stdout and BUILD_DIR/bench/cpu_profile.json.
 # Where OpenBLAS does not know the CPU model and falls back to its generic SSE3 kernels,
 # OPENBLAS_CORETYPE is set (unless already set) to the core matching the CPU's vector extensions
 # (nn_blas_coretype_hint), as PyTorch's own kernels detect them.
 B=${1:-build}
-PY=${TORCH_PY:-python3}
-[ -n "${TORCH_PY:-}" ] || [ ! -x "$B/venv/bin/python3" ] || PY=$B/venv/bin/python3
+PY=${DDP_PY:-$B/venv/bin/python3}
+[ -n "${DDP_PY:-}" ] || [ -x "$PY" ] || PY=python3
 T=${NN_BENCH_THREADS:-2}
 IT=${NN_BENCH_ITERS:-5}
 PAIRS=${NN_BENCH_PAIRS:-3}
