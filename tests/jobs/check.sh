@@ -180,7 +180,7 @@ experiments_dry)
   # experiments/<claim>.sh: each --dry-run prints its commands and exits 0, an unknown option is
   # refused with one line (exit 2); regimes and ddp print exactly the commands of the claims
   # (docs/EXPERIMENTS.md); regimes.sh --table prints the regime table of a small crafted folder
-  for e in regimes ddp torch allreduce hyperplane staleness cpu_step; do
+  for e in regimes ddp torch allreduce hyperplane staleness cpu_step schedules; do
     out=$(bash experiments/$e.sh --dry-run 2>&1) || fail "$e --dry-run: exit $?: $out"
     [ -n "$out" ] || fail "$e --dry-run printed nothing"
     err=$(bash experiments/$e.sh --no-such-option 2>&1); st=$?
@@ -200,6 +200,7 @@ experiments_dry)
   want experiments/regimes.sh --ranks 8 -- 'bash jobs/ddp_race.sh --epochs 3 --limit-train 8000 --curve-test 2000 --epoch-mode global --both-opts "--milestones 2" --no-ddp --seeds "1 2 3" --ranks 8 --modes "sync solo majority adaptive" --imbalances "none linear lognormal slow random1" --out results/runs/regimes-p8'
   want experiments/regimes.sh -- "$B/bin/pcoll-compare --versus adaptive results/runs/regimes-p4/p4"
   want experiments/ddp.sh --ranks 4 -- 'bash jobs/ddp_race.sh --epochs 2 --limit-train 12000 --curve-test 2000 --epoch-mode global --both-opts "--milestones 1" --seeds "1 2 3" --ranks 4 --modes "sync majority adaptive" --imbalances "none random1 random2 lognormal" --out results/runs/ddp-p4'
+  want experiments/schedules.sh -- 'bash jobs/ddp_race.sh --epochs 3 --limit-train 8000 --curve-test 2000 --epoch-mode global --both-opts "--milestones 2" --seeds "1 2 3" --ranks 4 --modes "sync solo majority adaptive" --imbalances "strag_mid slow_half ln_wave" --out results/runs/schedules-p4'
   want experiments/torch.sh -- 'bash jobs/torch_race.sh --ranks 4 --epochs 2 --limit-train 8192 --both-opts "--milestones 1" --out results/runs/torch-race-p4'
   # the commands the drivers would run are accepted by them (their own --dry-run)
   bash jobs/ddp_race.sh --dry-run --epochs 3 --limit-train 8000 --curve-test 2000 --epoch-mode global --both-opts "--milestones 2" \
@@ -223,6 +224,20 @@ experiments_dry)
     [ ! -e "$T/reg/meta.txt" ] || fail "regimes.sh --table wrote meta.txt (it runs nothing)"
     err=$(bash experiments/regimes.sh --table --out "$T/none" 2>&1) && fail "regimes.sh --table on no runs: exit 0"
     [ "$err" = "experiments/regimes.sh: no runs in $T/none/p4" ] || fail "regimes.sh --table on no runs: '$err'"
+    # schedules.sh --table: the switch log places each switch in global epochs and names its kind
+    mkdir -p "$T/sch/p4/strag_mid"
+    for m in sync solo; do cp "$T/reg/p4/linear/$m-s1.json" "$T/sch/p4/strag_mid/$m-s1.json"; done
+    jq '.config.imbalance = "none@0ep/random:k=1,d=9@1ep/none@2ep" | .epochs |= map(.rounds = 10)
+      | .controller.switches = [
+          {epoch: 0, round: 2, from: "sync", to: "majority", reason: "probe: sync score 1+-1 (1/s, lag 0.00): sync -> majority"},
+          {epoch: 0, round: 4, from: "majority", to: "sync", reason: "sync 2+-1, majority 1+-1: majority -> sync"},
+          {epoch: 1, round: 5, from: "sync", to: "majority", reason: "rate changed twice: sync score 1+-0.1, pooled before 2+-0.1; probe: sync -> majority"},
+          {epoch: 2, round: 1, from: "solo", to: "sync", reason: "probe due: solo score 3+-0.1, pooled before 3+-0.1; probe: solo -> sync"}]' \
+      "$T/reg/p4/linear/adaptive-s1.json" >"$T/sch/p4/strag_mid/adaptive-s1.json"
+    out=$(bash experiments/schedules.sh --table --out "$T/sch" 2>&1)
+    grep -qxF '| strag_mid | 1 | 0, 1, 2 | 0.2 sync -> majority (probing); 0.4 majority -> sync (chosen); 1.5 sync -> majority (detected); 2.1 solo -> sync (probe due) |' <<<"$out" ||
+      fail "schedules.sh --table: no switch log line: $out"
+    grep -q '^### fmnist: .*: adaptive against the best static mode$' <<<"$out" || fail "schedules.sh --table: no regime table: $out"
   else
     echo "(no $B/bin/pcoll-compare or jq: --table not checked)"
   fi
