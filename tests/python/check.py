@@ -257,7 +257,8 @@ def resume_load(d):
     ck = {t: torch.load(os.path.join(d, "ck_%s.pt" % t)) for t in RESUME}
 
     def same_bytes(opt):  # the loaded state is the saved one, byte for byte
-        if not torch.equal(opt.state_dict()["eager_sgd"]["state"], ck["sync"]["opt"]["eager_sgd"]["state"]):
+        got = opt.state_dict()["eager_sgd"]["state"]
+        if got is None or not torch.equal(got, ck["sync"]["opt"]["eager_sgd"]["state"]):
             fail("the state after load_state_dict differs from the saved bytes")
     rec = train(RESUME["sync"], 1, first=1, load=ck["sync"], after_load=same_bytes)
     got = {"decision_hash": rec["controller"]["decision_hash"], "weights_hash": rec["epochs"][-1]["weights_hash"]}
