@@ -10,6 +10,8 @@
  *   eg_join, eg_drain  pcoll_join, pcoll_wait(PCOLL_WAIT_NEWER) until PCOLL_DONE
  *   eg_finish  ctl_wait, the controller's hash checked equal on every rank, the state carried,
  *              ctl_stop, pcoll_finalize
+ *   eg_state_* the carried state saved and loaded between epochs (eager-train's checkpoint's
+ *              ctl.state; trainer/setup.c resume_controller)
  * The library never exits or prints: calls return 0 (or a documented count) or a negative code
  * with the message in eg_error(). Agreement calls (eg_agree, eg_same) are collective over
  * MPI_COMM_WORLD and give every rank the same answer.
@@ -449,6 +451,68 @@ int eg_finish(eg_t *g) {
                -1;
     return 0;
 }
+
+/* ---- the controller's carried state in a checkpoint (the package's state_dict) ----------------
+ * Between epochs only: while an epoch is open the controller thread owns the state (these return
+ * -1 with a line in eg_error, or NULL with the line in err).
+ * eg_state_save: the carried state's bytes (ctl_state_save) as eager-train's checkpoint holds them;
+ * buf NULL: *len = the size needed. *len = 0: nothing carried (a static mode, or adaptive before
+ * its first epoch has ended: a controller loading it starts afresh). Local (every rank holds the
+ * same state after eg_finish). */
+int eg_state_save(eg_t *g, void *buf, size_t cap, size_t *len) {
+    *len = 0;
+    if (g->h)
+        return snprintf(g->err, sizeof g->err,
+                        "epoch %d is open: the controller's state is saved between epochs (after end_epoch)",
+                        g->epoch),
+               -1;
+    if (!g->carried) return 0;
+    if (ctl_state_save(g->carried, buf, cap, len) != CTL_OK)
+        return snprintf(g->err, sizeof g->err, "ctl_state_save: %zu bytes are too few", cap), -1;
+    return 0;
+}
+uint64_t eg_state_rounds(eg_t *g) { return g->carried ? ctl_state_rounds(g->carried) : 0; }
+
+/* The state in buf (ctl_state_save's bytes, saved on saved_P ranks) read for this handle's policy:
+ * ctl_state_load's checks, ctl_state_resize where saved_P differs from P (as eager-train's resume:
+ * the level kept, every level probed again; *resized = 1), then ctl_policy_resume's (adaptive, the
+ * same window and cost_n). Local: the caller agrees on the result over the ranks, then adopts it
+ * (eg_state_adopt) or frees it (eg_state_free). NULL with a line in err. */
+void *eg_state_read(eg_t *g, const void *buf, size_t len, int saved_P, char *err, size_t n, int *resized) {
+    char e[600] = "";
+    *resized = 0;
+    if (g->h)
+        return snprintf(err, n, "epoch %d is open: a state is loaded between epochs (after end_epoch)",
+                        g->epoch),
+               NULL;
+    if (g->pol.kind != CTL_ADAPTIVE)
+        return snprintf(err, n, "an adaptive controller's state, and this optimizer's mode is '%s'",
+                        g->policy),
+               NULL;
+    ctl_state_t *st = NULL;
+    if (ctl_state_load(buf, len, &st, e, sizeof e) != CTL_OK) return snprintf(err, n, "%s", e), NULL;
+    if (saved_P != g->P) {
+        ctl_state_t *to = ctl_state_resize(st, g->P);
+        ctl_state_free(st);
+        if (!to) return snprintf(err, n, "out of memory (controller state)"), NULL;
+        st = to, *resized = 1;
+    }
+    ctl_policy_t *p = ctl_policy_resume(&g->pol, g->P, st, e, sizeof e);
+    if (!p) {
+        ctl_state_free(st);
+        return snprintf(err, n, "does not continue mode '%s': %s", g->policy, e), NULL;
+    }
+    ctl_policy_free(p);
+    return st;
+}
+/* The next epoch's controller continues st (NULL: starts afresh); the run's decision hash continues
+ * from dhash (eg_decision_hash of the saved run), as eager-train's checkpoint carries both. */
+void eg_state_adopt(eg_t *g, void *st, uint64_t dhash) {
+    ctl_state_free(g->carried);
+    g->carried = st;
+    g->dhash = dhash;
+}
+void eg_state_free(void *st) { ctl_state_free(st); }
 
 /* The counters named by eg_count_names, up to max of them into out; returns how many there are. */
 int eg_counts(eg_t *g, double *out, int max) {

@@ -32,8 +32,9 @@ MODES = "sync | solo | majority | quorum:Q | adaptive"
 
 class EagerSGDError(SystemExit):
     """A refusal every rank agrees on (bad mode, models that differ across ranks, replicas that
-    differ): raised on every rank with the same one-line message; uncaught, Python prints that line
-    and exits with status 1 (MPI is finalized at exit)."""
+    differ, a state_dict that does not load): raised on every rank with the same one-line message;
+    uncaught, Python prints that line and exits with status 1 (MPI is finalized at exit). Raised on
+    one rank only where that rank alone misused the package (state_dict() while an epoch is open)."""
 
     def __init__(self, line):
         super().__init__("eager_sgd: " + line)
@@ -230,12 +231,137 @@ class DistributedOptimizer:
     def param_groups(self):
         return self.opt.param_groups
 
-    def state_dict(self):
-        """The wrapped SGD's state (momentum buffers); the controller's carried state is not in it."""
-        return self.opt.state_dict()
+    STATE_KEY, STATE_FORMAT = "eager_sgd", "eager-sgd-controller/1"
 
-    def load_state_dict(self, state):
-        self.opt.load_state_dict(state)
+    def state_dict(self):
+        """The wrapped SGD's state_dict (momentum buffers, param_groups) and, for an adaptive mode,
+        under the key "eager_sgd" the controller's carried state as eager-train's checkpoint holds it
+        (its pools, level, probe schedule: ctl_state_save's bytes): {"format":
+        "eager-sgd-controller/1", "mode": the mode as given, "ranks": P, "rounds": rounds the state
+        has observed, "decision_hash": the run's so far (hex), "state": the bytes as a CPU uint8
+        tensor, or None before the first end_epoch (nothing learned yet: a controller loading it
+        starts afresh)}. No such key for static modes. Local: every rank holds the same state, so
+        rank 0 alone may save it (torch.save; torch.load's weights_only reads it). Between epochs
+        (after end_epoch, or close): while an epoch is open it raises EagerSGDError on the rank
+        that calls it."""
+        if self.open:
+            raise EagerSGDError("rank %d: state_dict() in epoch %d after a step(): the controller's state is "
+                                "saved between epochs (after end_epoch)" % (self.rank, self.epoch + 1))
+        sd = self.opt.state_dict()
+        ctl = self._ctl_final if self.g is None else self._controller_state()
+        if ctl is not None:
+            sd[self.STATE_KEY] = dict(ctl)
+        return sd
+
+    def _controller_state(self):
+        if self.mode.split(",")[0] != "adaptive":
+            return None
+        lib, n = self.lib, ctypes.c_size_t()
+        if lib.eg_state_save(self.g, None, 0, ctypes.byref(n)):
+            raise EagerSGDError("rank %d: %s" % (self.rank, lib.eg_error(self.g).decode()))
+        t = None
+        if n.value:
+            t = self.torch.zeros(n.value, dtype=self.torch.uint8)
+            if lib.eg_state_save(self.g, ctypes.c_void_p(t.data_ptr()), n.value, ctypes.byref(n)):
+                raise EagerSGDError("rank %d: %s" % (self.rank, lib.eg_error(self.g).decode()))
+        return {"format": self.STATE_FORMAT, "mode": self.mode, "ranks": self.size,
+                "rounds": int(lib.eg_state_rounds(self.g)), "decision_hash": "%016x" % lib.eg_decision_hash(self.g),
+                "state": t}
+
+    def load_state_dict(self, state_dict):
+        """Collective: every rank calls it with the same dict (each loads the checkpoint), between
+        epochs. Restores the wrapped SGD's state and, from the "eager_sgd" key (state_dict()), the
+        controller's carried state through ctl_state_load, as eager-train's --resume does: the next
+        epoch's controller continues where the saved one stopped, and the run file's decision hash
+        continues the saved run's. Saved on another number of ranks, the state is converted
+        (ctl_state_resize: its level kept, what it measured per rank restarted, every level probed
+        again) and rank 0 prints one line saying so. A dict without the key (a static mode's, or
+        one saved before the package carried the controller) restores the SGD state only: the
+        controller keeps its own (a new optimizer's starts afresh). Refused with EagerSGDError on
+        every rank, one line naming what is wrong, nothing loaded: a key that does not load
+        (corrupt or truncated bytes, another format or version, a state of another shape: window,
+        cost_n), an optimizer whose mode is not adaptive, a dict that differs across ranks (hashed:
+        the controller's part and the SGD state; the line names the ranks that differ from rank 0),
+        or an epoch open."""
+        lib, key = self.lib, self.STATE_KEY
+        c = state_dict.get(key) if isinstance(state_dict, dict) else None
+        raw, st, resized = b"", None, ctypes.c_int(0)
+        ok, why = True, ""
+        if self.open:
+            ok, why = False, "load_state_dict() in epoch %d after a step(): a state is loaded between epochs" % (self.epoch + 1)
+        elif self.g is None:
+            ok, why = False, "load_state_dict() after close()"
+        elif c is not None:
+            ok, why, raw = self._check_controller(c)
+        if ok and raw:
+            err = _lib.buf()
+            st = lib.eg_state_read(self.g, raw, len(raw), int(c["ranks"]), err, len(err), ctypes.byref(resized))
+            if not st:
+                ok, why = False, "state_dict['%s']['state']: %s" % (key, err.value.decode())
+        try:
+            _agree(ok, why)
+            h = lib.eg_hash(lib.eg_hash_init(), raw, len(raw))
+            if c is not None:
+                meta = repr([c.get(k) for k in ("format", "mode", "ranks", "rounds", "decision_hash")]).encode()
+                h = lib.eg_hash(h, meta, len(meta))
+            h = self._hash_sgd_state(state_dict, h)
+            out = _lib.buf()
+            if lib.eg_same(h, ("the state_dict loaded (its '%s' key and SGD state)" % key).encode(), out, len(out)):
+                raise EagerSGDError(out.value.decode())
+            self.opt.load_state_dict({k: v for k, v in state_dict.items() if k != key})
+        except BaseException:
+            lib.eg_state_free(st)
+            raise
+        if c is not None:
+            lib.eg_state_adopt(self.g, st, int(c["decision_hash"], 16))
+            if resized.value and self.rank == 0:
+                sys.stderr.write("eager_sgd: the state_dict's controller state (%d ranks) continues on %d ranks: its "
+                                 "level kept, what it measured per rank restarted, every level probed again\n"
+                                 % (c["ranks"], self.size))
+
+    def _check_controller(self, c):
+        """(ok, why, the state's bytes) of a state_dict's "eager_sgd" value, checked field by field."""
+        torch, key = self.torch, self.STATE_KEY
+        if not isinstance(c, dict):
+            return False, "state_dict['%s']: a dict, not %s" % (key, type(c).__name__), b""
+        if c.get("format") != self.STATE_FORMAT:
+            return False, "state_dict['%s']['format']: %r, this package reads %r" % (key, c.get("format"),
+                                                                                   self.STATE_FORMAT), b""
+        for f in ("mode", "ranks", "rounds", "decision_hash", "state"):
+            if f not in c:
+                return False, "state_dict['%s']: no field '%s'" % (key, f), b""
+        if not isinstance(c["ranks"], int) or c["ranks"] < 1:
+            return False, "state_dict['%s']['ranks']: %r, not a rank count >= 1" % (key, c["ranks"]), b""
+        dh = c["decision_hash"]
+        if not isinstance(dh, str) or len(dh) != 16 or any(ch not in "0123456789abcdef" for ch in dh):
+            return False, "state_dict['%s']['decision_hash']: %r, not 16 hex digits" % (key, dh), b""
+        if self.mode.split(",")[0] != "adaptive":
+            return False, ("state_dict['%s']: an adaptive controller's state (mode '%s'), and this optimizer's mode "
+                           "is '%s'" % (key, c["mode"], self.mode)), b""
+        t = c["state"]
+        if t is None:
+            return True, "", b""
+        if not isinstance(t, torch.Tensor) or t.dtype != torch.uint8 or t.dim() != 1:
+            return False, "state_dict['%s']['state']: a 1-D uint8 tensor or None, not %s" % (
+                key, "a %s tensor of %d dims" % (t.dtype, t.dim()) if isinstance(t, torch.Tensor) else type(t).__name__), b""
+        return True, "", t.detach().to("cpu").contiguous().numpy().tobytes()
+
+    def _hash_sgd_state(self, sd, h):
+        """h extended by the SGD part of a state_dict: its param_groups and every state tensor, in order."""
+        lib = self.lib
+        groups = repr(sd.get("param_groups")).encode()
+        h = lib.eg_hash(h, groups, len(groups))
+        state = sd.get("state") or {}
+        for i in sorted(state, key=repr):
+            for k in sorted(state[i]):
+                v = state[i][k]
+                if isinstance(v, self.torch.Tensor):
+                    c = v.detach().to("cpu").contiguous()
+                    h = lib.eg_hash(h, ctypes.c_void_p(c.data_ptr()), c.numel() * c.element_size())
+                else:
+                    b = repr((i, k, v)).encode()
+                    h = lib.eg_hash(h, b, len(b))
+        return h
 
     def step(self, closure=None):
         """Deposits this rank's gradients and applies every round completed meanwhile (a rank
@@ -467,6 +593,7 @@ class DistributedOptimizer:
             with open(out, "w") as f:
                 json.dump(rec, f, indent=1)
         self._final = self.counts()
+        self._ctl_final = self._controller_state()  # state_dict() after close
         self.lib.eg_free(self.g)
         self.g = None
         return rec

@@ -56,6 +56,9 @@ def load(cuda=False):
         "eg_drain": (I, [P]), "eg_finish": (I, [P]), "eg_counts": (I, [P, DP, I]), "eg_decision_hash": (U64, [P]),
         "eg_nrecords": (SZ, [P]), "eg_record": (I, [P, SZ, DP, C, SZ]), "eg_nswitches": (SZ, [P]),
         "eg_switch": (I, [P, SZ, DP, C, C, SZ, C, SZ]), "eg_free": (None, [P]),
+        "eg_state_save": (I, [P, P, SZ, ctypes.POINTER(SZ)]), "eg_state_rounds": (U64, [P]),
+        "eg_state_read": (P, [P, P, SZ, I, C, SZ, ctypes.POINTER(I)]), "eg_state_adopt": (None, [P, P, U64]),
+        "eg_state_free": (None, [P]),
     }
     for name, (res, args) in sig.items():
         f = getattr(lib, name)

@@ -8,6 +8,8 @@
                  counted and summed by the C library), no streak above tau, epoch_s without the
                  previous epoch's evaluation, the run's wall_s with the last; writes DIR/py_run_MODE.json
   refuse         bad tau, models that differ, quorum > P, Adam, a bad mode: refused on every rank
+  resume_save DIR, resume_load DIR, resume_elastic DIR   the controller's state through
+                 state_dict/torch.save/load_state_dict (tests/python/run.sh resume says what each checks)
   kill           rank 1 kills itself mid-training (the job must end non-zero in bounded time)
   hang           rank 1 stops itself (SIGSTOP): libpcoll's liveness names it, the package aborts
 Tiny model and data; one intra-op thread per rank."""
@@ -158,6 +160,164 @@ def refuse():
     fail("mode bogus was not refused")
 
 
+# Adaptive policies whose rounds do not depend on wall time (as tests/trainer/resume_adaptive.sh): a
+# window no run here fills and the step-time screen off, so a controller started in sync stays in sync
+# (every round deterministic: weights and decisions comparable bitwise) and one started in solo stays in
+# solo (its first probe never completes). A controller continuing the solo state with start=sync keeps
+# solo; one that started afresh would run sync.
+RESUME = {"sync": "adaptive,start=sync,window=65536,screen=off", "solo": "adaptive,start=solo,window=65536,screen=off"}
+
+
+def train(mode, epochs, first=0, load=None, after_load=None, save=None, mid=None):
+    """Trains epochs first.. with partial1's data and one straggler per step; load: a checkpoint dict
+    ({"model", "opt"}) loaded before; save(m, opt) after the first epoch; mid(opt) after the first step
+    of the first epoch. Returns the run record."""
+    rank, size = eager_sgd.init()
+    m = model_of()
+    opt = eager_sgd.DistributedOptimizer(torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4),
+                                         m, mode=mode, tau=TAU, seed=3)
+    if load is not None:
+        m.load_state_dict(load["model"])
+        opt.load_state_dict(load["opt"])
+        if after_load:
+            after_load(opt)
+    for e in range(first, first + epochs):
+        for s in range(STEPS):
+            x, y = batch(rank, e, s)
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(m(x), y).backward()
+            if (7 * s + 3 * e) % size == rank:
+                time.sleep(0.03)
+            opt.step()
+            if mid and e == first and s == 0:
+                mid(opt)
+        opt.end_epoch()
+        if save and e == first:
+            save(m, opt)
+    return opt.close()
+
+
+def last_modes(rec):
+    """The modes of the last epoch's rounds (the run file's aggregated records)."""
+    last = rec["epochs"][-1]["epoch"]
+    return sorted({r["mode"] for r in rec["rounds"]["records"] if r["epoch"] == last})
+
+
+def resume_save(d):
+    """Two uninterrupted epochs per policy of RESUME, rank 0 saving {model, opt} state_dicts after the
+    first (torch.save); what epoch 2 did goes to DIR/resume_full.json."""
+    import json
+    rank, size = eager_sgd.init()
+    m = model_of()
+    o = eager_sgd.DistributedOptimizer(torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9), m, mode="majority")
+    if "eager_sgd" in o.state_dict():
+        fail("a static mode's state_dict has the controller's key")
+    o.close()
+    o = eager_sgd.DistributedOptimizer(torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9), m, mode=RESUME["sync"])
+    if o.state_dict()["eager_sgd"]["state"] is not None:
+        fail("an adaptive controller before its first epoch carries a state")
+    o.close()
+    full = {}
+    for tag, mode in sorted(RESUME.items()):
+        def save(m, opt, tag=tag):
+            sd = opt.state_dict()
+            c = sd["eager_sgd"]
+            if c["state"] is None or c["rounds"] < STEPS or c["ranks"] != size or c["mode"] != mode:
+                fail("state_dict after epoch 1: %s" % {k: v for k, v in c.items() if k != "state"})
+            if rank == 0:
+                torch.save({"model": m.state_dict(), "opt": sd}, os.path.join(d, "ck_%s.pt" % tag))
+        rec = train(mode, 2, save=save)
+        full[tag] = {"decision_hash": rec["controller"]["decision_hash"],
+                     "weights_hash": rec["epochs"][-1]["weights_hash"], "modes": last_modes(rec)}
+    if full["solo"]["modes"] != ["solo"] or full["sync"]["modes"] != ["sync"]:
+        fail("the uninterrupted runs' epoch 2 ran %s (start=sync) and %s (start=solo): the policies are not the "
+             "deterministic ones this test needs" % (full["sync"]["modes"], full["solo"]["modes"]))
+    if rank == 0:
+        with open(os.path.join(d, "resume_full.json"), "w") as f:
+            json.dump(full, f)
+        print("resume_save: epoch 2 uninterrupted: %s" % full)
+
+
+def refused(what, opt, sd):
+    try:
+        opt.load_state_dict(sd)
+    except eager_sgd.EagerSGDError as e:
+        print("refused %s: %s" % (what, e.line), flush=True)
+        return
+    fail("load_state_dict of %s was not refused" % what)
+
+
+def resume_load(d):
+    """New processes: epoch 2 trained from the checkpoints of resume_save (see tests/python/run.sh)."""
+    import copy
+    import json
+    rank, size = eager_sgd.init()
+    with open(os.path.join(d, "resume_full.json")) as f:
+        full = json.load(f)
+    ck = {t: torch.load(os.path.join(d, "ck_%s.pt" % t)) for t in RESUME}
+
+    def same_bytes(opt):  # the loaded state is the saved one, byte for byte
+        got = opt.state_dict()["eager_sgd"]["state"]
+        if got is None or not torch.equal(got, ck["sync"]["opt"]["eager_sgd"]["state"]):
+            fail("the state after load_state_dict differs from the saved bytes")
+    rec = train(RESUME["sync"], 1, first=1, load=ck["sync"], after_load=same_bytes)
+    got = {"decision_hash": rec["controller"]["decision_hash"], "weights_hash": rec["epochs"][-1]["weights_hash"]}
+    want = {k: full["sync"][k] for k in got}
+    if got != want:
+        fail("resumed at epoch 2 (start=sync): %s, the uninterrupted run %s" % (got, want))
+    mid_lines = []
+
+    def mid(opt):  # an epoch is open: both calls refused
+        for call in (opt.state_dict, lambda: opt.load_state_dict(ck["solo"]["opt"])):
+            try:
+                call()
+                fail("a call in an open epoch was not refused")
+            except eager_sgd.EagerSGDError as e:
+                mid_lines.append(e.line)
+    # the solo state continued by an optimizer whose own start= is sync: epoch 2 keeps solo
+    modes = last_modes(train(RESUME["sync"], 1, first=1, load=ck["solo"], mid=mid))
+    if modes != full["solo"]["modes"]:
+        fail("the solo state resumed with start=sync ran epoch 2 in %s, the uninterrupted run in %s: the "
+             "controller did not continue" % (modes, full["solo"]["modes"]))
+    for line in mid_lines:
+        print("refused mid-epoch: %s" % line, flush=True)
+    # a state_dict from before the controller's key: the SGD state loads, the controller starts afresh (sync)
+    old = copy.copy(ck["solo"])
+    old["opt"] = {k: v for k, v in ck["solo"]["opt"].items() if k != "eager_sgd"}
+    modes = last_modes(train(RESUME["sync"], 1, first=1, load=old))
+    if modes != ["sync"]:
+        fail("an old-style state_dict: epoch 2 ran %s, not a fresh start=sync controller's sync" % modes)
+    m = model_of()
+    opt = eager_sgd.DistributedOptimizer(torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4),
+                                         m, mode=RESUME["sync"], tau=TAU, seed=3)
+    bad = copy.deepcopy(ck["solo"]["opt"])
+    bad["eager_sgd"]["state"][len(bad["eager_sgd"]["state"]) // 2] ^= 0x10
+    refused("corrupt", opt, bad)
+    bad = copy.deepcopy(ck["solo"]["opt"])
+    bad["eager_sgd"]["format"] = "eager-sgd-controller/9"
+    refused("version", opt, bad)
+    refused("ranks", opt, ck["sync" if rank == 2 else "solo"]["opt"])
+    opt.close()
+    m = model_of()
+    opt = eager_sgd.DistributedOptimizer(torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4),
+                                         m, mode="majority", tau=TAU, seed=3)
+    refused("policy", opt, ck["solo"]["opt"])
+    opt.close()
+    if rank == 0:
+        print("resume_load: epoch 2 resumed = uninterrupted %s; the solo state kept solo under start=sync; an "
+              "old-style dict ran a fresh controller" % got)
+
+
+def resume_elastic(d):
+    """The 4-rank solo state on this run's ranks: converted (ctl_state_resize), its level kept."""
+    ck = torch.load(os.path.join(d, "ck_solo.pt"))
+    modes = last_modes(train(RESUME["sync"], 1, first=1, load=ck))
+    if modes != ["solo"]:
+        fail("the 4-rank solo state on %d ranks ran epoch 2 in %s, not its level solo" % (eager_sgd.init()[1], modes))
+    if eager_sgd.init()[0] == 0:
+        print("resume_elastic: the 4-rank solo state continued on %d ranks in solo" % eager_sgd.init()[1])
+
+
 def kill(sig=signal.SIGKILL):
     rank, size = eager_sgd.init()
     m = model_of()
@@ -176,4 +336,5 @@ def kill(sig=signal.SIGKILL):
 if __name__ == "__main__":
     case = sys.argv[1]
     {"ddp": lambda: ddp(sys.argv[2]), "partial": lambda: partial(sys.argv[2], sys.argv[3]),
-     "refuse": refuse, "kill": kill, "hang": lambda: kill(signal.SIGSTOP)}[case]()
+     "resume_save": lambda: resume_save(sys.argv[2]), "resume_load": lambda: resume_load(sys.argv[2]),
+     "resume_elastic": lambda: resume_elastic(sys.argv[2]), "refuse": refuse, "kill": kill, "hang": lambda: kill(signal.SIGSTOP)}[case]()
