@@ -561,8 +561,17 @@ static void level_drop(struct ctl_state *s, int l, int skip) {
  * `drift`). Returns the side (+1 above, -1 below, 0 inside or no pool). */
 static int outside(const struct ctl_state *s, int l, double x, double xse) {
     uint32_t df;
-    cv2_df(s, &df);
-    const double xe = meas_se(s, x, xse), d = x - s->score[l], e = meas_se(s, s->score[l], s->se_in[l]);
+    double c2 = cv2_df(s, &df);
+    if (s->beyond && s->pool_k[l] >= 2) { /* the previous measurement, beyond, left out of the spread */
+        const double k = s->pool_k[l], ss = pool_ss(s, l), sx = s->pool_sx[l] - s->last_x[l],
+                     sxx = s->pool_sxx[l] - s->last_x[l] * s->last_x[l], m = sx / (k - 1);
+        double ss1 = k >= 3 && m > 0 ? (sxx - (k - 1) * m * m) / (m * m) : 0;
+        ss1 = ss1 > 0 ? ss1 : 0;
+        df--;
+        c2 = df ? (c2 * (df + 1) - ss + ss1) / df : 0;
+    }
+    const double b = sqrt(c2 > 0 ? c2 : 0), xe = xse > b * x ? xse : b * x, d = x - s->score[l],
+                 e = s->se_in[l] > b * s->score[l] ? s->se_in[l] : b * s->score[l];
     return s->pool_k[l] == 0 || fabs(d) <= zq(df) * sqrt(xe * xe + e * e) ? 0 : d > 0 ? 1 : -1;
 }
 
