@@ -22,14 +22,14 @@
 #include <string.h>
 
 enum { K_SLOW = 6 };         /* the slow rank's extra sleep, in its own balanced cycles */
-#define FOLLOW_CLEAR 1.5     /* a phase's best kind must score this many times the other's */
+#define FOLLOW_CLEAR 1.3     /* a phase's best kind must score this many times the other's */
 #define FOLLOW_SHARE 0.8     /* share of a phase's settled rounds at its best kind */
 enum { FOLLOW_MIN_N = 100 }; /* settled rounds a phase must have to be judged */
 
 /* What the records of one run say, per phase (0, 1, 2) and kind (0 sync, 1 partial): each rank's
  * summed cycle times and their count, and the phase's settled rounds and those run in sync. */
 typedef struct {
-    double cost[3][2][64];
+    double cost[3][2][64], step[3][2][64];
     long n[3][2][64];
     int last_kind[64], last_ph[64];
     uint64_t settled[3], settled_sync[3];
@@ -60,26 +60,41 @@ static inline void follow_add(follow_t *f, const pcoll_record_t *rec, const ctl_
     if ((uint64_t)(r - start) >= follow_settle(c, rec->P, ph)) f->settled[ph]++, f->settled_sync[ph] += !k;
     for (int p = 0; p < rec->P && p < 64; p++) {
         if (!rec->fresh[p] || !rec->cost) continue;
-        if (f->last_kind[p] == k && f->last_ph[p] == ph) f->cost[ph][k][p] += rec->cost[p], f->n[ph][k][p]++;
+        if (f->last_kind[p] == k && f->last_ph[p] == ph)
+            f->cost[ph][k][p] += rec->cost[p], f->step[ph][k][p] += rec->step ? rec->step[p] : 0,
+                f->n[ph][k][p]++;
         f->last_kind[p] = k, f->last_ph[p] = ph;
     }
 }
 
 /* Kind k's score in phase ph (gradients per second at their worth 1/(1+lag), lag in sync steps, as
  * the rule counts them) from the ranks' mean cycles c_p there: sync takes P gradients per mean cycle;
- * a partial level takes rank p's every c_p, lag_p the others' gradients in c_p over P. 0: some rank
- * has fewer than 2 cycles of that kind in the phase (not measured). */
-static inline double follow_score(const follow_t *f, int ph, int k, int P) {
-    double rate[64], all = 0, sum = 0;
+ * a partial level takes rank p's every c_p, lag_p the others' gradients in c_p over P. A kind that
+ * did not run in the phase (some rank with fewer than 2 cycles of it: the screen skipped its probe)
+ * is scored by the same model on the other kind's cycles: sync at a round per the slowest rank's
+ * cycle, a partial level at cycles of each rank's step plus sync's overhead (the mean sync cycle less
+ * the slowest rank's mean step: with alike ranks, sync's score over 1 + (P-1)/P);
+ * *modelled is set. 0: neither kind ran. */
+static inline double follow_score(const follow_t *f, int ph, int k, int P, int *modelled) {
+    double c[64], all = 0, sum = 0, slowest = 0, step_max = 0;
     long cnt = 0;
+    int src = k;
+    for (int p = 0; p < P; p++)
+        if (f->n[ph][k][p] < 2) src = !k;
+    *modelled = src != k;
     for (int p = 0; p < P; p++) {
-        if (f->n[ph][k][p] < 2) return 0;
-        rate[p] = f->n[ph][k][p] / f->cost[ph][k][p], all += rate[p];
-        sum += f->cost[ph][k][p], cnt += f->n[ph][k][p];
+        if (f->n[ph][src][p] < 2) return 0;
+        c[p] = f->cost[ph][src][p] / f->n[ph][src][p];
+        sum += f->cost[ph][src][p], cnt += f->n[ph][src][p], slowest = c[p] > slowest ? c[p] : slowest;
+        const double st = f->step[ph][src][p] / f->n[ph][src][p];
+        step_max = st > step_max ? st : step_max;
     }
-    if (!k) return P * cnt / sum;
+    if (!k) return src ? P / slowest : P * cnt / sum;
+    if (*modelled) /* a partial level modelled from sync's records */
+        for (int p = 0; p < P; p++) c[p] = f->step[ph][0][p] / f->n[ph][0][p] + sum / cnt - step_max;
+    for (int p = 0; p < P; p++) all += 1 / c[p];
     double s = 0;
-    for (int p = 0; p < P; p++) s += rate[p] / (1 + (all - rate[p]) / rate[p] / P);
+    for (int p = 0; p < P; p++) s += 1 / c[p] / (1 + (all * c[p] - 1) / P);
     return s;
 }
 
@@ -88,19 +103,18 @@ static inline int follow_check(const follow_t *f, const ctl_switch_t *sw, size_t
                                const ctl_policy_cfg_t *c, int P, long from, long until) {
     int fails = 0;
     for (int ph = 0; ph < 3; ph++) {
-        const double sy = follow_score(f, ph, 0, P), pa = follow_score(f, ph, 1, P);
+        int my, mp;
+        const double sy = follow_score(f, ph, 0, P, &my), pa = follow_score(f, ph, 1, P, &mp);
         const int want_sync = sy > pa;
         const double margin = want_sync ? sy / pa : pa / sy;
         const uint64_t n = f->settled[ph], at = want_sync ? f->settled_sync[ph] : n - f->settled_sync[ph];
         const double share = n ? (double)at / (double)n : 0;
-        printf("phase %d: measured score sync %.1f, partial %.1f /s: best %s by %.2fx; %.0f%% of its %llu "
-               "rounds "
+        printf("phase %d: score sync %.1f%s, partial %.1f%s /s: best %s by %.2fx; %.0f%% of its %llu rounds "
                "after %llu in it\n",
-               ph, sy, pa, want_sync ? "sync" : "partial", margin, 100 * share, (unsigned long long)n,
-               (unsigned long long)follow_settle(c, P, ph));
+               ph, sy, my ? " (model)" : "", pa, mp ? " (model)" : "", want_sync ? "sync" : "partial", margin,
+               100 * share, (unsigned long long)n, (unsigned long long)follow_settle(c, P, ph));
         if (!sy || !pa) {
-            printf("FAIL: phase %d: %s not measured in it (fewer than 2 cycles of some rank)\n", ph,
-                   !sy ? "sync" : "a partial level");
+            printf("FAIL: phase %d: no kind of level ran 2 cycles of every rank in it\n", ph);
             fails++;
         } else if (margin < FOLLOW_CLEAR) {
             printf("FAIL: phase %d: best kind by only %.2fx (at least %.2fx): not a clear choice\n", ph,
