@@ -174,6 +174,10 @@ class DistributedOptimizer:
                      "batch": int(batch), "epochs": int(epochs), "imbalance": imbalance, "config": dict(config or {})}
         self.test_aid = os.environ.get("EAGER_SGD_TEST_BREAK", "")
         self.curve_every, self._grads, self._snaps = int(curve_every), 0, []
+        # the saved run's totals and last epoch, continued after load_state_dict (_continue_run)
+        self._tot0 = {k: 0 for k in self.TOTALS}
+        self._last0 = {"final_test_top1": None, "final_train_loss": 0.0, "time_to_target_s": None}
+        self.restarts = []  # the run file's restarts[], as eager-train's --resume keeps them
 
     # ------------------------------------------------------------------ collectives on tensors
     def _bcast(self, tensors):
@@ -231,19 +235,26 @@ class DistributedOptimizer:
     def param_groups(self):
         return self.opt.param_groups
 
-    STATE_KEY, STATE_FORMAT = "eager_sgd", "eager-sgd-controller/1"
+    STATE_KEY, STATE_FORMAT, STATE_FORMAT_V1 = "eager_sgd", "eager-sgd-controller/2", "eager-sgd-controller/1"
+    # the run's totals a checkpoint carries (eager-train's ckpt_totals_t): rounds, fresh gradients,
+    # staleness count and sum over the fresh ones, the largest staleness and streak
+    TOTALS = ("rounds", "grads", "stale_n", "stale_sum", "max_stale", "max_streak")
 
     def state_dict(self):
-        """The wrapped SGD's state_dict (momentum buffers, param_groups) and, for an adaptive mode,
-        under the key "eager_sgd" the controller's carried state as eager-train's checkpoint holds it
-        (its pools, level, probe schedule: ctl_state_save's bytes): {"format":
-        "eager-sgd-controller/1", "mode": the mode as given, "ranks": P, "rounds": rounds the state
-        has observed, "decision_hash": the run's so far (hex), "state": the bytes as a CPU uint8
-        tensor, or None before the first end_epoch (nothing learned yet: a controller loading it
-        starts afresh)}. No such key for static modes. Local: every rank holds the same state, so
-        rank 0 alone may save it (torch.save; torch.load's weights_only reads it). Between epochs
-        (after end_epoch, or close): while an epoch is open it raises EagerSGDError on the rank
-        that calls it."""
+        """The wrapped SGD's state_dict (momentum buffers, param_groups) and, under the key
+        "eager_sgd", what eager-train's checkpoint carries besides the model: {"format":
+        "eager-sgd-controller/2", "mode": the mode as given, "ranks": P, "rounds": rounds the
+        controller's state has observed, "decision_hash": the run's so far (hex), "state": an
+        adaptive controller's carried state (its pools, level, probe schedule: ctl_state_save's
+        bytes) as a CPU uint8 tensor, None for a static mode or before the first end_epoch (a
+        controller loading it starts afresh), "run": the run file's continuation: {"epochs":
+        epochs completed, "wall_s": the run's wall time so far, "rounds", "grads", "stale_n",
+        "stale_sum", "max_stale", "max_streak": the run's totals, "final_test_top1",
+        "final_train_loss", "time_to_target_s": its last epoch's figures, "saved_at": time.time()
+        when saved, "restarts": the run file's restarts[] so far}}. Local: every rank holds the same
+        state, so rank 0 alone may save it (torch.save; torch.load's weights_only reads it). Between
+        epochs (after end_epoch, or close): while an epoch is open it raises EagerSGDError on the
+        rank that calls it."""
         if self.open:
             raise EagerSGDError("rank %d: state_dict() in epoch %d after a step(): the controller's state is "
                                 "saved between epochs (after end_epoch)" % (self.rank, self.epoch + 1))
@@ -254,8 +265,6 @@ class DistributedOptimizer:
         return sd
 
     def _controller_state(self):
-        if self.mode.split(",")[0] != "adaptive":
-            return None
         lib, n = self.lib, ctypes.c_size_t()
         if lib.eg_state_save(self.g, None, 0, ctypes.byref(n)):
             raise EagerSGDError("rank %d: %s" % (self.rank, lib.eg_error(self.g).decode()))
@@ -266,23 +275,72 @@ class DistributedOptimizer:
                 raise EagerSGDError("rank %d: %s" % (self.rank, lib.eg_error(self.g).decode()))
         return {"format": self.STATE_FORMAT, "mode": self.mode, "ranks": self.size,
                 "rounds": int(lib.eg_state_rounds(self.g)), "decision_hash": "%016x" % lib.eg_decision_hash(self.g),
-                "state": t}
+                "state": t, "run": self._run_state()}
+
+    def _totals(self):
+        """The run's totals: this process's counters and, after load_state_dict, the saved run's."""
+        c, t = self.counts(), self._tot0
+        out = {k: t[k] + c[k] for k in ("rounds", "grads", "stale_n", "stale_sum")}
+        out.update({k: max(t[k], c[k]) for k in ("max_stale", "max_streak")})
+        return {k: v if k == "stale_sum" else int(v) for k, v in out.items()}
+
+    def _time_to_target(self, target):
+        """The saved run's time to target, else the first of this process's epochs to reach it."""
+        if self._last0["time_to_target_s"] is not None:
+            return self._last0["time_to_target_s"]
+        return next((e["wall_s"] for e in self.epochs if target is not None and e["test_top1"] is not None and
+                     e["test_top1"] >= target), None)
+
+    def _run_state(self):
+        """state_dict's "run": what the run file needs to continue (load_state_dict, _continue_run)."""
+        last = self.epochs[-1] if self.epochs else None
+        run = self._totals()
+        run.update({"epochs": self.epoch, "wall_s": time.time() - self.t_start,
+                    "final_test_top1": last["test_top1"] if last else self._last0["final_test_top1"],
+                    "final_train_loss": last["train_loss"] if last else self._last0["final_train_loss"],
+                    "time_to_target_s": self._time_to_target(self.meta["config"].get("target-top1") or None),
+                    "saved_at": time.time(), "restarts": [dict(r) for r in self.restarts]})
+        return run
+
+    def _continue_run(self, run, saved_P, continued):
+        """The saved run's epochs, wall time and totals become this run's, as eager-train's --resume
+        (trainer/setup.c resume_totals): its next epoch is numbered on, its summary covers the whole
+        run, and restarts[] gains this resume. On another rank count the fresh gradients count in
+        this P's units (grads x P / saved P), so the fresh fraction stays the mean over every round."""
+        now = time.time()
+        self._tot0 = {k: run[k] for k in self.TOTALS}
+        if saved_P != self.size:
+            self._tot0["grads"] = int(round(run["grads"] * self.size / saved_P))
+        self._last0 = {k: run[k] for k in self._last0}
+        self.epoch, self._grads = run["epochs"], run["grads"]
+        self.t_start, self.t_last = now - run["wall_s"], now
+        self._t_epoch = now
+        self.restarts = (list(run["restarts"]) + [{
+            "epoch": run["epochs"], "ranks_before": saved_P, "ranks_after": self.size,
+            "wall_lost_s": max(0.0, now - run["saved_at"]), "controller_continued": continued,
+            "batches_done": 0, "samples_done": 0}])[-64:]
 
     def load_state_dict(self, state_dict):
         """Collective: every rank calls it with the same dict (each loads the checkpoint), between
-        epochs. Restores the wrapped SGD's state and, from the "eager_sgd" key (state_dict()), the
-        controller's carried state through ctl_state_load, as eager-train's --resume does: the next
-        epoch's controller continues where the saved one stopped, and the run file's decision hash
-        continues the saved run's. Saved on another number of ranks, the state is converted
+        epochs. Restores the wrapped SGD's state and, from the "eager_sgd" key (state_dict()), what
+        eager-train's --resume continues: an adaptive controller's carried state through
+        ctl_state_load (the next epoch's controller continues where the saved one stopped), the run
+        file's decision hash, and the run (its "run" entry): the next epoch is numbered on from the
+        saved ones, wall times continue the saved run's, the summary's totals (fresh fraction,
+        staleness, streak, epochs, final figures, time to target) cover the whole run, and the run
+        file's restarts[] gains this resume (its epochs[] and rounds hold this process's, as a
+        resumed eager-train's). Saved on another number of ranks, the state is converted
         (ctl_state_resize: its level kept, what it measured per rank restarted, every level probed
-        again) and rank 0 prints one line saying so. A dict without the key (a static mode's, or
-        one saved before the package carried the controller) restores the SGD state only: the
-        controller keeps its own (a new optimizer's starts afresh). Refused with EagerSGDError on
-        every rank, one line naming what is wrong, nothing loaded: a key that does not load
-        (corrupt or truncated bytes, another format or version, a state of another shape: window,
-        cost_n), an optimizer whose mode is not adaptive, a dict that differs across ranks (hashed:
-        the controller's part and the SGD state; the line names the ranks that differ from rank 0),
-        or an epoch open."""
+        again) and rank 0 prints one line saying so. A static mode's key carries no controller
+        state: an adaptive optimizer loading it starts its controller afresh. A key of format
+        "eager-sgd-controller/1" (adaptive only, no "run") continues the controller and decision
+        hash, the run file starting afresh (rank 0 says so in one line). A dict without the key
+        restores the SGD state only. Refused with EagerSGDError on every rank, one line naming what
+        is wrong, nothing loaded: a key that does not load (corrupt or truncated bytes, another
+        format or version, a field missing or of the wrong type, a state of another shape: window,
+        cost_n), an adaptive state loaded by an optimizer whose mode is not adaptive, a dict that
+        differs across ranks (hashed: the controller's part, the run's counts and the SGD state; the
+        line names the ranks that differ from rank 0), or an epoch open."""
         lib, key = self.lib, self.STATE_KEY
         c = state_dict.get(key) if isinstance(state_dict, dict) else None
         raw, st, resized = b"", None, ctypes.c_int(0)
@@ -301,8 +359,10 @@ class DistributedOptimizer:
         try:
             _agree(ok, why)
             h = lib.eg_hash(lib.eg_hash_init(), raw, len(raw))
-            if c is not None:
-                meta = repr([c.get(k) for k in ("format", "mode", "ranks", "rounds", "decision_hash")]).encode()
+            if c is not None:  # the run's clock fields left out: a rank's own state_dict may hold its own clock
+                run = c.get("run") or {}
+                meta = repr([c.get(k) for k in ("format", "mode", "ranks", "rounds", "decision_hash")] +
+                            [run.get(k) for k in ("epochs",) + self.TOTALS]).encode()
                 h = lib.eg_hash(h, meta, len(meta))
             h = self._hash_sgd_state(state_dict, h)
             out = _lib.buf()
@@ -314,6 +374,11 @@ class DistributedOptimizer:
             raise
         if c is not None:
             lib.eg_state_adopt(self.g, st, int(c["decision_hash"], 16))
+            if c.get("run") is not None:
+                self._continue_run(c["run"], c["ranks"], st is not None)
+            elif self.rank == 0:
+                sys.stderr.write("eager_sgd: the state_dict's '%s' key is %s: it has no run totals, so the run "
+                                 "file's epochs and summary start afresh\n" % (key, self.STATE_FORMAT_V1))
             if resized.value and self.rank == 0:
                 sys.stderr.write("eager_sgd: the state_dict's controller state (%d ranks) continues on %d ranks: its "
                                  "level kept, what it measured per rank restarted, every level probed again\n"
@@ -324,18 +389,22 @@ class DistributedOptimizer:
         torch, key = self.torch, self.STATE_KEY
         if not isinstance(c, dict):
             return False, "state_dict['%s']: a dict, not %s" % (key, type(c).__name__), b""
-        if c.get("format") != self.STATE_FORMAT:
-            return False, "state_dict['%s']['format']: %r, this package reads %r" % (key, c.get("format"),
-                                                                                   self.STATE_FORMAT), b""
-        for f in ("mode", "ranks", "rounds", "decision_hash", "state"):
+        if c.get("format") not in (self.STATE_FORMAT, self.STATE_FORMAT_V1):
+            return False, "state_dict['%s']['format']: %r, this package reads %r and %r" % (
+                key, c.get("format"), self.STATE_FORMAT, self.STATE_FORMAT_V1), b""
+        v2 = c["format"] == self.STATE_FORMAT  # format 1: no "run"
+        for f in ("mode", "ranks", "rounds", "decision_hash", "state") + (("run",) if v2 else ()):
             if f not in c:
                 return False, "state_dict['%s']: no field '%s'" % (key, f), b""
+        why = self._check_run(c["run"]) if v2 else ""
+        if why:
+            return False, "state_dict['%s']['run']%s" % (key, why), b""
         if not isinstance(c["ranks"], int) or c["ranks"] < 1:
             return False, "state_dict['%s']['ranks']: %r, not a rank count >= 1" % (key, c["ranks"]), b""
         dh = c["decision_hash"]
         if not isinstance(dh, str) or len(dh) != 16 or any(ch not in "0123456789abcdef" for ch in dh):
             return False, "state_dict['%s']['decision_hash']: %r, not 16 hex digits" % (key, dh), b""
-        if self.mode.split(",")[0] != "adaptive":
+        if str(c["mode"]).split(",")[0] == "adaptive" and self.mode.split(",")[0] != "adaptive":
             return False, ("state_dict['%s']: an adaptive controller's state (mode '%s'), and this optimizer's mode "
                            "is '%s'" % (key, c["mode"], self.mode)), b""
         t = c["state"]
@@ -345,6 +414,31 @@ class DistributedOptimizer:
             return False, "state_dict['%s']['state']: a 1-D uint8 tensor or None, not %s" % (
                 key, "a %s tensor of %d dims" % (t.dtype, t.dim()) if isinstance(t, torch.Tensor) else type(t).__name__), b""
         return True, "", t.detach().to("cpu").contiguous().numpy().tobytes()
+
+    def _check_run(self, run):
+        """'' if state_dict's "run" entry is one _continue_run can use, else the field and why."""
+        if not isinstance(run, dict):
+            return ": a dict, not %s" % type(run).__name__
+        counts = ("epochs", "rounds", "grads", "stale_n", "max_stale", "max_streak")
+        for f in counts + ("stale_sum", "wall_s", "saved_at", "final_train_loss", "final_test_top1", "time_to_target_s",
+                           "restarts"):
+            v = run.get(f, KeyError)
+            if v is KeyError:
+                return ": no field '%s'" % f
+            number = isinstance(v, (int, float)) and not isinstance(v, bool)
+            if f in counts and not (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
+                return "['%s']: %r, not a count >= 0" % (f, v)
+            if f in ("stale_sum", "wall_s", "saved_at", "final_train_loss") and not (number and v == v and
+                                                                                  (f == "final_train_loss" or v >= 0)):
+                return "['%s']: %r, not a number%s" % (f, v, "" if f == "final_train_loss" else " >= 0")
+            if f in ("final_test_top1", "time_to_target_s") and v is not None and not (number and v >= 0):
+                return "['%s']: %r, not a number >= 0 or None" % (f, v)
+        keys = {"epoch", "ranks_before", "ranks_after", "wall_lost_s", "controller_continued", "batches_done",
+                "samples_done"}
+        if not isinstance(run["restarts"], list) or any(not isinstance(r, dict) or set(r) != keys
+                                                        for r in run["restarts"]):
+            return "['restarts']: a list of the run file's restarts[] records"
+        return ""
 
     def _hash_sgd_state(self, sd, h):
         """h extended by the SGD part of a state_dict: its param_groups and every state tensor, in order."""
@@ -490,7 +584,7 @@ class DistributedOptimizer:
         steps = (ctypes.c_double * 1)(float(self.rank_t["steps"] - self._steps0))
         lib.eg_allreduce_sum(steps, 1, 1)
         rounds = int(c["epoch_rounds"])
-        rec = {"epoch": self.epoch, "wall_s": t_end - self.t_start,
+        rec = {"epoch": self.epoch + 1, "wall_s": t_end - self.t_start,  # from 1, as eager-train's
                "epoch_s": t_end - self._t_epoch,
                "lr": float(lr if lr is not None else self.opt.param_groups[0]["lr"]),
                "train_loss": tot[0] / self.size, "train_top1": train_top1, "test_loss": test_loss,
@@ -552,10 +646,11 @@ class DistributedOptimizer:
                   "max_streak": int(streak[p])} for p in range(P)]
         strag = max(range(P), key=lambda p: mine[4 * p])
         last = eps[-1] if eps else None
-        n_st = c["stale_n"]
+        tot = self._totals()  # the whole run's (a resumed run's included: load_state_dict)
+        n_st = tot["stale_n"]
         target = cfg.get("target-top1") or None  # a script's config may name one (eager-train's key)
         ver = _lib.buf(256)
-        return {
+        rec = {
             "schema": "eager-sgd-run/1", "experiment": self.meta["experiment"], "config": cfg,
             "environment": {"ranks": P, "hosts": [socket.gethostname()], "mpi": lib.eg_mpi_version(ver, 256).decode(),
                             "cuda": None, "cudnn": None, "nccl": None,
@@ -569,16 +664,19 @@ class DistributedOptimizer:
             "papi": {"available": False, "reason": "not measured by the PyTorch package", "per_rank": []},
             "curve": self.curve,
             # the run's wall time to here, the last evaluation included (as eager-train's and DDP's)
-            "summary": {"wall_s": time.time() - self.t_start if last else 0.0, "epochs": len(eps),
-                        "final_test_top1": last["test_top1"] if last else None, "final_test_top5": None,
-                        "final_train_loss": last["train_loss"] if last else 0.0, "target_top1": target,
-                        "time_to_target_s": next((e["wall_s"] for e in eps if target is not None and
-                                                  e["test_top1"] is not None and e["test_top1"] >= target), None),
-                        "fresh_fraction": c["grads"] / (c["rounds"] * P) if c["rounds"] else 0.0,
-                        "mean_staleness": c["stale_sum"] / n_st if n_st else 0.0,
-                        "max_staleness": int(c["max_stale"]), "max_streak": int(max(streak)),
+            "summary": {"wall_s": time.time() - self.t_start if self.epoch else 0.0, "epochs": self.epoch,
+                        "final_test_top1": last["test_top1"] if last else self._last0["final_test_top1"],
+                        "final_test_top5": None,
+                        "final_train_loss": last["train_loss"] if last else self._last0["final_train_loss"],
+                        "target_top1": target, "time_to_target_s": self._time_to_target(target),
+                        "fresh_fraction": tot["grads"] / (tot["rounds"] * P) if tot["rounds"] else 0.0,
+                        "mean_staleness": tot["stale_sum"] / n_st if n_st else 0.0,
+                        "max_staleness": tot["max_stale"], "max_streak": max(int(max(streak)), tot["max_streak"]),
                         "bn_stats": "allreduce-at-epoch-end", "straggler": strag, "exit": "ok"},
         }
+        if self.restarts:  # a resumed run (load_state_dict), as eager-train's --resume writes them
+            rec["restarts"] = [dict(r) for r in self.restarts]
+        return rec
 
     def close(self, out=None):
         """Collective: ends an open epoch, writes the run file on rank 0 (out: a path; None: none),

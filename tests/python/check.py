@@ -194,12 +194,14 @@ def train(mode, epochs, first=0, load=None, after_load=None, save=None, mid=None
         opt.end_epoch()
         if save and e == first:
             save(m, opt)
-    return opt.close()
+    rec = opt.close()
+    train.run = opt.state_dict()["eager_sgd"]["run"]  # the run's totals after it (state_dict after close)
+    return rec
 
 
 def last_modes(rec):
     """The modes of the last epoch's rounds (the run file's aggregated records)."""
-    last = rec["epochs"][-1]["epoch"]
+    last = rec["epochs"][-1]["epoch"] - 1  # epochs[] from 1, rounds' epochs from 0 (as eager-train's)
     return sorted({r["mode"] for r in rec["rounds"]["records"] if r["epoch"] == last})
 
 
@@ -210,25 +212,28 @@ def resume_save(d):
     rank, size = eager_sgd.init()
     m = model_of()
     o = eager_sgd.DistributedOptimizer(torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9), m, mode="majority")
-    if "eager_sgd" in o.state_dict():
-        fail("a static mode's state_dict has the controller's key")
+    c = o.state_dict().get("eager_sgd")
+    if c is None or c["state"] is not None or c["run"]["epochs"] != 0:
+        fail("a static mode's state_dict before its first epoch: %s" % c)
     o.close()
     o = eager_sgd.DistributedOptimizer(torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9), m, mode=RESUME["sync"])
     if o.state_dict()["eager_sgd"]["state"] is not None:
         fail("an adaptive controller before its first epoch carries a state")
     o.close()
     full = {}
-    for tag, mode in sorted(RESUME.items()):
+    for tag, mode in sorted(RESUME.items()) + [("majority", "majority")]:
         def save(m, opt, tag=tag):
             sd = opt.state_dict()
             c = sd["eager_sgd"]
-            if c["state"] is None or c["rounds"] < STEPS or c["ranks"] != size or c["mode"] != mode:
+            if ((c["state"] is None) != (tag == "majority") or c["rounds"] < STEPS * (tag != "majority") or
+                    c["ranks"] != size or c["mode"] != mode or c["run"]["epochs"] != 1 or c["run"]["rounds"] < 1):
                 fail("state_dict after epoch 1: %s" % {k: v for k, v in c.items() if k != "state"})
             if rank == 0:
                 torch.save({"model": m.state_dict(), "opt": sd}, os.path.join(d, "ck_%s.pt" % tag))
         rec = train(mode, 2, save=save)
-        full[tag] = {"decision_hash": rec["controller"]["decision_hash"],
-                     "weights_hash": rec["epochs"][-1]["weights_hash"], "modes": last_modes(rec)}
+        full[tag] = {"decision_hash": rec["controller"]["decision_hash"], "epochs": rec["epochs"],
+                     "summary": rec["summary"], "weights_hash": rec["epochs"][-1]["weights_hash"],
+                     "modes": last_modes(rec)}
     if full["solo"]["modes"] != ["solo"] or full["sync"]["modes"] != ["sync"]:
         fail("the uninterrupted runs' epoch 2 ran %s (start=sync) and %s (start=solo): the policies are not the "
              "deterministic ones this test needs" % (full["sync"]["modes"], full["solo"]["modes"]))
@@ -236,6 +241,40 @@ def resume_save(d):
         with open(os.path.join(d, "resume_full.json"), "w") as f:
             json.dump(full, f)
         print("resume_save: epoch 2 uninterrupted: %s" % full)
+
+
+TOTALS = ("epochs", "fresh_fraction", "mean_staleness", "max_staleness", "max_streak")
+
+
+def continued(tag, rec, full, P, P0=None):
+    """rec, resumed after epoch 1 of full (the uninterrupted run, on P0 ranks) on P ranks, continues its
+    run file as eager-train's --resume: epochs numbered on, the summary's totals those of both parts, the
+    run's rounds and fresh gradients (grads in this P's units) their sums, a restart recorded."""
+    P0 = P0 or P
+    first, eps = full["epochs"][0], rec["epochs"]
+    if [e["epoch"] for e in eps] != [2]:
+        fail("%s: the resumed run's epochs are numbered %s, not [2]" % (tag, [e["epoch"] for e in eps]))
+    g1 = round(first["fresh_fraction"] * first["rounds"] * P0)  # its fresh gradients (= its staleness count)
+    g1p = round(g1 * P / P0)  # in this P's units, as load_state_dict counts them
+    e, g2 = eps[0], round(eps[0]["fresh_fraction"] * eps[0]["rounds"] * P)
+    both = {"epochs": 2, "fresh_fraction": (g1p + g2) / ((first["rounds"] + e["rounds"]) * P),
+            "mean_staleness": (first["mean_staleness"] * g1 + e["mean_staleness"] * g2) / (g1 + g2) if g1 + g2 else 0.0,
+            "max_staleness": max(first["max_staleness"], e["max_staleness"]),
+            "max_streak": max(first["max_streak"], e["max_streak"])}
+    got = {k: rec["summary"][k] for k in TOTALS}
+    if any(abs(got[k] - both[k]) > 1e-9 * max(1.0, abs(both[k])) for k in TOTALS):
+        fail("%s: the resumed run's summary %s, both parts' %s" % (tag, got, both))
+    run, want = train.run, (first["rounds"] + e["rounds"], g1p + g2)
+    if (run["rounds"], run["grads"]) != want:
+        fail("%s: the run's rounds and fresh gradients after the resume %s, both parts' %s" % (
+            tag, (run["rounds"], run["grads"]), want))
+    if not rec["summary"]["wall_s"] >= first["wall_s"] + e["epoch_s"]:  # wall time continues the saved run's
+        fail("%s: the resumed run's wall_s %g is short of epoch 1's %g + epoch 2's epoch_s %g" % (
+            tag, rec["summary"]["wall_s"], first["wall_s"], e["epoch_s"]))
+    r = rec.get("restarts") or [{}]
+    if len(r) != 1 or (r[0].get("epoch"), r[0].get("ranks_before"), r[0].get("ranks_after")) != (1, P0, P):
+        fail("%s: the resumed run's restarts %s" % (tag, rec.get("restarts")))
+    return got
 
 
 def refused(what, opt, sd):
@@ -254,7 +293,7 @@ def resume_load(d):
     rank, size = eager_sgd.init()
     with open(os.path.join(d, "resume_full.json")) as f:
         full = json.load(f)
-    ck = {t: torch.load(os.path.join(d, "ck_%s.pt" % t)) for t in RESUME}
+    ck = {t: torch.load(os.path.join(d, "ck_%s.pt" % t)) for t in list(RESUME) + ["majority"]}
 
     def same_bytes(opt):  # the loaded state is the saved one, byte for byte
         got = opt.state_dict()["eager_sgd"]["state"]
@@ -265,6 +304,17 @@ def resume_load(d):
     want = {k: full["sync"][k] for k in got}
     if got != want:
         fail("resumed at epoch 2 (start=sync): %s, the uninterrupted run %s" % (got, want))
+    # its rounds are deterministic: the summary's totals are the uninterrupted run's
+    tot = continued("sync", rec, full["sync"], size)
+    if tot != {k: full["sync"]["summary"][k] for k in TOTALS}:
+        fail("resumed at epoch 2 (start=sync): the summary's totals %s, the uninterrupted run's %s" % (
+            tot, {k: full["sync"]["summary"][k] for k in TOTALS}))
+    # a static mode's run continues likewise (its rounds depend on timing: the totals are both parts')
+    rec = train("majority", 1, first=1, load=ck["majority"])
+    continued("majority", rec, full["majority"], size)
+    if rank == 0:
+        with open(os.path.join(d, "resumed_majority.json"), "w") as f:
+            json.dump(rec, f)
     mid_lines = []
 
     def mid(opt):  # an epoch is open: both calls refused
@@ -275,7 +325,9 @@ def resume_load(d):
             except eager_sgd.EagerSGDError as e:
                 mid_lines.append(e.line)
     # the solo state continued by an optimizer whose own start= is sync: epoch 2 keeps solo
-    modes = last_modes(train(RESUME["sync"], 1, first=1, load=ck["solo"], mid=mid))
+    rec = train(RESUME["sync"], 1, first=1, load=ck["solo"], mid=mid)
+    continued("solo", rec, full["solo"], size)
+    modes = last_modes(rec)
     if modes != full["solo"]["modes"]:
         fail("the solo state resumed with start=sync ran epoch 2 in %s, the uninterrupted run in %s: the "
              "controller did not continue" % (modes, full["solo"]["modes"]))
@@ -287,6 +339,15 @@ def resume_load(d):
     modes = last_modes(train(RESUME["sync"], 1, first=1, load=old))
     if modes != ["sync"]:
         fail("an old-style state_dict: epoch 2 ran %s, not a fresh start=sync controller's sync" % modes)
+    # a key of format 1 (the controller's state, no run): the controller continues, the run file starts afresh
+    v1 = copy.copy(ck["solo"])
+    key = {k: v for k, v in ck["solo"]["opt"]["eager_sgd"].items() if k != "run"}
+    v1["opt"] = dict(ck["solo"]["opt"], eager_sgd=key)
+    v1["opt"]["eager_sgd"]["format"] = "eager-sgd-controller/1"
+    rec = train(RESUME["sync"], 1, first=1, load=v1)
+    if last_modes(rec) != ["solo"] or [e["epoch"] for e in rec["epochs"]] != [1] or "restarts" in rec:
+        fail("a format-1 key: epoch 2 ran %s, its epochs numbered %s, restarts %s (want solo, [1], none)" % (
+            last_modes(rec), [e["epoch"] for e in rec["epochs"]], rec.get("restarts")))
     m = model_of()
     opt = eager_sgd.DistributedOptimizer(torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4),
                                          m, mode=RESUME["sync"], tau=TAU, seed=3)
@@ -296,6 +357,9 @@ def resume_load(d):
     bad = copy.deepcopy(ck["solo"]["opt"])
     bad["eager_sgd"]["format"] = "eager-sgd-controller/9"
     refused("version", opt, bad)
+    bad = copy.deepcopy(ck["solo"]["opt"])
+    bad["eager_sgd"]["run"]["epochs"] = -1
+    refused("run", opt, bad)
     refused("ranks", opt, ck["sync" if rank == 2 else "solo"]["opt"])
     opt.close()
     m = model_of()
@@ -304,14 +368,20 @@ def resume_load(d):
     refused("policy", opt, ck["solo"]["opt"])
     opt.close()
     if rank == 0:
-        print("resume_load: epoch 2 resumed = uninterrupted %s; the solo state kept solo under start=sync; an "
-              "old-style dict ran a fresh controller" % got)
+        print("resume_load: epoch 2 resumed = uninterrupted %s, its summary's totals too; majority and the solo "
+              "state resumed: epochs numbered on, totals both parts'; the solo state kept solo under start=sync; "
+              "an old-style dict ran a fresh controller, a format-1 key a fresh run file" % got)
 
 
 def resume_elastic(d):
     """The 4-rank solo state on this run's ranks: converted (ctl_state_resize), its level kept."""
+    import json
     ck = torch.load(os.path.join(d, "ck_solo.pt"))
-    modes = last_modes(train(RESUME["sync"], 1, first=1, load=ck))
+    with open(os.path.join(d, "resume_full.json")) as f:
+        full = json.load(f)
+    rec = train(RESUME["sync"], 1, first=1, load=ck)
+    continued("solo on %d ranks" % eager_sgd.init()[1], rec, full["solo"], eager_sgd.init()[1], P0=4)
+    modes = last_modes(rec)
     if modes != ["solo"]:
         fail("the 4-rank solo state on %d ranks ran epoch 2 in %s, not its level solo" % (eager_sgd.init()[1], modes))
     if eager_sgd.init()[0] == 0:

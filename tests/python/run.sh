@@ -6,12 +6,16 @@
 #                           non-zero with one line per rank and no traceback
 #   mismatch RANK           a replica made to differ on RANK (test aid): every rank names RANK
 #   lost RANK               RANK drops one round (test aid): the epoch's hash check names RANK
-#   resume                  the controller's carried state through a checkpoint (state_dict, torch.save,
-#                           load_state_dict in new processes): epoch 2 resumed makes the uninterrupted
-#                           run's decisions and weights (start=sync); a solo state continued under
-#                           start=sync keeps solo, also on 2 ranks (converted); an old-style dict loads
-#                           (controller fresh); corrupt bytes, another format, another policy, dicts
-#                           that differ across ranks and calls mid-epoch refused on every rank
+#   resume                  the controller's carried state and the run through a checkpoint (state_dict,
+#                           torch.save, load_state_dict in new processes): epoch 2 resumed makes the
+#                           uninterrupted run's decisions, weights and summary totals (start=sync); its
+#                           file, majority's and a continued solo state's number the epoch 2 and hold
+#                           both parts' totals and a restart (the resumed majority file valid, read by
+#                           pcoll-compare); a solo state continued under start=sync keeps solo, also on
+#                           2 ranks (converted); an old-style dict loads (controller fresh), a format-1
+#                           key too (run file afresh, one line); corrupt bytes, another format, a bad
+#                           run field, another policy, dicts that differ across ranks and calls
+#                           mid-epoch refused on every rank
 #   kill                    rank 1 SIGKILLs itself: the job ends non-zero within 60 s
 #   hang                    rank 1 SIGSTOPs itself: the others name it and abort (t_abort 20 s) within 90 s
 #   job                     jobs/torch.sbatch via jobs/local.sh (examples/fmnist_resnet.py), run file valid
@@ -58,12 +62,17 @@ case $1 in
     grep '^resume_save' "$out"
     run resume_load "$d" || { cat "$out"; exit 1; }
     all_ranks "refused corrupt: state_dict['eager_sgd']['state']: controller state: checksum mismatch (truncated or corrupt) (on every rank)"
-    all_ranks "refused version: state_dict['eager_sgd']['format']: 'eager-sgd-controller/9', this package reads 'eager-sgd-controller/1' (on every rank)"
+    all_ranks "refused version: state_dict['eager_sgd']['format']: 'eager-sgd-controller/9', this package reads 'eager-sgd-controller/2' and 'eager-sgd-controller/1' (on every rank)"
+    all_ranks "refused run: state_dict['eager_sgd']['run']['epochs']: -1, not a count >= 0 (on every rank)"
     all_ranks "refused ranks: the state_dict loaded (its 'eager_sgd' key and SGD state) differs across ranks: rank 0 has"
     all_ranks "(ranks differing from rank 0: 2)"
     all_ranks "refused policy: state_dict['eager_sgd']: an adaptive controller's state (mode 'adaptive,start=solo,window=65536,screen=off'), and this optimizer's mode is 'majority' (on every rank)"
     all_ranks "refused mid-epoch: rank "  # state_dict(): on the rank that calls it (here every rank)
-    all_ranks "refused mid-epoch: load_state_dict() in epoch 1 after a step(): a state is loaded between epochs (on every rank)"
+    all_ranks "refused mid-epoch: load_state_dict() in epoch 2 after a step(): a state is loaded between epochs (on every rank)"
+    [ "$(grep -c "key is eager-sgd-controller/1: it has no run totals, so the run file's epochs and summary start afresh" "$out")" = 1 ] ||
+      { cat "$out"; echo "run.sh: not one line (rank 0's) saying a format-1 key starts the run file afresh"; exit 1; }
+    "$B/bin/pcoll-validate" results/schema/run.schema.json "$d/resumed_majority.json" || exit 1
+    "$B/bin/pcoll-compare" "$d/resumed_majority.json" >"$out.compare" 2>&1 || { cat "$out.compare"; exit 1; }
     grep '^resume_load' "$out"
     $MPIRUN -np 2 "$PY" tests/python/check.py resume_elastic "$d" >"$out.elastic" 2>&1 || { cat "$out.elastic"; exit 1; }
     grep -q "controller state (4 ranks) continues on 2 ranks" "$out.elastic" || { cat "$out.elastic"; echo "run.sh: no line saying the state continues on 2 ranks"; exit 1; }
