@@ -53,7 +53,7 @@ switches() {
         + ([.controller.switches[]
             | "\((.epoch + .round / ([$r[.epoch], 1] | max)) * 100 | round / 100) \(.from) -> \(.to) ("
               + (if (.reason | test("changed twice")) then "detected"
-                 elif (.reason | test("probe due|contest")) then "probe due"
+                 elif (.reason | test("^(probe due|contest)")) then "probe due"
                  elif (.reason | test("probe: ")) then "probing" else "chosen" end) + ")"]
            | join("; ")) + " |"' "$f"
   done

@@ -230,7 +230,7 @@ experiments_dry)
     jq '.config.imbalance = "none@0ep/random:k=1,d=9@1ep/none@2ep" | .epochs |= map(.rounds = 10)
       | .controller.switches = [
           {epoch: 0, round: 2, from: "sync", to: "majority", reason: "probe: sync score 1+-1 (1/s, lag 0.00): sync -> majority"},
-          {epoch: 0, round: 4, from: "majority", to: "sync", reason: "sync 2+-1, majority 1+-1: majority -> sync"},
+          {epoch: 0, round: 4, from: "majority", to: "sync", reason: "sync 2+-1, majority 1+-1: majority -> sync (unresolved: contest due later)"},
           {epoch: 1, round: 5, from: "sync", to: "majority", reason: "rate changed twice: sync score 1+-0.1, pooled before 2+-0.1; probe: sync -> majority"},
           {epoch: 2, round: 1, from: "solo", to: "sync", reason: "probe due: solo score 3+-0.1, pooled before 3+-0.1; probe: solo -> sync"}]' \
       "$T/reg/p4/linear/adaptive-s1.json" >"$T/sch/p4/strag_mid/adaptive-s1.json"
