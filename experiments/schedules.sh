@@ -20,11 +20,11 @@
 # Prints, kept in DIR/table.md: build/bin/pcoll-compare --versus adaptive DIR/pP (targets: sync's
 # mean final top-1 less 4 and 1 points; first crossing and held; adaptive / best static paired by
 # seed); the race's tables against DDP (DIR/compare-pP.md, DIR/compare-pP-held.md: time to DDP's
-# mean final top-1); the switch log: each adaptive run's switches at their position in global
-# epochs (epoch + round / the epoch's rounds), marked 'detected' where the controller saw the
-# change itself (rate or step times changed twice), 'probe due' where a scheduled probe (or a
-# contest) began, 'probing' for the moves between the levels a probe measures, 'chosen' for the
-# level it then keeps.
+# mean final top-1; their lists of files left out); the switch log: each adaptive run's switches
+# at their position in global epochs (epoch + round / the epoch's rounds), marked 'detected' where
+# the controller saw the change itself (rate or step times changed twice), 'probe due' where a
+# scheduled probe (or a contest) began, 'probing' for the moves between the levels a probe
+# measures, 'chosen' for the level it then keeps.
 # DIR/meta.txt: command, commit, machine, dates. Needs DDP's Python (make ddp-venv).
 EXP_NAME=schedules EXP_ARGS=("$@")
 # shellcheck source=experiments/lib.sh
@@ -71,7 +71,7 @@ fi
   "$B/bin/pcoll-compare" --versus adaptive "$OUT/p$P" || rc=1
   for f in "$OUT/compare-p$P.md" "$OUT/compare-p$P-held.md"; do
     echo
-    if [ -s "$f" ]; then echo "== $f"; cat "$f"; else echo "experiments/schedules.sh: no $f"; rc=1; fi
+    if [ -s "$f" ]; then echo "== $f"; grep -v '^files: ' "$f"; else echo "experiments/schedules.sh: no $f"; rc=1; fi
   done
   echo
   switches "$OUT/p$P"
