@@ -248,12 +248,17 @@ static int meas_score(const ctl_policy_t *p, double *score, double *se) {
     return p->c.worth ? loss_score(m, p->P, score, se) : 1;
 }
 
+/* Relative sum of squares about their mean of k measurements summing to sx, their squares to sxx. */
+static double rel_ss(double k, double sx, double sxx) {
+    const double mean = k > 0 ? sx / k : 0;
+    if (k < 2 || !(mean > 0)) return 0;
+    double ss = (sxx - k * mean * mean) / (mean * mean);
+    return ss > 0 ? ss : 0;
+}
+
 /* Relative sum of squares of the measurements in level l's pool, about their mean. */
 static double pool_ss(const struct ctl_state *s, int l) {
-    const double k = s->pool_k[l], mean = k > 0 ? s->pool_sx[l] / k : 0;
-    if (k < 2 || !(mean > 0)) return 0;
-    double ss = (s->pool_sxx[l] - k * mean * mean) / (mean * mean);
-    return ss > 0 ? ss : 0;
+    return rel_ss(s->pool_k[l], s->pool_sx[l], s->pool_sxx[l]);
 }
 
 /* Relative variance between measurements of one level, pooled over the levels and the pools
@@ -288,11 +293,12 @@ static double zq(uint32_t df) {
 }
 
 /* Standard error of one measurement x whose cycle times spread by xse: at least the spread
- * between measurements. */
-static double meas_se(const struct ctl_state *s, double x, double xse) {
-    double b = sqrt(cv2(s)) * x;
+ * between measurements, c2 (their relative variance). */
+static double se_at(double c2, double x, double xse) {
+    double b = sqrt(c2 > 0 ? c2 : 0) * x;
     return xse > b ? xse : b;
 }
+static double meas_se(const struct ctl_state *s, double x, double xse) { return se_at(cv2(s), x, xse); }
 
 /* ---------------------------------------------------------------- change=steps */
 
@@ -563,15 +569,12 @@ static int outside(const struct ctl_state *s, int l, double x, double xse) {
     uint32_t df;
     double c2 = cv2_df(s, &df);
     if (s->beyond && s->pool_k[l] >= 2) { /* the previous measurement, beyond, left out of the spread */
-        const double k = s->pool_k[l], ss = pool_ss(s, l), sx = s->pool_sx[l] - s->last_x[l],
-                     sxx = s->pool_sxx[l] - s->last_x[l] * s->last_x[l], m = sx / (k - 1);
-        double ss1 = k >= 3 && m > 0 ? (sxx - (k - 1) * m * m) / (m * m) : 0;
-        ss1 = ss1 > 0 ? ss1 : 0;
+        const double y = s->last_x[l],
+                     ss1 = rel_ss(s->pool_k[l] - 1, s->pool_sx[l] - y, s->pool_sxx[l] - y * y);
         df--;
-        c2 = df ? (c2 * (df + 1) - ss + ss1) / df : 0;
+        c2 = df ? (c2 * (df + 1) - pool_ss(s, l) + ss1) / df : 0;
     }
-    const double b = sqrt(c2 > 0 ? c2 : 0), xe = xse > b * x ? xse : b * x, d = x - s->score[l],
-                 e = s->se_in[l] > b * s->score[l] ? s->se_in[l] : b * s->score[l];
+    const double xe = se_at(c2, x, xse), d = x - s->score[l], e = se_at(c2, s->score[l], s->se_in[l]);
     return s->pool_k[l] == 0 || fabs(d) <= zq(df) * sqrt(xe * xe + e * e) ? 0 : d > 0 ? 1 : -1;
 }
 
