@@ -202,6 +202,8 @@ experiments_dry)
   want experiments/ddp.sh --ranks 4 -- 'bash jobs/ddp_race.sh --epochs 2 --limit-train 12000 --curve-test 2000 --epoch-mode global --both-opts "--milestones 1" --seeds "1 2 3" --ranks 4 --modes "sync majority adaptive" --imbalances "none random1 random2 lognormal" --out results/runs/ddp-p4'
   want experiments/schedules.sh -- 'bash jobs/ddp_race.sh --epochs 3 --limit-train 8000 --curve-test 2000 --epoch-mode global --both-opts "--milestones 2" --seeds "1 2 3" --ranks 4 --modes "sync solo majority adaptive" --imbalances "strag_mid slow_half ln_wave" --out results/runs/schedules-p4'
   want experiments/torch.sh -- 'bash jobs/torch_race.sh --ranks 4 --epochs 2 --limit-train 8192 --both-opts "--milestones 1" --out results/runs/torch-race-p4'
+  want experiments/torch.sh --ranks 8 -- 'bash jobs/torch_race.sh --ranks 8 --epochs 2 --limit-train 8192 --both-opts "--milestones 1" --out results/runs/torch-race-p8'
+  want experiments/torch.sh --ranks 8 -- 'cat results/runs/torch-race-p8/compare-p8.md results/runs/torch-race-p8/compare-p8-held.md results/runs/torch-race-p8/overhead-p8.txt'
   # the commands the drivers would run are accepted by them (their own --dry-run)
   bash jobs/ddp_race.sh --dry-run --epochs 3 --limit-train 8000 --curve-test 2000 --epoch-mode global --both-opts "--milestones 2" \
     --no-ddp --seeds "1 2 3" --ranks 4 --modes "sync solo majority adaptive" --imbalances "none linear lognormal slow random1" \
