@@ -41,9 +41,10 @@ enum {
     CTL_ERR_ARG = -1,   /* bad argument / config (message in err or ctl_last_error) */
     CTL_ERR_ORDER = -2, /* record fed out of order (round != next expected) or P differs */
     CTL_ERR_NOMEM = -3,
-    CTL_ERR_PCOLL = -4,  /* a libpcoll call failed (thread) */
-    CTL_ERR_STALL = -5,  /* the watchdog saw no round complete for t_abort seconds (thread) */
-    CTL_ERR_TIMEOUT = -6 /* ctl_wait: the thread had not ended within the timeout */
+    CTL_ERR_PCOLL = -4,   /* a libpcoll call failed (thread) */
+    CTL_ERR_STALL = -5,   /* the watchdog saw no round complete for t_abort seconds (thread) */
+    CTL_ERR_TIMEOUT = -6, /* ctl_wait: the thread had not ended within the timeout */
+    CTL_ERR_STATE = -7    /* ctl_state_continue: a sound state this policy does not continue */
 };
 
 typedef enum { CTL_STATIC = 0, CTL_ADAPTIVE = 1 } ctl_kind_t;
@@ -218,6 +219,17 @@ int ctl_state_save(const ctl_state_t *s, void *buf, size_t cap, size_t *len);
  * field's range: bad bytes give CTL_ERR_ARG and a message in err naming what is wrong, never a
  * crash. On success *out is a new state (ctl_state_free). */
 int ctl_state_load(const void *buf, size_t len, ctl_state_t **out, char *err, size_t n);
+/* A checkpoint's state bytes (ctl_state_save of a run on saved_P ranks) as the state a policy of
+ * config c on P ranks continues, the steps every resume takes:
+ *
+ *   bytes --ctl_state_load--> state --ctl_state_resize (saved_P != P; *resized = 1)--> state
+ *         --ctl_policy_resume (checked, then dropped)--> *out
+ *
+ * Returns CTL_OK with *out set (ctl_state_free); else *out NULL and a message in err:
+ * CTL_ERR_ARG, bad bytes (ctl_state_load's message); CTL_ERR_NOMEM; CTL_ERR_STATE, sound bytes c
+ * does not continue (not adaptive, another window or cost_n: ctl_policy_resume's message). */
+int ctl_state_continue(const void *buf, size_t len, int saved_P, const ctl_policy_cfg_t *c, int P,
+                       ctl_state_t **out, int *resized, char *err, size_t n);
 
 /* FNV-1a 64 over the decisions so far (round, effective, what, new mode, quorum, wait set). */
 uint64_t ctl_policy_hash(const ctl_policy_t *p);

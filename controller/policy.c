@@ -70,6 +70,24 @@ ctl_policy_t *ctl_policy_resume(const ctl_policy_cfg_t *c, int P, const ctl_stat
     return p;
 }
 
+int ctl_state_continue(const void *buf, size_t len, int saved_P, const ctl_policy_cfg_t *c, int P,
+                       ctl_state_t **out, int *resized, char *err, size_t n) {
+    ctl_state_t *st = NULL;
+    *out = NULL, *resized = 0;
+    if (ctl_state_load(buf, len, &st, err, n) != CTL_OK) return CTL_ERR_ARG;
+    if (saved_P != P) {
+        ctl_state_t *to = ctl_state_resize(st, P);
+        ctl_state_free(st);
+        if (!to) return (void)policy_fail(err, n, "out of memory (controller state)"), CTL_ERR_NOMEM;
+        st = to, *resized = 1;
+    }
+    ctl_policy_t *p = ctl_policy_resume(c, P, st, err, n);
+    if (!p) return ctl_state_free(st), CTL_ERR_STATE;
+    ctl_policy_free(p);
+    *out = st;
+    return CTL_OK;
+}
+
 void ctl_policy_free(ctl_policy_t *p) {
     if (!p) return;
     free(p->wait);

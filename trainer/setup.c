@@ -245,32 +245,24 @@ static int resume_controller(run_t *r, const ckpt_meta_t *m) {
     char err[1024] = "", why[1200] = "";
     if (!m->ctl || r->policy_cfg.kind != CTL_ADAPTIVE) return 0;
     ctl_state_t *st = NULL;
-    int ok = ctl_state_load(m->ctl, m->ctl_len, &st, err, sizeof err) == CTL_OK;
+    int resized = 0;
+    const int rc = ctl_state_continue(m->ctl, m->ctl_len, m->ranks, &r->policy_cfg, r->P, &st, &resized, err,
+                                      sizeof err);
     snprintf(why, sizeof why, "checkpoint %s/latest.ckpt: tensor 'ctl.state': %s", r->cfg.ckpt_dir, err);
-    run_agree(r, ok, "resume", why);
-    if (m->ranks != r->P) {
-        ctl_state_t *to = ctl_state_resize(st, r->P);
-        run_agree(r, to != NULL, "resume", "out of memory (controller state)");
-        ctl_state_free(st);
-        st = to;
-        if (r->me == 0)
-            fprintf(
-                stderr,
+    run_agree(r, rc != CTL_ERR_ARG && rc != CTL_ERR_NOMEM, "resume", why);
+    if (r->me == 0 && resized)
+        fprintf(stderr,
                 "eager-train: the checkpoint's controller state (%d ranks) continues on %d ranks: its level "
                 "kept, what it measured per rank restarted, every level probed again\n",
                 m->ranks, r->P);
-    }
-    ctl_policy_t *p = ctl_policy_resume(&r->policy_cfg, r->P, st, err, sizeof err);
-    if (!p) {
+    if (rc != CTL_OK) {
         if (r->me == 0)
             fprintf(stderr,
                     "eager-train: the checkpoint's controller state (%d ranks) is not continued: %s; the "
                     "controller starts afresh\n",
                     m->ranks, err);
-        ctl_state_free(st);
         return 0;
     }
-    ctl_policy_free(p);
     r->carried = st;
     return 1;
 }

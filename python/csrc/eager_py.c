@@ -473,11 +473,10 @@ int eg_state_save(eg_t *g, void *buf, size_t cap, size_t *len) {
 }
 uint64_t eg_state_rounds(eg_t *g) { return g->carried ? ctl_state_rounds(g->carried) : 0; }
 
-/* The state in buf (ctl_state_save's bytes, saved on saved_P ranks) read for this handle's policy:
- * ctl_state_load's checks, ctl_state_resize where saved_P differs from P (as eager-train's resume:
- * the level kept, every level probed again; *resized = 1), then ctl_policy_resume's (adaptive, the
- * same window and cost_n). Local: the caller agrees on the result over the ranks, then adopts it
- * (eg_state_adopt) or frees it (eg_state_free). NULL with a line in err. */
+/* The state in buf (ctl_state_save's bytes, saved on saved_P ranks) read for this handle's policy
+ * by ctl_state_continue (as eager-train's resume: resized where saved_P differs, *resized = 1; the
+ * policy adaptive with the same window and cost_n). Local: the caller agrees on the result over the
+ * ranks, then adopts it (eg_state_adopt) or frees it (eg_state_free). NULL with a line in err. */
 void *eg_state_read(eg_t *g, const void *buf, size_t len, int saved_P, char *err, size_t n, int *resized) {
     char e[600] = "";
     *resized = 0;
@@ -490,19 +489,9 @@ void *eg_state_read(eg_t *g, const void *buf, size_t len, int saved_P, char *err
                         g->policy),
                NULL;
     ctl_state_t *st = NULL;
-    if (ctl_state_load(buf, len, &st, e, sizeof e) != CTL_OK) return snprintf(err, n, "%s", e), NULL;
-    if (saved_P != g->P) {
-        ctl_state_t *to = ctl_state_resize(st, g->P);
-        ctl_state_free(st);
-        if (!to) return snprintf(err, n, "out of memory (controller state)"), NULL;
-        st = to, *resized = 1;
-    }
-    ctl_policy_t *p = ctl_policy_resume(&g->pol, g->P, st, e, sizeof e);
-    if (!p) {
-        ctl_state_free(st);
-        return snprintf(err, n, "does not continue mode '%s': %s", g->policy, e), NULL;
-    }
-    ctl_policy_free(p);
+    const int rc = ctl_state_continue(buf, len, saved_P, &g->pol, g->P, &st, resized, e, sizeof e);
+    if (rc == CTL_ERR_STATE) return snprintf(err, n, "does not continue mode '%s': %s", g->policy, e), NULL;
+    if (rc != CTL_OK) return snprintf(err, n, "%s", e), NULL;
     return st;
 }
 /* The next epoch's controller continues st (NULL: starts afresh); the run's decision hash continues

@@ -555,11 +555,54 @@ static void test_corrupt(void) {
     free(b);
 }
 
+/* ctl_state_continue, every resume's steps: sound bytes continue (resized on another P, as
+ * ctl_state_resize makes it); bad bytes are CTL_ERR_ARG, a policy that does not continue them
+ * CTL_ERR_STATE, each with its message and *out NULL. */
+static void test_continue(void) {
+    ctl_policy_cfg_t cfg, other;
+    char err[512];
+    ctl_state_t *st = rich_state(4, &cfg), *out = NULL;
+    size_t n = 0;
+    ctl_state_save(st, NULL, 0, &n);
+    uint8_t *a = malloc(n);
+    ctl_state_save(st, a, n, &n);
+    int resized = -1;
+    CHECK(ctl_state_continue(a, n, 4, &cfg, 4, &out, &resized, err, sizeof err) == CTL_OK && out && !resized,
+          "same P: %s", err);
+    CHECK(out && ctl_state_rounds(out) == ctl_state_rounds(st), "same P: the state's rounds kept");
+    ctl_state_free(out);
+    CHECK(ctl_state_continue(a, n, 4, &cfg, 6, &out, &resized, err, sizeof err) == CTL_OK && out && resized,
+          "4 -> 6 ranks: %s", err);
+    ctl_state_t *want = ctl_state_resize(st, 6);
+    size_t n1 = 0, n2 = 0;
+    ctl_state_save(out, NULL, 0, &n1), ctl_state_save(want, NULL, 0, &n2);
+    uint8_t *b1 = malloc(n1), *b2 = malloc(n2);
+    ctl_state_save(out, b1, n1, &n1), ctl_state_save(want, b2, n2, &n2);
+    CHECK(n1 == n2 && !memcmp(b1, b2, n1), "4 -> 6 ranks: not the state ctl_state_resize makes");
+    ctl_state_free(out), ctl_state_free(want), free(b1), free(b2);
+    a[n / 2] ^= 0x5a;
+    out = (ctl_state_t *)1;
+    CHECK(ctl_state_continue(a, n, 4, &cfg, 4, &out, &resized, err, sizeof err) == CTL_ERR_ARG && !out &&
+              strstr(err, "checksum"),
+          "bad bytes: want CTL_ERR_ARG naming the checksum, got '%s'", err);
+    a[n / 2] ^= 0x5a;
+    CHECK(ctl_policy_parse("adaptive,rule=rate,tau=3,window=32,cost_n=8", &other, err, sizeof err) == CTL_OK,
+          "%s", err);
+    CHECK(ctl_state_continue(a, n, 4, &other, 4, &out, &resized, err, sizeof err) == CTL_ERR_STATE && !out &&
+              strstr(err, "window=16"),
+          "another window: want CTL_ERR_STATE naming window=16, got '%s'", err);
+    CHECK(ctl_policy_parse("solo", &other, err, sizeof err) == CTL_OK, "%s", err);
+    CHECK(ctl_state_continue(a, n, 4, &other, 4, &out, &resized, err, sizeof err) == CTL_ERR_STATE && !out &&
+              strstr(err, "adaptive"),
+          "solo: want CTL_ERR_STATE naming adaptive, got '%s'", err);
+    ctl_state_free(st), free(a);
+}
+
 int main(int argc, char **argv) {
     verbose = argc > 1 && !strcmp(argv[1], "-v");
     const named_test_t tests[] = {
-        {"golden", test_golden}, {"roundtrip", test_roundtrip}, {"corrupt", test_corrupt},
-        {"v6", test_v6},         {"split", test_split},         {"bytes", test_bytes},
+        {"golden", test_golden}, {"roundtrip", test_roundtrip}, {"corrupt", test_corrupt},   {"v6", test_v6},
+        {"split", test_split},   {"bytes", test_bytes},         {"continue", test_continue},
     };
     return run_tests(tests, sizeof tests / sizeof tests[0]);
 }
