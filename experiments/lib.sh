@@ -55,13 +55,19 @@ exp_table() {
   echo "experiments/$EXP_NAME.sh: the table above is in $f"
   return $rc
 }
-# exp_race_tables DIR P: the tables jobs/ddp_race.sh wrote for P ranks (time to DDP's mean final
-# top-1, first crossing and held; the per-step overhead against DDP), printed again at the end
+# exp_race_tables DIR P [FILE...]: the tables jobs/ddp_race.sh wrote for P ranks, printed again at
+# the end without their 'files:' lines (the runs each table read, kept in the files): by default
+# DIR/compare-pP.md, DIR/compare-pP-held.md (time to DDP's mean final top-1, first crossing and
+# held) and DIR/overhead-pP.txt (the per-step overhead against DDP); else DIR/FILE for each FILE
 exp_race_tables() {
-  if [ "$DRY" = 1 ]; then echo "cat $1/compare-p$2.md $1/compare-p$2-held.md $1/overhead-p$2.txt"; return 0; fi
-  local f rc=0
-  for f in "$1/compare-p$2.md" "$1/compare-p$2-held.md" "$1/overhead-p$2.txt"; do
-    if [ -s "$f" ]; then echo "== $f"; cat "$f"; else echo "experiments/$EXP_NAME.sh: no $f"; rc=1; fi
+  local d=$1 p=$2 f rc=0
+  shift 2
+  [ $# -gt 0 ] || set -- "compare-p$p.md" "compare-p$p-held.md" "overhead-p$p.txt"
+  if [ "$DRY" = 1 ]; then echo "cat ${*/#/$d/}"; return 0; fi
+  for f in "$@"; do
+    echo
+    if [ -s "$d/$f" ]; then echo "== $d/$f"; grep -v '^files: ' "$d/$f" || true
+    else echo "experiments/$EXP_NAME.sh: no $d/$f"; rc=1; fi
   done
   return $rc
 }

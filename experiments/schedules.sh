@@ -64,15 +64,12 @@ exp_go "$OUT" "${race[@]}" || rc=$?
 [ "$DRY" = 1 ] || [ -d "$OUT/p$P" ] || exp_die "no runs in $OUT/p$P"
 if [ "$DRY" = 1 ]; then
   exp_cmd "$B/bin/pcoll-compare" --versus adaptive "$OUT/p$P"
-  echo "cat $OUT/compare-p$P.md $OUT/compare-p$P-held.md"
+  exp_race_tables "$OUT" "$P" "compare-p$P.md" "compare-p$P-held.md"
   exit 0
 fi
 {
   "$B/bin/pcoll-compare" --versus adaptive "$OUT/p$P" || rc=1
-  for f in "$OUT/compare-p$P.md" "$OUT/compare-p$P-held.md"; do
-    echo
-    if [ -s "$f" ]; then echo "== $f"; grep -v '^files: ' "$f"; else echo "experiments/schedules.sh: no $f"; rc=1; fi
-  done
+  exp_race_tables "$OUT" "$P" "compare-p$P.md" "compare-p$P-held.md" || rc=1
   echo
   switches "$OUT/p$P"
 } >"$OUT/table.md" 2>&1
