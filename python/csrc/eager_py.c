@@ -361,7 +361,9 @@ static void aggregate(eg_t *g, const pcoll_record_t *rec) {
 /* The next completed round not yet applied, in round order (rounds that only carried joins are
  * skipped: no SGD step): 1 with *res (n floats: the sum of the round's gradients / P; valid until
  * the next call) and *share = its gradients / P; 0 when none is left; -1 on an error. *sum: the sum
- * of res's floats times P (host memory; 0 for device memory), which the caller adds up. */
+ * of res's floats times P (host memory; 0 for device memory: the caller sums it and adds it with
+ * eg_add_applied). Device memory: res is a device address; work that reads it must have completed
+ * before the next call (pcoll_next's contract), with this rank's GPU current at the call. */
 int eg_next(eg_t *g, const float **res, double *share, double *sum) {
     uint64_t round;
     int rc;
@@ -394,6 +396,10 @@ int eg_next(eg_t *g, const float **res, double *share, double *sum) {
     if (rc == PCOLL_EMPTY) return 0;
     return pcoll_fail(g, "pcoll_next");
 }
+
+/* Device memory: the caller's sum of a round's result floats times P (eg_next reports 0 there, since
+ * the result is on the GPU), added to the applied_sum counter that conservation is checked with. */
+void eg_add_applied(eg_t *g, double sum) { g->c[C_APP_SUM] += sum; }
 
 /* The epoch's end: no more deposits from this rank. Then eg_drain until it returns 0, applying the
  * rounds eg_next hands out after each 1. */

@@ -15,6 +15,7 @@ step does: docs/DESIGN.md#13-the-pytorch-package. Everything the collective and 
 is libpcoll's and the controller's C code (libeager.so, python/csrc/eager_py.c); this file moves
 tensors and writes the run file.
 """
+import contextlib
 import ctypes
 import datetime
 import json
@@ -46,8 +47,11 @@ class DistributedOptimizer(Checkpoint):
     t_abort: seconds without a completed round before the job is aborted as stalled; broadcast:
     start from rank 0's parameters and buffers. Collective: every rank constructs it with the same
     arguments; a bad mode, a model or arguments that differ across ranks, raise EagerSGDError on
-    every rank with one line. CUDA models: the gradients are staged through host memory (the host
-    data path).
+    every rank with one line. CUDA models (every parameter on one GPU, every rank's model on a GPU:
+    anything else is refused on every rank with one line): libeager_cuda.so, the flat buffer on that
+    GPU and libpcoll's device data path (NCCL, or staged through pinned host memory where ranks share
+    a GPU; the run file's environment.data_path); which GPU is the user's (the model's device).
+    Unverified on a GPU until `make gpu-check` runs tests/python/gpu.sh (docs/DESIGN.md#13).
 
     curve_every N: the accuracy curve (the run file's curve[], as eager-train --curve-every): a
     snapshot of the parameters and buffers whenever the gradients applied over all ranks pass a
@@ -61,8 +65,11 @@ class DistributedOptimizer(Checkpoint):
                  config=None, curve_every=0):
         import torch
         self.torch = torch
-        self.rank, self.size = init()
-        self.lib = lib = _lib.load()
+        devs = sorted({str(p.device) for p in model.parameters() if p.requires_grad})
+        cuda = bool(devs) and all(d.startswith("cuda") for d in devs)
+        # the first optimizer of a process with its model on a GPU loads libeager_cuda.so
+        self.rank, self.size = init(cuda=cuda and _lib.loaded() is None)
+        self.lib = lib = _lib.load(_lib.loaded() == "cuda")
         self.opt, self.model = optimizer, model
         ok, why = True, ""
         if not isinstance(optimizer, torch.optim.SGD):
@@ -78,6 +85,7 @@ class DistributedOptimizer(Checkpoint):
         _agree(not bad, "parameter %s of the model is not in the optimizer" % (bad[0] if bad else ""))
         dt = [p.dtype for p in self.params if p.dtype != torch.float32]
         _agree(not dt, "parameters of dtype %s: libpcoll reduces float32" % (dt[0] if dt else ""))
+        self._agree_device(devs, cuda)
         desc = ";".join("%s:%s" % (n, tuple(p.shape)) for n, p in model.named_parameters() if p.requires_grad)
         out = _lib.buf()
         if lib.eg_same(lib.eg_hash(lib.eg_hash_init(), desc.encode(), len(desc.encode())),
@@ -85,7 +93,10 @@ class DistributedOptimizer(Checkpoint):
             raise EagerSGDError(out.value.decode())
         self.n = sum(p.numel() for p in self.params)
         self.device = self.params[0].device if self.params else torch.device("cpu")
-        self.flat = torch.zeros(self.n, dtype=torch.float32)
+        self.cuda = cuda
+        # the gradients' flat buffer where the model is: libpcoll copies a deposit from it (device
+        # to device with PCOLL_MEM_DEVICE), so a CUDA model's gradients never cross to the host
+        self.flat = torch.zeros(self.n, dtype=torch.float32, device=self.device)
         self.views, off = [], 0
         for p in self.params:
             self.views.append(self.flat[off:off + p.numel()].view(p.shape))
@@ -94,7 +105,8 @@ class DistributedOptimizer(Checkpoint):
             self._bcast(list(model.parameters()) + [b for b in model.buffers()])
         g = ctypes.c_void_p()
         self.mode = mode
-        if lib.eg_new(mode.encode(), int(tau), int(seed), self.n, 0, float(t_abort), out, len(out), ctypes.byref(g)):
+        if lib.eg_new(mode.encode(), int(tau), int(seed), self.n, 1 if cuda else 0, float(t_abort), out, len(out),
+                      ctypes.byref(g)):
             raise EagerSGDError(out.value.decode())
         self.g, self.tau, self.seed = g, tau, seed
         self.epoch, self.open, self.t_last = 0, False, time.time()  # t_last: where this rank's next step began
@@ -112,6 +124,35 @@ class DistributedOptimizer(Checkpoint):
         self._tot0 = {k: 0 for k in self.TOTALS}
         self._last0 = {"final_test_top1": None, "final_train_loss": 0.0, "time_to_target_s": None}
         self.restarts = []  # the run file's restarts[], as eager-train's --resume keeps them
+        self.data_path = None  # libpcoll's (eg_data_path), read at the first eg_begin
+
+    def _agree_device(self, devs, cuda):
+        """Every parameter on one CPU or CUDA device, and every rank's model on the same kind: else
+        one line on every rank (EagerSGDError)."""
+        why = ""
+        if len(devs) > 1:
+            why = ("parameters on %s: eager_sgd takes a model whose parameters are all on one device"
+                   % " and ".join(devs))
+        elif devs and not (cuda or devs[0] == "cpu"):
+            why = "parameters on %s: eager_sgd takes CPU or CUDA tensors" % devs[0]
+        elif cuda and _lib.loaded() != "cuda":
+            why = ("the model is on %s and libeager.so is loaded already (eager_sgd.init() or a CPU model's optimizer "
+                   "came first): call eager_sgd.init(cuda=True) before anything else of eager_sgd" % devs[0])
+        _agree(not why, why)
+        on = (ctypes.c_double * self.size)()
+        on[self.rank] = 1.0 if cuda else 0.0
+        if self.lib.eg_allreduce_sum(on, self.size, 1):
+            _fatal("rank %d: MPI_Allreduce of the model's device kind failed" % self.rank)
+        gpu = [p for p in range(self.size) if on[p]]
+        if gpu and len(gpu) < self.size:
+            raise EagerSGDError("the model is on a GPU on ranks %s and on the CPU on ranks %s: every rank's model on "
+                                "the same kind of device" % (" ".join(map(str, gpu)),
+                                                             " ".join(str(p) for p in range(self.size) if not on[p])))
+
+    def _on_device(self):
+        """The model's GPU current while libpcoll is called (pcoll_create takes the current device,
+        pcoll_next wants it current); nothing for a CPU model."""
+        return self.torch.cuda.device(self.device) if self.cuda else contextlib.nullcontext()
 
     # ------------------------------------------------------------------ collectives on tensors
     def _bcast(self, tensors):
@@ -173,10 +214,19 @@ class DistributedOptimizer(Checkpoint):
         """Deposits this rank's gradients and applies every round completed meanwhile (a rank
         applies the same rounds in the same order as every other)."""
         loss = closure() if closure is not None else None
+        with self._on_device():
+            self._step()
+        return loss
+
+    def _begin(self, since_s):
+        if self.lib.eg_begin(self.g, self.epoch, since_s):
+            raise EagerSGDError(self.lib.eg_error(self.g).decode())
+        self.data_path = self.lib.eg_data_path(self.g).decode()
+
+    def _step(self):
         t0 = time.time()
         if not self.open:
-            if self.lib.eg_begin(self.g, self.epoch, t0 - self.t_last):
-                raise EagerSGDError(self.lib.eg_error(self.g).decode())
+            self._begin(t0 - self.t_last)
             self.open = True
         with self.torch.no_grad():
             for p, v in zip(self.params, self.views):
@@ -185,6 +235,10 @@ class DistributedOptimizer(Checkpoint):
                 else:
                     v.copy_(p.grad)
         dep_sum = float(self.flat.sum(dtype=self.torch.float64))
+        if self.cuda:
+            # libpcoll copies the deposit on its own stream, which does not wait for torch's: the
+            # flat buffer (backward, then the copies above, all on torch's current stream) complete
+            self.torch.cuda.current_stream(self.device).synchronize()
         step_s = t0 - self.t_last
         t1 = time.time()
         if self.lib.eg_step(self.g, ctypes.c_void_p(self.flat.data_ptr()), step_s, dep_sum):
@@ -197,7 +251,6 @@ class DistributedOptimizer(Checkpoint):
         self.rank_t["apply_s"] += t3 - t2
         self.rank_t["steps"] += 1
         self.t_last = time.time()
-        return loss
 
     def _apply(self):
         import numpy as np
@@ -213,7 +266,12 @@ class DistributedOptimizer(Checkpoint):
             if self.test_aid == "skip-round:%d" % self.rank:  # test aid: this rank drops a round
                 self.test_aid = ""
                 continue
-            r = torch.from_numpy(np.ctypeslib.as_array(res, (self.n,)))
+            if self.cuda:  # the result on the GPU, wrapped without a copy (valid until the next eg_next)
+                r = torch.as_tensor(_DeviceFloats(ctypes.cast(res, ctypes.c_void_p).value, self.n))
+                sv = float(r.sum(dtype=torch.float64)) * self.size  # eg_next sums host results only
+                lib.eg_add_applied(self.g, sv)
+            else:
+                r = torch.from_numpy(np.ctypeslib.as_array(res, (self.n,)))
             saved = []
             for grp in self.opt.param_groups:
                 lib.eg_share(grp["lr"], grp.get("momentum", 0), grp.get("weight_decay", 0), share.value, sh)
@@ -232,6 +290,10 @@ class DistributedOptimizer(Checkpoint):
                         p.grad = src.to(p.device, copy=True)
                     else:
                         p.grad.copy_(src)
+            if self.cuda:
+                # the copies that read the round's result done before the next eg_next hands its
+                # buffer to a later round (pcoll_next's contract); the SGD step reads p.grad only
+                torch.cuda.current_stream(self.device).synchronize()
             self.opt.step()
             for grp, (lr, mu, wd) in zip(self.opt.param_groups, saved):
                 grp["lr"], grp["momentum"], grp["weight_decay"] = lr, mu, wd
@@ -261,10 +323,15 @@ class DistributedOptimizer(Checkpoint):
         its test_loss a number. Returns the epoch's record (a dict). Until a rank has called end_epoch, the
         others' rounds may wait for it: a collective of the script's own (an evaluation's
         allreduce, a barrier) belongs in evaluate or after end_epoch, never before it."""
+        with self._on_device():
+            self._end_rounds()
+        return self._end_epoch(evaluate, test_top1, test_loss, train_loss, train_top1, samples, lr, curve_evaluate)
+
+    def _end_rounds(self):
+        """The epoch's end in libpcoll and the controller: join, the remaining rounds applied, finish."""
         lib = self.lib
         if not self.open:
-            if lib.eg_begin(self.g, self.epoch, 0.0):
-                raise EagerSGDError(lib.eg_error(self.g).decode())
+            self._begin(0.0)
         if lib.eg_join(self.g):
             _fatal(lib.eg_error(self.g).decode())
         while True:
@@ -277,6 +344,9 @@ class DistributedOptimizer(Checkpoint):
         if lib.eg_finish(self.g):
             raise EagerSGDError(lib.eg_error(self.g).decode())
         self.open = False
+
+    def _end_epoch(self, evaluate, test_top1, test_loss, train_loss, train_top1, samples, lr, curve_evaluate):
+        lib = self.lib
         self._average_buffers()
         if self.test_aid == "perturb:%d" % self.rank:  # test aid: this rank's replica differs
             with self.torch.no_grad():
@@ -365,7 +435,8 @@ class DistributedOptimizer(Checkpoint):
         rec = {
             "schema": "eager-sgd-run/1", "experiment": self.meta["experiment"], "config": cfg,
             "environment": {"ranks": P, "hosts": [socket.gethostname()], "mpi": lib.eg_mpi_version(ver, 256).decode(),
-                            "cuda": None, "cudnn": None, "nccl": None,
+                            "cuda": self.torch.version.cuda if self.cuda else None, "cudnn": None,
+                            "nccl": self._nccl_version(), "gpus": self._gpus(), "data_path": self.data_path,
                             "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
                             "slurm_nodelist": os.environ.get("SLURM_JOB_NODELIST"), "date": self.date,
                             "command": " ".join([sys.executable] + sys.argv)},
@@ -390,6 +461,40 @@ class DistributedOptimizer(Checkpoint):
             rec["restarts"] = [dict(r) for r in self.restarts]
         return rec
 
+    def _gpus(self):
+        """environment.gpus: every rank's GPU (host, device index, name, PCI bus id, UUID), gathered
+        (collective); None for a CPU model (every rank agreed on the kind)."""
+        if not self.cuda:
+            return None
+        pr = self.torch.cuda.get_device_properties(self.device)
+        uuid = str(getattr(pr, "uuid", "") or "")
+        mine = {"host": socket.gethostname(), "device": self.device.index if self.device.index is not None else
+                self.torch.cuda.current_device(), "name": pr.name,
+                "bus_id": "%04X:%02X:%02X.0" % (getattr(pr, "pci_domain_id", 0), getattr(pr, "pci_bus_id", 0),
+                                                getattr(pr, "pci_device_id", 0)),
+                "uuid": ("GPU-" + uuid if uuid and not uuid.startswith("GPU-") else uuid) or None}
+        out = []
+        for p in range(self.size):
+            b = _lib.buf(1024)
+            if p == self.rank:
+                b.value = json.dumps(mine).encode()[:1023]
+            if self.lib.eg_bcast(b, len(b), p):
+                _fatal("rank %d: MPI_Bcast of the ranks' GPUs failed" % self.rank)
+            out.append(json.loads(b.value.decode()))
+        return out
+
+    def _nccl_version(self):
+        """environment.nccl: the NCCL libeager_cuda.so calls (the process's libnccl.so.2) when the
+        data path is NCCL's; else None."""
+        if self.data_path != "nccl":
+            return None
+        try:
+            v = ctypes.c_int()
+            ctypes.CDLL("libnccl.so.2").ncclGetVersion(ctypes.byref(v))
+            return "%d.%d.%d" % (v.value // 10000, v.value // 100 % 100, v.value % 100)
+        except (OSError, AttributeError):
+            return None
+
     def close(self, out=None):
         """Collective: ends an open epoch, writes the run file on rank 0 (out: a path; None: none),
         frees the handle. Returns the run record."""
@@ -404,6 +509,19 @@ class DistributedOptimizer(Checkpoint):
                 json.dump(rec, f, indent=1)
         self._final = self.counts()
         self._ctl_final = self._controller_state()  # state_dict() after close
-        self.lib.eg_free(self.g)
+        with self._on_device():
+            self.lib.eg_free(self.g)
         self.g = None
         return rec
+
+
+class _DeviceFloats:
+    """n float32 at a device address (a round's result from eg_next) as __cuda_array_interface__
+    (version 3), so that torch.as_tensor wraps it without a copy; stream None: the data is complete
+    (libpcoll's engine waited for its stream before handing the round out). The memory is
+    libpcoll's results ring: the tensor is valid until the next eg_next (_apply synchronises
+    torch's stream before that call, and keeps no reference past the round)."""
+
+    def __init__(self, ptr, n):
+        self.__cuda_array_interface__ = {"shape": (n,), "typestr": "<f4", "data": (ptr, False), "version": 3,
+                                         "strides": None, "stream": None}

@@ -22,13 +22,15 @@ class EagerSGDError(SystemExit):
 _state = {"rank": None, "size": None}
 
 
-def init():
+def init(cuda=False):
     """MPI_Init_thread(MPI_THREAD_MULTIPLE) through libeager.so unless MPI is initialised already
     (mpi4py: import it first); every rank checks that the level is MULTIPLE. Returns (rank, size).
-    Idempotent. MPI is finalized at exit if this call initialised it."""
+    Idempotent. MPI is finalized at exit if this call initialised it. cuda=True loads
+    libeager_cuda.so instead (the device data path): a script whose model is on a GPU and that calls
+    init() before it creates the optimizer passes it (the first call decides, _lib.load)."""
     if _state["rank"] is not None:
         return _state["rank"], _state["size"]
-    lib = _lib.load(_state.get("cuda", False))
+    lib = _lib.load(cuda)
     r, s, err = ctypes.c_int(), ctypes.c_int(), _lib.buf()
     if lib.eg_mpi_init(ctypes.byref(r), ctypes.byref(s), err, len(err)):
         raise EagerSGDError(err.value.decode())

@@ -2,9 +2,12 @@
 
 The library is found at $EAGER_SGD_LIB, else next to this file (pip install copies it there), else in
 the repository's build folder (a checkout used with PYTHONPATH=python). With CUDA tensors the
-package loads libeager_cuda.so instead (the same library with the NCCL data path); exactly one of
-the two is loaded in a process. RTLD_GLOBAL: the MPI it links (Open MPI's plugins need libmpi's
-symbols global, as mpi4py loads it) is then the process's MPI."""
+package loads libeager_cuda.so instead (the same library with libpcoll's device data path: NCCL,
+or staged through pinned host memory where ranks share a GPU; it serves host memory too); exactly
+one of the two is loaded in a process, the first time a model's optimizer or init() needs one, so
+that importing the package and CPU runs never load libeager_cuda.so (nor the CUDA runtime).
+RTLD_GLOBAL: the MPI it links (Open MPI's plugins need libmpi's symbols global, as mpi4py loads it)
+is then the process's MPI."""
 import ctypes
 import os
 
@@ -21,6 +24,11 @@ def _candidates(cuda):
     here = os.path.dirname(os.path.abspath(__file__))
     yield os.path.join(here, name)
     yield os.path.join(os.path.dirname(os.path.dirname(here)), "build", name)
+
+
+def loaded():
+    """Which library is loaded: None, "host" (libeager.so) or "cuda" (libeager_cuda.so)."""
+    return _which
 
 
 def load(cuda=False):
@@ -58,7 +66,7 @@ def load(cuda=False):
         "eg_switch": (I, [P, SZ, DP, C, C, SZ, C, SZ]), "eg_free": (None, [P]),
         "eg_state_save": (I, [P, P, SZ, ctypes.POINTER(SZ)]), "eg_state_rounds": (U64, [P]),
         "eg_state_read": (P, [P, P, SZ, I, C, SZ, ctypes.POINTER(I)]), "eg_state_adopt": (None, [P, P, U64]),
-        "eg_state_free": (None, [P]),
+        "eg_state_free": (None, [P]), "eg_add_applied": (None, [P, D]),
     }
     for name, (res, args) in sig.items():
         f = getattr(lib, name)

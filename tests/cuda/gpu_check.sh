@@ -22,6 +22,9 @@
 #   train       mpirun -np 2 eager-train --device cuda, 2 epochs on the carried Fashion-MNIST
 #               subset (epoch 2 replays the CUDA graph after epoch 1's evaluation); its JSON
 #               must say the steps ran as a graph (cuda_graph.graph)
+#   python      the PyTorch package with CUDA tensors (tests/python/gpu.sh: T='^py_gpu$'): 2 ranks
+#               sharing the GPU (libpcoll's staged path; NCCL too with 2+ GPUs), sync = the CPU run,
+#               majority conserved; needs a python whose torch sees the GPU ($EAGER_PY or python3)
 # Without a usable GPU every step after the preflight prints one SKIP line and the script exits 0.
 # The whole run stays within GPU_CHECK_BUDGET seconds (default 450, under 8 minutes): a step's
 # limit is cut to what is left.  Ends with one summary table.  Everything (this log, test logs,
@@ -135,6 +138,9 @@ main() {
   [ -f "$data/train-images-idx3-ubyte.gz" ] || data=/usr/share/datasets/fashion-mnist
   step train 120 train_and_check $MPIRUN -np 2 "$B/bin/eager-train" --experiment fmnist --epochs 2 \
     --device cuda --data-path "$data" --limit-train 4096 --batch 64 --out "$OUT/train_fmnist_cuda.json" --t-warn 30 --t-abort 90
+
+  step python 150 env B="$B" LOGDIR_COPY="$OUT" T='^py_gpu$' bash -c \
+    "bash tests/run.sh; rc=\$?; mkdir -p \"\$LOGDIR_COPY/test-logs\"; cp -r \"\$B\"/test-logs/py_gpu* \"\$LOGDIR_COPY/test-logs/\" 2>/dev/null; exit \$rc"
 
   # the test logs and benchmark files packed into one (a device tool may return only a few files)
   tar czf "$OUT/logs.tgz" -C "$OUT" --exclude=nn_bench_gpu test-logs bench-gpu 2> /dev/null

@@ -7,7 +7,16 @@
                  (end_epoch's hash check), every gradient conserved (sum applied = sum deposited,
                  counted and summed by the C library), no streak above tau, epoch_s without the
                  previous epoch's evaluation, the run's wall_s with the last; writes DIR/py_run_MODE.json
-  refuse         bad tau, models that differ, quorum > P, Adam, a bad mode: refused on every rank
+                 (a CPU run: libeager.so loaded, never libeager_cuda.so; the run file's data_path host)
+  refuse         bad tau, models that differ, quorum > P, Adam, parameters on two devices (rank 2's, one
+                 on "meta": no GPU needed), a bad mode: refused on every rank
+  gpu_sync KIND DIR   mode="sync" on 2 ranks, KIND cpu (writes each epoch's weights to DIR), shared (both
+                 ranks on cuda:0: libpcoll's staged path) or own (rank r on cuda:r: NCCL): the GPU runs'
+                 weights equal the cpu run's after every epoch to float tolerance; the run file's
+                 data_path and gpus (tests/python/gpu.sh)
+  gpu_partial KIND M/M.. DIR  partial1's checks with the model on the GPU (KIND shared | own)
+  gpu_refuse_kind, gpu_refuse_split   rank 1 on the CPU, rank 0 on the GPU; a model split over CPU and
+                 GPU; a CUDA model after libeager.so was loaded: refused on every rank with one line
   resume_save DIR, resume_load DIR, resume_elastic DIR   the controller's state through
                  state_dict/torch.save/load_state_dict (tests/python/run.sh resume says what each checks)
   kill           rank 1 kills itself mid-training (the job must end non-zero in bounded time)
@@ -81,21 +90,55 @@ def ddp(rundir):
               % (EPOCHS * STEPS, worst_g, worst_w))
 
 
-def partial(modes, outdir):
+def partial(modes, outdir, kind="cpu"):
     for mode in modes.split("/"):
-        partial1(mode, os.path.join(outdir, "py_run_%s.json" % mode.replace(":", "_")))
+        partial1(mode, os.path.join(outdir, "py_run_%s%s.json" % ("" if kind == "cpu" else kind + "_",
+                                                                   mode.replace(":", "_"))), kind)
 
 
-def partial1(mode, out):
-    rank, size = eager_sgd.init()
-    m = model_of()
+def device_of(kind, rank):
+    """cpu; shared: every rank on cuda:0 (libpcoll's staged path); own: rank r on cuda:r (NCCL)."""
+    if kind == "cpu":
+        return torch.device("cpu")
+    torch.backends.cuda.matmul.allow_tf32 = False  # fp32 as on the CPU (the sync comparison)
+    d = torch.device("cuda", 0 if kind == "shared" else rank)
+    torch.cuda.set_device(d)
+    return d
+
+
+def check_env(rec, kind, size):
+    """The run file's environment: data_path, and every rank's GPU (shared: the same one)."""
+    env = rec["environment"]
+    want = {"cpu": "host", "shared": "staged", "own": "nccl"}[kind]
+    if env.get("data_path") != want:
+        fail("the run file's data_path is %s, not %s (%s)" % (env.get("data_path"), want, kind))
+    g = env.get("gpus")
+    if kind == "cpu":
+        if g is not None or env.get("cuda") is not None:
+            fail("a CPU run records gpus %s, cuda %s" % (g, env.get("cuda")))
+        maps = open("/proc/self/maps").read()
+        if eager_sgd._lib.loaded() != "host" or "libeager_cuda" in maps:
+            fail("a CPU run loaded %s (libeager_cuda.so mapped: %s)"
+                 % (eager_sgd._lib.loaded(), "libeager_cuda" in maps))
+        return
+    if not g or len(g) != size or any(not x["bus_id"] or not x["name"] for x in g):
+        fail("the run file's gpus %s: not one GPU per rank with its name and bus id" % g)
+    buses = {x["bus_id"] for x in g}
+    if len(buses) != (1 if kind == "shared" else size):
+        fail("the run file's gpus %s: %d distinct bus ids for %s" % (g, len(buses), kind))
+
+
+def partial1(mode, out, kind="cpu"):
+    rank, size = eager_sgd.init(cuda=kind != "cpu")
+    dev = device_of(kind, rank)
+    m = model_of().to(dev)
     opt = eager_sgd.DistributedOptimizer(torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4),
                                          m, mode=mode, tau=TAU, seed=3, experiment="pytest", model_name="mlp",
                                          data_name="random", batch=8, epochs=EPOCHS,
                                          imbalance="random:k=1,d=30", curve_every=10)
     for e in range(EPOCHS):
         for s in range(STEPS):
-            x, y = batch(rank, e, s)
+            x, y = (t.to(dev) for t in batch(rank, e, s))
             opt.zero_grad()
             loss = torch.nn.functional.cross_entropy(m(x), y)
             loss.backward()
@@ -135,9 +178,11 @@ def partial1(mode, out):
         fail("the ranks applied different numbers of gradients")
     if c["max_streak"] > TAU or c["tau_violations"]:
         fail("a streak of %d beyond tau %d (%d violations)" % (c["max_streak"], TAU, c["tau_violations"]))
+    check_env(rec, kind, size)
     if rank == 0:
-        print("partial %s: %d rounds, fresh fraction %.3f, %d gradients conserved (sums %.6g = %.6g), max streak %d"
-              % (mode, c["rounds"], rec["summary"]["fresh_fraction"], c["grads"], v[1], c["applied_sum"],
+        print("partial %s%s: %d rounds, fresh fraction %.3f, %d gradients conserved (sums %.6g = %.6g), max streak %d"
+              % ("" if kind == "cpu" else kind + " ", mode, c["rounds"], rec["summary"]["fresh_fraction"], c["grads"],
+                 v[1], c["applied_sum"],
                  c["max_streak"]))
 
 
@@ -146,8 +191,10 @@ def refuse():
     (caught here, each line printed), then a bad mode uncaught: the job exits non-zero with its line."""
     rank, size = eager_sgd.init()
     for what, mode, tau in (("tau", "solo", -1), ("model", "majority", TAU), ("quorum", "quorum:5", TAU),
-                            ("adam", "sync", TAU)):
+                            ("adam", "sync", TAU), ("devices", "sync", TAU)):
         m = model_of(extra=(what == "model" and rank == 2))
+        if what == "devices" and rank == 2:  # one parameter elsewhere (meta: a device without a GPU)
+            m[2].bias = torch.nn.Parameter(m[2].bias.detach().to("meta"))
         o = torch.optim.Adam(m.parameters()) if what == "adam" else torch.optim.SGD(m.parameters(), lr=0.1)
         try:
             eager_sgd.DistributedOptimizer(o, m, mode=mode, tau=tau)
@@ -388,6 +435,70 @@ def resume_elastic(d):
         print("resume_elastic: the 4-rank solo state continued on %d ranks in solo" % eager_sgd.init()[1])
 
 
+def gpu_sync(kind, d):
+    """mode="sync" on the CPU (kind cpu: each epoch's weights to DIR/sync_cpu_RANK.pt) or on the GPU
+    (shared, own): then the same weights as the cpu run's after every epoch, to float tolerance."""
+    rank, size = eager_sgd.init(cuda=kind != "cpu")
+    dev = device_of(kind, rank)
+    m = model_of().to(dev)
+    opt = eager_sgd.DistributedOptimizer(torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4),
+                                         m, mode="sync", tau=TAU)
+    per_epoch = []
+    for e in range(EPOCHS):
+        for s in range(STEPS):
+            x, y = (t.to(dev) for t in batch(rank, e, s))
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(m(x), y).backward()
+            opt.step()
+        opt.end_epoch()
+        per_epoch.append([p.detach().to("cpu").clone() for p in m.parameters()])
+    rec = opt.close(os.path.join(d, "gpu_sync_%s.json" % kind))
+    if rec["summary"]["fresh_fraction"] != 1.0:
+        fail("sync rounds with fresh fraction %g" % rec["summary"]["fresh_fraction"])
+    check_env(rec, kind, size)
+    ref = os.path.join(d, "sync_cpu_%d.pt" % rank)
+    if kind == "cpu":
+        torch.save(per_epoch, ref)
+        return
+    worst = 0.0
+    for e, (got, want) in enumerate(zip(per_epoch, torch.load(ref))):
+        for a, b in zip(got, want):
+            worst = max(worst, float((a - b).abs().max()) / max(1.0, float(b.abs().max())))
+        if worst > 1e-4:
+            fail("%s: the weights after epoch %d differ from the CPU run's by %g (relative to the largest)"
+                 % (kind, e + 1, worst))
+    if rank == 0:
+        print("gpu_sync %s: %d steps on %s, data path %s: weights = the CPU run's within %.2g after every epoch"
+              % (kind, EPOCHS * STEPS, rec["environment"]["gpus"][0]["name"], rec["environment"]["data_path"], worst))
+
+
+def gpu_refuse(case):
+    """kind: rank 0's model on the GPU, rank 1's on the CPU (each loads its library), then both on the GPU
+    (rank 1 holds libeager.so); split: rank 1's model split over the CPU and the GPU. Each refused on every
+    rank, its line printed."""
+    rank = rank_env()
+    for what in (("kind", "loaded") if case == "kind" else ("split",)):
+        m = model_of()
+        if what != "kind" or rank == 0:
+            m.to("cuda:0")
+        if what == "split" and rank == 1:
+            m[0].to("cpu")
+        try:
+            eager_sgd.DistributedOptimizer(torch.optim.SGD(m.parameters(), lr=0.1), m, mode="sync", tau=TAU)
+        except eager_sgd.EagerSGDError as e:
+            print("refused %s: %s" % (what, e.line), flush=True)
+            continue
+        fail("%s was not refused" % what)
+
+
+def rank_env():
+    """This rank before MPI is up (the launcher's variables): the cases choose a device, so a library, by it."""
+    for k in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"):
+        if k in os.environ:
+            return int(os.environ[k])
+    return 0
+
+
 def kill(sig=signal.SIGKILL):
     rank, size = eager_sgd.init()
     m = model_of()
@@ -407,4 +518,8 @@ if __name__ == "__main__":
     case = sys.argv[1]
     {"ddp": lambda: ddp(sys.argv[2]), "partial": lambda: partial(sys.argv[2], sys.argv[3]),
      "resume_save": lambda: resume_save(sys.argv[2]), "resume_load": lambda: resume_load(sys.argv[2]),
-     "resume_elastic": lambda: resume_elastic(sys.argv[2]), "refuse": refuse, "kill": kill, "hang": lambda: kill(signal.SIGSTOP)}[case]()
+     "resume_elastic": lambda: resume_elastic(sys.argv[2]), "refuse": refuse,
+     "gpu_sync": lambda: gpu_sync(sys.argv[2], sys.argv[3]),
+     "gpu_partial": lambda: partial(sys.argv[3], sys.argv[4], sys.argv[2]),
+     "gpu_refuse_kind": lambda: gpu_refuse("kind"), "gpu_refuse_split": lambda: gpu_refuse("split"),
+     "kill": kill, "hang": lambda: kill(signal.SIGSTOP)}[case]()

@@ -1,9 +1,10 @@
 #!/bin/bash
 # run.sh CASE: one check of the PyTorch package (tests/python/check.py) under $MPIRUN with 4 ranks,
 # in $B/venv's python with $B/libeager.so (tests/python.tests; tests/run.sh sets B, MPIRUN, LOGDIR).
-#   ddp | partial M/M/..    check.py passes (partial: each mode's run file valid against run.schema.json)
-#   refuse                  each refusal's line on every rank; the last, uncaught, ends the job
-#                           non-zero with one line per rank and no traceback
+#   ddp | partial M/M/..    check.py passes (partial: each mode's run file valid against run.schema.json,
+#                           its data_path host, libeager_cuda.so never loaded)
+#   refuse                  each refusal's line on every rank (parameters on two devices among them); the
+#                           last, uncaught, ends the job non-zero with one line per rank and no traceback
 #   mismatch RANK           a replica made to differ on RANK (test aid): every rank names RANK
 #   lost RANK               RANK drops one round (test aid): the epoch's hash check names RANK
 #   resume                  the controller's carried state and the run through a checkpoint (state_dict,
@@ -48,8 +49,9 @@ case $1 in
     all_ranks "(ranks differing from rank 0: 2)"
     all_ranks "refused quorum: mode 'quorum:5': quorum 5 is more than the 4 ranks of this run (1..4) (on every rank)"
     all_ranks "refused adam: the optimizer is Adam: eager_sgd wraps torch.optim.SGD (on every rank)"
+    all_ranks "refused devices: rank 2: parameters on cpu and meta: eager_sgd takes a model whose parameters are all on one device"
     all_ranks "eager_sgd: mode 'bogus': unknown policy 'bogus'"
-    echo "refuse: 5 refusals, each on all 4 ranks; the uncaught one ended the job non-zero" ;;
+    echo "refuse: 6 refusals, each on all 4 ranks; the uncaught one ended the job non-zero" ;;
   mismatch|lost)
     aid=perturb; [ "$1" = lost ] && aid=skip-round
     EAGER_SGD_TEST_BREAK=$aid:$2 run partial majority "$LOGDIR/py_broken.json" &&
