@@ -27,12 +27,13 @@ enum { K_SLOW = 6 };         /* the slow rank's extra sleep, in its own balanced
 enum { FOLLOW_MIN_N = 100 }; /* settled rounds a phase must have to be judged */
 
 /* What the records of one run say, per phase (0, 1, 2) and kind (0 sync, 1 partial): each rank's
- * summed cycle times and their count, and the phase's settled rounds and those run in sync. */
+ * summed cycle times, the summed worth of the gradients they made, and their count; the phase's
+ * settled rounds and those run in sync; each rank's gradients applied since it last took part. */
 typedef struct {
-    double cost[3][2][64], step[3][2][64];
+    double cost[3][2][64], step[3][2][64], worth[3][2][64];
     long n[3][2][64];
     int last_kind[64], last_ph[64];
-    uint64_t settled[3], settled_sync[3];
+    uint64_t settled[3], settled_sync[3], gsince[64];
 } follow_t;
 
 /* One measurement's span in rounds, M = window + 2 f P (f: the slow rank's cycle over a fast one's). */
@@ -51,30 +52,36 @@ static inline uint64_t follow_settle(const ctl_policy_cfg_t *c, int P, int ph) {
     return (ph ? follow_D(c, P, ph) : 0) + 3 * M;
 }
 
-/* Adds a round's record. A rank's cycle that spans a change of kind or of phase is not counted. */
+/* Adds a round's record. A rank's cycle that spans a change of kind or of phase is not counted.
+ * A gradient's worth is 1 / (1 + lag), lag the gradients applied since its rank last took part
+ * over P (the rule's default worth and lag, docs/DESIGN.md#7-the-controller): 0 in sync, and in a
+ * partial round that every rank reached in time (alike ranks deposit together) as well. */
 static inline void follow_add(follow_t *f, const pcoll_record_t *rec, const ctl_policy_cfg_t *c, long from,
                               long until) {
     const long r = (long)rec->round;
     const int ph = r < from ? 0 : until < 0 || r < until ? 1 : 2, k = rec->mode != PCOLL_SYNC;
     const long start = ph == 0 ? 0 : ph == 1 ? from : until;
     if ((uint64_t)(r - start) >= follow_settle(c, rec->P, ph)) f->settled[ph]++, f->settled_sync[ph] += !k;
+    uint64_t nf = 0;
+    for (int p = 0; p < rec->P && p < 64; p++) nf += rec->fresh[p];
     for (int p = 0; p < rec->P && p < 64; p++) {
         if (!rec->fresh[p] || !rec->cost) continue;
         if (f->last_kind[p] == k && f->last_ph[p] == ph)
             f->cost[ph][k][p] += rec->cost[p], f->step[ph][k][p] += rec->step ? rec->step[p] : 0,
-                f->n[ph][k][p]++;
+                f->worth[ph][k][p] += 1 / (1 + (double)f->gsince[p] / rec->P), f->n[ph][k][p]++;
         f->last_kind[p] = k, f->last_ph[p] = ph;
     }
+    for (int p = 0; p < rec->P && p < 64; p++) f->gsince[p] = rec->fresh[p] ? 0 : f->gsince[p] + nf;
 }
 
 /* Kind k's score in phase ph (gradients per second at their worth 1/(1+lag), lag in sync steps, as
- * the rule counts them) from the ranks' mean cycles c_p there: sync takes P gradients per mean cycle;
- * a partial level takes rank p's every c_p, lag_p the others' gradients in c_p over P. A kind that
- * did not run in the phase (some rank with fewer than 2 cycles of it: the screen skipped its probe)
- * is scored by the same model on the other kind's cycles: sync at a round per the slowest rank's
- * cycle, a partial level at cycles of each rank's step plus sync's overhead (the mean sync cycle less
- * the slowest rank's mean step: with alike ranks, sync's score over 1 + (P-1)/P);
- * *modelled is set. 0: neither kind ran. */
+ * the rule counts them): where it ran, sum over ranks of 1/c_p (c_p: p's mean cycle there) times the
+ * mean worth of p's gradients there (follow_add). A kind that did not run in the phase (some rank
+ * with fewer than 2 cycles of it: the screen skipped its probe) is scored by the rule's model on the
+ * other kind's cycles: sync at a round per the slowest rank's cycle; a partial level at cycles of
+ * each rank's step plus sync's overhead (the mean sync cycle less the slowest rank's mean step),
+ * rank p's gradients lagging by the others' made in c_p, over P (with alike ranks, sync's score over
+ * 1 + (P-1)/P); *modelled is set. 0: neither kind ran. */
 static inline double follow_score(const follow_t *f, int ph, int k, int P, int *modelled) {
     double c[64], all = 0, sum = 0, slowest = 0, step_max = 0;
     long cnt = 0;
@@ -89,9 +96,13 @@ static inline double follow_score(const follow_t *f, int ph, int k, int P, int *
         const double st = f->step[ph][src][p] / f->n[ph][src][p];
         step_max = st > step_max ? st : step_max;
     }
-    if (!k) return src ? P / slowest : P * cnt / sum;
-    if (*modelled) /* a partial level modelled from sync's records */
-        for (int p = 0; p < P; p++) c[p] = f->step[ph][0][p] / f->n[ph][0][p] + sum / cnt - step_max;
+    if (!*modelled) {
+        double s = 0;
+        for (int p = 0; p < P; p++) s += f->worth[ph][k][p] / f->n[ph][k][p] / c[p];
+        return s;
+    }
+    if (!k) return P / slowest;
+    for (int p = 0; p < P; p++) c[p] = f->step[ph][0][p] / f->n[ph][0][p] + sum / cnt - step_max;
     for (int p = 0; p < P; p++) all += 1 / c[p];
     double s = 0;
     for (int p = 0; p < P; p++) s += 1 / c[p] / (1 + (all * c[p] - 1) / P);
@@ -113,15 +124,20 @@ static inline int follow_check(const follow_t *f, const ctl_switch_t *sw, size_t
                "after %llu in it\n",
                ph, sy, my ? " (model)" : "", pa, mp ? " (model)" : "", want_sync ? "sync" : "partial", margin,
                100 * share, (unsigned long long)n, (unsigned long long)follow_settle(c, P, ph));
+        int judge = 1;
         if (!sy || !pa) {
             printf("FAIL: phase %d: no kind of level ran 2 cycles of every rank in it\n", ph);
             fails++;
-        } else if (margin < FOLLOW_CLEAR) {
-            printf("FAIL: phase %d: best kind by only %.2fx (at least %.2fx): not a clear choice\n", ph,
+        } else if (margin < FOLLOW_CLEAR && ph == 1) {
+            printf("FAIL: phase 1: best kind by only %.2fx (at least %.2fx): the slow rank made no clear "
+                   "choice\n",
                    margin, FOLLOW_CLEAR);
             fails++;
+        } else if (margin < FOLLOW_CLEAR) { /* alike ranks whose partial rounds took every rank fresh */
+            printf("phase %d: the kinds within %.2fx of each other: either is right\n", ph, FOLLOW_CLEAR);
+            judge = 0;
         }
-        if (n < FOLLOW_MIN_N || share < FOLLOW_SHARE) {
+        if (judge && (n < FOLLOW_MIN_N || share < FOLLOW_SHARE)) {
             printf("FAIL: phase %d: %.0f%% of %llu rounds at its best kind (at least %.0f%% of %d or more)\n",
                    ph, 100 * share, (unsigned long long)n, 100 * FOLLOW_SHARE, FOLLOW_MIN_N);
             fails++;
