@@ -16,13 +16,15 @@
  *                   bounds set from what the run measures about itself, not from fixed times (see
  *                   follow_mpi.h): the slow rank sleeps X = K_SLOW x its own mean cycle over the
  *                   balanced phase's last steps (--factor is ignored); each phase's best kind of level
- *                   (sync, or a partial level) is computed from the cycle times the ranks reported in
- *                   that phase's own rounds of each kind (one the screen skipped: the rule's model on
- *                   the other kind's records), and must win by CLEAR; a probe of every level
- *                   must begin within a bound D of rounds of each change (one measurement's span M =
- *                   window + 2 f P rounds, f = 1 + K_SLOW: 2 deposits of every rank, the slow rank's
- *                   taking about f (P - 1) rounds in solo), and from D + 3 M rounds after a phase's start
- *                   (the probe's measurements) to its end at least 80% of the rounds run that kind
+ *                   (sync, or a partial level) is scored from that phase's own records of each kind
+ *                   (cycle times and the gradients' worth; one the screen skipped: the rule's model
+ *                   on the other kind's records); the slow phase's must win by CLEAR, a balanced
+ *                   phase whose kinds tie within CLEAR takes either; a probe of every level must
+ *                   begin within a bound D of rounds of each change, or be in progress at it (one
+ *                   measurement's span M = window + 2 f P rounds, f = 1 + K_SLOW: 2 deposits of
+ *                   every rank, the slow rank's taking about f (P - 1) rounds in solo), and from
+ *                   D + 3 M rounds after a phase's start (the probe's measurements) to its end at
+ *                   least 80% of the rounds run that kind
  * Prints the longest rejection streak per rank and the decision hash; checks that every rank made
  * the same decisions (hash compared across ranks) and logged the same switches.
  */
