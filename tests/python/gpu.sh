@@ -28,13 +28,10 @@ run() {  # run NAME ARGS...: 2 ranks of check.py ARGS, the log in $d/NAME.out
   local name=$1; shift
   $MPIRUN -np 2 "$PY" tests/python/check.py "$@" >"$d/$name.out" 2>&1
 }
+# shellcheck source=tests/python/lib.sh
+. tests/python/lib.sh
 ok() { grep -h "^$2" "$d/$1.out"; }
 die() { cat "$d/$1.out"; echo "gpu.sh: $2"; exit 1; }
-both() {  # the line $2 (fixed string) on both ranks of job $1
-  local n; n=$(grep -oF -- "$2" "$d/$1.out" | wc -l)
-  [ "$n" = 2 ] || die "$1" "'$2' on $n of 2 ranks"
-  ! grep -q Traceback "$d/$1.out" || die "$1" "a traceback instead of one line"
-}
 valid() { "$B/bin/pcoll-validate" results/schema/run.schema.json "$1" && "$B/bin/pcoll-compare" "$1" >/dev/null ||
   { echo "gpu.sh: $1 not valid or not read by pcoll-compare"; exit 1; }; }
 run sync_cpu gpu_sync cpu "$d" || die sync_cpu "the CPU reference run failed"
@@ -47,8 +44,8 @@ for k in $kinds; do
   ok "partial_$k" "partial $k"; valid "$d/py_run_${k}_majority.json"
 done
 run refuse_kind gpu_refuse_kind || die refuse_kind "check.py failed"
-both refuse_kind "refused kind: the model is on a GPU on ranks 0 and on the CPU on ranks 1: every rank's model on the same kind of device"
-both refuse_kind "refused loaded: rank 1: the model is on cuda:0 and libeager.so is loaded already"
+on_ranks 2 "$d/refuse_kind.out" "refused kind: the model is on a GPU on ranks 0 and on the CPU on ranks 1: every rank's model on the same kind of device"
+on_ranks 2 "$d/refuse_kind.out" "refused loaded: rank 1: the model is on cuda:0 and libeager.so is loaded already"
 run refuse_split gpu_refuse_split || die refuse_split "check.py failed"
-both refuse_split "refused split: rank 1: parameters on cpu and cuda:0: eager_sgd takes a model whose parameters are all on one device"
+on_ranks 2 "$d/refuse_split.out" "refused split: rank 1: parameters on cpu and cuda:0: eager_sgd takes a model whose parameters are all on one device"
 echo "gpu.sh: CUDA tensors through the device path ($kinds): sync = CPU, majority conserved and replicas equal, 3 refusals on both ranks"

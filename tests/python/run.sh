@@ -30,12 +30,8 @@ for d in "$B" "${B%-mpich}" "${B%-openmpi}"; do PY=$d/venv/bin/python3; [ -x "$P
 export EAGER_SGD_LIB=$PWD/$B/libeager.so OMP_NUM_THREADS=1 PYTHONWARNINGS=ignore
 out=$LOGDIR/py_$1_$(echo "${2:-}" | tr /: __).out
 run() { $MPIRUN -np 4 "$PY" tests/python/check.py "$@" >"$out" 2>&1; }
-# every one of the 4 ranks printed the line $1 (fixed string) once, and the job failed
-all_ranks() {
-  local n; n=$(grep -oF -- "$1" "$out" | wc -l)  # occurrences: two ranks' lines may share one line of the log
-  [ "$n" = 4 ] || { cat "$out"; echo "run.sh: '$1' on $n of 4 ranks"; exit 1; }
-  ! grep -q Traceback "$out" || { cat "$out"; echo "run.sh: a traceback instead of one line"; exit 1; }
-}
+# shellcheck source=tests/python/lib.sh
+. tests/python/lib.sh
 case $1 in
   ddp) d=$(cd "$LOGDIR" && pwd); rm -f "$d/rendezvous"; run ddp "$d" || { cat "$out"; exit 1; }; tail -1 "$out" ;;
   partial)
@@ -44,33 +40,33 @@ case $1 in
     for m in ${2//\// }; do "$B/bin/pcoll-validate" results/schema/run.schema.json "$LOGDIR/py_run_${m/:/_}.json" || exit 1; done ;;
   refuse)
     run refuse && { cat "$out"; echo "run.sh: refuse: the job succeeded"; exit 1; }
-    all_ranks "refused tau: tau -1: must be >= 0 (0: no bound) (on every rank)"
-    all_ranks "refused model: the model (its parameters' names and shapes) differs across ranks: rank 0 has"
-    all_ranks "(ranks differing from rank 0: 2)"
-    all_ranks "refused quorum: mode 'quorum:5': quorum 5 is more than the 4 ranks of this run (1..4) (on every rank)"
-    all_ranks "refused adam: the optimizer is Adam: eager_sgd wraps torch.optim.SGD (on every rank)"
-    all_ranks "refused devices: rank 2: parameters on cpu and meta: eager_sgd takes a model whose parameters are all on one device"
-    all_ranks "eager_sgd: mode 'bogus': unknown policy 'bogus'"
+    on_ranks 4 "$out" "refused tau: tau -1: must be >= 0 (0: no bound) (on every rank)"
+    on_ranks 4 "$out" "refused model: the model (its parameters' names and shapes) differs across ranks: rank 0 has"
+    on_ranks 4 "$out" "(ranks differing from rank 0: 2)"
+    on_ranks 4 "$out" "refused quorum: mode 'quorum:5': quorum 5 is more than the 4 ranks of this run (1..4) (on every rank)"
+    on_ranks 4 "$out" "refused adam: the optimizer is Adam: eager_sgd wraps torch.optim.SGD (on every rank)"
+    on_ranks 4 "$out" "refused devices: rank 2: parameters on cpu and meta: eager_sgd takes a model whose parameters are all on one device"
+    on_ranks 4 "$out" "eager_sgd: mode 'bogus': unknown policy 'bogus'"
     echo "refuse: 6 refusals, each on all 4 ranks; the uncaught one ended the job non-zero" ;;
   mismatch|lost)
     aid=perturb; [ "$1" = lost ] && aid=skip-round
     EAGER_SGD_TEST_BREAK=$aid:$2 run partial majority "$LOGDIR/py_broken.json" &&
       { cat "$out"; echo "run.sh: $1 on rank $2 went unnoticed"; exit 1; }
-    all_ranks "the replicas' weights hash after epoch 1 differs across ranks" &&
-      all_ranks "(ranks differing from rank 0: $2)" ;;
+    on_ranks 4 "$out" "the replicas' weights hash after epoch 1 differs across ranks" &&
+      on_ranks 4 "$out" "(ranks differing from rank 0: $2)" ;;
   resume)
     d=$(cd "$LOGDIR" && pwd)/py_resume; rm -rf "$d"; mkdir -p "$d"
     run resume_save "$d" || { cat "$out"; exit 1; }
     grep '^resume_save' "$out"
     run resume_load "$d" || { cat "$out"; exit 1; }
-    all_ranks "refused corrupt: state_dict['eager_sgd']['state']: controller state: checksum mismatch (truncated or corrupt) (on every rank)"
-    all_ranks "refused version: state_dict['eager_sgd']['format']: 'eager-sgd-controller/9', this package reads 'eager-sgd-controller/2' and 'eager-sgd-controller/1' (on every rank)"
-    all_ranks "refused run: state_dict['eager_sgd']['run']['epochs']: -1, not a count >= 0 (on every rank)"
-    all_ranks "refused ranks: the state_dict loaded (its 'eager_sgd' key and SGD state) differs across ranks: rank 0 has"
-    all_ranks "(ranks differing from rank 0: 2)"
-    all_ranks "refused policy: state_dict['eager_sgd']: an adaptive controller's state (mode 'adaptive,start=solo,window=65536,screen=off'), and this optimizer's mode is 'majority' (on every rank)"
-    all_ranks "refused mid-epoch: rank "  # state_dict(): on the rank that calls it (here every rank)
-    all_ranks "refused mid-epoch: load_state_dict() in epoch 2 after a step(): a state is loaded between epochs (on every rank)"
+    on_ranks 4 "$out" "refused corrupt: state_dict['eager_sgd']['state']: controller state: checksum mismatch (truncated or corrupt) (on every rank)"
+    on_ranks 4 "$out" "refused version: state_dict['eager_sgd']['format']: 'eager-sgd-controller/9', this package reads 'eager-sgd-controller/2' and 'eager-sgd-controller/1' (on every rank)"
+    on_ranks 4 "$out" "refused run: state_dict['eager_sgd']['run']['epochs']: -1, not a count >= 0 (on every rank)"
+    on_ranks 4 "$out" "refused ranks: the state_dict loaded (its 'eager_sgd' key and SGD state) differs across ranks: rank 0 has"
+    on_ranks 4 "$out" "(ranks differing from rank 0: 2)"
+    on_ranks 4 "$out" "refused policy: state_dict['eager_sgd']: an adaptive controller's state (mode 'adaptive,start=solo,window=65536,screen=off'), and this optimizer's mode is 'majority' (on every rank)"
+    on_ranks 4 "$out" "refused mid-epoch: rank "  # state_dict(): on the rank that calls it (here every rank)
+    on_ranks 4 "$out" "refused mid-epoch: load_state_dict() in epoch 2 after a step(): a state is loaded between epochs (on every rank)"
     [ "$(grep -c "key is eager-sgd-controller/1: it has no run totals, so the run file's epochs and summary start afresh" "$out")" = 1 ] ||
       { cat "$out"; echo "run.sh: not one line (rank 0's) saying a format-1 key starts the run file afresh"; exit 1; }
     "$B/bin/pcoll-validate" results/schema/run.schema.json "$d/resumed_majority.json" || exit 1
