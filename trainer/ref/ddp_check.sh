@@ -138,8 +138,8 @@ race_regimes() {
   # (the schedules' phases are in epochs: resolved at 8 steps an epoch; the mirror's parser too)
   for s in $specs; do
     "$DL" "$s" 1 4 1 10 64 8 >/dev/null || { echo "FAIL: ddp_race.sh's regime spec '$s' is refused by eager-train"; bad=1; }
-    python3 -c 'import sys; sys.path.insert(0, "trainer/ref"); import ddp_mirror as m; i = m.Imbalance(sys.argv[1]); i.resolve(8, 8)' "$s" ||
-      { echo "FAIL: ddp_race.sh's regime spec '$s' is refused by ddp_mirror.py"; bad=1; }
+    python3 -c 'import sys; sys.path.insert(0, "trainer/ref"); import ddp_imbalance as m; i = m.Imbalance(sys.argv[1]); i.resolve(8, 8)' "$s" ||
+      { echo "FAIL: ddp_race.sh's regime spec '$s' is refused by ddp_mirror.py (ddp_imbalance.py)"; bad=1; }
   done
   [ "$(wc -w <<<"$specs")" = "$(wc -w <<<"$names")" ] ||
     { echo "FAIL: ddp_race.sh --dry-run gave $(wc -w <<<"$specs") imbalance specs for the regimes $names: $specs"; bad=1; }
