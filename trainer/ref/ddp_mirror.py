@@ -55,6 +55,7 @@ This file: the command line (parse), one rank's run (worker) and main.
 """
 import argparse
 import os
+import sys
 import time
 import warnings
 
@@ -323,10 +324,14 @@ def worker(rank, args):
     if rank == 0:
         write_outputs(args, torch.__version__, torch.get_num_threads(), N, test.n, epochs, curve, allt, wall,
                       reached, init_hash, nparams, cls)
-    # every rank reaches the teardown together: a rank that tore gloo down while rank 0 was still
-    # writing aborted another ("terminate called without an active exception", 1 of ~100 runs)
+    # every rank reaches the end together (rank 0 has written its files), then leaves without
+    # tearing gloo down: its threads' destructors at interpreter exit aborted a rank ("terminate
+    # called without an active exception", about 1 run in 100, also after destroy_process_group
+    # behind a barrier), a non-zero exit for a run whose files were complete
     dist.barrier()
-    dist.destroy_process_group()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def free_port():
