@@ -19,7 +19,7 @@
  * Kept as it is: recorded hashes and checkpoints depend on it. */
 #define HASH_FNV1A64_INIT 1469598103934665603ull
 /* FNV's own offset basis, for fingerprints that programs outside this project compute too (the
- * DDP mirror's initial-weights hash, in Python: trainer/ref/ddp_mirror.py). */
+ * DDP mirror's initial-weights hash, in Python: trainer/ref/ddp_preset.py fnv1a64). */
 #define HASH_FNV1A64_BASIS 0xCBF29CE484222325ull
 
 /* One FNV-1a step with a whole value x as the unit (not its bytes one by one): h' = (h ^ x) * prime.

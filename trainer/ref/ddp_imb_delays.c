@@ -1,6 +1,6 @@
 /* ddp_imb_delays.c -- eager-train's injected delays (collectives/sim/imbalance.c) for the mirror check:
  * the delay of every (step, rank) as a JSON array of steps, each an array over the ranks, printed
- * with 17 significant digits so that trainer/ref/ddp_check.sh can require ddp_mirror.py's
+ * with 17 significant digits so that trainer/ref/ddp_check.sh can require ddp_mirror.py's (trainer/ref/ddp_imbalance.py)
  * delays to be the same doubles.
  * Usage: ddp_imb_delays SPEC SEED RANKS STEPS COMPUTE_MS COST [STEPS_PER_EPOCH]   (exit 1 on a bad
  * SPEC, named; STEPS_PER_EPOCH resolves a schedule's epochs as the mirror's shard epochs do: epoch E
