@@ -26,6 +26,8 @@
 #               sharing the GPU (libpcoll's staged path; NCCL too with 2+ GPUs), sync = the CPU run,
 #               majority conserved; needs a python whose torch sees the GPU ($EAGER_PY or python3)
 # Without a usable GPU every step after the preflight prints one SKIP line and the script exits 0.
+# GPU_CHECK_STEPS (an extended regex of step names, e.g. 'python|train'): only those steps run after
+# the preflight, the others print one SKIP line (a rerun of what failed, in less device time).
 # The whole run stays within GPU_CHECK_BUDGET seconds (default 450, under 8 minutes): a step's
 # limit is cut to what is left.  Ends with one summary table.  Everything (this log, test logs,
 # benchmark and training JSON) is written under $OUT (default ./gpu-check-out); the test logs and
@@ -36,6 +38,7 @@ cd "$(dirname "$0")/../.."
 B=${B:-build}
 . tests/device/steps.sh # steps_init, step, row, elapsed, host_lines, resolve_libraries, check_binaries, mpi_env
 steps_init gpu-check "${GPU_CHECK_BUDGET:-450}"
+STEP_ONLY=${GPU_CHECK_STEPS:-}
 GPU=""        # non-empty: a usable GPU (the device line of nn_bench_gpu --check)
 NOGPU_WHY=""
 
@@ -117,6 +120,22 @@ sys.exit(0 if g and g["graph"] and g["graph_steps"] > 0 else 1)
 PY
 }
 
+# the PyTorch package with CUDA tensors (py_gpu); its logs copied under $OUT. Run only where the
+# preflight found a usable GPU, so a skip of py_gpu here (no python whose torch sees the GPU, no
+# libeager_cuda.so) is a failure: the package's device path went untested
+python_gpu() {
+  local out rc=0
+  out=$(T='^py_gpu$' bash tests/run.sh 2>&1) || rc=$?
+  printf '%s\n' "$out"
+  mkdir -p "$OUT/test-logs"
+  cp -r "$B"/test-logs/py_gpu* "$OUT/test-logs/" 2> /dev/null
+  if grep -q '^SKIP py_gpu ' <<< "$out"; then
+    echo "FAIL: py_gpu skipped on a machine with a usable GPU: the PyTorch package's CUDA path was not tested"
+    return 1
+  fi
+  return $rc
+}
+
 main() {
   mpi_env
   export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
@@ -139,8 +158,7 @@ main() {
   step train 120 train_and_check $MPIRUN -np 2 "$B/bin/eager-train" --experiment fmnist --epochs 2 \
     --device cuda --data-path "$data" --limit-train 4096 --batch 64 --out "$OUT/train_fmnist_cuda.json" --t-warn 30 --t-abort 90
 
-  step python 150 env B="$B" LOGDIR_COPY="$OUT" T='^py_gpu$' bash -c \
-    "bash tests/run.sh; rc=\$?; mkdir -p \"\$LOGDIR_COPY/test-logs\"; cp -r \"\$B\"/test-logs/py_gpu* \"\$LOGDIR_COPY/test-logs/\" 2>/dev/null; exit \$rc"
+  step python 150 python_gpu
 
   # the test logs and benchmark files packed into one (a device tool may return only a few files)
   tar czf "$OUT/logs.tgz" -C "$OUT" --exclude=nn_bench_gpu test-logs bench-gpu 2> /dev/null
@@ -150,7 +168,7 @@ main() {
   return $FAILED
 }
 
-export -f train_and_check collectives_gpu
+export -f train_and_check collectives_gpu python_gpu
 export B
 export OUT
 main "$@" 2>&1 | tee "$OUT/gpu_check.log"

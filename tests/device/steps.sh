@@ -5,7 +5,9 @@
 #
 # The caller calls steps_init first (OUT, BUDGET, T0, SUMMARY, FAILED), and may set
 #   STEP_SKIP_WHY: non-empty: every step prints one SKIP line with it and does not run (e.g. no
-#   usable GPU); STEP_NOTE: appended to the next step's summary row.
+#   usable GPU); STEP_NOTE: appended to the next step's summary row; STEP_ONLY: an extended regex:
+#   only the steps whose names match it run, the others print one SKIP line ("not selected"), so a
+#   rerun on a lent machine spends its time on the steps that failed.
 
 # steps_init NAME BUDGET_S: OUT (default ./NAME-out, made absolute; logs go to $OUT/STEP.log), the
 # budget, the start time, an empty summary
@@ -37,6 +39,11 @@ kill_session() { local p; p=$(session_pids "$1"); [ -n "$p" ] && kill -"$2" $p 2
 # step NAME LIMIT_S CMD...: CMD in a new session, log $OUT/NAME.log (and on stdout); verdict row
 step() {
   local name=$1 limit=$2; shift 2
+  if [ -n "${STEP_ONLY:-}" ] && ! [[ $name =~ ^($STEP_ONLY)$ ]]; then
+    echo "SKIP $name: not selected (STEP_ONLY=$STEP_ONLY)"
+    row "$name" SKIP - "not selected"
+    return 0
+  fi
   if [ -n "${STEP_SKIP_WHY:-}" ]; then
     echo "SKIP $name: $STEP_SKIP_WHY"
     row "$name" SKIP - "$STEP_SKIP_WHY"

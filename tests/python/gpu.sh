@@ -13,13 +13,16 @@
 # Exit 77 (SKIP, one line) without one, or without $B/libeager_cuda.so.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
-PY=""
+PY="" seen=""
 for p in "${EAGER_PY:-}" "$B/venv/bin/python3" "$(command -v python3)"; do
   [ -n "$p" ] && [ -x "$p" ] || continue
-  n=$("$p" -c 'import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)' 2>/dev/null | tail -1)
-  [ "${n:-0}" -ge 1 ] 2>/dev/null && { PY=$p; NGPU=$n; break; }
+  out=$("$p" -c 'import torch; print(torch.cuda.device_count() if torch.cuda.is_available() else 0)' 2>&1)
+  n=$(tail -1 <<< "$out")
+  [ "$n" -ge 1 ] 2>/dev/null && { PY=$p; NGPU=$n; break; }
+  # what each python said (an import error, or 0 GPUs): printed before the skip line
+  seen="$seen  $p: $( [[ $n =~ ^[0-9]+$ ]] && echo "torch sees $n GPUs" || echo "${n:0:300}")"$'\n'
 done
-[ -n "$PY" ] || { echo "SKIP: no CUDA device (no python among \$EAGER_PY, $B/venv, python3 has torch with a usable GPU)"; exit 77; }
+[ -n "$PY" ] || { printf '%s' "$seen"; echo "SKIP: no CUDA device (no python among \$EAGER_PY, $B/venv, python3 has torch with a usable GPU)"; exit 77; }
 [ -f "$B/libeager_cuda.so" ] || { echo "SKIP: no $B/libeager_cuda.so (built only with CUDA and NCCL)"; exit 77; }
 echo "gpu.sh: $PY (torch $("$PY" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda)' 2>/dev/null)), $NGPU GPU(s)"
 export EAGER_SGD_LIB=$PWD/$B/libeager.so OMP_NUM_THREADS=1 PYTHONWARNINGS=ignore
