@@ -201,6 +201,8 @@ experiments_dry)
   want experiments/regimes.sh -- "$B/bin/pcoll-compare --versus adaptive results/runs/regimes-p4/p4"
   want experiments/ddp.sh --ranks 4 -- 'bash jobs/ddp_race.sh --epochs 2 --limit-train 12000 --curve-test 2000 --epoch-mode global --both-opts "--milestones 1" --seeds "1 2 3" --ranks 4 --modes "sync majority adaptive" --imbalances "none random1 random2 lognormal" --out results/runs/ddp-p4'
   want experiments/schedules.sh -- 'bash jobs/ddp_race.sh --epochs 3 --limit-train 8000 --curve-test 2000 --epoch-mode global --both-opts "--milestones 2" --seeds "1 2 3" --ranks 4 --modes "sync solo majority adaptive" --imbalances "strag_mid slow_half ln_wave" --out results/runs/schedules-p4'
+  want experiments/schedules.sh --budget issue -- 'bash jobs/sched_race.sh --ranks 4 --seeds "1 2 3" --modes "sync solo majority adaptive adaptive+change=steps" --out results/runs/sched-race'
+  want experiments/schedules.sh --budget issue -- "$B/bin/pcoll-compare --versus adaptive results/runs/sched-race/p4"
   want experiments/torch.sh -- 'bash jobs/torch_race.sh --ranks 4 --epochs 2 --limit-train 8192 --both-opts "--milestones 1" --out results/runs/torch-race-p4'
   want experiments/torch.sh --ranks 8 -- 'bash jobs/torch_race.sh --ranks 8 --epochs 2 --limit-train 8192 --both-opts "--milestones 1" --out results/runs/torch-race-p8'
   want experiments/torch.sh --ranks 8 -- 'cat results/runs/torch-race-p8/compare-p8.md results/runs/torch-race-p8/compare-p8-held.md results/runs/torch-race-p8/overhead-p8.txt'
@@ -237,7 +239,7 @@ experiments_dry)
           {epoch: 2, round: 1, from: "solo", to: "sync", reason: "probe due: solo score 3+-0.1, pooled before 3+-0.1; probe: solo -> sync"}]' \
       "$T/reg/p4/linear/adaptive-s1.json" >"$T/sch/p4/strag_mid/adaptive-s1.json"
     out=$(bash experiments/schedules.sh --table --out "$T/sch" 2>&1)
-    grep -qxF '| strag_mid | 1 | 0, 1, 2 | 0.2 sync -> majority (probing); 0.4 majority -> sync (chosen); 1.5 sync -> majority (detected); 2.1 solo -> sync (probe due) |' <<<"$out" ||
+    grep -qxF '| strag_mid | adaptive,window=32 | 1 | 0, 1, 2 | 0.2 sync -> majority (probing); 0.4 majority -> sync (chosen); 1.5 sync -> majority (detected); 2.1 solo -> sync (probe due) |' <<<"$out" ||
       fail "schedules.sh --table: no switch log line: $out"
     grep -q '^### fmnist: .*: adaptive against the best static mode$' <<<"$out" || fail "schedules.sh --table: no regime table: $out"
   else
