@@ -517,6 +517,15 @@ static void gpu_extras(const sr_model_t *d, nn_model_t *c, nn_cuda_model_t *g, i
                st.graph_steps, st.captures, st.invalidations, st.eager_steps);
         nt_check(st.eager_steps == 0 && st.graph_steps >= 4, "steps after the evaluation ran as a graph",
                  (double)st.eager_steps, 0);
+        /* the batch left on the device (b == NULL, as bench-gpu's input-resident rows): the same step */
+        long before = st.graph_steps;
+        CT_CHECK(nn_cuda_step_graph(g, NULL), g);
+        CT_CHECK(nn_cuda_grads_to_host(g, gr), g);
+        e = nt_relerr(gr, ge, c->nparams, 1e-6);
+        nt_check(e <= 1e-5, "CUDA-graph step on the batch left on the device (NULL) vs eager", e, 1e-5);
+        nn_cuda_graph_stats(g, &st);
+        nt_check(st.graph_steps == before + 1, "the NULL step replayed the graph",
+                 (double)(st.graph_steps - before), 1);
         free(ge);
         free(gr);
     }

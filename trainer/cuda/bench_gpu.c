@@ -1,10 +1,15 @@
 /* bench_gpu.c: step time (zero_grad + forward + backward + SGD update) of the paper's models on
- * the GPU, in strict fp32 and with TF32 (NN_CUDA_TF32_ALL: convolutions, LSTM and GEMMs).
+ * the GPU, in strict fp32 and with TF32 (NN_CUDA_TF32_ALL: convolutions, LSTM and GEMMs), with
+ * the input in two places:
+ *   host    the batch starts in host memory each step and is copied in (the trainer's path)
+ *   device  the batch is already on the device (nn_cuda_step_graph(m, NULL)): the model's step
+ *           alone, as a benchmark that keeps its input tensor on the GPU measures it
  * Usage: nn_bench_gpu [--check] [iters=20] [model ...]   models: resnet32 resnet50 lstm
  *   --check: print the device (exit 0) or why there is none (exit 1), nothing else.
- * Prints one line per (model, precision): "model batch precision median_ms min_ms" (median of
- * iters after 3 warm-ups; the image models run through nn_cuda_step_graph, i.e. a CUDA graph
- * from the third step on, as the trainer does; the LSTM runs eagerly).
+ *   NN_BENCH_SKIP: space-separated model/precision pairs not to run (e.g. "resnet50/fp32").
+ * Prints one line per (model, precision, input): "model batch precision input median_ms min_ms"
+ * (median of iters after 3 warm-ups; the image models run through nn_cuda_step_graph, i.e. a CUDA
+ * graph from the third step on, as the trainer does; the LSTM runs eagerly).
  * The arguments, the synthetic batches and the timing loop are trainer/nn/bench_step.h's (shared
  * with nn_bench_cpu). */
 #include "trainer/cuda/nn_cuda.h"
@@ -13,25 +18,40 @@
 struct gpu_step {
     nn_cuda_model_t *g;
     const bs_input_t *in;
+    int resident; /* 1: the batch stays on the device (placement "device") */
 };
 
 static void gpu_step(void *ctx) {
     struct gpu_step *s = ctx;
     nn_cuda_model_t *g = s->g;
-    nnCheck(nn_cuda_step_graph(g, &s->in->b), nn_cuda_error(g), "training step");
+    nnCheck(nn_cuda_step_graph(g, s->resident ? NULL : &s->in->b), nn_cuda_error(g), "training step");
     nnCheck(nn_cuda_sgd_step(g, &s->in->sgd), nn_cuda_error(g), "SGD step");
     nnCheck(nn_cuda_sync(g), nn_cuda_error(g), "sync");
 }
 
-/* one model (c: its layout and initial parameters), in each precision */
+/* "model/precision" is listed in NN_BENCH_SKIP */
+static int skipped(const char *model, const char *prec) {
+    const char *s = getenv("NN_BENCH_SKIP");
+    char key[128];
+    snprintf(key, sizeof key, "%s/%s", model, prec);
+    size_t k = strlen(key);
+    for (const char *p = s ? strstr(s, key) : NULL; p; p = strstr(p + 1, key))
+        if ((p == s || p[-1] == ' ') && (p[k] == 0 || p[k] == ' ')) return 1;
+    return 0;
+}
+
+/* one model (c: its layout and initial parameters), in each precision and input placement */
 static int gpu_bench(void *ctx, nn_model_t *c, const bs_input_t *in) {
+    (void)ctx;
     struct {
         const char *name;
         int tf32;
     } prec[] = {{"fp32", NN_CUDA_TF32_OFF}, {"tf32", NN_CUDA_TF32_ALL}};
+    const char *place[] = {"host", "device"};
     int iters = in->iters, N = in->b.n;
     double *t = malloc(sizeof(double) * iters);
     for (size_t p = 0; p < sizeof prec / sizeof prec[0]; p++) {
+        if (skipped(in->model->name, prec[p].name)) continue;
         char err[512];
         struct gpu_step s = {.g = nn_cuda_model_build(c, N, prec[p].tf32, err, sizeof err), .in = in};
         if (!s.g) {
@@ -39,9 +59,12 @@ static int gpu_bench(void *ctx, nn_model_t *c, const bs_input_t *in) {
             free(t);
             return 1;
         }
-        bs_time_steps(3, iters, gpu_step, NULL, &s, t, NULL);
-        printf("%s %d %s %.2f %.2f\n", in->model->name, N, prec[p].name, t[iters / 2], t[0]);
-        fflush(stdout);
+        for (int r = 0; r < 2; r++) { /* host first: the device rows reuse its graph and batch */
+            s.resident = r;
+            bs_time_steps(3, iters, gpu_step, NULL, &s, t, NULL);
+            printf("%s %d %s %s %.2f %.2f\n", in->model->name, N, prec[p].name, place[r], t[iters / 2], t[0]);
+            fflush(stdout);
+        }
         nn_cuda_model_free(s.g);
     }
     free(t);

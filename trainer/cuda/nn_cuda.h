@@ -137,7 +137,9 @@ void nn_cuda_zero_grad(nn_cuda_model_t *m);
  * captures the step into a CUDA graph, later calls copy the batch in and replay the graph (one
  * launch instead of hundreds).  Used for image models in training mode; models with an LSTM
  * (host-side sequence-length descriptors change per batch) and evaluation mode fall back to the
- * eager path.  Same results as nn_cuda_zero_grad + nn_cuda_forward + nn_cuda_backward. */
+ * eager path.  Same results as nn_cuda_zero_grad + nn_cuda_forward + nn_cuda_backward.
+ * b == NULL: the same step on the batch already on the device (the last one a forward or step
+ * copied in), nothing copied from the host; NN_ERR_ARG before any batch was. */
 int nn_cuda_step_graph(nn_cuda_model_t *m, const nn_batch_t *b);
 
 /* How nn_cuda_step_graph ran the steps so far.  A step that could have replayed a graph but ran

@@ -106,11 +106,15 @@ int nn_cuda_backward(nn_cuda_model_t *m) {
 int nn_cuda_step_graph(nn_cuda_model_t *m, const nn_batch_t *b) {
     int T = 0;
     TRY(take_sticky(m));
-    TRY(check_batch(m, b, &T));
+    if (!b && m->N < 1) {
+        seterr(m, "nn_cuda_step_graph(NULL): no batch on the device yet (pass one first)");
+        return NN_ERR_ARG;
+    }
+    if (b) TRY(check_batch(m, b, &T));
     TRY(refuse_eval_bn(m, m->training, "nn_cuda_step_graph"));
     int has_lstm = 0;
     for (int li = 0; li < m->nlayers; li++) has_lstm |= m->layers[li].type == L_LSTM;
-    TRY(stage_batch(m, b, T));
+    if (b) TRY(stage_batch(m, b, T));
     nn_cuda_graph_stats_t *gs = &m->gstats;
     if (has_lstm || !m->training) {
         gs->warm_steps++;

@@ -2,7 +2,12 @@
 """bench_torch_gpu.py: PyTorch GPU step time (zero_grad + forward + backward + SGD update) of the
 models of nn_bench_gpu, same batch sizes, in fp32 and TF32 (cuDNN and matmul TF32 both switched
 like NN_CUDA_TF32_ALL).  torch.backends.cudnn.benchmark = True (algorithm search, as ours).
-Usage: bench_torch_gpu.py iters [model ...]   Prints "model batch precision median_ms min_ms"."""
+Input placements, as nn_bench_gpu's: host = the batch starts in pinned host memory each step and
+is copied in with .to(device, non_blocking=True) inside the timed step (what DataLoader(pin_memory=
+True) gives a training loop); device = the batch tensor stays on the GPU.
+Usage: bench_torch_gpu.py iters [model ...]   NN_BENCH_SKIP as nn_bench_gpu's ("resnet50/fp32").
+Prints "# cudnn VERSION torch VERSION" first, then one line per row as it is measured:
+"model batch precision input median_ms min_ms" (a later failure keeps the rows printed)."""
 import os
 import sys
 import time
@@ -31,36 +36,44 @@ def main():
     dev = torch.device("cuda")
     torch.backends.cudnn.benchmark = True
     torch.manual_seed(0)
+    skip = os.environ.get("NN_BENCH_SKIP", "").split()
+    print("# cudnn %s torch %s" % (torch.backends.cudnn.version(), torch.__version__), flush=True)
     for name, (mk, N, shape, K) in models().items():
         if sel and name not in sel:
             continue
         for prec in ("fp32", "tf32"):
+            if "%s/%s" % (name, prec) in skip:
+                continue
             tf = prec == "tf32"
             torch.backends.cudnn.allow_tf32 = tf
             torch.backends.cuda.matmul.allow_tf32 = tf
             m = mk().to(dev)
             m.train()
-            x = torch.randn(N, *shape, device=dev)
-            y = torch.randint(0, K, (N,), device=dev)
+            xh = torch.randn(N, *shape).pin_memory()
+            yh = torch.randint(0, K, (N,)).pin_memory()
             lengths = torch.full((N,), shape[0]) if name == "lstm" else None
             opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
             crit = nn.CrossEntropyLoss()
-            ts = []
-            for it in range(iters + 3):
-                torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                opt.zero_grad(set_to_none=False)
-                out = m(x, lengths) if lengths is not None else m(x)
-                loss = crit(out, y)
-                loss.backward()
-                opt.step()
-                loss.item()  # the loss reaches the host, as in ours
-                torch.cuda.synchronize()
-                if it >= 3:
-                    ts.append((time.perf_counter() - t0) * 1e3)
-            ts.sort()
-            print("%s %d %s %.2f %.2f" % (name, N, prec, ts[len(ts) // 2], ts[0]), flush=True)
-            del m, opt, x, y
+            for place in ("host", "device"):
+                x, y = (xh.to(dev), yh.to(dev)) if place == "device" else (None, None)
+                ts = []
+                for it in range(iters + 3):
+                    torch.cuda.synchronize()
+                    t0 = time.perf_counter()
+                    if place == "host":
+                        x, y = xh.to(dev, non_blocking=True), yh.to(dev, non_blocking=True)
+                    opt.zero_grad(set_to_none=False)
+                    out = m(x, lengths) if lengths is not None else m(x)
+                    loss = crit(out, y)
+                    loss.backward()
+                    opt.step()
+                    loss.item()  # the loss reaches the host, as in ours
+                    torch.cuda.synchronize()
+                    if it >= 3:
+                        ts.append((time.perf_counter() - t0) * 1e3)
+                ts.sort()
+                print("%s %d %s %s %.2f %.2f" % (name, N, prec, place, ts[len(ts) // 2], ts[0]), flush=True)
+            del m, opt, x, y, xh, yh
             torch.cuda.empty_cache()
 
 
