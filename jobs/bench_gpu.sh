@@ -2,9 +2,10 @@
 # bench_gpu.sh BUILD_DIR: GPU step time (zero_grad + forward + backward + SGD update) of ResNet-32
 # (batch 128), ResNet-50 (batch 64, 224x224, 1000 classes) and the LSTM (batch 32, 40 x 2048
 # inputs, hidden 2048, dense 512, 101 classes), ours (build/bench/nn_bench_gpu) next to PyTorch on
-# the same GPU in the same run, fp32 and TF32, each with the input in host memory (copied in
-# inside the timed step: ours through the trainer's staging, PyTorch's from pinned memory with
-# non_blocking) and on the device (no copy).  Median of NN_BENCH_ITERS (20) steps after 3
+# the same GPU in the same run, fp32 and TF32, each with the input in one of three places, the
+# copy inside the timed step: pageable host memory (ours through the model's staging buffers,
+# PyTorch's .to(device)), page-locked host memory (ours copied directly, PyTorch's non_blocking)
+# and the device (no copy).  Median of NN_BENCH_ITERS (20) steps after 3
 # warm-ups; NN_BENCH_MODELS picks models, NN_BENCH_SKIP drops model/precision pairs
 # ("resnet50/fp32").  Prints the table (ours, PyTorch, ratio per model, precision and input) and
 # both programs' cuDNN versions; writes BUILD_DIR/bench/gpu.json (one object per row); a program

@@ -19,6 +19,7 @@
 #include "collectives/pcoll.h"
 #include "trainer/checkpoint.h"
 #include "trainer/config.h"
+#include "trainer/data/data.h"
 #include "trainer/nn/nn.h"
 #include <mpi.h>
 
@@ -69,6 +70,10 @@ typedef struct {
      * NULL: nothing to warm up (cpu). */
     int (*warmup)(backend_t *b, const nn_batch_t *batch, const int *training, int nb, uint64_t *fingerprint,
                   char *err, size_t n);
+    /* The memory the trainer's batches should be loaded into, the kind this backend copies from
+     * fastest (cuda with direct input: page-locked); NULL (the entry or its result): malloc. The
+     * allocator lives as long as the backend. */
+    const data_alloc_t *(*input_alloc)(backend_t *b);
     /* Adds the backend's own fields to the run's JSON object (rank 0, at the run's end); NULL:
      * none. */
     void (*add_json)(backend_t *b, struct json_t *run);

@@ -22,7 +22,8 @@ typedef struct {
 typedef struct {
     backend_t base;
     nn_cuda_model_t *g;
-    rank_gpu_t *gpus; /* rank 0: every rank's, by rank (the run JSON) */
+    data_alloc_t pinned; /* the batches' memory under direct input (input_alloc) */
+    rank_gpu_t *gpus;    /* rank 0: every rank's, by rank (the run JSON) */
     int P;
     int warm_n; /* the warm-up's training batch size (0: none ran) */
 } cuda_backend_t;
@@ -180,10 +181,24 @@ static int cuda_load(backend_t *b, const char *dir, ckpt_meta_t *meta, char *err
 
 /* "cuda_graph": whether the training steps ran as CUDA graphs, and why not (metrics.c);
  * environment.gpus: every rank's GPU (rank 0). */
+static void *pinned_alloc(void *ctx, size_t bytes) { return nn_cuda_host_alloc(ctx, bytes); }
+static void pinned_release(void *ctx, void *p) { nn_cuda_host_free(ctx, p); }
+
+/* page-locked batches where the model copies them directly (NN_CUDA_DIRECT_INPUT=1) */
+static const data_alloc_t *cuda_input_alloc(backend_t *b) {
+    cuda_backend_t *cb = (cuda_backend_t *)b;
+    if (!nn_cuda_direct_input(cb->g)) return NULL;
+    cb->pinned = (data_alloc_t){pinned_alloc, pinned_release, cb->g};
+    return &cb->pinned;
+}
+
 static void cuda_add_json(backend_t *b, json_t *run) {
     json_object_set_new(run, "cuda_graph", metrics_cuda_graph(gpu(b)));
     const cuda_backend_t *cb = (const cuda_backend_t *)b;
     json_t *env = json_object_get(run, "environment"), *a = json_array();
+    if (env)
+        json_object_set_new(env, "input_copy",
+                            json_string(nn_cuda_direct_input(cb->g) ? "direct" : "staged"));
     for (int p = 0; cb->gpus && p < cb->P; p++) {
         const nn_cuda_gpu_t *g = &cb->gpus[p].gpu;
         json_array_append_new(a, json_pack("{s:s, s:i, s:s, s:s, s:s?}", "host", cb->gpus[p].host, "device",
@@ -224,5 +239,6 @@ const backend_ops_t backend_cuda = {
     .from_host = from_host,
     .save = cuda_save,
     .load = cuda_load,
+    .input_alloc = cuda_input_alloc,
     .add_json = cuda_add_json,
 };

@@ -216,6 +216,9 @@ void run_open_backend(run_t *r) {
     MPI_Comm_free(&node);
     snprintf(what, sizeof what, "--device %s", r->cfg.device);
     run_agree(r, r->be != NULL, what, err);
+    const data_alloc_t *mem = r->be->ops->input_alloc ? r->be->ops->input_alloc(r->be) : NULL;
+    data_set_batch_memory(r->train, mem); /* the batches made from here on */
+    data_set_batch_memory(r->test, mem);
 }
 
 /* Wall time from the write of dir/latest.ckpt to now (rank 0's clock and file system, shared with

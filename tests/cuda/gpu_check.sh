@@ -23,7 +23,9 @@
 #               8 B at 1 and 2 ranks (how much of a small round is ranks sharing the GPU)
 #   train       mpirun -np 2 eager-train --device cuda, 2 epochs on the carried Fashion-MNIST
 #               subset (epoch 2 replays the CUDA graph after epoch 1's evaluation); its JSON
-#               must say the steps ran as a graph (cuda_graph.graph)
+#               must say the steps ran as a graph (cuda_graph.graph) and input_copy staged
+#   train-direct  the same with NN_CUDA_DIRECT_INPUT=1 (page-locked batches copied straight in):
+#               graph, and input_copy direct
 #   python      the PyTorch package with CUDA tensors (tests/python/gpu.sh: T='^py_gpu$'): 2 ranks
 #               sharing the GPU (libpcoll's staged path; NCCL too with 2+ GPUs), sync = the CPU run,
 #               majority conserved; needs a python whose torch sees the GPU ($EAGER_PY or python3)
@@ -107,18 +109,26 @@ collectives_gpu() {
 }
 
 # the JSON of the training step says the steps ran as a CUDA graph
+# train_and_check FILE COPY CMD...: runs CMD (a training that writes FILE) with the input copy COPY
+# (staged: the default; direct: NN_CUDA_DIRECT_INPUT=1, page-locked batches copied straight in);
+# FILE must say the steps ran as a CUDA graph and environment.input_copy = COPY
 train_and_check() {
+  local file=$1 copy=$2
+  shift 2
+  if [ "$copy" = direct ]; then export NN_CUDA_DIRECT_INPUT=1; else unset NN_CUDA_DIRECT_INPUT; fi
   "$@" || return $?
   if ! command -v python3 > /dev/null; then
-    grep -Eq '"graph": *true' "$OUT/train_fmnist_cuda.json" && echo "cuda_graph: graph true"
+    grep -Eq '"graph": *true' "$file" && grep -Eq "\"input_copy\": *\"$copy\"" "$file" &&
+      echo "cuda_graph: graph true; input_copy $copy"
     return $?
   fi
-  python3 - "$OUT/train_fmnist_cuda.json" << 'PY'
+  python3 - "$file" "$copy" << 'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 g = d.get("cuda_graph")
-print("cuda_graph:", g, "final_test_top1:", d["summary"]["final_test_top1"])
-sys.exit(0 if g and g["graph"] and g["graph_steps"] > 0 else 1)
+c = d.get("environment", {}).get("input_copy")
+print("cuda_graph:", g, "input_copy:", c, "final_test_top1:", d["summary"]["final_test_top1"])
+sys.exit(0 if g and g["graph"] and g["graph_steps"] > 0 and c == sys.argv[2] else 1)
 PY
 }
 
@@ -158,8 +168,13 @@ main() {
 
   local data=$B/gpu-data/fashion-mnist
   [ -f "$data/train-images-idx3-ubyte.gz" ] || data=/usr/share/datasets/fashion-mnist
-  step train 120 train_and_check $MPIRUN -np 2 "$B/bin/eager-train" --experiment fmnist --epochs 2 \
-    --device cuda --data-path "$data" --limit-train 4096 --batch 64 --out "$OUT/train_fmnist_cuda.json" --t-warn 30 --t-abort 90
+  step train 120 train_and_check "$OUT/train_fmnist_cuda.json" staged $MPIRUN -np 2 "$B/bin/eager-train" \
+    --experiment fmnist --epochs 2 --device cuda --data-path "$data" --limit-train 4096 --batch 64 \
+    --out "$OUT/train_fmnist_cuda.json" --t-warn 30 --t-abort 90
+  # the same with the loader filling page-locked batches that the model copies straight in
+  step train-direct 120 train_and_check "$OUT/train_fmnist_cuda_direct.json" direct $MPIRUN -np 2 \
+    "$B/bin/eager-train" --experiment fmnist --epochs 2 --device cuda --data-path "$data" --limit-train 4096 \
+    --batch 64 --out "$OUT/train_fmnist_cuda_direct.json" --t-warn 30 --t-abort 90
 
   step python 150 python_gpu
 

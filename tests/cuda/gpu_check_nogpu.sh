@@ -13,7 +13,7 @@ trap 'rm -rf "$OUT"' EXIT
 fail() { echo "FAIL: $*"; sed 's/^/    /' "$OUT/stdout"; exit 1; }
 OUT=$OUT make --no-print-directory -s gpu-check B="$B" HAVE_JANSSON= MPICC= > "$OUT/stdout" 2>&1 ||
   fail "make gpu-check exited $? without a GPU"
-for s in pcoll tests bench-gpu collectives train python; do
+for s in pcoll tests bench-gpu collectives train train-direct python; do
   n=$(grep -c "^SKIP $s: no usable GPU" "$OUT/stdout")
   [ "$n" = 1 ] || fail "step $s: $n skip lines, want 1"
   grep -qE "^$s +SKIP" "$OUT/stdout" || fail "summary row of $s missing"
@@ -37,4 +37,4 @@ rc=0
 PATH="$OUT/fakebin:$PATH" bash tests/cuda/run_gpu.sh "$B/tests/cuda/test_cuda_layers" true > "$OUT/stdout" 2>&1 || rc=$?
 [ "$rc" = 1 ] && grep -q '^FAIL: nvidia-smi lists a GPU' "$OUT/stdout" ||
   fail "run_gpu.sh: exit $rc, want 1 and a FAIL line for the listed but unusable GPU"
-echo "ok: make gpu-check without a GPU: 6 skip lines, summary, log under \$OUT; a listed but unusable GPU fails"
+echo "ok: make gpu-check without a GPU: 7 skip lines, summary, log under \$OUT; a listed but unusable GPU fails"

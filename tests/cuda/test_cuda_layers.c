@@ -526,6 +526,33 @@ static void gpu_extras(const sr_model_t *d, nn_model_t *c, nn_cuda_model_t *g, i
         nn_cuda_graph_stats(g, &st);
         nt_check(st.graph_steps == before + 1, "the NULL step replayed the graph",
                  (double)(st.graph_steps - before), 1);
+        /* direct input (nn_cuda_set_direct_input): the same step from page-locked arrays
+         * (nn_cuda_host_alloc, as the trainer's loader fills under NN_CUDA_DIRECT_INPUT=1) and from
+         * the pageable ones */
+        size_t xn = (size_t)c->in_shape[0] * c->in_shape[1] * c->in_shape[2] * bt.b.n;
+        float *px = nn_cuda_host_alloc(g, xn * sizeof(float));
+        int *pl = nn_cuda_host_alloc(g, sizeof(int) * bt.b.n);
+        nt_check(px && pl, "nn_cuda_host_alloc", !(px && pl), 0);
+        if (px && pl) {
+            memcpy(px, bt.b.x, xn * sizeof(float));
+            if (bt.b.labels) memcpy(pl, bt.b.labels, sizeof(int) * bt.b.n);
+            nn_batch_t pb = bt.b;
+            pb.x = px;
+            if (bt.b.labels) pb.labels = pl;
+            nn_cuda_set_direct_input(g, 1);
+            const nn_batch_t *srcs[2] = {&pb, &bt.b};
+            const char *what[2] = {"CUDA-graph step, direct input from page-locked arrays vs eager",
+                                   "CUDA-graph step, direct input from pageable arrays vs eager"};
+            for (int k = 0; k < 2; k++) {
+                CT_CHECK(nn_cuda_step_graph(g, srcs[k]), g);
+                CT_CHECK(nn_cuda_grads_to_host(g, gr), g);
+                e = nt_relerr(gr, ge, c->nparams, 1e-6);
+                nt_check(e <= 1e-5, what[k], e, 1e-5);
+            }
+            nn_cuda_set_direct_input(g, 0);
+        }
+        nn_cuda_host_free(g, px);
+        nn_cuda_host_free(g, pl);
         free(ge);
         free(gr);
     }

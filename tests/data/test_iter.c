@@ -200,6 +200,57 @@ static void test_hyperplane(void) {
     data_close(s3);
 }
 
+/* data_set_batch_memory: the batches an iterator makes take every array but idx from the
+ * allocator (zeroed), give each back at free, and load the same data as malloc'd ones */
+typedef struct {
+    int live, made;
+    void *seen[16];
+} count_mem_t;
+static void *count_alloc(void *ctx, size_t bytes) {
+    count_mem_t *c = ctx;
+    void *p = malloc(bytes);
+    memset(p, 0x5a, bytes); /* batch_mem must zero it */
+    if (c->made < 16) c->seen[c->made] = p;
+    c->made++, c->live++;
+    return p;
+}
+static void count_release(void *ctx, void *p) {
+    ((count_mem_t *)ctx)->live--;
+    free(p);
+}
+static int counted(const count_mem_t *c, const void *p) {
+    for (int i = 0; i < c->made && i < 16; i++)
+        if (c->seen[i] == p) return 1;
+    return 0;
+}
+static void test_batch_memory(data_set_t *s) {
+    char err[512];
+    count_mem_t c = {0};
+    data_alloc_t a = {count_alloc, count_release, &c};
+    const data_batch_t *b, *d;
+    data_iter_t *plain = data_iter_new(s, 0, 1, 8, 0, DATA_EVAL_FLAGS, err, sizeof err);
+    data_set_batch_memory(s, &a);
+    data_batch_t *nb = data_batch_new(s, 8);
+    CHECK(c.made == 4 && c.live == 4 && counted(&c, nb->x) && counted(&c, nb->y) && counted(&c, nb->lengths));
+    CHECK(nb->y[0] == 0 && nb->lengths[7] == 0 && nb->target[3] == 0 && nb->x[0] == 0);
+    data_batch_free(nb);
+    CHECK(c.live == 0);
+    data_iter_t *it = data_iter_new(s, 0, 1, 8, 0, DATA_EVAL_FLAGS, err, sizeof err);
+    CHECKF(it, "%s", err);
+    CHECK(c.made == 12 && c.live == 8); /* two prefetch buffers, four arrays each */
+    CHECK(data_iter_next(it, &b, err, sizeof err) == 1 && counted(&c, b->x) && counted(&c, b->target));
+    CHECK(data_iter_next(plain, &d, err, sizeof err) == 1 && !counted(&c, d->x));
+    CHECK(b->n == d->n && memcmp(b->x, d->x, sizeof(float) * b->x_stride * b->n) == 0 &&
+          memcmp(b->target, d->target, sizeof(float) * b->n) == 0);
+    data_iter_free(it);
+    CHECK(c.live == 0);
+    data_set_batch_memory(s, NULL); /* back to malloc */
+    nb = data_batch_new(s, 8);
+    CHECK(c.made == 12 && c.live == 0);
+    data_batch_free(nb);
+    data_iter_free(plain);
+}
+
 int main(void) {
     char err[512];
     test_hyperplane();
@@ -208,6 +259,7 @@ int main(void) {
     test_sharding(s);
     test_global(s);
     test_early_free(s);
+    test_batch_memory(s);
     int64_t *buf = malloc(sizeof(int64_t) * 203);
     run_epoch(s, 1, 2, 6, 0, DATA_TRAIN_FLAGS, 3, buf, 1);
     free(buf);

@@ -1,9 +1,12 @@
 /* bench_gpu.c: step time (zero_grad + forward + backward + SGD update) of the paper's models on
  * the GPU, in strict fp32 and with TF32 (NN_CUDA_TF32_ALL: convolutions, LSTM and GEMMs), with
- * the input in two places:
- *   host    the batch starts in host memory each step and is copied in (the trainer's path)
- *   device  the batch is already on the device (nn_cuda_step_graph(m, NULL)): the model's step
- *           alone, as a benchmark that keeps its input tensor on the GPU measures it
+ * the input in three places:
+ *   pageable  the batch starts in malloc'd host memory each step and is copied in through the
+ *             model's page-locked staging buffers (the trainer's default path)
+ *   pinned    the batch starts in page-locked host memory (nn_cuda_host_alloc) and is copied
+ *             straight in (nn_cuda_set_direct_input: the trainer under NN_CUDA_DIRECT_INPUT=1)
+ *   device    the batch is already on the device (nn_cuda_step_graph(m, NULL)): the model's step
+ *             alone, as a benchmark that keeps its input tensor on the GPU measures it
  * Usage: nn_bench_gpu [--check] [iters=20] [model ...]   models: resnet32 resnet50 lstm
  *   --check: print the device (exit 0) or why there is none (exit 1), nothing else.
  *   NN_BENCH_SKIP: space-separated model/precision pairs not to run (e.g. "resnet50/fp32").
@@ -17,15 +20,15 @@
 
 struct gpu_step {
     nn_cuda_model_t *g;
-    const bs_input_t *in;
-    int resident; /* 1: the batch stays on the device (placement "device") */
+    const nn_batch_t *b; /* NULL: the batch stays on the device (placement "device") */
+    const nn_sgd_t *sgd;
 };
 
 static void gpu_step(void *ctx) {
     struct gpu_step *s = ctx;
     nn_cuda_model_t *g = s->g;
-    nnCheck(nn_cuda_step_graph(g, s->resident ? NULL : &s->in->b), nn_cuda_error(g), "training step");
-    nnCheck(nn_cuda_sgd_step(g, &s->in->sgd), nn_cuda_error(g), "SGD step");
+    nnCheck(nn_cuda_step_graph(g, s->b), nn_cuda_error(g), "training step");
+    nnCheck(nn_cuda_sgd_step(g, s->sgd), nn_cuda_error(g), "SGD step");
     nnCheck(nn_cuda_sync(g), nn_cuda_error(g), "sync");
 }
 
@@ -40,6 +43,24 @@ static int skipped(const char *model, const char *prec) {
     return 0;
 }
 
+/* the input batch copied into page-locked memory: x and labels (x, lab: to free); lengths and
+ * targets stay where they are */
+static int pin_batch(nn_cuda_model_t *g, const nn_model_t *c, const nn_batch_t *src, nn_batch_t *dst,
+                     float **x, int **lab) {
+    size_t per = c->in_ndim == 3 ? (size_t)c->in_shape[0] * c->in_shape[1] * c->in_shape[2]
+                                 : (size_t)c->in_shape[0] * (c->in_ndim == 2 ? c->in_shape[1] : 1);
+    size_t xb = sizeof(float) * per * src->n;
+    *x = nn_cuda_host_alloc(g, xb);
+    *lab = nn_cuda_host_alloc(g, sizeof(int) * src->n);
+    if (!*x || !*lab) return -1;
+    memcpy(*x, src->x, xb);
+    memcpy(*lab, src->labels, sizeof(int) * src->n);
+    *dst = *src;
+    dst->x = *x;
+    dst->labels = *lab;
+    return 0;
+}
+
 /* one model (c: its layout and initial parameters), in each precision and input placement */
 static int gpu_bench(void *ctx, nn_model_t *c, const bs_input_t *in) {
     (void)ctx;
@@ -47,24 +68,31 @@ static int gpu_bench(void *ctx, nn_model_t *c, const bs_input_t *in) {
         const char *name;
         int tf32;
     } prec[] = {{"fp32", NN_CUDA_TF32_OFF}, {"tf32", NN_CUDA_TF32_ALL}};
-    const char *place[] = {"host", "device"};
+    const char *place[] = {"pageable", "pinned", "device"};
     int iters = in->iters, N = in->b.n;
     double *t = malloc(sizeof(double) * iters);
     for (size_t p = 0; p < sizeof prec / sizeof prec[0]; p++) {
         if (skipped(in->model->name, prec[p].name)) continue;
         char err[512];
-        struct gpu_step s = {.g = nn_cuda_model_build(c, N, prec[p].tf32, err, sizeof err), .in = in};
-        if (!s.g) {
-            fprintf(stderr, "%s\n", err);
+        nn_batch_t pinned;
+        float *px = NULL;
+        int *pl = NULL;
+        struct gpu_step s = {.g = nn_cuda_model_build(c, N, prec[p].tf32, err, sizeof err), .sgd = &in->sgd};
+        if (!s.g || pin_batch(s.g, c, &in->b, &pinned, &px, &pl)) {
+            fprintf(stderr, "%s\n", s.g ? "nn_bench_gpu: no page-locked memory for the batch" : err);
+            if (s.g) nn_cuda_host_free(s.g, px), nn_cuda_host_free(s.g, pl), nn_cuda_model_free(s.g);
             free(t);
             return 1;
         }
-        for (int r = 0; r < 2; r++) { /* host first: the device rows reuse its graph and batch */
-            s.resident = r;
+        for (int r = 0; r < 3; r++) { /* the device rows reuse the batch the pinned rows left there */
+            s.b = r == 0 ? &in->b : r == 1 ? &pinned : NULL;
+            nn_cuda_set_direct_input(s.g, r == 1);
             bs_time_steps(3, iters, gpu_step, NULL, &s, t, NULL);
             printf("%s %d %s %s %.2f %.2f\n", in->model->name, N, prec[p].name, place[r], t[iters / 2], t[0]);
             fflush(stdout);
         }
+        nn_cuda_host_free(s.g, px);
+        nn_cuda_host_free(s.g, pl);
         nn_cuda_model_free(s.g);
     }
     free(t);

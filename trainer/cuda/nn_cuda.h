@@ -119,6 +119,19 @@ void nn_cuda_describe(char *buf, size_t n);
  * the call.  Returns NULL with the reason in err. */
 nn_cuda_model_t *nn_cuda_model_build(const nn_model_t *cpu, int max_batch, int tf32, char *err, size_t n);
 void nn_cuda_model_free(nn_cuda_model_t *m);
+/* How a batch reaches the device. 0 (staged): copied into the model's page-locked staging buffers
+ * on the host, then to the device; the caller's arrays may be any host memory. 1 (direct): copied
+ * straight from the caller's arrays (cudaMemcpyDefault), which is asynchronous, and saves the host
+ * copy, where they are page-locked (nn_cuda_host_alloc); pageable and device memory work too.
+ * Either way a call that takes a batch returns after the batch was read. The default at build is
+ * staged, or direct where NN_CUDA_DIRECT_INPUT=1 in the environment. */
+void nn_cuda_set_direct_input(nn_cuda_model_t *m, int on);
+int nn_cuda_direct_input(const nn_cuda_model_t *m);
+/* Page-locked host memory usable by every device (cudaHostAllocPortable), allocated with the
+ * model's device current in the calling thread; NULL when it cannot be had. Free with
+ * nn_cuda_host_free. */
+void *nn_cuda_host_alloc(nn_cuda_model_t *m, size_t bytes);
+void nn_cuda_host_free(nn_cuda_model_t *m, void *p);
 /* Switches TF32 (drops cached convolution algorithms and the captured step graph). */
 int nn_cuda_set_tf32(nn_cuda_model_t *m, int tf32);
 void nn_cuda_set_training(nn_cuda_model_t *m, int training);

@@ -108,7 +108,7 @@ struct nn_cuda_model {
     res_t *res_d, *res_h;
     int *labels_d, *lens_h;
     float *targets_d;
-    float *stage; /* pinned staging of the input */
+    float *stage; /* pinned staging of the input (unless direct_in) */
     int *stage_lab;
     float *stage_tgt;
     size_t in_per; /* floats per sample of the input */
@@ -131,6 +131,8 @@ struct nn_cuda_model {
     cudaGraphExec_t gexec;
     nn_cuda_graph_key_t gkey; /* what the captured graph depends on (replay_algo.h) */
     int warmN, graph_off;
+    int dev;       /* the device the model lives on */
+    int direct_in; /* 1: batches are copied straight from the caller's arrays (nn_cuda_set_direct_input) */
     nn_cuda_graph_stats_t gstats;
     char err[512];
 };

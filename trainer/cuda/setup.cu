@@ -202,6 +202,24 @@ static int apply_math(nn_cuda_model_t *m) {
     return NN_OK;
 }
 
+void nn_cuda_set_direct_input(nn_cuda_model_t *m, int on) { m->direct_in = on ? 1 : 0; }
+int nn_cuda_direct_input(const nn_cuda_model_t *m) { return m->direct_in; }
+
+void *nn_cuda_host_alloc(nn_cuda_model_t *m, size_t bytes) {
+    void *p = NULL;
+    if (cudaSetDevice(m->dev) != cudaSuccess ||
+        cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocPortable) != cudaSuccess) {
+        cudaGetLastError();
+        return NULL;
+    }
+    return p;
+}
+
+void nn_cuda_host_free(nn_cuda_model_t *m, void *p) {
+    (void)m;
+    if (p) cudaFreeHost(p);
+}
+
 int nn_cuda_set_tf32(nn_cuda_model_t *m, int tf32) {
     CK(cudaStreamSynchronize(m->st));
     drop_graph(m);
@@ -371,6 +389,12 @@ nn_cuda_model_t *nn_cuda_model_build(const nn_model_t *cpu, int max_batch, int t
     m->training = 1;
     const char *dbg = getenv("NN_CUDA_DEBUG");
     m->debug = dbg && *dbg && strcmp(dbg, "0");
+    const char *direct = getenv("NN_CUDA_DIRECT_INPUT");
+    m->direct_in = direct && !strcmp(direct, "1");
+    if (cudaGetDevice(&m->dev) != cudaSuccess) {
+        cudaGetLastError();
+        m->dev = 0;
+    }
     if (build(m, cpu) != NN_OK) {
         if (err) snprintf(err, n, "GPU model \"%s\": %s", cpu->desc, m->err[0] ? m->err : "failed");
         nn_cuda_model_free(m);

@@ -17,10 +17,25 @@ int check_batch(nn_cuda_model_t *m, const nn_batch_t *b, int *T) {
                           sizeof m->err);
 }
 
-/* host batch -> pinned staging -> device (enqueued) */
+/* batch -> device (enqueued): through the pinned staging buffers (a host memcpy, then the copy),
+ * or with direct_in straight from the caller's arrays (cudaMemcpyDefault: asynchronous from
+ * page-locked memory, also correct from pageable or device memory).  Either way the caller's
+ * arrays are read before the step's results come back (finish_results waits for the stream). */
 int stage_batch(nn_cuda_model_t *m, const nn_batch_t *b, int T) {
     int N = b->n;
     size_t nx = m->in_ndim == 2 ? (size_t)N * T * m->in_shape[1] : (size_t)N * m->in_per;
+    if (m->direct_in) {
+        CK(cudaMemcpyAsync(ACT(m, 0), b->x, nx * sizeof(float), cudaMemcpyDefault, m->st));
+        if (m->task == NN_TASK_CLASSIFY)
+            CK(cudaMemcpyAsync(m->labels_d, b->labels, sizeof(int) * N, cudaMemcpyDefault, m->st));
+        else
+            CK(cudaMemcpyAsync(m->targets_d, b->targets, sizeof(float) * N * m->nout, cudaMemcpyDefault,
+                               m->st));
+        if (m->in_ndim == 2) memcpy(m->lens_h, b->lengths, sizeof(int) * N);
+        m->N = N;
+        m->T = T;
+        return NN_OK;
+    }
     CK(cudaStreamSynchronize(m->st)); /* the staging buffers may still be read by a previous copy */
     memcpy(m->stage, b->x, nx * sizeof(float));
     CK(cudaMemcpyAsync(ACT(m, 0), m->stage, nx * sizeof(float), cudaMemcpyHostToDevice, m->st));

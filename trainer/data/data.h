@@ -88,17 +88,26 @@ typedef struct {
 typedef struct data_set data_set_t;
 typedef struct data_iter data_iter_t;
 
+/* Where a batch's arrays (x, y, target, lengths) come from: alloc(ctx, bytes) returns memory or
+ * NULL, release(ctx, p) frees what it returned. All NULL: malloc and free (the default). */
 typedef struct {
-    int cap;         /* capacity in samples */
-    int n;           /* samples in this batch */
-    int t_pad;       /* sequences: padded length of this batch (x is [n][t_pad][F]); else 1 */
-    size_t x_stride; /* floats per sample in x for this batch */
-    float *x;        /* [cap * max sample size] */
-    int *y;          /* [cap] class labels 0..K-1 (-1 for regression) */
-    float *target;   /* [cap] regression targets (hyperplane), 0 otherwise */
-    int *lengths;    /* [cap] sequence lengths (1 for non-sequence data) */
-    int64_t *idx;    /* [cap] global sample indices */
-    double cost;     /* sum of per-sample costs */
+    void *(*alloc)(void *ctx, size_t bytes);
+    void (*release)(void *ctx, void *p);
+    void *ctx;
+} data_alloc_t;
+
+typedef struct {
+    int cap;          /* capacity in samples */
+    int n;            /* samples in this batch */
+    int t_pad;        /* sequences: padded length of this batch (x is [n][t_pad][F]); else 1 */
+    size_t x_stride;  /* floats per sample in x for this batch */
+    float *x;         /* [cap * max sample size] */
+    int *y;           /* [cap] class labels 0..K-1 (-1 for regression) */
+    float *target;    /* [cap] regression targets (hyperplane), 0 otherwise */
+    int *lengths;     /* [cap] sequence lengths (1 for non-sequence data) */
+    int64_t *idx;     /* [cap] global sample indices */
+    double cost;      /* sum of per-sample costs */
+    data_alloc_t mem; /* where x, y, target and lengths came from (data_set_batch_memory) */
 } data_batch_t;
 
 /* Iterator flags. */
@@ -133,6 +142,10 @@ int data_hyperplane_weights(const data_set_t *set, float *a);
 void data_permutation(int64_t n, uint64_t seed, int64_t epoch, int64_t *perm);
 
 /* Batches. */
+/* The memory the set's batches made from now on take their arrays from (e.g. page-locked memory
+ * a device copies from directly: trainer/backend.h's input_alloc); a = NULL or all-NULL: malloc.
+ * Batches made before keep theirs. */
+void data_set_batch_memory(data_set_t *set, const data_alloc_t *a);
 data_batch_t *data_batch_new(const data_set_t *set, int cap);
 void data_batch_free(data_batch_t *b);
 /* Global mode: load samples idx[0..n-1] into b (n <= b->cap), augmenting when `augment`, with the

@@ -118,6 +118,7 @@ struct data_set {
     int num_classes;
     char **class_names; /* [num_classes] or NULL (freed by data_close) */
     int *lengths;       /* sequences: [n] (after truncation), else NULL */
+    data_alloc_t mem;   /* batch memory (data_set_batch_memory; zero: malloc) */
 };
 
 data_set_t *cifar10_open(const data_spec_t *spec, char *err, size_t errlen);

@@ -14,15 +14,37 @@
 #define ERRLEN 512
 
 /* ---- batches -------------------------------------------------------------------------------- */
+void data_set_batch_memory(data_set_t *s, const data_alloc_t *a) {
+    if (!s) return;
+    memset(&s->mem, 0, sizeof s->mem);
+    if (a && a->alloc && a->release) s->mem = *a;
+}
+
+/* zeroed memory from the batch's allocator */
+static void *batch_mem(const data_batch_t *b, size_t bytes) {
+    void *p = b->mem.alloc ? b->mem.alloc(b->mem.ctx, bytes) : malloc(bytes);
+    if (p) memset(p, 0, bytes);
+    return p;
+}
+
+static void batch_release(const data_batch_t *b, void *p) {
+    if (!p) return;
+    if (b->mem.release)
+        b->mem.release(b->mem.ctx, p);
+    else
+        free(p);
+}
+
 data_batch_t *data_batch_new(const data_set_t *s, int cap) {
     if (!s || cap < 1) return NULL;
     data_batch_t *b = calloc(1, sizeof *b);
     if (!b) return NULL;
     b->cap = cap;
-    b->x = malloc(sizeof(float) * (size_t)cap * (s->numel ? s->numel : 1));
-    b->y = calloc((size_t)cap, sizeof(int));
-    b->target = calloc((size_t)cap, sizeof(float));
-    b->lengths = calloc((size_t)cap, sizeof(int));
+    b->mem = s->mem;
+    b->x = batch_mem(b, sizeof(float) * (size_t)cap * (s->numel ? s->numel : 1));
+    b->y = batch_mem(b, (size_t)cap * sizeof(int));
+    b->target = batch_mem(b, (size_t)cap * sizeof(float));
+    b->lengths = batch_mem(b, (size_t)cap * sizeof(int));
     b->idx = calloc((size_t)cap, sizeof(int64_t));
     if (!b->x || !b->y || !b->target || !b->lengths || !b->idx) {
         data_batch_free(b);
@@ -33,10 +55,10 @@ data_batch_t *data_batch_new(const data_set_t *s, int cap) {
 
 void data_batch_free(data_batch_t *b) {
     if (!b) return;
-    free(b->x);
-    free(b->y);
-    free(b->target);
-    free(b->lengths);
+    batch_release(b, b->x);
+    batch_release(b, b->y);
+    batch_release(b, b->target);
+    batch_release(b, b->lengths);
     free(b->idx);
     free(b);
 }

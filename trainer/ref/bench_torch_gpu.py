@@ -2,9 +2,9 @@
 """bench_torch_gpu.py: PyTorch GPU step time (zero_grad + forward + backward + SGD update) of the
 models of nn_bench_gpu, same batch sizes, in fp32 and TF32 (cuDNN and matmul TF32 both switched
 like NN_CUDA_TF32_ALL).  torch.backends.cudnn.benchmark = True (algorithm search, as ours).
-Input placements, as nn_bench_gpu's: host = the batch starts in pinned host memory each step and
-is copied in with .to(device, non_blocking=True) inside the timed step (what DataLoader(pin_memory=
-True) gives a training loop); device = the batch tensor stays on the GPU.
+Input placements, as nn_bench_gpu's, the copy inside the timed step: pageable = the batch starts in
+ordinary host memory, .to(device); pinned = in page-locked memory, .to(device, non_blocking=True)
+(what DataLoader(pin_memory=True) gives a training loop); device = the batch stays on the GPU.
 Usage: bench_torch_gpu.py iters [model ...]   NN_BENCH_SKIP as nn_bench_gpu's ("resnet50/fp32").
 Prints "# cudnn VERSION torch VERSION" first, then one line per row as it is measured:
 "model batch precision input median_ms min_ms" (a later failure keeps the rows printed)."""
@@ -49,18 +49,20 @@ def main():
             torch.backends.cuda.matmul.allow_tf32 = tf
             m = mk().to(dev)
             m.train()
-            xh = torch.randn(N, *shape).pin_memory()
-            yh = torch.randint(0, K, (N,)).pin_memory()
+            xp, yp = torch.randn(N, *shape), torch.randint(0, K, (N,))
+            xh, yh = xp.pin_memory(), yp.pin_memory()
             lengths = torch.full((N,), shape[0]) if name == "lstm" else None
             opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
             crit = nn.CrossEntropyLoss()
-            for place in ("host", "device"):
+            for place in ("pageable", "pinned", "device"):
                 x, y = (xh.to(dev), yh.to(dev)) if place == "device" else (None, None)
                 ts = []
                 for it in range(iters + 3):
                     torch.cuda.synchronize()
                     t0 = time.perf_counter()
-                    if place == "host":
+                    if place == "pageable":
+                        x, y = xp.to(dev), yp.to(dev)
+                    elif place == "pinned":
                         x, y = xh.to(dev, non_blocking=True), yh.to(dev, non_blocking=True)
                     opt.zero_grad(set_to_none=False)
                     out = m(x, lengths) if lengths is not None else m(x)
@@ -73,7 +75,7 @@ def main():
                         ts.append((time.perf_counter() - t0) * 1e3)
                 ts.sort()
                 print("%s %d %s %s %.2f %.2f" % (name, N, prec, place, ts[len(ts) // 2], ts[0]), flush=True)
-            del m, opt, x, y, xh, yh
+            del m, opt, x, y, xh, yh, xp, yp
             torch.cuda.empty_cache()
 
 
