@@ -22,31 +22,20 @@ int check_batch(nn_cuda_model_t *m, const nn_batch_t *b, int *T) {
  * page-locked memory, also correct from pageable or device memory).  Either way the caller's
  * arrays are read before the step's results come back (finish_results waits for the stream). */
 int stage_batch(nn_cuda_model_t *m, const nn_batch_t *b, int T) {
-    int N = b->n;
+    int N = b->n, cls = m->task == NN_TASK_CLASSIFY;
     size_t nx = m->in_ndim == 2 ? (size_t)N * T * m->in_shape[1] : (size_t)N * m->in_per;
-    if (m->direct_in) {
-        CK(cudaMemcpyAsync(ACT(m, 0), b->x, nx * sizeof(float), cudaMemcpyDefault, m->st));
-        if (m->task == NN_TASK_CLASSIFY)
-            CK(cudaMemcpyAsync(m->labels_d, b->labels, sizeof(int) * N, cudaMemcpyDefault, m->st));
-        else
-            CK(cudaMemcpyAsync(m->targets_d, b->targets, sizeof(float) * N * m->nout, cudaMemcpyDefault,
-                               m->st));
-        if (m->in_ndim == 2) memcpy(m->lens_h, b->lengths, sizeof(int) * N);
-        m->N = N;
-        m->T = T;
-        return NN_OK;
+    size_t ny = cls ? sizeof(int) * N : sizeof(float) * N * m->nout;
+    const void *x = b->x, *y = cls ? (const void *)b->labels : (const void *)b->targets;
+    cudaMemcpyKind kind = cudaMemcpyDefault;
+    if (!m->direct_in) {
+        CK(cudaStreamSynchronize(m->st)); /* the staging buffers may still be read by a previous copy */
+        void *sy = cls ? (void *)m->stage_lab : (void *)m->stage_tgt;
+        memcpy(m->stage, x, nx * sizeof(float));
+        memcpy(sy, y, ny);
+        x = m->stage, y = sy, kind = cudaMemcpyHostToDevice;
     }
-    CK(cudaStreamSynchronize(m->st)); /* the staging buffers may still be read by a previous copy */
-    memcpy(m->stage, b->x, nx * sizeof(float));
-    CK(cudaMemcpyAsync(ACT(m, 0), m->stage, nx * sizeof(float), cudaMemcpyHostToDevice, m->st));
-    if (m->task == NN_TASK_CLASSIFY) {
-        memcpy(m->stage_lab, b->labels, sizeof(int) * N);
-        CK(cudaMemcpyAsync(m->labels_d, m->stage_lab, sizeof(int) * N, cudaMemcpyHostToDevice, m->st));
-    } else {
-        memcpy(m->stage_tgt, b->targets, sizeof(float) * N * m->nout);
-        CK(cudaMemcpyAsync(m->targets_d, m->stage_tgt, sizeof(float) * N * m->nout, cudaMemcpyHostToDevice,
-                           m->st));
-    }
+    CK(cudaMemcpyAsync(ACT(m, 0), x, nx * sizeof(float), kind, m->st));
+    CK(cudaMemcpyAsync(cls ? (void *)m->labels_d : (void *)m->targets_d, y, ny, kind, m->st));
     if (m->in_ndim == 2) memcpy(m->lens_h, b->lengths, sizeof(int) * N);
     m->N = N;
     m->T = T;
