@@ -179,8 +179,6 @@ static int cuda_load(backend_t *b, const char *dir, ckpt_meta_t *meta, char *err
     return from_host(b, err, n);
 }
 
-/* "cuda_graph": whether the training steps ran as CUDA graphs, and why not (metrics.c);
- * environment.gpus: every rank's GPU (rank 0). */
 static void *pinned_alloc(void *ctx, size_t bytes) { return nn_cuda_host_alloc(ctx, bytes); }
 static void pinned_release(void *ctx, void *p) { nn_cuda_host_free(ctx, p); }
 
@@ -192,6 +190,8 @@ static const data_alloc_t *cuda_input_alloc(backend_t *b) {
     return &cb->pinned;
 }
 
+/* "cuda_graph": whether the training steps ran as CUDA graphs, and why not (metrics.c);
+ * environment.gpus: every rank's GPU (rank 0); environment.input_copy: staged or direct. */
 static void cuda_add_json(backend_t *b, json_t *run) {
     json_object_set_new(run, "cuda_graph", metrics_cuda_graph(gpu(b)));
     const cuda_backend_t *cb = (const cuda_backend_t *)b;
