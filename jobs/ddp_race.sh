@@ -45,7 +45,9 @@
 #     --modes "sync adaptive majority"   eager-train modes; MODE+OPTS passes --policy-opts OPTS
 #                          (after --partial-opts), into MODE_OPTS-sS.json with + = , as _ (e.g.
 #                          "adaptive adaptive+staleness=linear": both worths, interleaved per
-#                          seed); --no-ddp leaves DDP out
+#                          seed); MODE[+OPTS]/FLAG=V[/FLAG=V] also passes eager-train's --FLAG V
+#                          (e.g. "solo solo/final-sync=2": the last 2 epochs in sync; / as _ in
+#                          the file name; not with --eager torch); --no-ddp leaves DDP out
 #     --partial-opts "--tau 4"           extra eager-train flags for the modes other than sync
 #                          (none by default: the trainer's defaults, tau included)
 #     --epoch-mode M       shard (default: eager-train's) or global: eager-train --epoch-mode M, and
@@ -153,8 +155,14 @@ read -ra BOTH_EXTRA <<<"$BOTH_OPTS"
 ctest=$CURVE_TEST
 [ "$LTE" -gt 0 ] && [ "$LTE" -lt "$ctest" ] && ctest=$LTE
 for m in $MODES; do
-  case ${m%%+*} in sync | solo | majority | adaptive | quorum:*) ;; *) die "--modes: '${m%%+*}' (of '$m') is not an eager-train mode" ;; esac
-  case $m in sync+*) die "--modes: '$m': sync takes no policy options" ;; *+) die "--modes: '$m': no options after +" ;; esac
+  case ${m%%[+/]*} in sync | solo | majority | adaptive | quorum:*) ;; *) die "--modes: '${m%%[+/]*}' (of '$m') is not an eager-train mode" ;; esac
+  case ${m%%/*} in sync+*) die "--modes: '$m': sync takes no policy options" ;; *+) die "--modes: '$m': no options after +" ;; esac
+  [ "$m" = "${m%%/*}" ] && continue
+  [ "$EAGER" = torch ] && die "--modes: '$m': /FLAG=VALUE is eager-train's (not with --eager torch)"
+  IFS=/ read -ra fl <<<"${m#*/}"
+  for kv in "${fl[@]}"; do
+    [[ $kv =~ ^[a-z][a-z0-9-]*=[^/]+$ ]] || die "--modes: '$m': '$kv' is not FLAG=VALUE (eager-train's --FLAG VALUE)"
+  done
 done
 for i in $IMBS; do
   [[ $i =~ ^(none|random[1-9][0-9]*|lognormal|linear|slow)$ ]] && continue
@@ -331,13 +339,18 @@ for P in $RANKS; do
     imb=$(spec "$name" "$step" "$P")
     name=${name%%=*}
     for s in $SEEDS; do
-      for ms in $MODES; do
+      for msf in $MODES; do
+        ms=${msf%%/*}
         m=${ms%%+*} marg=${ms%%+*}
-        f=$D/$name/$pre${ms//[+=,]/_}-s$s.json
+        f=$D/$name/$pre${msf//[+=,\/]/_}-s$s.json
         extra=()
         [ "$m" != sync ] && read -ra extra <<<"$PARTIAL"
         if [ "$ms" != "$m" ]; then
           if [ "$EAGER" = torch ]; then marg=$m,${ms#*+}; else extra+=(--policy-opts "${ms#*+}"); fi
+        fi
+        if [ "$msf" != "$ms" ]; then
+          IFS=/ read -ra fl <<<"${msf#*/}"
+          for kv in "${fl[@]}"; do extra+=("--${kv%%=*}" "${kv#*=}"); done
         fi
         run "$f" "${wrap[@]}" "${eager[@]}" "${common[@]}" "${ep[@]}" "${curve[@]}" "${TRAIN_EXTRA[@]}" --mode "$marg" \
           "${extra[@]}" --seed "$s" --imbalance "$imb" --threads "$th" --quiet --out "$f" || fails=$((fails + 1))

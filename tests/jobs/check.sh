@@ -266,6 +266,12 @@ race_dry)
     'lognormal:mean=90,std=27,busy=1@0ep/lognormal:mean=90,std=54,busy=1@0.666667ep/lognormal:mean=90,std=27,busy=1@1.33333ep'; do
     grep -q -- "--imbalance $w " <<<"$out" || fail "--epochs 2 --ranks 8 --delay-x 150ms --ln-x 90ms --busy: no --imbalance $w"
   done
+  # MODE/FLAG=VALUE: eager-train's --FLAG VALUE, after the policy options, its own file
+  out=$(r --epochs 2 --imbalances none --modes "solo/final-sync=2 adaptive+change=steps/final-sync=1/tau=3" --no-ddp)
+  grep -q -- "--mode solo --final-sync 2 --seed 1 .*/p4/none/solo_final-sync_2-s1.json\$" <<<"$out" ||
+    fail "solo/final-sync=2: no run with --mode solo --final-sync 2 into solo_final-sync_2-s1.json"
+  grep -q -- "--mode adaptive --policy-opts change=steps --final-sync 1 --tau 3 --seed 1 .*/adaptive_change_steps_final-sync_1_tau_3-s1.json\$" <<<"$out" ||
+    fail "adaptive+change=steps/final-sync=1/tau=3: not --policy-opts change=steps --final-sync 1 --tau 3"
   out=$(r --epochs 2 --imbalances none --interfere 'cpu:ranks=3,start=1,end=2' --no-ddp)
   grep -q '^bash jobs/interfere.sh --ranks 4 cpu:ranks=3,start=1,end=2 -- .*eager-train .*/none/sync-s1.json$' <<<"$out" || fail "--interfere: the race run is not under interfere.sh"
   # refused, naming what: an unknown name, a schedule without --epochs, a bad NAME=, --epoch-mode, --targets, --interfere
@@ -281,6 +287,8 @@ race_dry)
   bad "--epoch-mode takes shard or global, not 'globl'" --epoch-mode globl
   bad "--targets: '4:1.5'" --targets "0.8 4:1.5"
   bad "rank 4 is not below the job's 4 ranks" --interfere cpu:ranks=4,start=0
+  bad "'final-sync' is not FLAG=VALUE" --modes "solo/final-sync"
+  bad "/FLAG=VALUE is eager-train's" --eager torch --modes "solo/final-sync=2"
   echo "PASS";;
 sched_race_dry)
   out=$(bash jobs/sched_race.sh --dry-run 2>&1) || { rc=$?; echo "$out"; fail "sched_race.sh --dry-run exit $rc"; }
