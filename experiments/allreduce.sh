@@ -24,7 +24,7 @@ P=$OPT_ranks RUNS=$OPT_runs OUT=$OPT_out
 OUT=${OUT:-results/runs/allreduce-p$P}
 bench() { echo bash jobs/mpi.sh run "$B" "$P" "$B/bench/bench_collectives" --unit-ms 1 --reps 5 --sizes 8,4194304 --json "$OUT/run-$1.json"; }
 rc=0
-if [ $TABLE = 0 ]; then
+if [ $EXP_TABLE_ONLY = 0 ]; then
   [ "$DRY" = 1 ] || [ -x "$B/bench/bench_collectives" ] || exp_die "$B/bench/bench_collectives not built (make build-all)"
   exp_meta "$OUT" "$(bench I) (I = 1..$RUNS)"
   for i in $(seq "$RUNS"); do

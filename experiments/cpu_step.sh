@@ -20,7 +20,7 @@ exp_count pairs
 PAIRS=$OPT_pairs OUT=$OPT_out
 cmd=(env "NN_BENCH_PAIRS=$PAIRS" make bench-cpu "B=$B")
 rc=0
-if [ $TABLE = 0 ]; then
+if [ $EXP_TABLE_ONLY = 0 ]; then
   exp_meta "$OUT" "$(exp_cmd "${cmd[@]}")"
   if [ "$DRY" = 1 ]; then exp_cmd "${cmd[@]}"; else
     exp_run "${cmd[@]}" 2>&1 | tee "$OUT/bench.log"

@@ -72,15 +72,15 @@ exp_race_tables() {
   return $rc
 }
 # exp_opts "NAME ..." ARG...: parses the script's arguments: --NAME VALUE for each NAME listed (into
-# OPT_NAME, whose default the caller sets before), --table (TABLE=1), --dry-run (DRY=1), --help;
+# OPT_NAME, whose default the caller sets before), --table (EXP_TABLE_ONLY=1), --dry-run (DRY=1), --help;
 # anything else is refused with one line
-TABLE=0
+EXP_TABLE_ONLY=0
 exp_opts() {
   local names=" $1 " n
   shift
   while [ $# -gt 0 ]; do
     case $1 in
-    --table) TABLE=1 ;;
+    --table) EXP_TABLE_ONLY=1 ;;
     --dry-run) DRY=1 ;;
     -h | --help) exp_help ;;
     --*)
@@ -107,7 +107,7 @@ exp_count() {
 exp_go() {
   local d=$1 rc=0
   shift
-  [ "$TABLE" = 1 ] && return 0
+  [ "$EXP_TABLE_ONLY" = 1 ] && return 0
   exp_meta "$d" "$(exp_cmd "$@")"
   exp_run "$@" || rc=$?
   exp_meta_end "$d" $rc

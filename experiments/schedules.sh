@@ -22,7 +22,7 @@
 # adaptive" --imbalances "strag_mid slow_half ln_wave" --out results/runs/schedules-p4
 # --budget issue runs: bash jobs/sched_race.sh --ranks 4 --seeds "1 2 3" --modes "sync solo majority
 # adaptive adaptive+change=steps" --out results/runs/sched-race
-# Prints, kept in DIR/table.md: build/bin/pcoll-compare --versus adaptive DIR/pP (targets: sync's
+# Prints, kept in DIR/table.md (--budget issue: DIR/table-pP.md): build/bin/pcoll-compare --versus adaptive DIR/pP (targets: sync's
 # mean final top-1 less 4 and 1 points; first crossing and held; adaptive / best static paired by
 # seed); the race's tables against DDP (DIR/compare-pP.md, DIR/compare-pP-held.md: time to DDP's
 # mean final top-1; their lists of files left out); the switch log: each adaptive run's switches
@@ -72,6 +72,9 @@ switches() {
   done
 }
 
+# the issue budget's folder holds both rank counts: one table per P there
+TABLE_FILE=$OUT/table.md
+[ "$OPT_budget" = issue ] && TABLE_FILE=$OUT/table-p$P.md
 rc=0
 exp_go "$OUT" "${race[@]}" || rc=$?
 [ "$DRY" = 1 ] || [ -d "$OUT/p$P" ] || exp_die "no runs in $OUT/p$P"
@@ -85,7 +88,7 @@ fi
   exp_race_tables "$OUT" "$P" "compare-p$P.md" "compare-p$P-held.md" || rc=1
   echo
   switches "$OUT/p$P"
-} >"$OUT/table.md" 2>&1
-cat "$OUT/table.md"
-echo "experiments/schedules.sh: the tables above are in $OUT/table.md"
+} >"$TABLE_FILE" 2>&1
+cat "$TABLE_FILE"
+echo "experiments/schedules.sh: the tables above are in $TABLE_FILE"
 exit $rc

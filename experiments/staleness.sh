@@ -23,7 +23,7 @@ RUNS=$OPT_runs OUT=$OPT_out
 prog=$B/tests/controller/test_ctl_mpi
 ctl() { echo bash jobs/mpi.sh run "$B" 8 "$prog" --policy solo --tau "$1" --slow 0 --factor 16 --rounds 1000; }
 rc=0
-if [ $TABLE = 0 ]; then
+if [ $EXP_TABLE_ONLY = 0 ]; then
   [ "$DRY" = 1 ] || [ -x "$prog" ] || exp_die "$prog not built (make build-all)"
   exp_meta "$OUT" "$(ctl T) (T = 4, 0; $RUNS runs each, alternated)"
   for i in $(seq "$RUNS"); do

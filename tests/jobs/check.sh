@@ -242,6 +242,10 @@ experiments_dry)
     grep -qxF '| strag_mid | adaptive,window=32 | 1 | 0, 1, 2 | 0.2 sync -> majority (probing); 0.4 majority -> sync (chosen); 1.5 sync -> majority (detected); 2.1 solo -> sync (probe due) |' <<<"$out" ||
       fail "schedules.sh --table: no switch log line: $out"
     grep -q '^### fmnist: .*: adaptive against the best static mode$' <<<"$out" || fail "schedules.sh --table: no regime table: $out"
+    # --budget issue keeps both rank counts in one folder: its table is DIR/table-pP.md; --table runs nothing
+    out=$(bash experiments/schedules.sh --budget issue --table --out "$T/sch" 2>&1) # exit 1: no DDP race tables here
+    [ -s "$T/sch/table.md" ] && [ -s "$T/sch/table-p4.md" ] && [ ! -e "$T/sch/meta.txt" ] ||
+      fail "schedules.sh --table, --budget issue --table: want DIR/table.md, DIR/table-p4.md and no meta.txt (it runs nothing): $out"
   else
     echo "(no $B/bin/pcoll-compare or jq: --table not checked)"
   fi
