@@ -16,9 +16,9 @@
 #               lists but the binaries cannot use fails here, and the steps run to show why)
 #   pcoll       libpcoll's device tests: tests/run.sh T='^cuda_pcoll_' (tests/cuda.tests)
 #   tests       the backend's GPU tests (layers, PyTorch references) and the static CUDA checks
-#   bench-gpu   jobs/bench_gpu.sh with NN_BENCH_ITERS (default 5) steps per model, input on the
-#               host and on the device, without strict-fp32 ResNet-50 (NN_BENCH_SKIP, default
-#               "resnet50/fp32"; set it empty to run it)
+#   bench-gpu   jobs/bench_gpu.sh with NN_BENCH_ITERS (default 5) steps per model, the input in
+#               pageable, page-locked and device memory, without strict-fp32 ResNet-50
+#               (NN_BENCH_SKIP, default "resnet50/fp32"; set it empty to run it)
 #   collectives the partial-allreduce benchmark with device buffers, 4 ranks, small sizes; then
 #               8 B at 1 and 2 ranks (how much of a small round is ranks sharing the GPU)
 #   train       mpirun -np 2 eager-train --device cuda, 2 epochs on the carried Fashion-MNIST
@@ -108,7 +108,6 @@ collectives_gpu() {
   done
 }
 
-# the JSON of the training step says the steps ran as a CUDA graph
 # train_and_check FILE COPY CMD...: runs CMD (a training that writes FILE) with the input copy COPY
 # (staged: the default; direct: NN_CUDA_DIRECT_INPUT=1, page-locked batches copied straight in);
 # FILE must say the steps ran as a CUDA graph and environment.input_copy = COPY

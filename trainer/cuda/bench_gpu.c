@@ -45,11 +45,9 @@ static int skipped(const char *model, const char *prec) {
 
 /* the input batch copied into page-locked memory: x and labels (x, lab: to free); lengths and
  * targets stay where they are */
-static int pin_batch(nn_cuda_model_t *g, const nn_model_t *c, const nn_batch_t *src, nn_batch_t *dst,
-                     float **x, int **lab) {
-    size_t per = c->in_ndim == 3 ? (size_t)c->in_shape[0] * c->in_shape[1] * c->in_shape[2]
-                                 : (size_t)c->in_shape[0] * (c->in_ndim == 2 ? c->in_shape[1] : 1);
-    size_t xb = sizeof(float) * per * src->n;
+static int pin_batch(nn_cuda_model_t *g, const bs_input_t *in, nn_batch_t *dst, float **x, int **lab) {
+    const nn_batch_t *src = &in->b;
+    size_t xb = sizeof(float) * in->per * src->n;
     *x = nn_cuda_host_alloc(g, xb);
     *lab = nn_cuda_host_alloc(g, sizeof(int) * src->n);
     if (!*x || !*lab) return -1;
@@ -78,7 +76,7 @@ static int gpu_bench(void *ctx, nn_model_t *c, const bs_input_t *in) {
         float *px = NULL;
         int *pl = NULL;
         struct gpu_step s = {.g = nn_cuda_model_build(c, N, prec[p].tf32, err, sizeof err), .sgd = &in->sgd};
-        if (!s.g || pin_batch(s.g, c, &in->b, &pinned, &px, &pl)) {
+        if (!s.g || pin_batch(s.g, in, &pinned, &px, &pl)) {
             fprintf(stderr, "%s\n", s.g ? "nn_bench_gpu: no page-locked memory for the batch" : err);
             if (s.g) nn_cuda_host_free(s.g, px), nn_cuda_host_free(s.g, pl), nn_cuda_model_free(s.g);
             free(t);

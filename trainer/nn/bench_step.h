@@ -24,6 +24,7 @@ typedef struct {
     nn_sgd_t sgd;
     float *x;
     int *lab, *len;
+    size_t per; /* floats of one sample in x */
 } bs_input_t;
 
 static inline double bs_clock_ms(clockid_t id) {
@@ -77,8 +78,10 @@ static inline int bs_run_models(int argc, char **argv, const bs_model_t *all, si
         }
         size_t per = m->in_ndim == 3 ? (size_t)m->in_shape[0] * m->in_shape[1] * m->in_shape[2]
                                      : (size_t)m->in_shape[0] * (m->in_ndim == 2 ? m->in_shape[1] : 1);
-        bs_input_t in = {
-            .model = &all[k], .iters = iters, .sgd = {.lr = 0.01f, .momentum = 0.9f, .wd = 1e-4f}};
+        bs_input_t in = {.model = &all[k],
+                         .iters = iters,
+                         .sgd = {.lr = 0.01f, .momentum = 0.9f, .wd = 1e-4f},
+                         .per = per};
         in.x = malloc(sizeof(float) * per * N);
         in.lab = malloc(sizeof(int) * N);
         in.len = malloc(sizeof(int) * N);
