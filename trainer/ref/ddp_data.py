@@ -12,7 +12,7 @@ import gzip
 import math
 import os
 
-from ddp_gen import M64, mix64, np_mix64
+from ddp_gen import GAMMA, M64, mix64, np_mix64
 from ddp_preset import PRESETS
 
 
@@ -20,9 +20,8 @@ def data_permutation(n, seed, epoch):
     """trainer/data/common.c data_permutation: Fisher-Yates keyed by (seed, SHUFFLE, epoch)."""
     s = mix64(mix64(mix64(mix64(seed) ^ 0x5348) ^ epoch) ^ 0)
     perm = list(range(n))
-    g = 0x9E3779B97F4A7C15
     for i in range(n - 1, 0, -1):
-        s = (s + g) & M64
+        s = (s + GAMMA) & M64
         j = (mix64(s) * (i + 1)) >> 64
         perm[i], perm[j] = perm[j], perm[i]
     return perm
@@ -81,7 +80,7 @@ class Hyperplane:
         self.n = min(n, lim) if lim > 0 else n
         self.F, self.split, self.seed = F, 0 if split == "train" else 1, args.seed
         ka = np_mix64(np.uint64(mix64(mix64(args.seed) ^ 0x4841)) ^ np.arange(F, dtype=np.uint64))
-        ua = (np_mix64(np_mix64(ka) + np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+        ua = (np_mix64(np_mix64(ka) + np.uint64(GAMMA)) >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
         self.a = (2.0 * ua - 1.0).astype(np.float32)
         self.noise = float(np.float32(0.1))
 
@@ -92,7 +91,7 @@ class Hyperplane:
         s0 = np_mix64(np_mix64(np.uint64(mix64(mix64(self.seed) ^ 0x4858)) ^ np.uint64(self.split)) ^ i)
         half = (self.F + 1) // 2
         with np.errstate(over="ignore"):
-            st = s0[:, None] + np.arange(1, half + 1, dtype=np.uint64)[None, :] * np.uint64(0x9E3779B97F4A7C15)
+            st = s0[:, None] + np.arange(1, half + 1, dtype=np.uint64)[None, :] * np.uint64(GAMMA)
         u = np_mix64(st)
         sc = math.sqrt(3.0 / self.F) / 2147483648.0
         lo = ((u & np.uint64(0xFFFFFFFF)).astype(np.float64) - 2147483647.5) * sc
@@ -103,7 +102,7 @@ class Hyperplane:
         y = np.cumsum(self.a.astype(np.float64)[None, :] * x.astype(np.float64), axis=1)[:, -1]  # in order, as C
         t = np.empty((len(i), 1), dtype=np.float32)
         with np.errstate(over="ignore"):
-            d1, d2 = np_mix64(st[:, -1] + np.uint64(0x9E3779B97F4A7C15)), np_mix64(st[:, -1] + np.uint64(2 * 0x9E3779B97F4A7C15 % (1 << 64)))
+            d1, d2 = np_mix64(st[:, -1] + np.uint64(GAMMA)), np_mix64(st[:, -1] + np.uint64(2 * GAMMA & M64))
         for r in range(len(i)):  # rng_normal with libm's log and cos, as C
             u1 = max(float(int(d1[r]) >> 11) * 2.0 ** -53, 1e-300)
             u2 = float(int(d2[r]) >> 11) * 2.0 ** -53

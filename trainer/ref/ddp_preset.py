@@ -14,7 +14,7 @@ import math
 import os
 import sys
 
-from ddp_gen import M64
+from ddp_gen import GAMMA, M64, np_mix64
 
 # the presets eager-train --experiment sets (trainer/config.c apply_experiment) that are mirrored
 PRESETS = {
@@ -54,12 +54,9 @@ def c_init(model, seed):
     mods = [m for m in model.modules() if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear, torch.nn.BatchNorm2d))]
     need = sum(2 * m.weight.numel() if isinstance(m, torch.nn.Conv2d) else
                m.weight.numel() + m.bias.numel() if isinstance(m, torch.nn.Linear) else 0 for m in mods)
-    s0 = (seed * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019) & M64
-    with np.errstate(over="ignore"):
-        z = np.arange(1, need + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(s0)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        z = z ^ (z >> np.uint64(31))
+    s0 = (seed * GAMMA + 0x632BE59BD9B4E019) & M64
+    with np.errstate(over="ignore"):  # draw k (from 0) is mix64(s0 + k GAMMA), as nn_rng_u64's stream
+        z = np_mix64(np.arange(need, dtype=np.uint64) * np.uint64(GAMMA) + np.uint64(s0))
     k = 0
     with torch.no_grad():
         for m in mods:
