@@ -77,7 +77,8 @@
 # about itself (ranks[] compute_s / steps, mean over ranks), so the delays given in step times scale
 # with the model and the machine; delays given in ms do not. It is kept in DIR/pP/step_ms ("MS RUN",
 # RUN relative to DIR/pP) and reused by every later call into DIR (seeds run one call at a time get
-# the same delays); delete the file to measure it again.
+# the same delays); delete the file to measure it again. A later call on a machine whose CPU model
+# differs from the one that measured it is refused (its delays would not be in its own step times).
 # Per P, DIR/compare-pP.{md,json,csv} is pcoll-compare's table with the target set to DDP's mean
 # final top-1 over the seeds in DIR/pP (one run per seed with a final top-1, the one without
 # imbalance where there is one: DDP's steps do not depend on the delays): "to target vs DDP" is then
@@ -191,13 +192,18 @@ if command -v jq >/dev/null; then
   step_ms() { jq '[.ranks[] | .compute_s / .steps] | add / length * 1000' "$1"; }
   top1() { jq '.summary.final_test_top1 | numbers' "$1"; }
   per_step() { jq '([.epochs[].epoch_s] | add) * 1000 / (([.epochs[].steps] | add) / .environment.ranks)' "$1"; }
+  run_cpu() { jq -r '(.environment.cpu // "") | split("; ")[0] // ""' "$1"; }
 elif command -v python3 >/dev/null; then
   step_ms() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["ranks"]; print(sum(x["compute_s"]/x["steps"] for x in r)/len(r)*1000)' "$1"; }
   per_step() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); e=r["epochs"]
 print(sum(x["epoch_s"] for x in e)*1000/(sum(x["steps"] for x in e)/r["environment"]["ranks"]))' "$1"; }
   top1() { python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))["summary"].get("final_test_top1")
 if isinstance(v,(int,float)) and not isinstance(v,bool): print(v)' "$1"; }
+  run_cpu() { python3 -c 'import json,sys; print((json.load(open(sys.argv[1]))["environment"].get("cpu") or "").split("; ")[0])' "$1"; }
 else die "needs jq or python3 to read the run files (make deps installs jq)"; fi
+# this machine's CPU model as eager-train's run files name it (environment.cpu, up to "; "); empty
+# where /proc/cpuinfo has no model name (the check below is then skipped)
+this_cpu() { sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -1; }
 if [ $DRY = 0 ]; then
   [ -x "$B/bin/pcoll-compare" ] || die "build first: make build-all"
   if [ "$EAGER" = torch ]; then
@@ -321,6 +327,9 @@ for P in $RANKS; do
   if [ $DRY = 0 ] && [ -s "$stepf" ]; then
     read -r step src <"$stepf"
     case $step in '' | *[!0-9.]*) die "$stepf: '$step' is not a step time in ms (delete the file to measure again)" ;; esac
+    c0=$(run_cpu "$D/$src" 2>/dev/null) c1=$(this_cpu)
+    [ -z "$c0" ] || [ -z "$c1" ] || [ "$c0" = "$c1" ] ||
+      die "$stepf: measured on CPU '$c0' ($src), this machine's is '$c1': its delays would be scaled to the other machine's step time; give a new --out for this machine (delays given in ms do not scale)"
     echo "ddp_race: P=$P: step time $step ms from $stepf (measured by $src; delete it to measure again)"
   else
     rel=none/${pre}sync-s$first_seed.json

@@ -1,6 +1,7 @@
 /* metrics.c -- pieces of the run's JSON (results/schema/run.schema.json): environment, PAPI
  * status, per-round aggregation, atomic file writes. Only rank 0 builds and writes the file. */
 #include "trainer/metrics.h"
+#include "common/cpu.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <mpi.h>
@@ -13,41 +14,6 @@
 #include <dlfcn.h>
 #include <papi.h>
 #endif
-
-/* Rank 0's CPU: its model name and the vector extensions the nn kernels' floating-point sums depend
- * on (they are built with -march=native: the same seed ends in other weights on a CPU with other
- * vector units), from /proc/cpuinfo; NULL where that is not readable. */
-static json_t *cpu_string(void) {
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return NULL;
-    char line[8192], model[256] = "", flags[128] = "";
-    int have_flags = 0;
-    while (fgets(line, sizeof line, f) && (!model[0] || !have_flags)) {
-        char *v = strchr(line, ':');
-        if (!v) continue;
-        v += 1 + (v[1] == ' ');
-        v[strcspn(v, "\n")] = 0;
-        if (!model[0] && !strncmp(line, "model name", 10)) snprintf(model, sizeof model, "%s", v);
-        if (!have_flags && !strncmp(line, "flags", 5)) {
-            const char *want[] = {"sse4_2", "avx", "avx2", "fma", "avx512f", "avx512_bf16", "amx_tile"};
-            have_flags = 1;
-            for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-                size_t n = strlen(want[i]);
-                for (const char *q = v; (q = strstr(q, want[i])); q += n)
-                    if ((q == v || q[-1] == ' ') && (q[n] == ' ' || q[n] == 0)) {
-                        size_t k = strlen(flags);
-                        snprintf(flags + k, sizeof flags - k, "%s%s", k ? " " : "", want[i]);
-                        break;
-                    }
-            }
-        }
-    }
-    fclose(f);
-    if (!model[0] && !have_flags) return NULL;
-    char out[400];
-    snprintf(out, sizeof out, "%s; %s", model[0] ? model : "unknown model", flags);
-    return json_string(out);
-}
 
 json_t *metrics_environment(int P, char **hosts, int argc, char **argv) {
     json_t *e = json_object(), *h = json_array();
@@ -75,8 +41,8 @@ json_t *metrics_environment(int P, char **hosts, int argc, char **argv) {
     time_t t = time(NULL);
     strftime(d, sizeof d, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
     json_object_set_new(e, "date", json_string(d));
-    json_t *cpu = cpu_string();
-    json_object_set_new(e, "cpu", cpu ? cpu : json_null());
+    char cpu[400]; /* rank 0's (common/cpu.h) */
+    json_object_set_new(e, "cpu", cpu_describe(cpu, sizeof cpu) ? json_string(cpu) : json_null());
     size_t cl = 1;
     for (int i = 0; i < argc; i++) cl += strlen(argv[i]) + 1;
     char *cmd = calloc(cl, 1);

@@ -17,6 +17,7 @@
  * MPI_COMM_WORLD and give every rank the same answer.
  */
 #include "collectives/pcoll.h"
+#include "common/cpu.h"
 #include "common/hash.h"
 #include "controller/controller.h"
 #include "trainer/nn/nn.h"
@@ -155,6 +156,9 @@ const char *eg_mpi_version(char *buf, size_t n) {
     snprintf(buf, n, "%s", v);
     return buf;
 }
+/* The run file's environment.cpu (common/cpu.h cpu_describe): buf, or NULL where /proc/cpuinfo
+ * names neither model nor flags. */
+const char *eg_cpu(char *buf, size_t n) { return cpu_describe(buf, n) ? buf : NULL; }
 
 /* Collective: 0 if ok on every rank; else 1 and out = the line of the lowest failing rank (msg),
  * "rank R: msg", or "msg (on every rank)" when every rank failed. */

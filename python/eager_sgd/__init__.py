@@ -431,10 +431,12 @@ class DistributedOptimizer(Checkpoint):
         tot = self._totals()  # the whole run's (a resumed run's included: load_state_dict)
         n_st = tot["stale_n"]
         target = cfg.get("target-top1") or None  # a script's config may name one (eager-train's key)
-        ver = _lib.buf(256)
+        ver, cpu = _lib.buf(256), _lib.buf(400)
+        cpu = lib.eg_cpu(cpu, 400)
         rec = {
             "schema": "eager-sgd-run/1", "experiment": self.meta["experiment"], "config": cfg,
             "environment": {"ranks": P, "hosts": [socket.gethostname()], "mpi": lib.eg_mpi_version(ver, 256).decode(),
+                            "cpu": cpu.decode() if cpu else None,
                             "cuda": self.torch.version.cuda if self.cuda else None, "cudnn": None,
                             "nccl": self._nccl_version(), "gpus": self._gpus(), "data_path": self.data_path,
                             "slurm_job_id": os.environ.get("SLURM_JOB_ID"),

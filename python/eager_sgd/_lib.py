@@ -56,7 +56,7 @@ def load(cuda=False):
         "eg_count_names": (C, []), "eg_error": (C, [P]), "eg_hash_init": (U64, []),
         "eg_hash": (U64, [U64, P, SZ]), "eg_share": (None, [D, D, D, D, DP]),
         "eg_mpi_init": (I, [ctypes.POINTER(I), ctypes.POINTER(I), C, SZ]), "eg_mpi_finalize": (None, []),
-        "eg_abort": (None, [I]), "eg_mpi_version": (C, [C, SZ]), "eg_agree": (I, [I, C, C, SZ]),
+        "eg_abort": (None, [I]), "eg_mpi_version": (C, [C, SZ]), "eg_cpu": (C, [C, SZ]), "eg_agree": (I, [I, C, C, SZ]),
         "eg_same": (I, [U64, C, C, SZ]), "eg_bcast": (I, [P, SZ, I]), "eg_allreduce_sum": (I, [P, SZ, I]),
         "eg_new": (I, [C, I, U64, SZ, I, D, C, SZ, ctypes.POINTER(P)]), "eg_policy": (C, [P, C, SZ]),
         "eg_data_path": (C, [P]), "eg_begin": (I, [P, I, D]), "eg_step": (I, [P, P, D, D]),

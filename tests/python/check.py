@@ -107,8 +107,12 @@ def device_of(kind, rank):
 
 
 def check_env(rec, kind, size):
-    """The run file's environment: data_path, and every rank's GPU (shared: the same one)."""
+    """The run file's environment: the CPU as eager-train names it (common/cpu.h: the model name
+    from /proc/cpuinfo, then "; "), data_path, and every rank's GPU (shared: the same one)."""
     env = rec["environment"]
+    model = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), None)
+    if model and not (env.get("cpu") or "").startswith(model + "; "):
+        fail("the run file's cpu is %r, not this machine's model %r then '; '" % (env.get("cpu"), model))
     want = {"cpu": "host", "shared": "staged", "own": "nccl"}[kind]
     if env.get("data_path") != want:
         fail("the run file's data_path is %s, not %s (%s)" % (env.get("data_path"), want, kind))

@@ -1,7 +1,7 @@
 #!/bin/bash
 # ddp_race.sh keeps the step time its delays are scaled to in DIR/pP/step_ms: seeds run one call
 # at a time into the same folder get the same delays (one calibration run, not one per call); a
-# damaged step_ms is refused, naming the file; the target is DDP's mean final top-1 over the seeds
+# damaged step_ms is refused, naming the file, and so is one measured on another CPU model; the target is DDP's mean final top-1 over the seeds
 # that have one.
 . "$(dirname "$0")/common.sh"
 R=jobs/ddp_race.sh
@@ -30,7 +30,17 @@ race --seeds 2 || fail "with DDP runs in the folder: $(tail -5 "$TMP/race.out")"
 grep -q "target top-1 = DDP's mean final top-1, 0.6, over seed(s) 1 2 (" "$TMP/race.out" ||
   fail "target not DDP's mean over seeds 1 (none) and 2 (linear), 0.6, without seed 3 (no top-1): $(grep -i target "$TMP/race.out")"
 rm -r "$D/random1/ddp-s1.json" "$D/none/ddp-s1.json" "$D/none/ddp-s3.json" "$D/linear"
+good=$(cat "$D/step_ms")
 echo "12x none/sync-s1.json" > "$D/step_ms"
 race --seeds 3 && fail "a damaged step_ms was accepted"
 grep -q "$D/step_ms: '12x' is not a step time" "$TMP/race.out" || fail "damaged step_ms: $(cat "$TMP/race.out")"
+# a step time measured on another CPU model is refused, naming both; a run file without one is not
+echo "$good" >"$D/step_ms"
+cp "$D/none/sync-s1.json" "$TMP/cal.json"
+jq '.environment.cpu = "Imaginary CPU 9000; sse4_2 avx"' "$TMP/cal.json" >"$D/none/sync-s1.json"
+race --seeds 3 && fail "a step time measured on another CPU model was accepted"
+grep -q "$D/step_ms: measured on CPU 'Imaginary CPU 9000' (none/sync-s1.json), this machine's is '" "$TMP/race.out" ||
+  fail "another CPU model: $(cat "$TMP/race.out")"
+jq '.environment.cpu = null' "$TMP/cal.json" >"$D/none/sync-s1.json"
+race --seeds 3 || fail "a calibration run without environment.cpu was refused: $(tail -5 "$TMP/race.out")"
 echo "race_calib: ok ($a)"
