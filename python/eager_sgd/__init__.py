@@ -431,8 +431,7 @@ class DistributedOptimizer(Checkpoint):
         tot = self._totals()  # the whole run's (a resumed run's included: load_state_dict)
         n_st = tot["stale_n"]
         target = cfg.get("target-top1") or None  # a script's config may name one (eager-train's key)
-        ver, cpu = _lib.buf(256), _lib.buf(400)
-        cpu = lib.eg_cpu(cpu, 400)
+        ver, cpu = _lib.buf(256), lib.eg_cpu(_lib.buf(400), 400)  # cpu: bytes, or None
         rec = {
             "schema": "eager-sgd-run/1", "experiment": self.meta["experiment"], "config": cfg,
             "environment": {"ranks": P, "hosts": [socket.gethostname()], "mpi": lib.eg_mpi_version(ver, 256).decode(),

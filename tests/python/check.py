@@ -23,6 +23,7 @@
   hang           rank 1 stops itself (SIGSTOP): libpcoll's liveness names it, the package aborts
 Tiny model and data; one intra-op thread per rank."""
 import os
+import re
 import signal
 import sys
 import time
@@ -110,7 +111,9 @@ def check_env(rec, kind, size):
     """The run file's environment: the CPU as eager-train names it (common/cpu.h: the model name
     from /proc/cpuinfo, then "; "), data_path, and every rank's GPU (shared: the same one)."""
     env = rec["environment"]
-    model = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), None)
+    # the value as cpu_describe reads it: after ':' and one space, up to the newline
+    model = next((re.sub(r"^ ", "", ln.split(":", 1)[1].rstrip("\n")) for ln in open("/proc/cpuinfo")
+                  if ln.startswith("model name")), None)
     if model and not (env.get("cpu") or "").startswith(model + "; "):
         fail("the run file's cpu is %r, not this machine's model %r then '; '" % (env.get("cpu"), model))
     want = {"cpu": "host", "shared": "staged", "own": "nccl"}[kind]

@@ -1,8 +1,8 @@
 #!/bin/bash
 # ddp_race.sh keeps the step time its delays are scaled to in DIR/pP/step_ms: seeds run one call
 # at a time into the same folder get the same delays (one calibration run, not one per call); a
-# damaged step_ms is refused, naming the file, and so is one measured on another CPU model; the target is DDP's mean final top-1 over the seeds
-# that have one.
+# damaged step_ms is refused, naming the file, and so is one measured on another CPU model; the
+# target is DDP's mean final top-1 over the seeds that have one.
 . "$(dirname "$0")/common.sh"
 R=jobs/ddp_race.sh
 D=$TMP/race/p2
