@@ -33,7 +33,7 @@
 # CORE_CHECK_RACE_SEEDS="1 2 3" CORE_CHECK_RACE_IMBS="random1 lognormal" CORE_CHECK_RACE_LIMIT=560
 # CORE_CHECK_BUDGET=580 (P = 4 first: a time-out keeps its runs). The race's files are also
 # packed into $OUT/race.tgz (a device tool may return only a few files).
-# CORE_CHECK_QUICK=1: a short version that checks the steps themselves on any machine (fewer
+# CORE_CHECK_QUICK=1: a short version that checks the steps themselves on any machine (one rep, fewer
 # iterations, the skew sweep's ends only (unit/R 0.25 and 4), one A/B pair of the wake-up, 2,048
 # samples, one epoch, one seed; tests/device/core_check_quick.sh).
 # Everything goes under $OUT (default ./core-check-out): this log, each step's log, the
@@ -79,9 +79,9 @@ PY
 }
 
 collectives() {
-  local iters=() ; [ "$QUICK" = 1 ] && iters=(--iters 20 --sizes 8,4194304)
-  $MPIRUN -np 8 "$B/bench/bench_collectives" --unit-ms 1 --reps "${REPS:-3}" "${iters[@]}" \
-    --json "$OUT/collectives_p8.json" || return $?
+  local iters=() ; [ "$QUICK" = 1 ] && iters=(--iters 8 --sizes 8,4194304)
+  $MPIRUN -np 8 "$B/bench/bench_collectives" --unit-ms 1 --reps "${REPS:-$([ "$QUICK" = 1 ] && echo 1 || echo 3)}" \
+    "${iters[@]}" --json "$OUT/collectives_p8.json" || return $?
   echo "== med/mpi (goal: <= 1.3 at 8 B, <= 1.1 at 4 MiB)"
   collectives_summary "$OUT/collectives_p8.json"
 }
@@ -107,7 +107,7 @@ PY
 
 skew() {
   local x u R iters=(--iters 32) xs="0.25 0.5 1 2 4"
-  [ "$QUICK" = 1 ] && iters=(--iters 8) xs="0.25 4"
+  [ "$QUICK" = 1 ] && iters=(--iters 4) xs="0.25 4"
   $MPIRUN -np 8 "$B/bench/bench_collectives" --unit-ms 0 --sizes 4194304 --only sync "${iters[@]}" \
     --json "$OUT/skew_r.json" > /dev/null || return $?
   R=$(python3 -c 'import json, sys
@@ -126,8 +126,8 @@ print([r for r in json.load(open(sys.argv[1]))["results"] if r["skew"] == "none"
 
 reduce() {
   local iters=()
-  [ "$QUICK" = 1 ] && iters=(--iters 20)
-  $MPIRUN -np 8 "$B/bench/bench_reduce" --sizes 8,4194304 --reps "${REPS:-3}" "${iters[@]}" --json "$OUT/reduce_p8.json"
+  [ "$QUICK" = 1 ] && iters=(--iters 8)
+  $MPIRUN -np 8 "$B/bench/bench_reduce" --sizes 8,4194304 --reps "${REPS:-$([ "$QUICK" = 1 ] && echo 1 || echo 3)}" "${iters[@]}" --json "$OUT/reduce_p8.json"
 }
 
 # the engine's wake-up after a partial round: with libpcoll's default (skipped when the
