@@ -45,6 +45,7 @@ B=${B:-build}
 . tests/device/steps.sh # steps_init, step, row, elapsed, host_lines, resolve_libraries, check_binaries, mpi_env
 steps_init core-check "${CORE_CHECK_BUDGET:-330}"
 QUICK=${CORE_CHECK_QUICK:-0}
+[ "$QUICK" = 1 ] && REPS=${REPS:-1} # the benchmarks' repetitions (default 3)
 
 DDP_NOTE=""
 preflight() {
@@ -80,7 +81,7 @@ PY
 
 collectives() {
   local iters=() ; [ "$QUICK" = 1 ] && iters=(--iters 8 --sizes 8,4194304)
-  $MPIRUN -np 8 "$B/bench/bench_collectives" --unit-ms 1 --reps "${REPS:-$([ "$QUICK" = 1 ] && echo 1 || echo 3)}" \
+  $MPIRUN -np 8 "$B/bench/bench_collectives" --unit-ms 1 --reps "${REPS:-3}" \
     "${iters[@]}" --json "$OUT/collectives_p8.json" || return $?
   echo "== med/mpi (goal: <= 1.3 at 8 B, <= 1.1 at 4 MiB)"
   collectives_summary "$OUT/collectives_p8.json"
@@ -127,7 +128,7 @@ print([r for r in json.load(open(sys.argv[1]))["results"] if r["skew"] == "none"
 reduce() {
   local iters=()
   [ "$QUICK" = 1 ] && iters=(--iters 8)
-  $MPIRUN -np 8 "$B/bench/bench_reduce" --sizes 8,4194304 --reps "${REPS:-$([ "$QUICK" = 1 ] && echo 1 || echo 3)}" "${iters[@]}" --json "$OUT/reduce_p8.json"
+  $MPIRUN -np 8 "$B/bench/bench_reduce" --sizes 8,4194304 --reps "${REPS:-3}" "${iters[@]}" --json "$OUT/reduce_p8.json"
 }
 
 # the engine's wake-up after a partial round: with libpcoll's default (skipped when the
