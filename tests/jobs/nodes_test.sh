@@ -7,8 +7,9 @@
 #                                rank a node: see below)
 #   2. Fashion-MNIST training    sbatch -N 2 -n 4 jobs/fmnist.sbatch, MODE=sync,adaptive
 #   3. the same sync run on one  sbatch -N 1 -n 4 jobs/fmnist.sbatch, MODE=sync
-#   4. a restart across nodes    sbatch --no-kill -N 2 -n 4 jobs/hyperplane.sbatch, RESTARTS=1, one
-#                                rank on pcnode2 killed in epoch 2 of 3: resumes on 3 ranks
+#   4. a restart across nodes    sbatch --no-kill -N 2 -n 4 jobs/hyperplane.sbatch, RESTARTS=2, one
+#                                rank on pcnode2 killed in epoch 2 of 3: resumes on 3 ranks (the
+#                                second restart is for a relaunch that dies inside MPI_Init: below)
 #   each held until the one before has ended (--dependency=afterany): 4 ranks at a time on the
 #   machine's cores. (Open MPI 4.1's TCP transport, used between the nodes, stalls for tens of
 #   seconds when threads of several ranks call MPI on cores they share many times over, and
@@ -22,6 +23,10 @@
 # pcnode1 and 2-3 on pcnode2; sync's final weights hash on two nodes equals the one-node run's;
 # pcoll-compare reads the results folders; the restarted job COMPLETED, its job.txt has
 # 'restart.sync.1=... ranks 4 -> 3, resumed after epoch 1' (or 2) and its run has 3 ranks on both nodes.
+# Or, where the relaunch on 3 ranks lost a rank inside MPI_Init (Open MPI 4.1 over TCP between the
+# namespaces, about 1 run in 10: a segfault reported by Open MPI's handler, before eager-train's own
+# crash handler is installed, trainer/crash.c), 'restart.sync.2=... ranks 3 -> 2' and 2 ranks on both
+# nodes; accepted only with that evidence in the job's output, any other second failure fails.
 # Everything is removed on every exit (trap).
 # Exit: 0 pass, 1 fail, 77 skip (no Slurm/root, or the machine forbids network namespaces: one
 # line says why).
@@ -58,13 +63,13 @@ train_id=$(OUT=$T/runs MODE=sync,adaptive submit fmnist "$(after "$bench_id")" "
   || fail "sbatch -N 2 jobs/fmnist.sbatch"
 one_id=$(OUT=$T/one MODE=sync submit fmnist1 "$(after "$train_id")" -N 1 -n 4 jobs/fmnist.sbatch "${targs[@]}") \
   || fail "sbatch -N 1 jobs/fmnist.sbatch"
-# 4. RESTARTS=1 across the nodes: one rank on pcnode2 killed in epoch 2 of 3 (--no-kill: the
+# 4. RESTARTS=2 across the nodes: one rank on pcnode2 killed in epoch 2 of 3 (--no-kill: the
 #    allocation outlives it); the script must resume on 3 ranks from epoch 1's checkpoint
 #    (hyperplane: negligible compute; its default imbalance, one random rank waiting 300 ms per
 #    step, 4 steps per epoch, keeps epoch 2 longer than the 0.3 s the kill waits)
-el_id=$(OUT=$T/el MODE=sync RESTARTS=1 submit elastic --no-kill "$(after "$one_id")" "${two[@]}" \
-  jobs/hyperplane.sbatch --hp-features 64 --hp-samples 1024 --epochs 3 --quiet) || fail "sbatch RESTARTS=1 jobs/hyperplane.sbatch"
-echo "submitted: allreduce $bench_id (2 nodes), fmnist $train_id (2 nodes), fmnist $one_id (1 node), hyperplane RESTARTS=1 $el_id (2 nodes)"
+el_id=$(OUT=$T/el MODE=sync RESTARTS=2 submit elastic --no-kill "$(after "$one_id")" "${two[@]}" \
+  jobs/hyperplane.sbatch --hp-features 64 --hp-samples 1024 --epochs 3 --quiet) || fail "sbatch RESTARTS=2 jobs/hyperplane.sbatch"
+echo "submitted: allreduce $bench_id (2 nodes), fmnist $train_id (2 nodes), fmnist $one_id (1 node), hyperplane RESTARTS=2 $el_id (2 nodes)"
 ns2=pcoll${net##*.}n2 killed=""
 for _ in $(seq 3000); do  # up to 300 s: epoch 1's checkpoint, then kill one rank in pcnode2's namespace
   if [ -f "$T/el/hyperplane/$el_id/ckpt-sync/ckpt-0001.ckpt" ]; then
@@ -120,8 +125,18 @@ ed=$T/el/hyperplane/$el_id
 # (epoch 2 when the killed rank had made all its epoch-2 deposits: the others end the epoch)
 grep -Eq '^restart\.sync\.1=exit [1-9][0-9]*, ranks 4 -> 3, resumed after epoch [12], lost [0-9]* s$' "$ed/job.txt" \
   || fail "$ed/job.txt: no restart line 'ranks 4 -> 3, resumed after epoch 1 (or 2)': $(grep restart "$ed/job.txt")"
-check_run "$el_id" "$ed/sync.json" 3
+left=3
+if grep -q '^restart\.sync\.2=' "$ed/job.txt"; then
+  # the relaunch lost a rank inside MPI_Init: Open MPI's signal report, none from eager-train's
+  out=$T/out/$el_id.out
+  grep -Eq '^restart\.sync\.2=exit [1-9][0-9]*, ranks 3 -> 2, resumed after epoch [12], lost [0-9]* s$' "$ed/job.txt" \
+    && grep -q '\*\*\* Process received signal \*\*\*' "$out" && ! grep -q '^eager-train: rank [0-9]*: SIG' "$out" \
+    || fail "$ed/job.txt: a second restart, not after a rank lost inside MPI_Init: $(grep restart "$ed/job.txt"); $out: $(grep -E 'Process received|Signal:|eager-train: rank' "$out" | head -n 4)"
+  echo "note: the relaunch on 3 ranks lost a rank inside MPI_Init ($(grep -m1 'Signal:' "$out")); restarted on 2"
+  left=2
+fi
+check_run "$el_id" "$ed/sync.json" $left
 [ "$(jq -r '.environment.hosts | unique | join(",")' "$ed/sync.json")" = pcnode1,pcnode2 ] \
-  || fail "$ed/sync.json: the 3 resumed ranks are not on both nodes: $(jq -c .environment.hosts "$ed/sync.json")"
-echo "RESTARTS=1 on 2 nodes: $(grep '^restart' "$ed/job.txt"); the resumed run: 3 ranks on pcnode1, pcnode2"
+  || fail "$ed/sync.json: the $left resumed ranks are not on both nodes: $(jq -c .environment.hosts "$ed/sync.json")"
+echo "RESTARTS=2 on 2 nodes: $(grep '^restart' "$ed/job.txt" | tr '\n' ' '); the resumed run: $left ranks on pcnode1, pcnode2"
 echo "PASS (jobs done after $(elapsed) s)"
