@@ -6,7 +6,7 @@
 # linear skew, window=16 (a probe of every level, and its repeats, complete within the run).
 . "$(dirname "$0")/../trainer/common.sh"
 EPOCHS=3
-timeout 240 $MPIRUN -np 2 "$TRAIN" --experiment fmnist --limit-train 2048 --limit-test 128 --batch 32 \
+timeout 240 $MPIRUN -np 2 "$TRAIN" --experiment fmnist --model "$TEST_MODEL" --limit-train 2048 --limit-test 128 --batch 32 \
   --mode adaptive --policy-opts window=16 --epochs $EPOCHS --imbalance linear:unit=20 --out "$TMP/a.json" > "$TMP/out" 2>&1 \
   || { cat "$TMP/out"; fail "adaptive run"; }
 J="$TMP/a.json"

@@ -4,11 +4,16 @@ TMP=$(mktemp -d /tmp/eager-test.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 TRAIN="$B/bin/eager-train"
 fail() { echo "FAIL: $*"; exit 1; }
-# run NP ARGS...: runs the trainer quietly on the small Fashion-MNIST subset; output in $TMP/out
+# run NP ARGS...: runs the trainer quietly on the small Fashion-MNIST subset; output in $TMP/out.
+# The model is the fmnist preset's ResNet-8 at a quarter of its channels (width=4, TEST_MODEL
+# overrides; a later --model in ARGS wins): these tests check rounds, replicas, records and exits,
+# not accuracy, and its step is a fifth of the preset's (the preset's model itself is trained by
+# nn_fmnist_train and against PyTorch by train_ddp_mirror).
+TEST_MODEL=${TEST_MODEL:-resnet-fmnist width=4}
 run() {
   np=$1; shift
-  timeout 240 $MPIRUN -np "$np" "$TRAIN" --experiment fmnist --limit-train 2048 --limit-test 512 \
-    --batch 32 --quiet "$@" > "$TMP/out" 2>&1
+  timeout 240 $MPIRUN -np "$np" "$TRAIN" --experiment fmnist --model "$TEST_MODEL" --limit-train 2048 \
+    --limit-test 512 --batch 32 --quiet "$@" > "$TMP/out" 2>&1
 }
 # paused_pid LOG RANK JOB: the pid that RANK prints when EAGER_TEST_PAUSE holds it (trainer/watchdog.h),
 # polled in LOG for up to 120 s while JOB (a background pid) runs; empty if it never got there
