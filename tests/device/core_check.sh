@@ -45,7 +45,7 @@ B=${B:-build}
 . tests/device/steps.sh # steps_init, step, row, elapsed, host_lines, resolve_libraries, check_binaries, mpi_env
 steps_init core-check "${CORE_CHECK_BUDGET:-330}"
 QUICK=${CORE_CHECK_QUICK:-0}
-[ "$QUICK" = 1 ] && REPS=${REPS:-1} # the benchmarks' repetitions (default 3)
+[ "$QUICK" = 1 ] && export REPS=${REPS:-1} # the benchmarks' repetitions (default 3; the steps run in bash -c)
 
 DDP_NOTE=""
 preflight() {

@@ -20,6 +20,10 @@ jq -e '[.results[] | select(.skew == "none" and .wrong == 0) | "\(.mode) \(.byte
   "$OUT/collectives_p8.json" > /dev/null || fail "collectives_p8.json: sync, solo or MPI_Allreduce missing at 8 B or 4 MiB"
 jq -e '[.results[] | .variant] | index("blocking") and index("nb")' "$OUT/reduce_p8.json" > /dev/null ||
   fail "reduce_p8.json: the blocking and non-blocking variants missing"
+# the quick form's one repetition reaches the steps (each runs in its own bash -c)
+for j in collectives_p8 reduce_p8; do
+  jq -e '.repetitions == 1' "$OUT/$j.json" > /dev/null || fail "$j.json: $(jq .repetitions "$OUT/$j.json") repetitions in the quick form, not 1"
+done
 [ -s "$OUT/skew_x4.json" ] && grep -q "unit/R" "$OUT/stdout" || fail "skew: no skew_x4.json or no summary of the sweep"
 T=$OUT/race/compare-p4.md
 [ -s "$T" ] || fail "no race table $T"
