@@ -7,7 +7,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 # run NP ARGS...: runs the trainer quietly on the small Fashion-MNIST subset; output in $TMP/out.
 # The model is the fmnist preset's ResNet-8 at a quarter of its channels (width=4, TEST_MODEL
 # overrides; a later --model in ARGS wins): these tests check rounds, replicas, records and exits,
-# not accuracy, and its step is a fifth of the preset's (the preset's model itself is trained by
+# not accuracy, and its epoch takes about a quarter of the preset's (the preset's model is trained by
 # nn_fmnist_train and against PyTorch by train_ddp_mirror).
 TEST_MODEL=${TEST_MODEL:-resnet-fmnist width=4}
 run() {
