@@ -35,7 +35,7 @@
 # packed into $OUT/race.tgz (a device tool may return only a few files).
 # CORE_CHECK_QUICK=1: a short version that checks the steps themselves on any machine (one rep, fewer
 # iterations, the skew sweep's ends only (unit/R 0.25 and 4), one A/B pair of the wake-up, 2,048
-# samples, one epoch, one seed; tests/device/core_check_quick.sh).
+# samples, one epoch, one seed, curve points on 256 test samples; tests/device/core_check_quick.sh).
 # Everything goes under $OUT (default ./core-check-out): this log, each step's log, the
 # benchmark's JSON, the race's run files and its pcoll-compare table. Ends with a summary table.
 # Exit: 0 when every step passed, 1 otherwise.
@@ -150,11 +150,11 @@ wake_ab() {
 race() {
   local data=$B/gpu-data/fashion-mnist
   [ -f "$data/train-images-idx3-ubyte.gz" ] || data=/usr/share/datasets/fashion-mnist
-  local n=12000 epochs=2 seeds=${CORE_CHECK_RACE_SEEDS:-1 2} ddp=() p rc=0
-  [ "$QUICK" = 1 ] && n=2048 epochs=1 seeds=1
+  local n=12000 epochs=2 seeds=${CORE_CHECK_RACE_SEEDS:-1 2} ddp=() p rc=0 ct=1000
+  [ "$QUICK" = 1 ] && n=2048 epochs=1 seeds=1 ct=256
   [ -n "$DDP_NOTE" ] && ddp=(--no-ddp)
   for p in ${CORE_CHECK_RACE_RANKS:-4}; do
-    local C=(--ranks "$p" --seeds "$seeds" --epochs "$epochs" --limit-train "$n" --curve-test 1000
+    local C=(--ranks "$p" --seeds "$seeds" --epochs "$epochs" --limit-train "$n" --curve-test "$ct"
       --train-opts "--epoch-mode global" --both-opts "--milestones 1 --data-path $data"
       --out "$OUT/race" "${ddp[@]}")
     DDP_PY=python3 bash jobs/ddp_race.sh "${C[@]}" --imbalances none --modes sync &&
