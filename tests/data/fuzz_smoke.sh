@@ -9,4 +9,4 @@ if ! command -v clang >/dev/null 2>&1 || ! clang -fsanitize=fuzzer,address "$t/f
   echo "skip: clang with libFuzzer not available (apt-get install clang libclang-rt-14-dev)"
   exit 77
 fi
-make --no-print-directory -s fuzz B="$B" FUZZ_RUNS="${FUZZ_RUNS:-2000}"
+make --no-print-directory -s -j2 fuzz B="$B" FUZZ_RUNS="${FUZZ_RUNS:-2000}"
