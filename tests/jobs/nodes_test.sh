@@ -24,7 +24,7 @@
 # pcoll-compare reads the results folders; the restarted job COMPLETED, its job.txt has
 # 'restart.sync.1=... ranks 4 -> 3, resumed after epoch 1' (or 2) and its run has 3 ranks on both nodes.
 # Or, where the relaunch on 3 ranks lost a rank inside MPI_Init (Open MPI 4.1 over TCP between the
-# namespaces, about 1 run in 10: a segfault reported by Open MPI's handler, before eager-train's own
+# namespaces, seen in 1 of 8 runs here: a segfault reported by Open MPI's handler, before eager-train's own
 # crash handler is installed, trainer/crash.c), 'restart.sync.2=... ranks 3 -> 2' and 2 ranks on both
 # nodes; accepted only with that evidence in the job's output, any other second failure fails.
 # Everything is removed on every exit (trap).

@@ -6,7 +6,7 @@ run_each() {
   np=$1; shift
   timeout 240 $MPIRUN -np "$np" bash -c \
     '"$@"; s=$?; echo "rank ${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-?}} exit $s"; exit $s' eager-train \
-    "$TRAIN" --experiment fmnist --model "$TEST_MODEL" --limit-train 2048 --limit-test 512 --batch 32 --quiet "$@" > "$TMP/out" 2>&1
+    "$TRAIN" "${TRAIN_ARGS[@]}" "$@" > "$TMP/out" 2>&1
 }
 # expect PATTERN NP ARGS...: must print PATTERN and fail, every rank that got to report its exit
 # non-zero (mpirun kills the ranks still running once one has failed), no hang (timeout: 124)

@@ -9,11 +9,12 @@ fail() { echo "FAIL: $*"; exit 1; }
 # overrides; a later --model in ARGS wins): these tests check rounds, replicas, records and exits,
 # not accuracy, and its epoch takes about a quarter of the preset's (the preset's model is trained by
 # nn_fmnist_train and against PyTorch by train_ddp_mirror).
+# TRAIN_ARGS: those settings, for the tests that launch the trainer themselves (bad_input.sh).
 TEST_MODEL=${TEST_MODEL:-resnet-fmnist width=4}
+TRAIN_ARGS=(--experiment fmnist --model "$TEST_MODEL" --limit-train 2048 --limit-test 512 --batch 32 --quiet)
 run() {
   np=$1; shift
-  timeout 240 $MPIRUN -np "$np" "$TRAIN" --experiment fmnist --model "$TEST_MODEL" --limit-train 2048 \
-    --limit-test 512 --batch 32 --quiet "$@" > "$TMP/out" 2>&1
+  timeout 240 $MPIRUN -np "$np" "$TRAIN" "${TRAIN_ARGS[@]}" "$@" > "$TMP/out" 2>&1
 }
 # paused_pid LOG RANK JOB: the pid that RANK prints when EAGER_TEST_PAUSE holds it (trainer/watchdog.h),
 # polled in LOG for up to 120 s while JOB (a background pid) runs; empty if it never got there

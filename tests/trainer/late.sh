@@ -13,8 +13,8 @@
 # random:k=2,d=10 half the ranks' steps carry a 10 ms delay, so over 256 batches (8 samples
 # each, 64 steps a rank) that happens in about one step in ten (34 of 256 with the tests' narrow
 # model, the AMD EPYC VM, 2026-12-08; docs/DESIGN.md#after-the-deposit---late-wait-or-go), driven
-# by the injected delays rather than the machine's speed. Solo rarely merges (its next round starts at once with the pending deposit): its count is
-# printed, not required.
+# by the injected delays rather than the machine's speed. Solo rarely merges (its next round starts
+# at once with the pending deposit): its count is printed, not required.
 . "$(dirname "$0")/common.sh"
 NP=${NP:-4}
 wd_total() { jq '[.rounds.records[] | select(.epoch == 0) | .wd_sum] | add' "$1"; }
